@@ -1,0 +1,61 @@
+# Salvor's build. `make test` needs nothing but Go: it builds its own tools
+# (pinned below) into bin/ and reuses them afterwards.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+CONTROLLER_GEN_VERSION := v0.21.0
+
+GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd
+
+.PHONY: all build tools generate check-generated vet test test-unit test-compat bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/salvor ./cmd/salvor
+
+$(BIN)/buf:
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-go-grpc:
+	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/controller-gen:
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen
+
+# generate rewrites every generated file: protobuf and gRPC code, deepcopy
+# functions and CRD YAML. The results are committed.
+generate: tools
+	rm -rf pkg/plugin/proto
+	cd proto && buf generate
+	controller-gen object paths=./pkg/apis/...
+	controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+
+# check-generated fails when regenerating would change a committed file.
+check-generated: tools
+	hack/check-generated.sh $(GENERATED)
+
+vet:
+	$(GO) vet ./...
+
+test-unit:
+	$(GO) test -count=1 -p 2 ./...
+
+test-compat:
+	cd test/compat && $(GO) test -count=1 ./...
+
+test: check-generated vet test-unit test-compat
+
+bench:
+	hack/bench.sh
+
+clean:
+	rm -rf $(BIN)

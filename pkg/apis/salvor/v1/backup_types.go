@@ -1,0 +1,131 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupPhase is where a Backup is in its life. The values are Velero's.
+type BackupPhase string
+
+const (
+	BackupPhaseNew                                        BackupPhase = "New"
+	BackupPhaseFailedValidation                           BackupPhase = "FailedValidation"
+	BackupPhaseInProgress                                 BackupPhase = "InProgress"
+	BackupPhaseWaitingForPluginOperations                 BackupPhase = "WaitingForPluginOperations"
+	BackupPhaseWaitingForPluginOperationsPartiallyFailed BackupPhase = "WaitingForPluginOperationsPartiallyFailed"
+	BackupPhaseFinalizing                                 BackupPhase = "Finalizing"
+	BackupPhaseFinalizingPartiallyFailed                  BackupPhase = "FinalizingPartiallyFailed"
+	BackupPhaseCompleted                                  BackupPhase = "Completed"
+	BackupPhasePartiallyFailed                            BackupPhase = "PartiallyFailed"
+	BackupPhaseFailed                                     BackupPhase = "Failed"
+	BackupPhaseDeleting                                   BackupPhase = "Deleting"
+)
+
+// BackupSpec says what to back up and where.
+type BackupSpec struct {
+	// IncludedNamespaces lists the namespaces to back up; empty or "*" means all.
+	// +optional
+	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
+	// ExcludedNamespaces lists namespaces to leave out.
+	// +optional
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// IncludedResources lists resources (e.g. "configmaps", "deployments.apps"); empty or "*" means all.
+	// +optional
+	IncludedResources []string `json:"includedResources,omitempty"`
+	// ExcludedResources lists resources to leave out.
+	// +optional
+	ExcludedResources []string `json:"excludedResources,omitempty"`
+	// IncludeClusterResources says whether cluster-scoped resources are backed up;
+	// unset means "those related to the namespaced items".
+	// +optional
+	// +nullable
+	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
+	// LabelSelector selects items by label.
+	// +optional
+	// +nullable
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// StorageLocation names the BackupStorageLocation to write to; empty means the default.
+	// +optional
+	StorageLocation string `json:"storageLocation,omitempty"`
+	// TTL is how long the backup is kept before it expires.
+	// +optional
+	TTL metav1.Duration `json:"ttl,omitempty"`
+	// ItemOperationTimeout bounds every long-running plugin operation of this backup.
+	// +optional
+	ItemOperationTimeout metav1.Duration `json:"itemOperationTimeout,omitempty"`
+	// Timeout bounds the whole backup; zero means no limit.
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// SnapshotVolumes says whether persistent volumes are snapshotted; unset means yes.
+	// +optional
+	// +nullable
+	SnapshotVolumes *bool `json:"snapshotVolumes,omitempty"`
+}
+
+// BackupProgress counts items.
+type BackupProgress struct {
+	// +optional
+	TotalItems int `json:"totalItems,omitempty"`
+	// +optional
+	ItemsBackedUp int `json:"itemsBackedUp,omitempty"`
+}
+
+// BackupStatus is what happened to a Backup.
+type BackupStatus struct {
+	// +optional
+	Phase BackupPhase `json:"phase,omitempty"`
+	// +optional
+	ValidationErrors []string `json:"validationErrors,omitempty"`
+	// +optional
+	// +nullable
+	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty"`
+	// +optional
+	// +nullable
+	CompletionTimestamp *metav1.Time `json:"completionTimestamp,omitempty"`
+	// +optional
+	// +nullable
+	Expiration *metav1.Time `json:"expiration,omitempty"`
+	// +optional
+	// +nullable
+	Progress *BackupProgress `json:"progress,omitempty"`
+	// +optional
+	Warnings int `json:"warnings,omitempty"`
+	// +optional
+	Errors int `json:"errors,omitempty"`
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+	// +optional
+	BackupItemOperationsAttempted int `json:"backupItemOperationsAttempted,omitempty"`
+	// +optional
+	BackupItemOperationsCompleted int `json:"backupItemOperationsCompleted,omitempty"`
+	// +optional
+	BackupItemOperationsFailed int `json:"backupItemOperationsFailed,omitempty"`
+}
+
+// Backup is a request to back up a cluster's objects and volumes, and its result.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Items",type=integer,JSONPath=`.status.progress.itemsBackedUp`
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.progress.totalItems`
+// +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.spec.storageLocation`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Backup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec BackupSpec `json:"spec,omitempty"`
+	// +optional
+	Status BackupStatus `json:"status,omitempty"`
+}
+
+// BackupList is a list of Backups.
+//
+// +kubebuilder:object:root=true
+type BackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Backup `json:"items"`
+}

@@ -1,0 +1,123 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RestorePhase is where a Restore is in its life. The values are Velero's.
+type RestorePhase string
+
+const (
+	RestorePhaseNew                                        RestorePhase = "New"
+	RestorePhaseFailedValidation                           RestorePhase = "FailedValidation"
+	RestorePhaseInProgress                                 RestorePhase = "InProgress"
+	RestorePhaseWaitingForPluginOperations                 RestorePhase = "WaitingForPluginOperations"
+	RestorePhaseWaitingForPluginOperationsPartiallyFailed RestorePhase = "WaitingForPluginOperationsPartiallyFailed"
+	RestorePhaseFinalizing                                 RestorePhase = "Finalizing"
+	RestorePhaseFinalizingPartiallyFailed                  RestorePhase = "FinalizingPartiallyFailed"
+	RestorePhaseCompleted                                  RestorePhase = "Completed"
+	RestorePhasePartiallyFailed                            RestorePhase = "PartiallyFailed"
+	RestorePhaseFailed                                     RestorePhase = "Failed"
+)
+
+// ExistingResourcePolicy says what a restore does with an object that is already there.
+// +kubebuilder:validation:Enum=none;update
+type ExistingResourcePolicy string
+
+const (
+	ExistingResourcePolicyNone   ExistingResourcePolicy = "none"
+	ExistingResourcePolicyUpdate ExistingResourcePolicy = "update"
+)
+
+// RestoreSpec says which backup to restore and what of it.
+type RestoreSpec struct {
+	// BackupName is the Backup to restore from.
+	BackupName string `json:"backupName"`
+	// +optional
+	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
+	// +optional
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// +optional
+	IncludedResources []string `json:"includedResources,omitempty"`
+	// +optional
+	ExcludedResources []string `json:"excludedResources,omitempty"`
+	// +optional
+	// +nullable
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// NamespaceMapping restores items of the key namespace into the value namespace.
+	// +optional
+	NamespaceMapping map[string]string `json:"namespaceMapping,omitempty"`
+	// +optional
+	ExistingResourcePolicy ExistingResourcePolicy `json:"existingResourcePolicy,omitempty"`
+	// RestorePVs says whether volumes are recreated from their snapshots; unset means yes.
+	// +optional
+	// +nullable
+	RestorePVs *bool `json:"restorePVs,omitempty"`
+	// +optional
+	ItemOperationTimeout metav1.Duration `json:"itemOperationTimeout,omitempty"`
+}
+
+// RestoreProgress counts items.
+type RestoreProgress struct {
+	// +optional
+	TotalItems int `json:"totalItems,omitempty"`
+	// +optional
+	ItemsRestored int `json:"itemsRestored,omitempty"`
+}
+
+// RestoreStatus is what happened to a Restore.
+type RestoreStatus struct {
+	// +optional
+	Phase RestorePhase `json:"phase,omitempty"`
+	// +optional
+	ValidationErrors []string `json:"validationErrors,omitempty"`
+	// +optional
+	// +nullable
+	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty"`
+	// +optional
+	// +nullable
+	CompletionTimestamp *metav1.Time `json:"completionTimestamp,omitempty"`
+	// +optional
+	// +nullable
+	Progress *RestoreProgress `json:"progress,omitempty"`
+	// +optional
+	Warnings int `json:"warnings,omitempty"`
+	// +optional
+	Errors int `json:"errors,omitempty"`
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+	// +optional
+	RestoreItemOperationsAttempted int `json:"restoreItemOperationsAttempted,omitempty"`
+	// +optional
+	RestoreItemOperationsCompleted int `json:"restoreItemOperationsCompleted,omitempty"`
+	// +optional
+	RestoreItemOperationsFailed int `json:"restoreItemOperationsFailed,omitempty"`
+}
+
+// Restore is a request to bring back objects and volumes from a Backup, and its result.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Items",type=integer,JSONPath=`.status.progress.itemsRestored`
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.progress.totalItems`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Restore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec RestoreSpec `json:"spec,omitempty"`
+	// +optional
+	Status RestoreStatus `json:"status,omitempty"`
+}
+
+// RestoreList is a list of Restores.
+//
+// +kubebuilder:object:root=true
+type RestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Restore `json:"items"`
+}

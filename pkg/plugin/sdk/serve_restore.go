@@ -1,0 +1,158 @@
+package sdk
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
+	riav2 "github.com/salvor-dev/salvor/pkg/plugin/proto/restoreitemaction/v2"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
+)
+
+// restoreExecute decodes a restore Execute request (the same four fields in
+// v1 and v2) and runs the implementation's Execute, with context if it can.
+func restoreExecute[T interface {
+	Execute(*RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
+}](ctx context.Context, r *registry[T], plugin string, item, restore, fromBackup []byte) (*RestoreItemActionExecuteOutput, []byte, error) {
+	impl, rs, err := call[Restore](r, plugin, restore, "restore")
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := decodeItem(item, "item")
+	if err != nil {
+		return nil, nil, err
+	}
+	fb, err := decodeItem(fromBackup, "itemFromBackup")
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &RestoreItemActionExecuteInput{Item: asUnstructured(it), ItemFromBackup: asUnstructured(fb), Restore: rs}
+	var out *RestoreItemActionExecuteOutput
+	if c, ok := any(impl).(interface {
+		ExecuteWithContext(context.Context, *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
+	}); ok {
+		out, err = c.ExecuteWithContext(ctx, in)
+	} else {
+		out, err = impl.Execute(in)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if out == nil {
+		out = &RestoreItemActionExecuteOutput{}
+	}
+	b, err := encodeItem(out.UpdatedItem, item)
+	return out, b, err
+}
+
+type riaV1Server struct{ r *registry[RestoreItemAction] }
+
+func registerRIAv1(r *registry[RestoreItemAction], g *grpc.Server) {
+	pb.RegisterRestoreItemActionServer(g, riaV1Server{r})
+}
+
+func (s riaV1Server) AppliesTo(_ context.Context, req *pb.RestoreItemActionAppliesToRequest) (*pb.RestoreItemActionAppliesToResponse, error) {
+	sel, err := selector(s.r, req.GetPlugin())
+	return &pb.RestoreItemActionAppliesToResponse{ResourceSelector: sel}, err
+}
+
+func (s riaV1Server) Execute(ctx context.Context, req *pb.RestoreItemActionExecuteRequest) (*pb.RestoreItemActionExecuteResponse, error) {
+	out, item, err := restoreExecute(ctx, s.r, req.GetPlugin(), req.GetItem(), req.GetRestore(), req.GetItemFromBackup())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RestoreItemActionExecuteResponse{
+		Item:            item,
+		AdditionalItems: wire.IDsToProto(out.AdditionalItems),
+		SkipRestore:     out.SkipRestore,
+	}, nil
+}
+
+type riaV2Server struct{ r *registry[RestoreItemActionV2] }
+
+func registerRIAv2(r *registry[RestoreItemActionV2], g *grpc.Server) {
+	riav2.RegisterRestoreItemActionServer(g, riaV2Server{r})
+}
+
+func (s riaV2Server) AppliesTo(_ context.Context, req *riav2.RestoreItemActionAppliesToRequest) (*riav2.RestoreItemActionAppliesToResponse, error) {
+	sel, err := selector(s.r, req.GetPlugin())
+	return &riav2.RestoreItemActionAppliesToResponse{ResourceSelector: sel}, err
+}
+
+func (s riaV2Server) Execute(ctx context.Context, req *riav2.RestoreItemActionExecuteRequest) (*riav2.RestoreItemActionExecuteResponse, error) {
+	out, item, err := restoreExecute(ctx, s.r, req.GetPlugin(), req.GetItem(), req.GetRestore(), req.GetItemFromBackup())
+	if err != nil {
+		return nil, err
+	}
+	resp := &riav2.RestoreItemActionExecuteResponse{
+		Item:                   item,
+		AdditionalItems:        wire.IDsToProto(out.AdditionalItems),
+		SkipRestore:            out.SkipRestore,
+		OperationID:            out.OperationID,
+		WaitForAdditionalItems: out.WaitForAdditionalItems,
+	}
+	if out.AdditionalItemsReadyTimeout > 0 {
+		resp.AdditionalItemsReadyTimeout = durationpb.New(out.AdditionalItemsReadyTimeout)
+	}
+	return resp, nil
+}
+
+func (s riaV2Server) Progress(ctx context.Context, req *riav2.RestoreItemActionProgressRequest) (*riav2.RestoreItemActionProgressResponse, error) {
+	impl, restore, err := call[Restore](s.r, req.GetPlugin(), req.GetRestore(), "restore")
+	if err != nil {
+		return nil, err
+	}
+	var p OperationProgress
+	if c, ok := impl.(interface {
+		ProgressWithContext(context.Context, string, *Restore) (OperationProgress, error)
+	}); ok {
+		p, err = c.ProgressWithContext(ctx, req.GetOperationID(), restore)
+	} else {
+		p, err = impl.Progress(req.GetOperationID(), restore)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &riav2.RestoreItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, nil
+}
+
+func (s riaV2Server) Cancel(ctx context.Context, req *riav2.RestoreItemActionCancelRequest) (*emptypb.Empty, error) {
+	impl, restore, err := call[Restore](s.r, req.GetPlugin(), req.GetRestore(), "restore")
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := impl.(interface {
+		CancelWithContext(context.Context, string, *Restore) error
+	}); ok {
+		err = c.CancelWithContext(ctx, req.GetOperationID(), restore)
+	} else {
+		err = impl.Cancel(req.GetOperationID(), restore)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &emptypb.Empty{}, nil
+}
+
+func (s riaV2Server) AreAdditionalItemsReady(ctx context.Context, req *riav2.RestoreItemActionItemsReadyRequest) (*riav2.RestoreItemActionItemsReadyResponse, error) {
+	impl, restore, err := call[Restore](s.r, req.GetPlugin(), req.GetRestore(), "restore")
+	if err != nil {
+		return nil, err
+	}
+	items := wire.IDsFromProto(req.GetAdditionalItems())
+	var ready bool
+	if c, ok := impl.(interface {
+		AreAdditionalItemsReadyWithContext(context.Context, []ResourceIdentifier, *Restore) (bool, error)
+	}); ok {
+		ready, err = c.AreAdditionalItemsReadyWithContext(ctx, items, restore)
+	} else {
+		ready, err = impl.AreAdditionalItemsReady(items, restore)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &riav2.RestoreItemActionItemsReadyResponse{Ready: ready}, nil
+}
