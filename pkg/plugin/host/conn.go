@@ -1,0 +1,196 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
+)
+
+// callInfo is what a typed client tells the connection about a call, for
+// error messages: the plugin's name and the item the call is about.
+type callInfo struct {
+	plugin string
+	item   string
+}
+
+type callInfoKey struct{}
+
+func withCall(ctx context.Context, plugin, item string) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, callInfo{plugin: plugin, item: item})
+}
+
+// conn is the one restart layer: a grpc.ClientConnInterface under every
+// generated client stub (see the package doc).
+type conn struct {
+	p *process
+}
+
+var _ grpc.ClientConnInterface = conn{}
+
+// call is one plugin call in flight: its deadlines and how to end it.
+type call struct {
+	desc     kind.Descriptor
+	method   string
+	info     callInfo
+	start    time.Time
+	ctx      context.Context // carries the gRPC deadline: plugin deadline + grace
+	cancel   context.CancelFunc
+	stopWait func() bool
+	gen      int
+}
+
+// begin prepares a call: the plugin's deadline is the caller's, or the
+// kind's default for the method when that is sooner; the gRPC deadline is
+// later by the grace period, so a plugin that honours its context answers
+// in time, and one that doesn't is caught. Cancelling the caller's context
+// cancels the call at once; the caller's deadline passing does not, so the
+// plugin gets its grace period.
+func (c conn) begin(ctx context.Context, fullMethod string) (*call, *grpc.ClientConn, error) {
+	desc, method, _ := kind.ForMethod(fullMethod)
+	info, _ := ctx.Value(callInfoKey{}).(callInfo)
+	cl := &call{desc: desc, method: method, info: info, start: time.Now()}
+	deadline := cl.start.Add(c.p.opts.timeoutFor(desc, method))
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	base, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(c.p.opts.Grace))
+	cl.ctx, cl.cancel = base, cancel
+	cl.stopWait = context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			cancel()
+		}
+	})
+	cl.ctx = wire.WithTimeoutHeader(cl.ctx, time.Until(deadline))
+	cc, gen, err := c.p.get(ctx)
+	if err != nil {
+		cl.end()
+		return nil, nil, cl.fail(c.p, ctx, err, false)
+	}
+	cl.gen = gen
+	return cl, cc, nil
+}
+
+func (cl *call) end() {
+	cl.stopWait()
+	cl.cancel()
+}
+
+// fail turns a failed call into a *CallError, killing a hung process.
+func (cl *call) fail(p *process, callerCtx context.Context, err error, started bool) error {
+	ce := &CallError{
+		Plugin: cl.info.plugin,
+		Kind:   cl.desc.Kind,
+		Method: cl.method,
+		Item:   cl.info.item,
+		Binary: p.cmd.Path,
+		Waited: time.Since(cl.start),
+	}
+	ce.Code, ce.Message, ce.Stack = wire.FromStatus(err)
+	switch {
+	case !started:
+		ce.Message = err.Error()
+		ce.cause = ErrPluginCrashed
+		ce.Stderr = p.stderr.last()
+	case errors.Is(callerCtx.Err(), context.Canceled):
+		ce.cause = context.Canceled
+	case errors.Is(cl.ctx.Err(), context.DeadlineExceeded):
+		p.kill(cl.gen)
+		ce.cause = ErrPluginHung
+		p.log.Error("plugin ignored its deadline; killed its process", "plugin", ce.Plugin, "method", ce.Method, "item", ce.Item, "waited", ce.Waited)
+	case ce.Code == codes.Unavailable || ce.Code == codes.Internal && strings.Contains(ce.Message, "EOF"):
+		if dead, how := p.exited(cl.gen); dead {
+			ce.cause = ErrPluginCrashed
+			ce.Message = how
+			ce.Stderr = p.stderr.last()
+		} else {
+			ce.cause = causeOf(ce.Code)
+		}
+	default:
+		ce.cause = causeOf(ce.Code)
+	}
+	return ce
+}
+
+// Invoke runs a unary call.
+func (c conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	cl, cc, err := c.begin(ctx, method)
+	if err != nil {
+		return err
+	}
+	defer cl.end()
+	if err := cc.Invoke(cl.ctx, method, args, reply, opts...); err != nil {
+		return cl.fail(c.p, ctx, err, true)
+	}
+	if cl.desc.Stateful && cl.method == "Init" {
+		if m, ok := args.(proto.Message); ok {
+			c.p.recordInit(method, cl.info.plugin, m)
+		}
+	}
+	return nil
+}
+
+// NewStream opens a stream (ObjectStore PutObject and GetObject). The
+// deadline covers the whole stream.
+func (c conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cl, cc, err := c.begin(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cc.NewStream(cl.ctx, desc, method, opts...)
+	if err != nil {
+		defer cl.end()
+		return nil, cl.fail(c.p, ctx, err, true)
+	}
+	return &stream{ClientStream: cs, c: c, cl: cl, caller: ctx, serverStreams: desc.ServerStreams}, nil
+}
+
+// stream ends its call when the stream ends, and reports failures like Invoke.
+type stream struct {
+	grpc.ClientStream
+	c             conn
+	cl            *call
+	caller        context.Context
+	serverStreams bool
+	once          sync.Once
+}
+
+func (s *stream) finish() { s.once.Do(s.cl.end) }
+
+func (s *stream) SendMsg(m any) error {
+	if err := s.ClientStream.SendMsg(m); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The server ended the stream; RecvMsg has the reason.
+			return err
+		}
+		defer s.finish()
+		return s.cl.fail(s.c.p, s.caller, err, true)
+	}
+	return nil
+}
+
+func (s *stream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	switch {
+	case err == nil:
+		if !s.serverStreams {
+			s.finish()
+		}
+		return nil
+	case errors.Is(err, io.EOF):
+		s.finish()
+		return err
+	default:
+		defer s.finish()
+		return s.cl.fail(s.c.p, s.caller, err, true)
+	}
+}

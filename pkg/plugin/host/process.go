@@ -1,0 +1,323 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// Command is how to start a plugin binary.
+type Command struct {
+	Path string
+	Args []string
+}
+
+func (c Command) String() string {
+	if len(c.Args) == 0 {
+		return c.Path
+	}
+	return c.Path + " " + strings.Join(c.Args, " ")
+}
+
+// initCall is an Init a process has answered, replayed after a restart.
+type initCall struct {
+	method string
+	plugin string
+	req    proto.Message
+}
+
+// process is one running plugin binary and what is needed to bring it back.
+type process struct {
+	cmd  Command
+	opts *Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	client   *goplugin.Client
+	execCmd  *exec.Cmd
+	conn     *grpc.ClientConn
+	gen      int
+	restarts int
+	inits    []initCall
+	stderr   *stderrTail
+	closed   bool
+}
+
+func newProcess(cmd Command, opts *Options) *process {
+	log := opts.Logger.With("plugin_binary", filepath.Base(cmd.Path))
+	return &process{cmd: cmd, opts: opts, log: log, stderr: newStderrTail(opts.StderrLines, log)}
+}
+
+// hostPlugins is the go-plugin plugin set of the host: go-plugin refuses a
+// handshake without one, but Salvor uses the raw connection, not Dispense.
+var hostPlugins = map[string]goplugin.Plugin{"PluginLister": nopPlugin{}}
+
+type nopPlugin struct{ goplugin.NetRPCUnsupportedPlugin }
+
+func (nopPlugin) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
+func (nopPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, nil
+}
+
+// get returns a live connection and its generation, starting or restarting
+// the process (and replaying its Inits) as needed.
+func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0, fmt.Errorf("plugin process %s: the plugin manager is closed", p.cmd.Path)
+	}
+	if p.client != nil && !p.client.Exited() {
+		return p.conn, p.gen, nil
+	}
+	if p.client != nil {
+		p.client.Kill()
+		p.restarts++
+		p.log.Warn("restarting plugin process", "restarts", p.restarts)
+		if p.opts.OnRestart != nil {
+			p.opts.OnRestart(p.cmd.Path)
+		}
+	}
+	if err := p.start(); err != nil {
+		return nil, 0, err
+	}
+	for _, ic := range p.inits {
+		ictx, cancel := context.WithTimeout(ctx, p.opts.timeout(ic.method))
+		err := p.conn.Invoke(ictx, ic.method, ic.req, &pb.Empty{})
+		cancel()
+		if err != nil {
+			p.client.Kill()
+			return nil, 0, fmt.Errorf("re-initialising plugin %s in restarted process %s: %w", ic.plugin, p.cmd.Path, err)
+		}
+	}
+	return p.conn, p.gen, nil
+}
+
+func (p *process) start() error {
+	args := append([]string{}, p.cmd.Args...)
+	args = append(args, "--log-level="+p.opts.PluginLogLevel)
+	p.execCmd = exec.Command(p.cmd.Path, args...)
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		Plugins:          hostPlugins,
+		Cmd:              p.execCmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		StartTimeout:     p.opts.StartTimeout,
+		Stderr:           p.stderr,
+		// Salvor re-emits stderr itself (stderrTail), so go-plugin's own
+		// parsing and logging of it is switched off.
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize),
+			grpc.MaxCallSendMsgSize(sdk.MaxMessageSize),
+		)},
+	})
+	rpc, err := p.client.Client()
+	if err != nil {
+		p.client.Kill()
+		return fmt.Errorf("starting plugin binary %s: %w%s", p.cmd, err, p.stderr.suffix())
+	}
+	gc, ok := rpc.(*goplugin.GRPCClient)
+	if !ok {
+		p.client.Kill()
+		return fmt.Errorf("plugin binary %s does not speak gRPC", p.cmd)
+	}
+	p.conn = gc.Conn
+	p.gen++
+	p.stderr.reset()
+	return nil
+}
+
+// recordInit remembers a successful Init so a restarted process gets it again.
+func (p *process) recordInit(method, plugin string, req proto.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, ic := range p.inits {
+		if ic.method == method && ic.plugin == plugin {
+			p.inits[i].req = proto.Clone(req)
+			return
+		}
+	}
+	p.inits = append(p.inits, initCall{method: method, plugin: plugin, req: proto.Clone(req)})
+}
+
+// kill stops generation gen of the process at once (SIGKILL): it is hung, so
+// a graceful stop would wait for it in vain. The next call restarts it.
+func (p *process) kill(gen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen != p.gen || p.client == nil {
+		return
+	}
+	if rc := p.client.ReattachConfig(); rc != nil && rc.Pid > 0 {
+		_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
+	}
+	p.client.Kill()
+}
+
+// exited waits a moment for generation gen to be seen dead, and says how it ended.
+func (p *process) exited(gen int) (bool, string) {
+	deadline := time.Now().Add(p.opts.ExitWait)
+	for {
+		p.mu.Lock()
+		current := gen == p.gen && p.client != nil
+		dead := !current || p.client.Exited()
+		var how string
+		if current && dead && p.execCmd.ProcessState != nil {
+			how = p.execCmd.ProcessState.String()
+		}
+		p.mu.Unlock()
+		if dead {
+			if how == "" {
+				how = "exited"
+			}
+			return true, how
+		}
+		if time.Now().After(deadline) {
+			return false, ""
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// pid is the current process's ID, for tests and diagnostics.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil {
+		return 0
+	}
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+func (p *process) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.client != nil {
+		p.client.Kill()
+	}
+}
+
+// stderrTail re-emits a plugin's stderr through the host's logger and keeps
+// its last lines for crash reports.
+type stderrTail struct {
+	mu    sync.Mutex
+	lines []string
+	max   int
+	log   *slog.Logger
+	buf   []byte
+}
+
+func newStderrTail(max int, log *slog.Logger) *stderrTail {
+	return &stderrTail{max: max, log: log}
+}
+
+// Write receives stderr as go-plugin reads it: a line, then its newline.
+func (t *stderrTail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	for {
+		i := strings.IndexByte(string(t.buf), '\n')
+		if i < 0 {
+			break
+		}
+		line := string(t.buf[:i])
+		t.buf = t.buf[i+1:]
+		if line == "" {
+			continue
+		}
+		t.lines = append(t.lines, line)
+		if len(t.lines) > t.max {
+			t.lines = t.lines[len(t.lines)-t.max:]
+		}
+		emit(t.log, line)
+	}
+	return len(b), nil
+}
+
+func (t *stderrTail) last() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.lines...)
+}
+
+func (t *stderrTail) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = nil
+	t.buf = nil
+}
+
+func (t *stderrTail) suffix() string {
+	if l := t.last(); len(l) > 0 {
+		return "; its last output was:\n" + strings.Join(l, "\n")
+	}
+	return ""
+}
+
+// emit logs one stderr line. JSON lines carry their level and message under
+// go-plugin's keys (@level, @message) or logrus' (level, msg), which is what
+// plugins built with Velero's framework write; other lines (a Go panic, say)
+// are logged as they are.
+func emit(log *slog.Logger, line string) {
+	var entry map[string]any
+	if err := json.Unmarshal([]byte(line), &entry); err != nil || entry == nil {
+		level := slog.LevelInfo
+		if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+			level = slog.LevelError
+		}
+		log.Log(context.Background(), level, line)
+		return
+	}
+	msg := pop(entry, "@message", "msg", "message")
+	levelText := pop(entry, "@level", "level")
+	delete(entry, "@timestamp")
+	delete(entry, "time")
+	level := slog.LevelInfo
+	switch strings.ToLower(levelText) {
+	case "trace", "debug":
+		level = slog.LevelDebug
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error", "fatal", "panic":
+		level = slog.LevelError
+	}
+	attrs := make([]any, 0, 2*len(entry))
+	for k, v := range entry {
+		attrs = append(attrs, k, v)
+	}
+	log.Log(context.Background(), level, msg, attrs...)
+}
+
+func pop(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			delete(m, k)
+			if s, ok := v.(string); ok {
+				return s
+			}
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
+}
