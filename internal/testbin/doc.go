@@ -1,0 +1,4 @@
+// Package testbin builds Go programs for tests: plugin binaries that tests
+// run as real subprocesses. Builds go to a per-run directory and reuse Go's
+// build cache, so a second run costs little.
+package testbin
