@@ -1,7 +1,13 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+	"strconv"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -82,7 +88,7 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 	if p.closed {
 		return nil, 0, fmt.Errorf("plugin process %s: the plugin manager is closed", p.cmd.Path)
 	}
-	if p.client != nil && !p.client.Exited() {
+	if p.client != nil && !p.client.Exited() && p.alive() {
 		return p.conn, p.gen, nil
 	}
 	if p.client != nil {
@@ -119,6 +125,8 @@ func (p *process) start() error {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		StartTimeout:     p.opts.StartTimeout,
 		Stderr:           p.stderr,
+		SyncStderr:       p.stderr,
+		SyncStdout:       p.stderr,
 		// Salvor re-emits stderr itself (stderrTail), so go-plugin's own
 		// parsing and logging of it is switched off.
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
@@ -195,6 +203,32 @@ func (p *process) exited(gen int) (bool, string) {
 	}
 }
 
+// alive tells whether the process is still running, before go-plugin has
+// noticed its death: a plugin killed between two calls is then restarted
+// before the next call is sent, instead of failing it. A killed child that
+// is not yet reaped is a zombie, which still answers signal 0.
+func (p *process) alive() bool {
+	rc := p.client.ReattachConfig()
+	if rc == nil || rc.Pid <= 0 {
+		return false
+	}
+	if syscall.Kill(rc.Pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(rc.Pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) || runtime.GOOS != "linux"
+	}
+	// The state follows the command name, which is in parentheses.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		switch stat[i+2] {
+		case 'Z', 'X':
+			return false
+		}
+	}
+	return true
+}
+
 // pid is the current process's ID, for tests and diagnostics.
 func (p *process) pid() int {
 	p.mu.Lock()
@@ -225,6 +259,8 @@ type stderrTail struct {
 	max   int
 	log   *slog.Logger
 	buf   []byte
+	// crashed is set once a panic's first line was seen.
+	crashed bool
 }
 
 func newStderrTail(max int, log *slog.Logger) *stderrTail {
@@ -246,9 +282,18 @@ func (t *stderrTail) Write(b []byte) (int, error) {
 		if line == "" {
 			continue
 		}
-		t.lines = append(t.lines, line)
-		if len(t.lines) > t.max {
-			t.lines = t.lines[len(t.lines)-t.max:]
+		switch {
+		case strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: "):
+			// A crash report is the most useful output there is: keep it
+			// from its first line rather than its last ones.
+			t.lines = []string{line}
+			t.crashed = true
+		case t.crashed && len(t.lines) >= t.max:
+		default:
+			t.lines = append(t.lines, line)
+			if len(t.lines) > t.max {
+				t.lines = t.lines[len(t.lines)-t.max:]
+			}
 		}
 		emit(t.log, line)
 	}
@@ -266,6 +311,7 @@ func (t *stderrTail) reset() {
 	defer t.mu.Unlock()
 	t.lines = nil
 	t.buf = nil
+	t.crashed = false
 }
 
 func (t *stderrTail) suffix() string {

@@ -55,7 +55,15 @@ func act(ctx context.Context, what string) error {
 	case "panic":
 		panic("the test asked for a panic")
 	case "crash":
-		fmt.Fprintln(os.Stderr, "about to crash: the test asked for it")
+		// An unrecovered panic on another goroutine kills the process, as
+		// a real plugin bug would; the runtime writes it to stderr.
+		go func() { panic("the test asked for a crash") }()
+		time.Sleep(time.Hour)
+	case "exit":
+		// Lines written to os.Stderr after Serve travel over go-plugin's
+		// stdio stream rather than the raw pipe.
+		fmt.Fprintln(os.Stderr, "exiting: the test asked for it")
+		time.Sleep(100 * time.Millisecond)
 		os.Exit(3)
 	case "wait-ctx":
 		<-ctx.Done()

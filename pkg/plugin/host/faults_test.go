@@ -1,0 +1,403 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+func do(what string) map[string]string { return map[string]string{"test.salvor.dev/do": what} }
+
+func biaV2(t *testing.T, m *Manager) BackupItemAction {
+	t.Helper()
+	a, err := Get[BackupItemAction](ctxT(t), m, "test.salvor.dev/bia-v2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestPluginErrorKeepsMessageAndStack(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	_, err := biaV2(t, m).Execute(ctxT(t), configMap("bad", do("error")), backup)
+	var ce *CallError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Execute error %v is not a *CallError", err)
+	}
+	if ce.Message != "the test asked for an error" || ce.Code != codes.Unknown {
+		t.Errorf("message %q code %v", ce.Message, ce.Code)
+	}
+	for _, want := range []string{"test.salvor.dev/bia-v2", "BackupItemActionV2", "Execute", "ConfigMap ns/bad", "the test asked for an error"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if len(ce.Stack) == 0 || !strings.Contains(ce.StackTrace(), "main.act") || !strings.Contains(ce.StackTrace(), "testplugin/main.go") {
+		t.Errorf("stack does not show where the plugin failed:\n%s", ce.StackTrace())
+	}
+}
+
+func TestPanicBecomesError(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	a := biaV2(t, m)
+	_, err := a.Execute(ctxT(t), configMap("p", do("panic")), backup)
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Code != codes.Aborted || !strings.Contains(ce.Message, "plugin panicked: the test asked for a panic") {
+		t.Fatalf("Execute of a panicking plugin: %v", err)
+	}
+	if !strings.Contains(ce.StackTrace(), "main.act") {
+		t.Errorf("panic stack does not name the panic site:\n%s", ce.StackTrace())
+	}
+	// The process survived the panic.
+	if _, err := a.Execute(ctxT(t), configMap("ok", nil), backup); err != nil {
+		t.Errorf("call after a panic: %v", err)
+	}
+	if r := m.Restarts(testBinary()); r != 0 {
+		t.Errorf("%d restarts after a recovered panic, want 0", r)
+	}
+}
+
+func TestDeadlineReachesPlugin(t *testing.T) {
+	m, _ := newManager(t, Options{Timeouts: map[string]time.Duration{"BackupItemActionV2.Execute": 42 * time.Second}})
+	res, err := biaV2(t, m).Execute(context.Background(), configMap("d", nil), backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Item.GetAnnotations()["test.salvor.dev/deadline-in"]; got != "42s" {
+		t.Errorf("plugin saw a deadline %q away, want 42s (the configured timeout, without the grace period)", got)
+	}
+	// A caller's sooner deadline wins over the default.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err = biaV2(t, m).Execute(ctx, configMap("d", nil), backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Item.GetAnnotations()["test.salvor.dev/deadline-in"]; got != "20s" {
+		t.Errorf("plugin saw a deadline %q away, want the caller's 20s", got)
+	}
+}
+
+func TestContextAwarePluginStopsAtDeadline(t *testing.T) {
+	m, _ := newManager(t, Options{
+		Timeouts: map[string]time.Duration{"BackupItemActionV2.Execute": 300 * time.Millisecond},
+		Grace:    time.Minute,
+	})
+	start := time.Now()
+	_, err := biaV2(t, m).Execute(context.Background(), configMap("w", do("wait-ctx")), backup)
+	waited := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrPluginHung) {
+		t.Fatalf("Execute of a plugin that honours its deadline: %v", err)
+	}
+	if !strings.Contains(err.Error(), "stopped by the host") {
+		t.Errorf("error %q lost the plugin's own message", err)
+	}
+	// It returned at the plugin's deadline, long before deadline + grace.
+	if waited > 30*time.Second {
+		t.Errorf("waited %s: the plugin did not see its deadline", waited)
+	}
+	if r := m.Restarts(testBinary()); r != 0 {
+		t.Errorf("a plugin that honoured its deadline was restarted (%d)", r)
+	}
+}
+
+func TestCancelStopsInFlightCall(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	a := biaV2(t, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Execute(ctx, configMap("c", do("wait-ctx")), backup)
+		errc <- err
+	}()
+	// Cancel once the plugin holds the call; it is waiting on its context.
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call returned %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cancelling the caller's context did not end the call")
+	}
+}
+
+func TestHungPluginIsKilledAndRestarted(t *testing.T) {
+	m, logs := newManager(t, Options{
+		Timeouts: map[string]time.Duration{"BackupItemActionV2.Execute": 200 * time.Millisecond},
+		Grace:    300 * time.Millisecond,
+	})
+	a := biaV2(t, m)
+	if _, err := a.Execute(context.Background(), configMap("warm", nil), backup); err != nil {
+		t.Fatal(err)
+	}
+	oldPID := m.PID(testBinary())
+	_, err := a.Execute(context.Background(), configMap("stuck", do("ignore-ctx")), backup)
+	var ce *CallError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrPluginHung) {
+		t.Fatalf("Execute of a hung plugin: %v", err)
+	}
+	if ce.Waited < 500*time.Millisecond {
+		t.Errorf("gave up after %s, before deadline + grace", ce.Waited)
+	}
+	for _, want := range []string{"test.salvor.dev/bia-v2", "Execute", "ConfigMap ns/stuck", "no answer after", "killed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if syscall.Kill(oldPID, 0) == nil {
+		// The process may take a moment to be reaped.
+		time.Sleep(time.Second)
+		if syscall.Kill(oldPID, 0) == nil {
+			t.Errorf("hung process %d is still alive", oldPID)
+		}
+	}
+	res, err := a.Execute(context.Background(), configMap("next", nil), backup)
+	if err != nil || res.OperationID != "op-next-nightly" {
+		t.Fatalf("call after the hang: %+v, %v", res, err)
+	}
+	if r := m.Restarts(testBinary()); r != 1 {
+		t.Errorf("restarts = %d, want 1", r)
+	}
+	if m.PID(testBinary()) == oldPID {
+		t.Error("the call after the hang went to the old process")
+	}
+	if _, _, ok := logs.find("plugin ignored its deadline; killed its process"); !ok {
+		t.Error("the kill was not logged")
+	}
+}
+
+func TestCrashDuringCall(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	a := biaV2(t, m)
+	_, err := a.Execute(ctxT(t), configMap("boom", do("crash")), backup)
+	var ce *CallError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrPluginCrashed) {
+		t.Fatalf("Execute of a crashing plugin: %v", err)
+	}
+	for _, want := range []string{"exit status 2", "panic: the test asked for a crash", "ConfigMap ns/boom", testBinary()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("crash error %q does not include %q", err, want)
+		}
+	}
+	if _, err := a.Execute(ctxT(t), configMap("after", nil), backup); err != nil {
+		t.Fatalf("call after the crash: %v", err)
+	}
+	if r := m.Restarts(testBinary()); r != 1 {
+		t.Errorf("restarts = %d, want 1", r)
+	}
+}
+
+func TestExitDuringCallShowsItsOutput(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	a := biaV2(t, m)
+	_, err := a.Execute(ctxT(t), configMap("bye", do("exit")), backup)
+	if !errors.Is(err, ErrPluginCrashed) || !strings.Contains(err.Error(), "exit status 3") ||
+		!strings.Contains(err.Error(), "exiting: the test asked for it") {
+		t.Fatalf("Execute of a plugin that exits: %v", err)
+	}
+	if _, err := a.Execute(ctxT(t), configMap("after", nil), backup); err != nil {
+		t.Fatalf("call after the exit: %v", err)
+	}
+}
+
+func TestKilledBetweenCallsRestartsTransparently(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	a := biaV2(t, m)
+	if _, err := a.Execute(ctx, configMap("one", nil), backup); err != nil {
+		t.Fatal(err)
+	}
+	pid := m.PID(testBinary())
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, pid)
+	res, err := a.Execute(ctx, configMap("two", nil), backup)
+	if err != nil || res.OperationID != "op-two-nightly" {
+		t.Fatalf("call after SIGKILL: %+v, %v", res, err)
+	}
+	if m.PID(testBinary()) == pid {
+		t.Error("no new process")
+	}
+}
+
+func TestKilledObjectStoreIsReinitialised(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	store, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "kept/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := storePID(t, m)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, pid)
+	url, err := store.CreateSignedURL(ctx, "b", "k", time.Second)
+	if err != nil {
+		t.Fatalf("call after SIGKILL: %v", err)
+	}
+	if !strings.HasSuffix(url, "prefix=kept/") {
+		t.Errorf("restarted store answered %q: its config was not replayed through Init", url)
+	}
+}
+
+// storePID finds the one ObjectStore process the manager runs.
+func storePID(t *testing.T, m *Manager) int {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, p := range m.processes {
+		if strings.Contains(key, "\x00ObjectStore\x00") {
+			return p.pid()
+		}
+	}
+	t.Fatal("no ObjectStore process")
+	return 0
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		// A killed child stays a zombie until go-plugin reaps it; a zombie
+		// answers signal 0, so look at its state too.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not die", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestManyCallersShareOneProcess(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	a := biaV2(t, m)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64*20)
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				name := fmt.Sprintf("g%d-i%d", g, i)
+				res, err := a.Execute(ctx, configMap(name, nil), backup)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.OperationID != "op-"+name+"-nightly" || res.Item.GetName() != name {
+					errs <- fmt.Errorf("call for %s got %q / %q", name, res.OperationID, res.Item.GetName())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if r := m.Restarts(testBinary()); r != 0 {
+		t.Errorf("restarts = %d", r)
+	}
+}
+
+func TestPluginLogsAreReemitted(t *testing.T) {
+	m, logs := newManager(t, Options{})
+	if _, err := biaV2(t, m).Execute(ctxT(t), configMap("l", do("log")), backup); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, attrs, ok := logs.find("a warning from the plugin")
+		if ok {
+			if rec.Level != slog.LevelWarn || attrs["plugin_binary"] != "testplugin" || attrs["detail"] != "42" {
+				t.Errorf("re-emitted record: level %v attrs %v", rec.Level, attrs)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin's log line never reached the host's logger")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The SDK's per-plugin logger names the plugin.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		if _, attrs, ok := logs.find("executing"); ok {
+			if attrs["plugin"] != "test.salvor.dev/bia-v2" || attrs["item"] != "l" {
+				t.Errorf("plugin log attrs %v", attrs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin's info line never reached the host's logger")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDuplicatePluginsAreRejected(t *testing.T) {
+	dir := t.TempDir()
+	for _, sub := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(testBinary(), filepath.Join(dir, sub, "plugin")); err != nil {
+			b, rerr := os.ReadFile(testBinary())
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if err := os.WriteFile(filepath.Join(dir, sub, "plugin"), b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A file that is not executable is not a plugin.
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not a plugin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(Options{Logger: slog.New(&records{})})
+	defer m.Close()
+	err := m.Discover(ctxT(t), dir)
+	if err == nil {
+		t.Fatal("two binaries serving the same plugins were accepted")
+	}
+	for _, want := range []string{`BackupItemActionV2 "test.salvor.dev/bia-v2" is served by both`, filepath.Join(dir, "a", "plugin"), filepath.Join(dir, "b", "plugin")} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if len(m.List()) != 0 {
+		t.Errorf("a failed discovery registered %d plugins", len(m.List()))
+	}
+}
+
+func TestNotAPlugin(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "not-a-plugin")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'I am not a plugin' >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(Options{Logger: slog.New(&records{}), StartTimeout: 10 * time.Second})
+	defer m.Close()
+	err := m.Discover(ctxT(t), dir)
+	if err == nil || !strings.Contains(err.Error(), script) || !strings.Contains(err.Error(), "I am not a plugin") {
+		t.Errorf("discovering a binary that is not a plugin: %v", err)
+	}
+}
