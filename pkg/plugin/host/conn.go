@@ -121,8 +121,19 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 	return ce
 }
 
-// Invoke runs a unary call.
+// Invoke runs a unary call. A read-only call whose process died under it
+// is sent once more to the restarted process: it may have died before the
+// call (killed between calls) and the caller should not see that.
 func (c conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := c.invoke(ctx, method, args, reply, opts...)
+	if d, m, _ := kind.ForMethod(method); errors.Is(err, ErrPluginCrashed) && d.Retryable(m) && ctx.Err() == nil {
+		c.p.log.Warn("plugin process died; sending the call again", "method", method, "error", err)
+		err = c.invoke(ctx, method, args, reply, opts...)
+	}
+	return err
+}
+
+func (c conn) invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	cl, cc, err := c.begin(ctx, method)
 	if err != nil {
 		return err

@@ -3,16 +3,16 @@ package host
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"runtime"
-	"strconv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,7 +73,9 @@ func newProcess(cmd Command, opts *Options) *process {
 // handshake without one, but Salvor uses the raw connection, not Dispense.
 var hostPlugins = map[string]goplugin.Plugin{"PluginLister": nopPlugin{}}
 
-type nopPlugin struct{ goplugin.NetRPCUnsupportedPlugin }
+type nopPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
 
 func (nopPlugin) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
 func (nopPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {

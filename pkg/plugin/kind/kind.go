@@ -41,6 +41,18 @@ type Descriptor struct {
 	Timeouts map[string]time.Duration
 }
 
+// readOnly methods change nothing in the plugin or the world, so the host
+// may send one again to a restarted process when the process died under it.
+var readOnly = map[string]bool{
+	"AppliesTo": true, "Progress": true, "AreAdditionalItemsReady": true, "ListPlugins": true,
+	"ObjectExists": true, "GetObject": true, "ListCommonPrefixes": true, "ListObjects": true,
+	"CreateSignedURL": true, "GetVolumeInfo": true, "GetVolumeID": true, "SetVolumeID": true, "Init": true,
+}
+
+// Retryable tells whether a call of method may be repeated after the
+// plugin's process died during it.
+func (d Descriptor) Retryable(method string) bool { return readOnly[method] }
+
 var (
 	quick    = 30 * time.Second
 	standard = time.Minute

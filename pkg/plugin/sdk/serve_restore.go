@@ -71,7 +71,9 @@ func (s riaV1Server) Execute(ctx context.Context, req *pb.RestoreItemActionExecu
 	}, nil
 }
 
-type riaV2Server struct{ r *registry[RestoreItemActionV2] }
+type riaV2Server struct {
+	r *registry[RestoreItemActionV2]
+}
 
 func registerRIAv2(r *registry[RestoreItemActionV2], g *grpc.Server) {
 	riav2.RegisterRestoreItemActionServer(g, riaV2Server{r})

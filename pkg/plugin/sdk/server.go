@@ -252,7 +252,7 @@ func (s *Server) Serve() {
 		HandshakeConfig: Handshake,
 		// go-plugin registers every plugin of the map on one gRPC server; a
 		// single entry registers all of this binary's services at once.
-		Plugins:    map[string]goplugin.Plugin{string(kind.PluginLister): grpcPlugin{s: s}},
+		Plugins: map[string]goplugin.Plugin{string(kind.PluginLister): grpcPlugin{s: s}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, serverOptions()...)...)
 		},

@@ -6,8 +6,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 )
 
 // ChunkSize is the size of the body chunks of ObjectStore streams.

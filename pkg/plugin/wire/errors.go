@@ -31,8 +31,8 @@ type stackError struct {
 	frames []Frame
 }
 
-func (e *stackError) Error() string         { return e.err.Error() }
-func (e *stackError) Unwrap() error         { return e.err }
+func (e *stackError) Error() string        { return e.err.Error() }
+func (e *stackError) Unwrap() error        { return e.err }
 func (e *stackError) StackFrames() []Frame { return e.frames }
 
 // WithStack records the caller's stack on err so it reaches the host as a

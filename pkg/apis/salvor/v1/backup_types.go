@@ -8,17 +8,17 @@ import (
 type BackupPhase string
 
 const (
-	BackupPhaseNew                                        BackupPhase = "New"
-	BackupPhaseFailedValidation                           BackupPhase = "FailedValidation"
-	BackupPhaseInProgress                                 BackupPhase = "InProgress"
-	BackupPhaseWaitingForPluginOperations                 BackupPhase = "WaitingForPluginOperations"
+	BackupPhaseNew                                       BackupPhase = "New"
+	BackupPhaseFailedValidation                          BackupPhase = "FailedValidation"
+	BackupPhaseInProgress                                BackupPhase = "InProgress"
+	BackupPhaseWaitingForPluginOperations                BackupPhase = "WaitingForPluginOperations"
 	BackupPhaseWaitingForPluginOperationsPartiallyFailed BackupPhase = "WaitingForPluginOperationsPartiallyFailed"
-	BackupPhaseFinalizing                                 BackupPhase = "Finalizing"
-	BackupPhaseFinalizingPartiallyFailed                  BackupPhase = "FinalizingPartiallyFailed"
-	BackupPhaseCompleted                                  BackupPhase = "Completed"
-	BackupPhasePartiallyFailed                            BackupPhase = "PartiallyFailed"
-	BackupPhaseFailed                                     BackupPhase = "Failed"
-	BackupPhaseDeleting                                   BackupPhase = "Deleting"
+	BackupPhaseFinalizing                                BackupPhase = "Finalizing"
+	BackupPhaseFinalizingPartiallyFailed                 BackupPhase = "FinalizingPartiallyFailed"
+	BackupPhaseCompleted                                 BackupPhase = "Completed"
+	BackupPhasePartiallyFailed                           BackupPhase = "PartiallyFailed"
+	BackupPhaseFailed                                    BackupPhase = "Failed"
+	BackupPhaseDeleting                                  BackupPhase = "Deleting"
 )
 
 // BackupSpec says what to back up and where.

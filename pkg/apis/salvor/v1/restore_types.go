@@ -8,16 +8,16 @@ import (
 type RestorePhase string
 
 const (
-	RestorePhaseNew                                        RestorePhase = "New"
-	RestorePhaseFailedValidation                           RestorePhase = "FailedValidation"
-	RestorePhaseInProgress                                 RestorePhase = "InProgress"
-	RestorePhaseWaitingForPluginOperations                 RestorePhase = "WaitingForPluginOperations"
+	RestorePhaseNew                                       RestorePhase = "New"
+	RestorePhaseFailedValidation                          RestorePhase = "FailedValidation"
+	RestorePhaseInProgress                                RestorePhase = "InProgress"
+	RestorePhaseWaitingForPluginOperations                RestorePhase = "WaitingForPluginOperations"
 	RestorePhaseWaitingForPluginOperationsPartiallyFailed RestorePhase = "WaitingForPluginOperationsPartiallyFailed"
-	RestorePhaseFinalizing                                 RestorePhase = "Finalizing"
-	RestorePhaseFinalizingPartiallyFailed                  RestorePhase = "FinalizingPartiallyFailed"
-	RestorePhaseCompleted                                  RestorePhase = "Completed"
-	RestorePhasePartiallyFailed                            RestorePhase = "PartiallyFailed"
-	RestorePhaseFailed                                     RestorePhase = "Failed"
+	RestorePhaseFinalizing                                RestorePhase = "Finalizing"
+	RestorePhaseFinalizingPartiallyFailed                 RestorePhase = "FinalizingPartiallyFailed"
+	RestorePhaseCompleted                                 RestorePhase = "Completed"
+	RestorePhasePartiallyFailed                           RestorePhase = "PartiallyFailed"
+	RestorePhaseFailed                                    RestorePhase = "Failed"
 )
 
 // ExistingResourcePolicy says what a restore does with an object that is already there.

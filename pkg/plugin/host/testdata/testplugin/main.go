@@ -183,8 +183,10 @@ func (riaV1) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemAct
 
 type riaV2 struct{}
 
-func (riaV2) Name() string                              { return "" }
-func (riaV2) AppliesTo() (sdk.ResourceSelector, error) { return sdk.ResourceSelector{IncludedResources: []string{"*"}}, nil }
+func (riaV2) Name() string { return "" }
+func (riaV2) AppliesTo() (sdk.ResourceSelector, error) {
+	return sdk.ResourceSelector{IncludedResources: []string{"*"}}, nil
+}
 
 func (riaV2) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
 	if err := behave(context.Background(), in.Item); err != nil {
@@ -216,7 +218,9 @@ func (riaV2) AreAdditionalItemsReady(items []sdk.ResourceIdentifier, _ *sdk.Rest
 
 type dia struct{}
 
-func (dia) AppliesTo() (sdk.ResourceSelector, error) { return sdk.ResourceSelector{IncludedResources: []string{"pods"}}, nil }
+func (dia) AppliesTo() (sdk.ResourceSelector, error) {
+	return sdk.ResourceSelector{IncludedResources: []string{"pods"}}, nil
+}
 
 func (dia) Execute(in *sdk.DeleteItemActionExecuteInput) error {
 	if err := behave(context.Background(), in.Item); err != nil {

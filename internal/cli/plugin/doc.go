@@ -1,0 +1,2 @@
+// Package plugin holds `salvor plugin`: commands about plugin binaries.
+package plugin
