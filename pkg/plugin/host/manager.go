@@ -17,6 +17,7 @@ import (
 
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
 // Options configure a Manager. The zero value of each field means its default.
@@ -159,7 +160,7 @@ func (m *Manager) Add(ctx context.Context, cmds ...Command) error {
 		go func() {
 			defer wg.Done()
 			proc := newProcess(cmd, m.opts)
-			resp, err := pb.NewPluginListerClient(conn{proc}).ListPlugins(withCall(ctx, "", ""), &pb.Empty{})
+			resp, err := pb.NewPluginListerClient(conn{proc}).ListPlugins(wire.AsSalvorHost(withCall(ctx, "", "")), &pb.Empty{})
 			if err != nil {
 				proc.close()
 				errs[i] = fmt.Errorf("listing the plugins of %s: %w", cmd, err)

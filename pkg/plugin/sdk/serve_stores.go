@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 	vsv2 "github.com/salvor-dev/salvor/pkg/plugin/proto/volumesnapshotter/v2"
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
@@ -196,12 +197,14 @@ func (s objectStoreServer) CreateSignedURL(_ context.Context, req *pb.CreateSign
 	return &pb.CreateSignedURLResponse{Url: url}, nil
 }
 
-// snapshotter is the v1 method set that both snapshotter versions serve; the
-// v1 methods are written once over it.
-type snapshotter[T VolumeSnapshotter] struct{ r *registry[T] }
+// snapshotter serves the v1 methods, for both snapshotter versions: get
+// finds the implementation of a name.
+type snapshotter struct {
+	get func(name string) (VolumeSnapshotter, error)
+}
 
-func (s snapshotter[T]) Init(_ context.Context, req *pb.VolumeSnapshotterInitRequest) (*pb.Empty, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) Init(_ context.Context, req *pb.VolumeSnapshotterInitRequest) (*pb.Empty, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +214,8 @@ func (s snapshotter[T]) Init(_ context.Context, req *pb.VolumeSnapshotterInitReq
 	return &pb.Empty{}, nil
 }
 
-func (s snapshotter[T]) CreateVolumeFromSnapshot(ctx context.Context, req *pb.CreateVolumeRequest) (*pb.CreateVolumeResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) CreateVolumeFromSnapshot(ctx context.Context, req *pb.CreateVolumeRequest) (*pb.CreateVolumeResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (s snapshotter[T]) CreateVolumeFromSnapshot(ctx context.Context, req *pb.Cr
 		iops = &v
 	}
 	var id string
-	if c, ok := any(impl).(interface {
+	if c, ok := impl.(interface {
 		CreateVolumeFromSnapshotWithContext(context.Context, string, string, string, *int64) (string, error)
 	}); ok {
 		id, err = c.CreateVolumeFromSnapshotWithContext(ctx, req.GetSnapshotID(), req.GetVolumeType(), req.GetVolumeAZ(), iops)
@@ -235,8 +238,8 @@ func (s snapshotter[T]) CreateVolumeFromSnapshot(ctx context.Context, req *pb.Cr
 	return &pb.CreateVolumeResponse{VolumeID: id}, nil
 }
 
-func (s snapshotter[T]) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfoRequest) (*pb.GetVolumeInfoResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfoRequest) (*pb.GetVolumeInfoResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +247,7 @@ func (s snapshotter[T]) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfo
 		volumeType string
 		iops       *int64
 	)
-	if c, ok := any(impl).(interface {
+	if c, ok := impl.(interface {
 		GetVolumeInfoWithContext(context.Context, string, string) (string, *int64, error)
 	}); ok {
 		volumeType, iops, err = c.GetVolumeInfoWithContext(ctx, req.GetVolumeID(), req.GetVolumeAZ())
@@ -261,13 +264,13 @@ func (s snapshotter[T]) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfo
 	return resp, nil
 }
 
-func (s snapshotter[T]) CreateSnapshot(ctx context.Context, req *pb.CreateSnapshotRequest) (*pb.CreateSnapshotResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) CreateSnapshot(ctx context.Context, req *pb.CreateSnapshotRequest) (*pb.CreateSnapshotResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
 	var id string
-	if c, ok := any(impl).(interface {
+	if c, ok := impl.(interface {
 		CreateSnapshotWithContext(context.Context, string, string, map[string]string) (string, error)
 	}); ok {
 		id, err = c.CreateSnapshotWithContext(ctx, req.GetVolumeID(), req.GetVolumeAZ(), req.GetTags())
@@ -280,12 +283,12 @@ func (s snapshotter[T]) CreateSnapshot(ctx context.Context, req *pb.CreateSnapsh
 	return &pb.CreateSnapshotResponse{SnapshotID: id}, nil
 }
 
-func (s snapshotter[T]) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapshotRequest) (*pb.Empty, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapshotRequest) (*pb.Empty, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := any(impl).(interface {
+	if c, ok := impl.(interface {
 		DeleteSnapshotWithContext(context.Context, string) error
 	}); ok {
 		err = c.DeleteSnapshotWithContext(ctx, req.GetSnapshotID())
@@ -298,8 +301,8 @@ func (s snapshotter[T]) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapsh
 	return &pb.Empty{}, nil
 }
 
-func (s snapshotter[T]) GetVolumeID(_ context.Context, req *pb.GetVolumeIDRequest) (*pb.GetVolumeIDResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) GetVolumeID(_ context.Context, req *pb.GetVolumeIDRequest) (*pb.GetVolumeIDResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -314,8 +317,8 @@ func (s snapshotter[T]) GetVolumeID(_ context.Context, req *pb.GetVolumeIDReques
 	return &pb.GetVolumeIDResponse{VolumeID: id}, nil
 }
 
-func (s snapshotter[T]) SetVolumeID(_ context.Context, req *pb.SetVolumeIDRequest) (*pb.SetVolumeIDResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) SetVolumeID(_ context.Context, req *pb.SetVolumeIDRequest) (*pb.SetVolumeIDResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -334,16 +337,37 @@ func (s snapshotter[T]) SetVolumeID(_ context.Context, req *pb.SetVolumeIDReques
 	return &pb.SetVolumeIDResponse{PersistentVolume: b}, nil
 }
 
-func registerVSv1(r *registry[VolumeSnapshotter], g *grpc.Server) {
-	pb.RegisterVolumeSnapshotterServer(g, snapshotter[VolumeSnapshotter]{r})
+// registerVSv1 is a no-op: the v1 snapshotter service is registered once by
+// registerSnapshotterV1Service, for v1 and v2 snapshotters alike.
+func registerVSv1(*registry[VolumeSnapshotter], *grpc.Server) {}
+
+// registerSnapshotterV1Service serves the v1 snapshotter service for every
+// snapshotter, v1 or v2: a Velero host knows only v1 and calls a v2
+// snapshotter through it.
+func registerSnapshotterV1Service(s *Server, g *grpc.Server) {
+	v1, hasV1 := s.kinds[kind.VolumeSnapshotter].(*kindServer[VolumeSnapshotter])
+	v2, hasV2 := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[VolumeSnapshotterV2])
+	if !hasV1 && !hasV2 {
+		return
+	}
+	pb.RegisterVolumeSnapshotterServer(g, snapshotter{get: func(name string) (VolumeSnapshotter, error) {
+		if hasV1 {
+			if _, ok := v1.r.factories[name]; ok || !hasV2 {
+				return v1.r.get(name)
+			}
+		}
+		return v2.r.get(name)
+	}})
 }
 
 type vsV2Server struct {
-	snapshotter[VolumeSnapshotterV2]
+	snapshotter
+	r *registry[VolumeSnapshotterV2]
 }
 
 func registerVSv2(r *registry[VolumeSnapshotterV2], g *grpc.Server) {
-	vsv2.RegisterVolumeSnapshotterServer(g, vsV2Server{snapshotter[VolumeSnapshotterV2]{r}})
+	get := func(name string) (VolumeSnapshotter, error) { return r.get(name) }
+	vsv2.RegisterVolumeSnapshotterServer(g, vsV2Server{snapshotter: snapshotter{get: get}, r: r})
 }
 
 func (s vsV2Server) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterProgressRequest) (*vsv2.VolumeSnapshotterProgressResponse, error) {
@@ -389,10 +413,22 @@ func registerLister(s *Server, g *grpc.Server) {
 	pb.RegisterPluginListerServer(g, listerServer{s})
 }
 
-func (l listerServer) ListPlugins(context.Context, *pb.Empty) (*pb.ListPluginsResponse, error) {
+// ListPlugins lists everything to a Salvor host. A Velero host rejects kinds
+// it does not know, so it is told about a VolumeSnapshotterV2 as the
+// VolumeSnapshotter (v1) it can call.
+func (l listerServer) ListPlugins(ctx context.Context, _ *pb.Empty) (*pb.ListPluginsResponse, error) {
+	salvorHost := wire.IsSalvorHost(ctx)
 	resp := &pb.ListPluginsResponse{}
+	seen := map[string]bool{}
 	for _, id := range l.s.Plugins() {
-		resp.Plugins = append(resp.Plugins, &pb.PluginIdentifier{Command: id.Command, Kind: string(id.Kind), Name: id.Name})
+		k := id.Kind
+		if !salvorHost && k == kind.VolumeSnapshotterV2 {
+			k = kind.VolumeSnapshotter
+		}
+		if key := string(k) + "/" + id.Name; !seen[key] {
+			seen[key] = true
+			resp.Plugins = append(resp.Plugins, &pb.PluginIdentifier{Command: id.Command, Kind: string(k), Name: id.Name})
+		}
 	}
 	return resp, nil
 }

@@ -202,6 +202,7 @@ func (s *Server) Err() error {
 // Serve does this itself; it is exported for in-process tests.
 func (s *Server) RegisterServices(g *grpc.Server) {
 	registerLister(s, g)
+	registerSnapshotterV1Service(s, g)
 	for _, d := range kind.All() {
 		if k, ok := s.kinds[d.Kind]; ok {
 			k.register(g)

@@ -33,3 +33,18 @@ func DeadlineFromHeader(ctx context.Context) (context.Context, context.CancelFun
 	}
 	return context.WithCancel(ctx)
 }
+
+// HostHeader marks calls from a Salvor host, so that a plugin built with the
+// SDK can tell it from a Velero host (which rejects kinds it does not know).
+const HostHeader = "salvor-host"
+
+// AsSalvorHost marks an outgoing call as coming from a Salvor host.
+func AsSalvorHost(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, HostHeader, "1")
+}
+
+// IsSalvorHost tells whether an incoming call comes from a Salvor host.
+func IsSalvorHost(ctx context.Context) bool {
+	md, ok := metadata.FromIncomingContext(ctx)
+	return ok && len(md.Get(HostHeader)) > 0
+}
