@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, mgr := range managers {
+		mgr.Close()
+	}
 	os.RemoveAll(tmp)
 	os.Exit(code)
 }

@@ -56,20 +56,28 @@ type call struct {
 // cancels the call at once; the caller's deadline passing does not, so the
 // plugin gets its grace period.
 func (c conn) begin(ctx context.Context, fullMethod string) (*call, *grpc.ClientConn, error) {
-	desc, method, _ := kind.ForMethod(fullMethod)
+	m := c.p.opts.method(fullMethod)
 	info, _ := ctx.Value(callInfoKey{}).(callInfo)
-	cl := &call{desc: desc, method: method, info: info, start: time.Now()}
-	deadline := cl.start.Add(c.p.opts.timeoutFor(desc, method))
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	cl := &call{desc: m.desc, method: m.name, info: info, start: time.Now(), stopWait: noop}
+	deadline := cl.start.Add(m.timeout)
+	callerDeadline, hasDeadline := ctx.Deadline()
+	if hasDeadline && callerDeadline.Before(deadline) {
+		deadline = callerDeadline
 	}
-	base, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(c.p.opts.Grace))
-	cl.ctx, cl.cancel = base, cancel
-	cl.stopWait = context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), context.Canceled) {
-			cancel()
-		}
-	})
+	if !hasDeadline || callerDeadline.After(deadline.Add(c.p.opts.Grace)) {
+		// The caller's deadline (if any) is beyond ours: derive directly.
+		cl.ctx, cl.cancel = context.WithDeadline(ctx, deadline.Add(c.p.opts.Grace))
+	} else {
+		// The caller's deadline would end the call before the grace period:
+		// detach from it, keeping only its cancellation.
+		base, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(c.p.opts.Grace))
+		cl.ctx, cl.cancel = base, cancel
+		cl.stopWait = context.AfterFunc(ctx, func() {
+			if errors.Is(context.Cause(ctx), context.Canceled) {
+				cancel()
+			}
+		})
+	}
 	cl.ctx = wire.WithTimeoutHeader(cl.ctx, time.Until(deadline))
 	cc, gen, err := c.p.get(ctx)
 	if err != nil {
@@ -78,6 +86,17 @@ func (c conn) begin(ctx context.Context, fullMethod string) (*call, *grpc.Client
 	}
 	cl.gen = gen
 	return cl, cc, nil
+}
+
+func noop() bool { return false }
+
+// pastHardDeadline tells whether the call ran until deadline + grace. The
+// plugin's gRPC server gives up at the same moment and may reset the stream
+// a hair before the host's own timer fires, so the clock decides, not
+// whichever error arrived first.
+func (cl *call) pastHardDeadline() bool {
+	d, _ := cl.ctx.Deadline()
+	return errors.Is(cl.ctx.Err(), context.DeadlineExceeded) || !time.Now().Before(d.Add(-5*time.Millisecond))
 }
 
 func (cl *call) end() {
@@ -101,9 +120,9 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 		ce.Message = err.Error()
 		ce.cause = ErrPluginCrashed
 		ce.Stderr = p.stderr.last()
-	case errors.Is(callerCtx.Err(), context.Canceled):
+	case errors.Is(context.Cause(callerCtx), context.Canceled):
 		ce.cause = context.Canceled
-	case errors.Is(cl.ctx.Err(), context.DeadlineExceeded):
+	case cl.pastHardDeadline():
 		p.kill(cl.gen)
 		ce.cause = ErrPluginHung
 		p.log.Error("plugin ignored its deadline; killed its process", "plugin", ce.Plugin, "method", ce.Method, "item", ce.Item, "waited", ce.Waited)
@@ -126,7 +145,7 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 // call (killed between calls) and the caller should not see that.
 func (c conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	err := c.invoke(ctx, method, args, reply, opts...)
-	if d, m, _ := kind.ForMethod(method); errors.Is(err, ErrPluginCrashed) && d.Retryable(m) && ctx.Err() == nil {
+	if errors.Is(err, ErrPluginCrashed) && c.p.opts.method(method).retryable && ctx.Err() == nil {
 		c.p.log.Warn("plugin process died; sending the call again", "method", method, "error", err)
 		err = c.invoke(ctx, method, args, reply, opts...)
 	}

@@ -43,10 +43,13 @@ type Options struct {
 	// OnRestart, if set, is called with the binary's path whenever a plugin
 	// process is restarted (for metrics).
 	OnRestart func(binary string)
+
+	methods *sync.Map // full method name → methodInfo
 }
 
 func (o *Options) withDefaults() *Options {
 	out := *o
+	out.methods = &sync.Map{}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -79,9 +82,25 @@ func (o *Options) timeoutFor(d kind.Descriptor, method string) time.Duration {
 	return d.Timeout(method)
 }
 
-func (o *Options) timeout(fullMethod string) time.Duration {
-	d, m, _ := kind.ForMethod(fullMethod)
-	return o.timeoutFor(d, m)
+func (o *Options) timeout(fullMethod string) time.Duration { return o.method(fullMethod).timeout }
+
+// methodInfo is what a call needs to know about its method, worked out once
+// per method rather than on every call.
+type methodInfo struct {
+	desc      kind.Descriptor
+	name      string
+	timeout   time.Duration
+	retryable bool
+}
+
+func (o *Options) method(fullMethod string) methodInfo {
+	if m, ok := o.methods.Load(fullMethod); ok {
+		return m.(methodInfo)
+	}
+	d, name, _ := kind.ForMethod(fullMethod)
+	m := methodInfo{desc: d, name: name, timeout: o.timeoutFor(d, name), retryable: d.Retryable(name)}
+	o.methods.Store(fullMethod, m)
+	return m
 }
 
 // Plugin is one plugin a binary serves.

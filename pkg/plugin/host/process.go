@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
@@ -85,12 +86,23 @@ func (nopPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientC
 // get returns a live connection and its generation, starting or restarting
 // the process (and replaying its Inits) as needed.
 func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
+	// Fast path, taken by nearly every call and without holding the lock: a
+	// connection that is up, to a process that is alive. The process is
+	// checked itself (not only the connection) because a process killed a
+	// moment ago may still have a connection that looks up.
+	p.mu.Lock()
+	client, conn, gen, closed := p.client, p.conn, p.gen, p.closed
+	p.mu.Unlock()
+	if !closed && client != nil && conn != nil && conn.GetState() == connectivity.Ready && !client.Exited() && processAlive(client) {
+		return conn, gen, nil
+	}
+
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, 0, fmt.Errorf("plugin process %s: the plugin manager is closed", p.cmd.Path)
 	}
-	if p.client != nil && !p.client.Exited() && p.alive() {
+	if p.client != nil && !p.client.Exited() && processAlive(p.client) {
 		return p.conn, p.gen, nil
 	}
 	if p.client != nil {
@@ -205,16 +217,13 @@ func (p *process) exited(gen int) (bool, string) {
 	}
 }
 
-// alive tells whether the process is still running, before go-plugin has
+// processAlive tells whether the process is still running, before go-plugin has
 // noticed its death: a plugin killed between two calls is then restarted
 // before the next call is sent, instead of failing it. A killed child that
 // is not yet reaped is a zombie, which still answers signal 0.
-func (p *process) alive() bool {
-	rc := p.client.ReattachConfig()
-	if rc == nil || rc.Pid <= 0 {
-		return false
-	}
-	if syscall.Kill(rc.Pid, 0) != nil {
+func processAlive(c *goplugin.Client) bool {
+	rc := c.ReattachConfig()
+	if rc == nil || rc.Pid <= 0 || syscall.Kill(rc.Pid, 0) != nil {
 		return false
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(rc.Pid) + "/stat")

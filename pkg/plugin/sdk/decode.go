@@ -1,8 +1,10 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -25,14 +27,46 @@ func decodeItem(b []byte, what string) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// decodeObject reads a Backup or Restore sent as JSON.
-func decodeObject[T any](b []byte, what string) (*T, error) {
-	obj := new(T)
+// deepCopier is what the generated API types implement.
+type deepCopier[T any] interface {
+	*T
+	DeepCopy() *T
+}
+
+// lastDecoded remembers the last Backup or Restore decoded: a host sends the
+// same one with every item of a backup, and copying it is much cheaper than
+// decoding it again.
+type lastDecoded struct {
+	mu  sync.Mutex
+	raw []byte
+	obj any
+}
+
+var decoded = map[string]*lastDecoded{"backup": {}, "restore": {}}
+
+// decodeObject reads a Backup or Restore sent as JSON. Each call gets its
+// own copy, so a plugin may change it freely.
+func decodeObject[T any, P deepCopier[T]](b []byte, what string) (*T, error) {
 	if len(b) == 0 {
-		return obj, nil
+		return new(T), nil
 	}
+	cache := decoded[what]
+	if cache != nil {
+		cache.mu.Lock()
+		if obj, ok := cache.obj.(*T); ok && bytes.Equal(cache.raw, b) {
+			cache.mu.Unlock()
+			return P(obj).DeepCopy(), nil
+		}
+		cache.mu.Unlock()
+	}
+	obj := new(T)
 	if err := json.Unmarshal(b, obj); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decoding %s: %v", what, err)
+	}
+	if cache != nil {
+		cache.mu.Lock()
+		cache.raw, cache.obj = bytes.Clone(b), P(obj).DeepCopy()
+		cache.mu.Unlock()
 	}
 	return obj, nil
 }
@@ -77,12 +111,12 @@ func selector[T appliesToer](r *registry[T], plugin string) (*pb.ResourceSelecto
 
 // call is what every method starts with: the implementation for the
 // request's plugin name, and the Backup or Restore the request carries.
-func call[O, T any](r *registry[T], plugin string, obj []byte, what string) (T, *O, error) {
+func call[O any, T any, P deepCopier[O]](r *registry[T], plugin string, obj []byte, what string) (T, *O, error) {
 	impl, err := r.get(plugin)
 	if err != nil {
 		var zero T
 		return zero, nil, err
 	}
-	o, err := decodeObject[O](obj, what)
+	o, err := decodeObject[O, P](obj, what)
 	return impl, o, err
 }

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs Salvor's benchmarks and prints the machine they ran on, for
+# docs/benchmarks.md. Usage: hack/bench.sh [go test -bench regexp]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pattern=${1:-.}
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
+echo "## Plugin call round trips (test/compat, BenchmarkExecute)"
+(cd test/compat && go test -run '^$' -bench "$pattern" -benchtime 3000x -count 1 .)
