@@ -12,10 +12,10 @@ func WithStack(err error) error {
 	if err == nil {
 		return nil
 	}
-	return wire.WithStack(err)
+	return wire.WithStackSkip(err, 1)
 }
 
 // Errorf is fmt.Errorf with the caller's stack trace recorded.
 func Errorf(format string, args ...any) error {
-	return wire.WithStack(fmt.Errorf(format, args...))
+	return wire.WithStackSkip(fmt.Errorf(format, args...), 1)
 }

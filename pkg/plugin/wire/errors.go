@@ -37,7 +37,11 @@ func (e *stackError) StackFrames() []Frame { return e.frames }
 
 // WithStack records the caller's stack on err so it reaches the host as a
 // Stack detail. It returns nil for nil, and err itself if it already has one.
-func WithStack(err error) error {
+func WithStack(err error) error { return WithStackSkip(err, 1) }
+
+// WithStackSkip is WithStack for helpers: the stack starts skip frames above
+// WithStackSkip's caller.
+func WithStackSkip(err error, skip int) error {
 	if err == nil {
 		return nil
 	}
@@ -45,10 +49,11 @@ func WithStack(err error) error {
 	if errors.As(err, &s) {
 		return err
 	}
-	return &stackError{err: err, frames: Callers(2)}
+	return &stackError{err: err, frames: Callers(skip + 1)}
 }
 
-// Callers returns the stack above skip frames of the caller of Callers.
+// Callers returns the stack from the caller of Callers (skip 0) or skip
+// frames above it.
 func Callers(skip int) []Frame {
 	pcs := make([]uintptr, 64)
 	n := runtime.Callers(skip+2, pcs)

@@ -1,0 +1,98 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/salvor-dev/salvor/internal/testbin"
+)
+
+func TestList(t *testing.T) {
+	dir := t.TempDir()
+	bin, err := testbin.Build(filepath.Join(dir, "nested"), "backup-action", "./examples/backup-action")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		check func(t *testing.T, out string)
+	}{
+		{[]string{"list", "--plugin-dir", dir}, func(t *testing.T, out string) {
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "KIND") {
+				t.Fatalf("table:\n%s", out)
+			}
+			if f := strings.Fields(lines[1]); len(f) != 3 || f[0] != "BackupItemAction" || f[1] != "example.io/backup-annotate" || f[2] != bin {
+				t.Errorf("row %q", lines[1])
+			}
+		}},
+		{[]string{"list", "--plugin-dir", dir, "-o", "json"}, func(t *testing.T, out string) {
+			var got []map[string]string
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			if len(got) != 1 || got[0]["kind"] != "BackupItemAction" || got[0]["name"] != "example.io/backup-annotate" || got[0]["binary"] != bin {
+				t.Errorf("JSON %v", got)
+			}
+		}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			cmd := NewCommand()
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			if err := cmd.Execute(); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			tc.check(t, out.String())
+		})
+	}
+}
+
+func TestListErrors(t *testing.T) {
+	empty := t.TempDir()
+	dup := t.TempDir()
+	for _, sub := range []string{"a", "b"} {
+		if _, err := testbin.Build(filepath.Join(dup, sub), "restore-action", "./examples/restore-action"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"list"}, []string{`required flag(s) "plugin-dir" not set`}},
+		{[]string{"list", "--plugin-dir", empty, "-o", "yaml"}, []string{`--output "yaml": must be table or json`}},
+		{[]string{"list", "--plugin-dir", filepath.Join(empty, "missing")}, []string{"discovering plugins under", "no such file"}},
+		{[]string{"list", "--plugin-dir", dup}, []string{`RestoreItemAction "example.io/restore-label" is served by both`,
+			filepath.Join(dup, "a", "restore-action"), filepath.Join(dup, "b", "restore-action")}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := NewCommand()
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if err == nil {
+				t.Fatal("succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// An empty directory lists nothing, without error.
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetArgs([]string{"list", "--plugin-dir", empty, "-o", "json"})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Errorf("empty directory: %q, %v", out.String(), err)
+	}
+}

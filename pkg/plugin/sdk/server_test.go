@@ -1,0 +1,99 @@
+package sdk
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
+	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
+)
+
+type nopAction struct{}
+
+func (nopAction) AppliesTo() (ResourceSelector, error) { return ResourceSelector{}, nil }
+func (nopAction) Execute(item runtime.Unstructured, _ *Backup) (runtime.Unstructured, []ResourceIdentifier, error) {
+	return item, nil, nil
+}
+
+type nopSnapshotter struct{ VolumeSnapshotter }
+
+func (nopSnapshotter) Name() string                               { return "" }
+func (nopSnapshotter) Progress(string) (OperationProgress, error) { return OperationProgress{}, nil }
+func (nopSnapshotter) Cancel(string) error                        { return nil }
+
+func newAction(*slog.Logger) (BackupItemAction, error)  { return nopAction{}, nil }
+func newSnap(*slog.Logger) (VolumeSnapshotterV2, error) { return nopSnapshotter{}, nil }
+
+func TestRegistrationMistakes(t *testing.T) {
+	s := NewServer().
+		RegisterBackupItemAction("example.io/a", newAction).
+		RegisterBackupItemAction("example.io/a", newAction).
+		RegisterBackupItemAction("not-qualified", newAction)
+	err := s.Err()
+	if err == nil {
+		t.Fatal("no error for a duplicate and an invalid name")
+	}
+	for _, want := range []string{`BackupItemAction plugin "example.io/a" is registered twice`, `plugin name "not-qualified" must be of the form <domain>/<name>`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if got := len(s.Plugins()); got != 1 {
+		t.Errorf("%d plugins registered, want 1", got)
+	}
+}
+
+func TestListPluginsPerHost(t *testing.T) {
+	s := NewServer().
+		RegisterVolumeSnapshotterV2("example.io/snap", newSnap).
+		RegisterBackupItemAction("example.io/a", newAction)
+	l := listerServer{s}
+	list := func(ctx context.Context) string {
+		resp, err := l.ListPlugins(ctx, &pb.Empty{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range resp.GetPlugins() {
+			out = append(out, p.GetKind()+" "+p.GetName())
+		}
+		return strings.Join(out, ", ")
+	}
+	salvor := metadata.NewIncomingContext(context.Background(), metadata.Pairs(wire.HostHeader, "1"))
+	if got, want := list(salvor), "VolumeSnapshotterV2 example.io/snap, BackupItemAction example.io/a"; got != want {
+		t.Errorf("to Salvor: %s, want %s", got, want)
+	}
+	// Velero rejects kinds it does not know; it gets the v1 face instead.
+	if got, want := list(context.Background()), "VolumeSnapshotter example.io/snap, BackupItemAction example.io/a"; got != want {
+		t.Errorf("to Velero: %s, want %s", got, want)
+	}
+	if _, err := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[VolumeSnapshotterV2]).r.get("example.io/other"); err == nil ||
+		!strings.Contains(err.Error(), `no VolumeSnapshotterV2 plugin named "example.io/other" (it serves example.io/snap)`) {
+		t.Errorf("unknown name: %v", err)
+	}
+}
+
+func TestDecodedObjectsAreCopies(t *testing.T) {
+	raw := []byte(`{"metadata":{"name":"b1"},"spec":{"includedNamespaces":["a"]}}`)
+	first, err := decodeObject[Backup](raw, "backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Spec.IncludedNamespaces[0] = "changed by a plugin"
+	second, err := decodeObject[Backup](raw, "backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Name != "b1" || second.Spec.IncludedNamespaces[0] != "a" {
+		t.Errorf("second decode saw %+v", second)
+	}
+	if _, err := decodeObject[Backup]([]byte(`{"metadata":`), "backup"); err == nil || !strings.Contains(err.Error(), "decoding backup") {
+		t.Errorf("bad JSON: %v", err)
+	}
+}
