@@ -56,6 +56,16 @@ func encodeItem(u *unstructured.Unstructured) ([]byte, error) {
 	return u.MarshalJSON()
 }
 
+// itemAndObject encodes an item and the Backup or Restore it belongs to.
+func itemAndObject(item *unstructured.Unstructured, what string, obj any) ([]byte, []byte, error) {
+	it, err := encodeItem(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := encode(what, obj)
+	return it, o, err
+}
+
 func decodeItem(plugin string, b []byte) (*unstructured.Unstructured, error) {
 	if len(b) == 0 {
 		return nil, nil
@@ -84,11 +94,7 @@ func (b biaV1Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (b biaV1Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	it, err := encodeItem(item)
-	if err != nil {
-		return BackupResult{}, err
-	}
-	bk, err := encode("backup", backup)
+	it, bk, err := itemAndObject(item, "backup", backup)
 	if err != nil {
 		return BackupResult{}, err
 	}
@@ -111,11 +117,7 @@ func (b biaV2Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (b biaV2Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	it, err := encodeItem(item)
-	if err != nil {
-		return BackupResult{}, err
-	}
-	bk, err := encode("backup", backup)
+	it, bk, err := itemAndObject(item, "backup", backup)
 	if err != nil {
 		return BackupResult{}, err
 	}
@@ -262,11 +264,7 @@ func (d diaClient) AppliesTo(ctx context.Context) (api.ResourceSelector, error) 
 }
 
 func (d diaClient) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) error {
-	it, err := encodeItem(item)
-	if err != nil {
-		return err
-	}
-	bk, err := encode("backup", backup)
+	it, bk, err := itemAndObject(item, "backup", backup)
 	if err != nil {
 		return err
 	}

@@ -120,3 +120,13 @@ func call[O any, T any, P deepCopier[O]](r *registry[T], plugin string, obj []by
 	o, err := decodeObject[O, P](obj, what)
 	return impl, o, err
 }
+
+// itemCall is call for methods that also carry an item.
+func itemCall[T any](r *registry[T], plugin string, backup, item []byte) (T, *Backup, *unstructured.Unstructured, error) {
+	impl, b, err := call[Backup](r, plugin, backup, "backup")
+	if err != nil {
+		return impl, nil, nil, err
+	}
+	it, err := decodeItem(item, "item")
+	return impl, b, it, err
+}

@@ -24,11 +24,7 @@ func (s biaV1Server) AppliesTo(_ context.Context, req *pb.BackupItemActionApplie
 }
 
 func (s biaV1Server) Execute(ctx context.Context, req *pb.ExecuteRequest) (*pb.ExecuteResponse, error) {
-	impl, backup, err := call[Backup](s.r, req.GetPlugin(), req.GetBackup(), "backup")
-	if err != nil {
-		return nil, err
-	}
-	item, err := decodeItem(req.GetItem(), "item")
+	impl, backup, item, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +61,7 @@ func (s biaV2Server) AppliesTo(_ context.Context, req *biav2.BackupItemActionApp
 }
 
 func (s biaV2Server) Execute(ctx context.Context, req *biav2.ExecuteRequest) (*biav2.ExecuteResponse, error) {
-	impl, backup, err := call[Backup](s.r, req.GetPlugin(), req.GetBackup(), "backup")
-	if err != nil {
-		return nil, err
-	}
-	item, err := decodeItem(req.GetItem(), "item")
+	impl, backup, item, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +141,7 @@ func (s diaServer) AppliesTo(_ context.Context, req *pb.DeleteItemActionAppliesT
 }
 
 func (s diaServer) Execute(ctx context.Context, req *pb.DeleteItemActionExecuteRequest) (*pb.Empty, error) {
-	impl, backup, err := call[Backup](s.r, req.GetPlugin(), req.GetBackup(), "backup")
-	if err != nil {
-		return nil, err
-	}
-	item, err := decodeItem(req.GetItem(), "item")
+	impl, backup, item, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
 	if err != nil {
 		return nil, err
 	}
