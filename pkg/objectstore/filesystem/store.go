@@ -1,0 +1,222 @@
+package filesystem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// Name is the built-in store's plugin name.
+const Name = "salvor.dev/filesystem"
+
+// New returns an uninitialised store, as a plugin factory.
+func New(*slog.Logger) (sdk.ObjectStore, error) { return &Store{}, nil }
+
+// Store keeps objects as files; see the package doc.
+type Store struct{ root string }
+
+var _ sdk.ObjectStore = (*Store)(nil)
+
+func (s *Store) Init(config map[string]string) error {
+	for k := range config {
+		switch k {
+		case "root", "bucket", "prefix", "caCert":
+		default:
+			return fmt.Errorf("config key %q is not known; the filesystem store takes root", k)
+		}
+	}
+	root := config["root"]
+	if root == "" || !filepath.IsAbs(root) {
+		return fmt.Errorf("config root=%q: want an absolute directory path", root)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("creating root %s: %w", root, err)
+	}
+	s.root = root
+	return nil
+}
+
+// file maps bucket and key to a path, refusing anything that would leave
+// the bucket's directory.
+func (s *Store) file(bucket, key string) (string, error) {
+	if s.root == "" {
+		return "", errors.New("the store was not initialised")
+	}
+	if bucket == "" || strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
+		return "", fmt.Errorf("bucket %q is not a plain directory name", bucket)
+	}
+	clean := path.Clean("/" + key)
+	if key == "" || clean != "/"+strings.TrimSuffix(key, "/") || strings.HasSuffix(key, "/") {
+		return "", fmt.Errorf("key %q is not a clean relative path", key)
+	}
+	return filepath.Join(s.root, bucket, filepath.FromSlash(clean)), nil
+}
+
+func (s *Store) PutObject(bucket, key string, body io.Reader) error {
+	return s.PutObjectWithContext(context.Background(), bucket, key, body)
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// PutObjectWithContext writes to a temporary file and renames it into place,
+// so a reader never sees half an object, and stops when the host gives up.
+func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, body io.Reader) error {
+	name, err := s.file(bucket, key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".put-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, ctxReader{ctx, body}); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s/%s: %w", bucket, key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+func (s *Store) ObjectExists(bucket, key string) (bool, error) {
+	name, err := s.file(bucket, key)
+	if err != nil {
+		return false, err
+	}
+	info, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil && info.Mode().IsRegular(), err
+}
+
+func (s *Store) GetObject(bucket, key string) (io.ReadCloser, error) {
+	name, err := s.file(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("object %s/%s does not exist", bucket, key)
+	}
+	return f, err
+}
+
+// keys lists every object key in bucket that starts with prefix, walking
+// only the directory the prefix points into.
+func (s *Store) keys(ctx context.Context, bucket, prefix string) ([]string, error) {
+	if s.root == "" {
+		return nil, errors.New("the store was not initialised")
+	}
+	if bucket == "" || strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
+		return nil, fmt.Errorf("bucket %q is not a plain directory name", bucket)
+	}
+	dir := filepath.Join(s.root, bucket)
+	start := dir
+	if i := strings.LastIndex(prefix, "/"); i > 0 {
+		start = filepath.Join(dir, filepath.FromSlash(path.Clean("/"+prefix[:i])))
+	}
+	var out []string
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".put-") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if key := filepath.ToSlash(rel); strings.HasPrefix(key, prefix) {
+			out = append(out, key)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+func (s *Store) ListObjects(bucket, prefix string) ([]string, error) {
+	return s.keys(context.Background(), bucket, prefix)
+}
+
+// ListObjectsWithContext stops a long listing when the host gives up.
+func (s *Store) ListObjectsWithContext(ctx context.Context, bucket, prefix string) ([]string, error) {
+	return s.keys(ctx, bucket, prefix)
+}
+
+func (s *Store) ListCommonPrefixes(bucket, prefix, delimiter string) ([]string, error) {
+	return s.ListCommonPrefixesWithContext(context.Background(), bucket, prefix, delimiter)
+}
+
+// ListCommonPrefixesWithContext stops a long listing when the host gives up.
+func (s *Store) ListCommonPrefixesWithContext(ctx context.Context, bucket, prefix, delimiter string) ([]string, error) {
+	keys, err := s.keys(ctx, bucket, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		rest := strings.TrimPrefix(k, prefix)
+		if i := strings.Index(rest, delimiter); i >= 0 {
+			p := prefix + rest[:i+len(delimiter)]
+			if len(out) == 0 || out[len(out)-1] != p {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) DeleteObject(bucket, key string) error {
+	name, err := s.file(bucket, key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// CreateSignedURL returns a file URL: a local directory has nothing to sign.
+func (s *Store) CreateSignedURL(bucket, key string, _ time.Duration) (string, error) {
+	name, err := s.file(bucket, key)
+	if err != nil {
+		return "", err
+	}
+	return "file://" + filepath.ToSlash(name), nil
+}
