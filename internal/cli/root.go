@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
+	"github.com/salvor-dev/salvor/internal/cli/runplugins"
 )
 
 // NewRootCommand returns the salvor command with every subcommand.
@@ -15,6 +16,6 @@ func NewRootCommand() *cobra.Command {
 restores them, extended by plugins that speak Velero's plugin protocol.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(plugin.NewCommand())
+	root.AddCommand(plugin.NewCommand(), runplugins.NewCommand())
 	return root
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -15,9 +16,17 @@ import (
 )
 
 type listOptions struct {
-	pluginDir string
-	output    string
-	timeout   time.Duration
+	pluginDir      string
+	output         string
+	timeout        time.Duration
+	includeBuiltin bool
+}
+
+// Builtin is how to start the salvor binary's own plugins; tests point it at
+// a built salvor binary.
+var Builtin = func() (host.Command, error) {
+	self, err := os.Executable()
+	return host.Command{Path: self, Args: []string{"run-plugins"}}, err
 }
 
 func newListCommand() *cobra.Command {
@@ -26,8 +35,9 @@ func newListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List the plugins the binaries under a directory serve",
 		Long: `Starts every executable under --plugin-dir, asks it which plugins it serves
-and prints their kind, name and binary. Two binaries serving the same kind and
-name, or a name that is not "<domain>/<name>", is an error naming the binaries.`,
+and prints their kind, name and binary, after the plugins built into salvor
+itself. Two binaries serving the same kind and name, or a name that is not
+"<domain>/<name>", is an error naming the binaries.`,
 		Example: `  salvor plugin list --plugin-dir /plugins
   salvor plugin list --plugin-dir ./bin/plugins -o json`,
 		Args: cobra.NoArgs,
@@ -41,11 +51,17 @@ name, or a name that is not "<domain>/<name>", is an error naming the binaries.`
 	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin binaries (searched recursively)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for the binaries to answer")
+	cmd.Flags().BoolVar(&o.includeBuiltin, "include-builtin", true, "also list the plugins built into salvor (salvor.dev/...)")
 	_ = cmd.MarkFlagRequired("plugin-dir")
 	return cmd
 }
 
 func (o *listOptions) validate() error {
+	if info, err := os.Stat(o.pluginDir); err != nil {
+		return fmt.Errorf("--plugin-dir: %w", err)
+	} else if !info.IsDir() {
+		return fmt.Errorf("--plugin-dir %s is not a directory", o.pluginDir)
+	}
 	switch o.output {
 	case "table", "json":
 		return nil
@@ -64,6 +80,15 @@ func (o *listOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	defer m.Close()
+	if o.includeBuiltin {
+		self, err := Builtin()
+		if err != nil {
+			return fmt.Errorf("finding the salvor binary for its built-in plugins: %w", err)
+		}
+		if err := m.Add(ctx, self); err != nil {
+			return err
+		}
+	}
 	if err := m.Discover(ctx, o.pluginDir); err != nil {
 		return err
 	}

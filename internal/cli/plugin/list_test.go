@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/salvor-dev/salvor/internal/testbin"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 func TestList(t *testing.T) {
@@ -20,7 +21,7 @@ func TestList(t *testing.T) {
 		args  []string
 		check func(t *testing.T, out string)
 	}{
-		{[]string{"list", "--plugin-dir", dir}, func(t *testing.T, out string) {
+		{[]string{"list", "--plugin-dir", dir, "--include-builtin=false"}, func(t *testing.T, out string) {
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if len(lines) != 2 || !strings.HasPrefix(lines[0], "KIND") {
 				t.Fatalf("table:\n%s", out)
@@ -29,7 +30,7 @@ func TestList(t *testing.T) {
 				t.Errorf("row %q", lines[1])
 			}
 		}},
-		{[]string{"list", "--plugin-dir", dir, "-o", "json"}, func(t *testing.T, out string) {
+		{[]string{"list", "--plugin-dir", dir, "-o", "json", "--include-builtin=false"}, func(t *testing.T, out string) {
 			var got []map[string]string
 			if err := json.Unmarshal([]byte(out), &got); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out)
@@ -67,8 +68,8 @@ func TestListErrors(t *testing.T) {
 	}{
 		{[]string{"list"}, []string{`required flag(s) "plugin-dir" not set`}},
 		{[]string{"list", "--plugin-dir", empty, "-o", "yaml"}, []string{`--output "yaml": must be table or json`}},
-		{[]string{"list", "--plugin-dir", filepath.Join(empty, "missing")}, []string{"discovering plugins under", "no such file"}},
-		{[]string{"list", "--plugin-dir", dup}, []string{`RestoreItemAction "example.io/restore-label" is served by both`,
+		{[]string{"list", "--plugin-dir", filepath.Join(empty, "missing")}, []string{"--plugin-dir: stat " + filepath.Join(empty, "missing") + ": no such file"}},
+		{[]string{"list", "--plugin-dir", dup, "--include-builtin=false"}, []string{`RestoreItemAction "example.io/restore-label" is served by both`,
 			filepath.Join(dup, "a", "restore-action"), filepath.Join(dup, "b", "restore-action")}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -90,9 +91,32 @@ func TestListErrors(t *testing.T) {
 	// An empty directory lists nothing, without error.
 	cmd := NewCommand()
 	var out bytes.Buffer
-	cmd.SetArgs([]string{"list", "--plugin-dir", empty, "-o", "json"})
+	cmd.SetArgs([]string{"list", "--plugin-dir", empty, "-o", "json", "--include-builtin=false"})
 	cmd.SetOut(&out)
 	if err := cmd.Execute(); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Errorf("empty directory: %q, %v", out.String(), err)
+	}
+}
+
+func TestListIncludesBuiltins(t *testing.T) {
+	dir := t.TempDir()
+	salvor, err := testbin.Build(t.TempDir(), "salvor", "./cmd/salvor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := Builtin
+	Builtin = func() (host.Command, error) { return host.Command{Path: salvor, Args: []string{"run-plugins"}}, nil }
+	t.Cleanup(func() { Builtin = saved })
+	var out bytes.Buffer
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"list", "--plugin-dir", dir})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ObjectStore  salvor.dev/filesystem  " + salvor, "ObjectStore  salvor.dev/s3          " + salvor} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

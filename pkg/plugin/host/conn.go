@@ -119,7 +119,7 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 	case !started:
 		ce.Message = err.Error()
 		ce.cause = ErrPluginCrashed
-		ce.Stderr = p.stderr.last()
+		ce.notStarted = true
 	case errors.Is(context.Cause(callerCtx), context.Canceled):
 		ce.cause = context.Canceled
 	case cl.pastHardDeadline():

@@ -43,11 +43,17 @@ type CallError struct {
 	// Stderr holds the last lines the process wrote before it died.
 	Stderr []string
 	cause  error
+	// notStarted is set when the process could not be started at all.
+	notStarted bool
 }
 
 func (e *CallError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "plugin %s (%s) %s", e.Plugin, e.Kind, e.Method)
+	if e.Plugin != "" {
+		fmt.Fprintf(&b, "plugin %s (%s) %s", e.Plugin, e.Kind, e.Method)
+	} else {
+		fmt.Fprintf(&b, "plugin binary %s: %s", e.Binary, e.Method)
+	}
 	if e.Item != "" {
 		fmt.Fprintf(&b, " for %s", e.Item)
 	}
@@ -55,6 +61,8 @@ func (e *CallError) Error() string {
 	case errors.Is(e.cause, ErrPluginHung):
 		fmt.Fprintf(&b, ": no answer after %s (deadline plus grace period); the plugin ignored its context, so its process %s was killed and will be restarted",
 			e.Waited.Round(time.Millisecond), e.Binary)
+	case e.notStarted:
+		fmt.Fprintf(&b, ": the plugin process could not be started: %s", e.Message)
 	case errors.Is(e.cause, ErrPluginCrashed):
 		fmt.Fprintf(&b, ": the plugin process %s died after %s: %s", e.Binary, e.Waited.Round(time.Millisecond), e.Message)
 		if len(e.Stderr) > 0 {
