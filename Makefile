@@ -13,7 +13,7 @@ CONTROLLER_GEN_VERSION := v0.21.0
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd
 
-.PHONY: all build tools generate check-generated vet test test-unit test-compat bench clean
+.PHONY: all build tools testbed generate check-generated vet test test-unit test-compat bench clean
 
 all: build
 
@@ -30,6 +30,11 @@ $(BIN)/controller-gen:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen
+
+# testbed builds kube-apiserver, etcd and MinIO from the Go module proxy into
+# bin/testbed (once; later runs reuse them). Tests start them as real servers.
+testbed:
+	hack/testbed/build.sh
 
 # generate rewrites every generated file: protobuf and gRPC code, deepcopy
 # functions and CRD YAML. The results are committed.
@@ -55,7 +60,7 @@ test-compat:
 	cd test/compat && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/compat/velero && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-test: check-generated vet test-unit test-compat
+test: testbed check-generated vet test-unit test-compat
 
 bench:
 	hack/bench.sh

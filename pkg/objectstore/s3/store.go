@@ -265,4 +265,3 @@ func (s *Store) CreateSignedURL(bucket, key string, ttl time.Duration) (string, 
 	}
 	return req.URL, nil
 }
-
