@@ -100,6 +100,13 @@ type BackupStatus struct {
 	BackupItemOperationsCompleted int `json:"backupItemOperationsCompleted,omitempty"`
 	// +optional
 	BackupItemOperationsFailed int `json:"backupItemOperationsFailed,omitempty"`
+	// Attempts counts the times the backup was started; a server restart
+	// during a backup starts it again, up to a bound.
+	// +optional
+	Attempts int `json:"attempts,omitempty"`
+	// FormatVersion is the version of the backup's tarball layout.
+	// +optional
+	FormatVersion string `json:"formatVersion,omitempty"`
 }
 
 // Backup is a request to back up a cluster's objects and volumes, and its result.

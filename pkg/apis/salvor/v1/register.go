@@ -20,6 +20,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Backup{}, &BackupList{},
 		&Restore{}, &RestoreList{},
+		&BackupStorageLocation{}, &BackupStorageLocationList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -1,0 +1,81 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupStorageLocationPhase says whether a location can be used.
+// +kubebuilder:validation:Enum=Available;Unavailable
+type BackupStorageLocationPhase string
+
+const (
+	BackupStorageLocationPhaseAvailable   BackupStorageLocationPhase = "Available"
+	BackupStorageLocationPhaseUnavailable BackupStorageLocationPhase = "Unavailable"
+)
+
+// ObjectStorageLocation is where in an object store backups live.
+type ObjectStorageLocation struct {
+	// Bucket is the bucket (for the filesystem store, a directory under its root).
+	Bucket string `json:"bucket"`
+	// Prefix is a path inside the bucket under which everything is written.
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// BackupStorageLocationSpec says which object store plugin holds backups and how to reach it.
+type BackupStorageLocationSpec struct {
+	// Provider is the object store plugin: salvor.dev/filesystem, salvor.dev/s3,
+	// or a third-party plugin's name. A name without a domain means velero.io/<name>.
+	Provider string `json:"provider"`
+	// Config is passed to the plugin's Init (for example s3Url, region, root).
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+	// ObjectStorage is the bucket and prefix.
+	ObjectStorage ObjectStorageLocation `json:"objectStorage"`
+	// Default marks the location used by backups that name none.
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// BackupStorageLocationStatus is what the server last found out about the location.
+type BackupStorageLocationStatus struct {
+	// +optional
+	Phase BackupStorageLocationPhase `json:"phase,omitempty"`
+	// Message says why a location is unavailable.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	// +nullable
+	LastValidationTime *metav1.Time `json:"lastValidationTime,omitempty"`
+	// +optional
+	// +nullable
+	LastSyncedTime *metav1.Time `json:"lastSyncedTime,omitempty"`
+}
+
+// BackupStorageLocation is an object store that holds backups.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bsl
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.spec.objectStorage.bucket`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BackupStorageLocation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec BackupStorageLocationSpec `json:"spec,omitempty"`
+	// +optional
+	Status BackupStorageLocationStatus `json:"status,omitempty"`
+}
+
+// BackupStorageLocationList is a list of BackupStorageLocations.
+//
+// +kubebuilder:object:root=true
+type BackupStorageLocationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BackupStorageLocation `json:"items"`
+}
