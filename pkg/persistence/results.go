@@ -1,0 +1,70 @@
+package persistence
+
+import "sort"
+
+// Result lists messages: Salvor's own, cluster-scoped items', and each
+// namespace's. The JSON shape is Velero's.
+type Result struct {
+	Velero     []string            `json:"velero"`
+	Cluster    []string            `json:"cluster"`
+	Namespaces map[string][]string `json:"namespaces"`
+}
+
+// Add records a message about an item in namespace ("" for cluster-scoped),
+// or about the backup itself when global.
+func (r *Result) Add(global bool, namespace, msg string) {
+	switch {
+	case global:
+		r.Velero = append(r.Velero, msg)
+	case namespace == "":
+		r.Cluster = append(r.Cluster, msg)
+	default:
+		if r.Namespaces == nil {
+			r.Namespaces = map[string][]string{}
+		}
+		r.Namespaces[namespace] = append(r.Namespaces[namespace], msg)
+	}
+}
+
+// Count is the number of messages.
+func (r *Result) Count() int {
+	n := len(r.Velero) + len(r.Cluster)
+	for _, m := range r.Namespaces {
+		n += len(m)
+	}
+	return n
+}
+
+// All returns every message, Salvor's first, then cluster, then namespaces in order.
+func (r *Result) All() []string {
+	out := append(append([]string{}, r.Velero...), r.Cluster...)
+	var nss []string
+	for ns := range r.Namespaces {
+		nss = append(nss, ns)
+	}
+	sort.Strings(nss)
+	for _, ns := range nss {
+		out = append(out, r.Namespaces[ns]...)
+	}
+	return out
+}
+
+// Results are a backup's or restore's warnings and errors.
+type Results struct {
+	Warnings Result `json:"warnings"`
+	Errors   Result `json:"errors"`
+}
+
+func (r *Results) normalize() {
+	for _, x := range []*Result{&r.Warnings, &r.Errors} {
+		if x.Velero == nil {
+			x.Velero = []string{}
+		}
+		if x.Cluster == nil {
+			x.Cluster = []string{}
+		}
+		if x.Namespaces == nil {
+			x.Namespaces = map[string][]string{}
+		}
+	}
+}

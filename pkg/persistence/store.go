@@ -1,0 +1,285 @@
+package persistence
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// TopLevelDirs are the directories a location may hold; anything else
+// means the bucket (or prefix) is not a backup location.
+var TopLevelDirs = []string{"backups", "restores", "metadata", "plugins", "restic", "kopia"}
+
+// ErrNotFound: the backup's metadata is not in the location.
+var ErrNotFound = errors.New("salvor: backup not found in the location")
+
+// BackupStore is one location: an object store, a bucket and a prefix.
+type BackupStore struct {
+	store  host.ObjectStore
+	bucket string
+	prefix string
+}
+
+// New returns the store for a bucket and prefix.
+func New(store host.ObjectStore, bucket, prefix string) *BackupStore {
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return &BackupStore{store: store, bucket: bucket, prefix: prefix}
+}
+
+func (s *BackupStore) key(parts ...string) string { return s.prefix + path.Join(parts...) }
+
+// Files of a backup, by suffix.
+const (
+	MetadataFile       = "velero-backup.json"
+	SalvorMetadataFile = "salvor-backup.json"
+)
+
+// BackupFile is the key of one of a backup's files, e.g. BackupFile("b1", "-logs.gz").
+func (s *BackupStore) BackupFile(name, suffix string) string {
+	return s.key("backups", name, name+suffix)
+}
+
+// Check lists the location's top-level directories and refuses unknown ones.
+func (s *BackupStore) Check(ctx context.Context) error {
+	dirs, err := s.store.ListCommonPrefixes(ctx, s.bucket, s.prefix, "/")
+	if err != nil {
+		return fmt.Errorf("listing bucket %s: %w", s.bucket, err)
+	}
+	for _, d := range dirs {
+		top := strings.TrimSuffix(strings.TrimPrefix(d, s.prefix), "/")
+		ok := false
+		for _, t := range TopLevelDirs {
+			ok = ok || t == top
+		}
+		if !ok {
+			return fmt.Errorf("bucket %s prefix %q holds an unknown top-level directory %q: a backup location may hold only %s",
+				s.bucket, s.prefix, top, strings.Join(TopLevelDirs, "/, ")+"/")
+		}
+	}
+	return nil
+}
+
+// ListBackups returns the names of the backups whose metadata is present.
+func (s *BackupStore) ListBackups(ctx context.Context) ([]string, error) {
+	dirs, err := s.store.ListCommonPrefixes(ctx, s.bucket, s.key("backups")+"/", "/")
+	if err != nil {
+		return nil, fmt.Errorf("listing backups in bucket %s: %w", s.bucket, err)
+	}
+	var out []string
+	for _, d := range dirs {
+		name := path.Base(strings.TrimSuffix(d, "/"))
+		ok, err := s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, MetadataFile))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// PutTarball streams the backup's tarball.
+func (s *BackupStore) PutTarball(ctx context.Context, name string, r io.Reader) error {
+	return s.store.PutObject(ctx, s.bucket, s.BackupFile(name, ".tar.gz"), r)
+}
+
+// GetTarball opens the backup's tarball.
+func (s *BackupStore) GetTarball(ctx context.Context, name string) (io.ReadCloser, error) {
+	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, ".tar.gz"))
+}
+
+func gzipJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(gz).Encode(v); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Finish holds what is written after the tarball.
+type Finish struct {
+	Backup *salvorv1.Backup
+	// Logs is the gzip'd log (best effort: a failure is not fatal).
+	Logs io.Reader
+	// Results, ResourceList and ItemOperations are written gzip'd as JSON.
+	Results        *Results
+	ResourceList   map[string][]string
+	ItemOperations any
+	// VolumeSnapshots is written when not nil.
+	VolumeSnapshots any
+}
+
+// FinishBackup writes everything but the tarball, the metadata last. On
+// failure it removes the backup's files, so no half backup remains.
+func (s *BackupStore) FinishBackup(ctx context.Context, f Finish) (err error) {
+	name := f.Backup.Name
+	defer func() {
+		if err != nil {
+			if derr := s.DeleteBackup(context.WithoutCancel(ctx), name); derr != nil {
+				err = fmt.Errorf("%w (and removing what was written failed: %v)", err, derr)
+			}
+		}
+	}()
+	if f.Logs != nil {
+		// Logs are best effort, as in Velero: a backup is not lost for them.
+		_ = s.store.PutObject(ctx, s.bucket, s.BackupFile(name, "-logs.gz"), f.Logs)
+	}
+	results := f.Results
+	if results == nil {
+		results = &Results{}
+	}
+	results.normalize()
+	files := []struct {
+		suffix string
+		v      any
+	}{
+		{"-results.gz", results},
+		{"-resource-list.json.gz", f.ResourceList},
+		{"-itemoperations.json.gz", f.ItemOperations},
+	}
+	if f.VolumeSnapshots != nil {
+		files = append(files, struct {
+			suffix string
+			v      any
+		}{"-volumesnapshots.json.gz", f.VolumeSnapshots})
+	}
+	for _, file := range files {
+		b, err := gzipJSON(file.v)
+		if err != nil {
+			return fmt.Errorf("encoding %s%s: %w", name, file.suffix, err)
+		}
+		if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, file.suffix), bytes.NewReader(b)); err != nil {
+			return fmt.Errorf("writing %s%s: %w", name, file.suffix, err)
+		}
+	}
+	return s.PutMetadata(ctx, f.Backup)
+}
+
+// PutMetadata writes the Backup as salvor-backup.json and, shaped for
+// Velero, as velero-backup.json — the file whose presence makes the backup.
+func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error {
+	own := b.DeepCopy()
+	own.APIVersion, own.Kind = salvorv1.GroupVersion.String(), "Backup"
+	own.ManagedFields, own.ResourceVersion = nil, ""
+	sb, err := json.Marshal(own)
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, SalvorMetadataFile), bytes.NewReader(sb)); err != nil {
+		return fmt.Errorf("writing %s: %w", SalvorMetadataFile, err)
+	}
+	velero := own.DeepCopy()
+	velero.APIVersion = "velero.io/v1"
+	vb, err := json.Marshal(velero)
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, MetadataFile), bytes.NewReader(vb)); err != nil {
+		return fmt.Errorf("writing %s: %w", MetadataFile, err)
+	}
+	return nil
+}
+
+func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, v any) error {
+	rc, err := s.store.GetObject(ctx, s.bucket, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if gz {
+		zr, err := gzip.NewReader(rc)
+		if err != nil {
+			return fmt.Errorf("%s is not gzip: %w", key, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	if err := json.NewDecoder(io.LimitReader(r, 256<<20)).Decode(v); err != nil {
+		return fmt.Errorf("%s is not valid JSON: %w", key, err)
+	}
+	return nil
+}
+
+// GetBackup reads a backup's metadata: Salvor's file if present, else
+// Velero's (a backup written by Velero).
+func (s *BackupStore) GetBackup(ctx context.Context, name string) (*salvorv1.Backup, error) {
+	ok, err := s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, MetadataFile))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	b := &salvorv1.Backup{}
+	key := s.key("backups", name, SalvorMetadataFile)
+	if ok, _ := s.store.ObjectExists(ctx, s.bucket, key); !ok {
+		key = s.key("backups", name, MetadataFile)
+	}
+	if err := s.getJSON(ctx, key, false, b); err != nil {
+		return nil, err
+	}
+	b.APIVersion, b.Kind = salvorv1.GroupVersion.String(), "Backup"
+	return b, nil
+}
+
+// GetResults reads a backup's results.
+func (s *BackupStore) GetResults(ctx context.Context, name string) (*Results, error) {
+	r := &Results{}
+	return r, s.getJSON(ctx, s.BackupFile(name, "-results.gz"), true, r)
+}
+
+// GetResourceList reads a backup's resource list.
+func (s *BackupStore) GetResourceList(ctx context.Context, name string) (map[string][]string, error) {
+	var r map[string][]string
+	return r, s.getJSON(ctx, s.BackupFile(name, "-resource-list.json.gz"), true, &r)
+}
+
+// GetItemOperations reads a backup's item operations into v.
+func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any) error {
+	return s.getJSON(ctx, s.BackupFile(name, "-itemoperations.json.gz"), true, v)
+}
+
+// GetLogs opens a backup's gzip'd log.
+func (s *BackupStore) GetLogs(ctx context.Context, name string) (io.ReadCloser, error) {
+	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, "-logs.gz"))
+}
+
+// DeleteBackup removes a backup's files, its metadata first.
+func (s *BackupStore) DeleteBackup(ctx context.Context, name string) error {
+	first := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}
+	for _, k := range first {
+		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {
+			return fmt.Errorf("deleting %s: %w", k, err)
+		}
+	}
+	keys, err := s.store.ListObjects(ctx, s.bucket, s.key("backups", name)+"/")
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {
+			return fmt.Errorf("deleting %s: %w", k, err)
+		}
+	}
+	return nil
+}
