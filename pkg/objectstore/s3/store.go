@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -73,11 +74,12 @@ func (s *Store) Init(cfg map[string]string) error {
 		}
 		tlsConfig.RootCAs = pool
 	}
-	httpClient := &http.Client{Transport: &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		TLSClientConfig:     tlsConfig,
-		MaxIdleConnsPerHost: 16,
-	}}
+	// A buildable client, unlike a plain *http.Client, lets the SDK add a
+	// CA bundle from the environment (AWS_CA_BUNDLE) on top of ours.
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.TLSClientConfig = tlsConfig
+		tr.MaxIdleConnsPerHost = 16
+	})
 	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient)}
 	region := cfg["region"]
 	if region == "" && cfg["s3Url"] != "" {
