@@ -1,0 +1,19 @@
+// Package backup is Salvor's backup engine: given a Backup, it lists the
+// cluster's objects that the Backup selects, runs the BackupItemAction
+// plugins on them, and streams them into the location's tarball.
+//
+// # Streaming and workers
+//
+// Items are listed page by page and handed to a bounded pool of workers that
+// run the plugins and write each item into the tarball, which is uploaded
+// while it is being written. Nothing grows with the number of items but the
+// set of items already seen (so each is backed up once) and the resource
+// list the layout requires.
+//
+// # Failures
+//
+// A plugin error, or an item that cannot be read, is recorded against the
+// item in the results and the backup goes on (it ends PartiallyFailed). What
+// makes the backup itself impossible — the object store failing, discovery
+// failing, the context being cancelled — is returned as the error of Run.
+package backup

@@ -1,0 +1,481 @@
+package backup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// Labels and annotations that keep an item out of every backup.
+const (
+	ExcludeLabel       = "salvor.dev/exclude-from-backup"
+	VeleroExcludeLabel = "velero.io/exclude-from-backup"
+)
+
+// Engine runs backups. Its fields are set once; Run may be called
+// concurrently for different backups.
+type Engine struct {
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	Plugins   *host.Manager
+	// Workers is how many items are processed at once; 0 means twice the CPUs.
+	Workers int
+	// PageSize is the LIST page size; 0 means 500.
+	PageSize int64
+}
+
+// Progress is how far a backup has got.
+type Progress struct {
+	TotalItems    int
+	ItemsBackedUp int
+}
+
+// Outcome is what a backup produced.
+type Outcome struct {
+	Progress     Progress
+	Results      persistence.Results
+	Operations   []itemoperation.BackupOperation
+	ResourceList map[string][]string
+}
+
+func metaLabelSelector(spec salvorv1.BackupSpec) (labels.Selector, error) {
+	if spec.LabelSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(spec.LabelSelector)
+}
+
+type action struct {
+	a   host.BackupItemAction
+	sel actionSelector
+}
+
+// run is one backup in progress.
+type run struct {
+	e         *Engine
+	backup    *salvorv1.Backup
+	log       *slog.Logger
+	resources map[schema.GroupResource]Resource
+	actions   []action
+	writer    *archive.Writer
+	seen      sync.Map
+	total     atomic.Int64
+	done      atomic.Int64
+
+	mu           sync.Mutex
+	results      persistence.Results
+	operations   []itemoperation.BackupOperation
+	resourceList map[string][]string
+}
+
+func (r *run) addError(namespace, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Errors.Add(false, namespace, msg)
+	r.log.Error(msg, "namespace", namespace)
+}
+
+func (r *run) addWarning(namespace, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Warnings.Add(false, namespace, msg)
+	r.log.Warn(msg, "namespace", namespace)
+}
+
+// Run backs up what b selects into store, calling onProgress about once a
+// second. The tarball is uploaded as it is written; the caller writes the
+// other files (see persistence.BackupStore.FinishBackup).
+func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	selector, err := metaLabelSelector(b.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
+	}
+	all, err := Discover(e.Discovery)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{e: e, backup: b, log: log, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}}
+	for _, res := range all {
+		r.resources[res.GVR.GroupResource()] = res
+	}
+	if err := r.loadActions(ctx); err != nil {
+		return nil, err
+	}
+	namespaces, err := r.namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	pr, pw := io.Pipe()
+	uploaded := make(chan error, 1)
+	go func() {
+		err := store.PutTarball(ctx, b.Name, pr)
+		// A failed upload must stop the writers, not leave them blocked.
+		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOr(err, io.ErrClosedPipe)))
+		uploaded <- err
+	}()
+	r.writer, err = archive.NewWriter(pw)
+	if err != nil {
+		pw.CloseWithError(err)
+		<-uploaded
+		return nil, err
+	}
+
+	stopProgress := r.reportProgress(onProgress)
+	walkErr := r.walk(ctx, all, namespaces, selector)
+	closeErr := r.writer.Close()
+	pw.CloseWithError(errors.Join(walkErr, closeErr))
+	uploadErr := <-uploaded
+	stopProgress()
+	switch {
+	case walkErr != nil:
+		return nil, walkErr
+	case closeErr != nil:
+		return nil, fmt.Errorf("finishing the tarball: %w", closeErr)
+	case uploadErr != nil:
+		return nil, fmt.Errorf("uploading the tarball of backup %s: %w", b.Name, uploadErr)
+	}
+	for k := range r.resourceList {
+		sort.Strings(r.resourceList[k])
+	}
+	out := &Outcome{
+		Progress:     Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())},
+		Results:      r.results,
+		Operations:   r.operations,
+		ResourceList: r.resourceList,
+	}
+	if onProgress != nil {
+		onProgress(out.Progress)
+	}
+	log.Info("backup pass finished", "items", out.Progress.ItemsBackedUp, "errors", r.results.Errors.Count(),
+		"warnings", r.results.Warnings.Count(), "operations", len(r.operations))
+	return out, nil
+}
+
+func errOr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
+}
+
+func (r *run) reportProgress(onProgress func(Progress)) func() {
+	if onProgress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				onProgress(Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())})
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+func (r *run) loadActions(ctx context.Context) error {
+	if r.e.Plugins == nil {
+		return nil
+	}
+	actions, err := host.All[host.BackupItemAction](ctx, r.e.Plugins)
+	if err != nil {
+		return err
+	}
+	for _, a := range actions {
+		sel, err := a.AppliesTo(ctx)
+		if err != nil {
+			return fmt.Errorf("asking BackupItemAction %s what it applies to: %w", a.Name(), err)
+		}
+		compiled, err := compileSelector(sel)
+		if err != nil {
+			return fmt.Errorf("BackupItemAction %s: %w", a.Name(), err)
+		}
+		r.actions = append(r.actions, action{a: a, sel: compiled})
+	}
+	return nil
+}
+
+// namespaces lists the namespaces the backup includes.
+func (r *run) namespaces(ctx context.Context) ([]string, error) {
+	list, err := r.e.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	var out []string
+	spec := r.backup.Spec
+	for _, ns := range list.Items {
+		if includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, nameMatcher(ns.GetName())) {
+			out = append(out, ns.GetName())
+		}
+	}
+	return out, nil
+}
+
+// allNamespaces tells whether the backup includes every namespace.
+func (r *run) allNamespaces() bool {
+	inc := r.backup.Spec.IncludedNamespaces
+	return len(inc) == 0 || (len(inc) == 1 && inc[0] == "*")
+}
+
+func (r *run) wantsClusterResources() bool {
+	if c := r.backup.Spec.IncludeClusterResources; c != nil {
+		return *c
+	}
+	return r.allNamespaces()
+}
+
+type work struct {
+	res  Resource
+	item *unstructured.Unstructured
+}
+
+// walk lists every selected item and processes it on the workers.
+func (r *run) walk(ctx context.Context, all []Resource, namespaces []string, selector labels.Selector) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	workers := r.e.Workers
+	if workers <= 0 {
+		workers = 2 * runtime.NumCPU()
+	}
+	queue := make(chan work, workers*4)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range queue {
+				if err := r.backupItem(ctx, w.res, w.item, true); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	listErr := r.list(ctx, all, namespaces, selector, queue)
+	close(queue)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("backup %s stopped: %w", r.backup.Name, context.Cause(ctx))
+	}
+	return listErr
+}
+
+func (r *run) list(ctx context.Context, all []Resource, namespaces []string, selector labels.Selector, queue chan<- work) error {
+	spec := r.backup.Spec
+	pageSize := r.e.PageSize
+	if pageSize <= 0 {
+		pageSize = 500
+	}
+	nsSet := map[string]bool{}
+	for _, ns := range namespaces {
+		nsSet[ns] = true
+	}
+	for _, res := range all {
+		isNamespaceResource := res.GVR.Group == "" && res.GVR.Resource == "namespaces"
+		if !isNamespaceResource && !includes(spec.IncludedResources, spec.ExcludedResources, res.matchesAny) {
+			continue
+		}
+		if !res.Namespaced && !isNamespaceResource && !r.wantsClusterResources() {
+			continue
+		}
+		scopes := []string{""}
+		if res.Namespaced {
+			scopes = namespaces
+			if r.allNamespaces() && len(spec.ExcludedNamespaces) == 0 {
+				scopes = []string{metav1.NamespaceAll}
+			}
+		}
+		for _, ns := range scopes {
+			opts := metav1.ListOptions{Limit: pageSize}
+			if !isNamespaceResource {
+				opts.LabelSelector = selector.String()
+			}
+			for {
+				page, err := r.e.Dynamic.Resource(res.GVR).Namespace(ns).List(ctx, opts)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					r.addError(ns, fmt.Sprintf("listing %s: %v", res, err))
+					break
+				}
+				for i := range page.Items {
+					item := &page.Items[i]
+					if isNamespaceResource && !nsSet[item.GetName()] {
+						continue
+					}
+					r.total.Add(1)
+					select {
+					case queue <- work{res: res, item: item}:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				if page.GetContinue() == "" {
+					break
+				}
+				opts.Continue = page.GetContinue()
+			}
+		}
+	}
+	return nil
+}
+
+func itemKey(gr schema.GroupResource, ns, name string) string { return gr.String() + "/" + ns + "/" + name }
+
+func excluded(item *unstructured.Unstructured) bool {
+	for _, k := range []string{ExcludeLabel, VeleroExcludeLabel} {
+		if item.GetLabels()[k] == "true" || item.GetAnnotations()[k] == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// describe names an item in messages.
+func describe(res Resource, ns, name string) string {
+	if ns == "" {
+		return fmt.Sprintf("%s %s", res, name)
+	}
+	return fmt.Sprintf("%s %s/%s", res, ns, name)
+}
+
+// backupItem runs the actions on an item, backs up what they add, and writes
+// the item. It returns an error only when the backup cannot go on.
+func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.Unstructured, listed bool) error {
+	ns, name := item.GetNamespace(), item.GetName()
+	if _, dup := r.seen.LoadOrStore(itemKey(res.GVR.GroupResource(), ns, name), true); dup {
+		if listed {
+			r.total.Add(-1)
+		}
+		return nil
+	}
+	if !listed {
+		r.total.Add(1)
+	}
+	if excluded(item) {
+		r.total.Add(-1)
+		return nil
+	}
+	what := describe(res, ns, name)
+	for _, act := range r.actions {
+		if !act.sel.applies(res, ns, item.GetLabels()) {
+			continue
+		}
+		out, err := act.a.Execute(ctx, item, r.backup)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.addError(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.a.Name(), err))
+			return nil
+		}
+		if out.Item != nil {
+			item = out.Item
+		}
+		if out.OperationID != "" {
+			r.addOperation(act.a.Name(), res, ns, name, out)
+		}
+		for _, extra := range out.AdditionalItems {
+			if err := r.backupAdditional(ctx, extra, what); err != nil {
+				return err
+			}
+		}
+	}
+	body, err := json.Marshal(item.Object)
+	if err != nil {
+		r.addError(ns, fmt.Sprintf("%s: encoding: %v", what, err))
+		return nil
+	}
+	if err := r.writer.WriteItem(res.GVR, ns, name, body); err != nil {
+		return err
+	}
+	r.done.Add(1)
+	key := res.GVR.GroupVersion().String() + "/" + res.Kind
+	entry := name
+	if ns != "" {
+		entry = ns + "/" + name
+	}
+	r.mu.Lock()
+	r.resourceList[key] = append(r.resourceList[key], entry)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *run) addOperation(plugin string, res Resource, ns, name string, out host.BackupResult) {
+	now := metav1.Now()
+	op := itemoperation.BackupOperation{
+		Spec: itemoperation.BackupOperationSpec{
+			BackupName:         r.backup.Name,
+			BackupUID:          string(r.backup.UID),
+			BackupItemAction:   plugin,
+			ResourceIdentifier: itemoperation.ResourceIdentifier{Group: res.GVR.Group, Resource: res.GVR.Resource, Namespace: ns, Name: name},
+			OperationID:        out.OperationID,
+		},
+		Status: itemoperation.Status{Phase: itemoperation.PhaseNew, Created: &now},
+	}
+	for _, p := range out.PostOperationItems {
+		op.Spec.PostOperationItems = append(op.Spec.PostOperationItems, itemoperation.FromAPI(p))
+	}
+	r.mu.Lock()
+	r.operations = append(r.operations, op)
+	r.mu.Unlock()
+}
+
+// backupAdditional fetches and backs up an item an action asked for.
+func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, from string) error {
+	res, ok := r.resources[id.GroupResource]
+	if !ok {
+		r.addWarning(id.Namespace, fmt.Sprintf("%s asked for %s, a resource this cluster does not serve", from, id))
+		return nil
+	}
+	if _, dup := r.seen.Load(itemKey(id.GroupResource, id.Namespace, id.Name)); dup {
+		return nil
+	}
+	item, err := r.e.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.addWarning(id.Namespace, fmt.Sprintf("%s asked for %s, which does not exist", from, id))
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.addError(id.Namespace, fmt.Sprintf("getting %s for %s: %v", id, from, err))
+		return nil
+	}
+	return r.backupItem(ctx, res, item, false)
+}
