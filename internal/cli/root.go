@@ -3,8 +3,12 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/location"
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
 	"github.com/salvor-dev/salvor/internal/cli/runplugins"
+	"github.com/salvor-dev/salvor/internal/cli/server"
 )
 
 // NewRootCommand returns the salvor command with every subcommand.
@@ -16,6 +20,14 @@ func NewRootCommand() *cobra.Command {
 restores them, extended by plugins that speak Velero's plugin protocol.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(plugin.NewCommand(), runplugins.NewCommand())
+	k := &kube.Options{}
+	k.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		backup.NewCommand(k),
+		location.NewCommand(k),
+		plugin.NewCommand(),
+		server.NewCommand(k),
+		runplugins.NewCommand(),
+	)
 	return root
 }

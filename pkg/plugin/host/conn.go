@@ -104,6 +104,30 @@ func (cl *call) end() {
 	cl.cancel()
 }
 
+// outcome classifies a call's result for metrics.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrPluginHung):
+		return "hung"
+	case errors.Is(err, ErrPluginCrashed):
+		return "crashed"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	default:
+		return "error"
+	}
+}
+
+func (c conn) observe(cl *call, err error) {
+	if c.p.opts.OnCall != nil {
+		c.p.opts.OnCall(cl.desc.Kind, cl.method, outcome(err), time.Since(cl.start))
+	}
+}
+
 // fail turns a failed call into a *CallError, killing a hung process.
 func (cl *call) fail(p *process, callerCtx context.Context, err error, started bool) error {
 	ce := &CallError{
@@ -159,8 +183,11 @@ func (c conn) invoke(ctx context.Context, method string, args, reply any, opts .
 	}
 	defer cl.end()
 	if err := cc.Invoke(cl.ctx, method, args, reply, opts...); err != nil {
-		return cl.fail(c.p, ctx, err, true)
+		err = cl.fail(c.p, ctx, err, true)
+		c.observe(cl, err)
+		return err
 	}
+	c.observe(cl, nil)
 	if cl.desc.Stateful && cl.method == "Init" {
 		if m, ok := args.(proto.Message); ok {
 			c.p.recordInit(method, cl.info.plugin, m)
@@ -194,7 +221,14 @@ type stream struct {
 	once          sync.Once
 }
 
-func (s *stream) finish() { s.once.Do(s.cl.end) }
+func (s *stream) finish() { s.finishWith(nil) }
+
+func (s *stream) finishWith(err error) {
+	s.once.Do(func() {
+		s.cl.end()
+		s.c.observe(s.cl, err)
+	})
+}
 
 func (s *stream) SendMsg(m any) error {
 	if err := s.ClientStream.SendMsg(m); err != nil {
@@ -202,8 +236,9 @@ func (s *stream) SendMsg(m any) error {
 			// The server ended the stream; RecvMsg has the reason.
 			return err
 		}
-		defer s.finish()
-		return s.cl.fail(s.c.p, s.caller, err, true)
+		err = s.cl.fail(s.c.p, s.caller, err, true)
+		s.finishWith(err)
+		return err
 	}
 	return nil
 }
@@ -220,7 +255,8 @@ func (s *stream) RecvMsg(m any) error {
 		s.finish()
 		return err
 	default:
-		defer s.finish()
-		return s.cl.fail(s.c.p, s.caller, err, true)
+		err = s.cl.fail(s.c.p, s.caller, err, true)
+		s.finishWith(err)
+		return err
 	}
 }

@@ -43,6 +43,10 @@ type Options struct {
 	// OnRestart, if set, is called with the binary's path whenever a plugin
 	// process is restarted (for metrics).
 	OnRestart func(binary string)
+	// OnCall, if set, is called after every plugin call with its kind,
+	// method, outcome ("ok", "error", "deadline", "hung", "crashed",
+	// "cancelled") and duration (for metrics).
+	OnCall func(k kind.Kind, method, outcome string, took time.Duration)
 
 	methods *sync.Map // full method name → methodInfo
 }

@@ -1,0 +1,208 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+type createOptions struct {
+	includeNamespaces, excludeNamespaces []string
+	includeResources, excludeResources   []string
+	includeClusterResources              string
+	selector                             string
+	storageLocation                      string
+	ttl, itemOperationTimeout, timeout   time.Duration
+	snapshotVolumes                      string
+	wait                                 bool
+}
+
+func optionalBool(flag, v string) (*bool, error) {
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, fmt.Errorf("--%s=%q: want true or false", flag, v)
+	}
+	return &b, nil
+}
+
+func newCreate(k *kube.Options) *cobra.Command {
+	o := &createOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a backup",
+		Example: `  salvor backup create nightly --include-namespaces app,db --ttl 72h --wait
+  salvor backup create web --include-resources deployments.apps,configmaps --selector app=web
+  salvor backup create everything --storage-location s3 --item-operation-timeout 30m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := o.backup(args[0], k.Namespace)
+			if err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.Create(cmd.Context(), b); err != nil {
+				return fmt.Errorf("creating backup %s: %w", args[0], err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Backup %q submitted.\n", args[0])
+			if !o.wait {
+				fmt.Fprintf(out, "Run `salvor backup describe %s` to see how it goes.\n", args[0])
+				return nil
+			}
+			final, err := Wait(cmd.Context(), c, b, out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Backup %s: %s. Run `salvor backup describe %s` for details.\n", final.Name, final.Status.Phase, final.Name)
+			if final.Status.Phase != salvorv1.BackupPhaseCompleted {
+				return fmt.Errorf("backup %s ended %s", final.Name, final.Status.Phase)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to back up (default: all)")
+	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
+	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to back up, e.g. deployments.apps,configmaps (default: all)")
+	f.StringSliceVar(&o.excludeResources, "exclude-resources", nil, "resources to leave out")
+	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "back up cluster-scoped resources: true, false, or unset for \"when all namespaces are backed up\"")
+	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
+	f.StringVarP(&o.selector, "selector", "l", "", "back up only items whose labels match this selector")
+	f.StringVar(&o.storageLocation, "storage-location", "", "backup storage location (default: the one marked default)")
+	f.DurationVar(&o.ttl, "ttl", 0, "how long to keep the backup (default: the server's, 720h)")
+	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's, 4h)")
+	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole backup (default: none)")
+	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
+	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
+	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the backup to finish, showing its progress")
+	return cmd
+}
+
+func (o *createOptions) backup(name, namespace string) (*salvorv1.Backup, error) {
+	b := &salvorv1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: salvorv1.BackupSpec{
+			IncludedNamespaces:   o.includeNamespaces,
+			ExcludedNamespaces:   o.excludeNamespaces,
+			IncludedResources:    o.includeResources,
+			ExcludedResources:    o.excludeResources,
+			StorageLocation:      o.storageLocation,
+			TTL:                  metav1.Duration{Duration: o.ttl},
+			ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
+			Timeout:              metav1.Duration{Duration: o.timeout},
+		},
+	}
+	var err error
+	if b.Spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
+		return nil, err
+	}
+	if b.Spec.SnapshotVolumes, err = optionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
+		return nil, err
+	}
+	if o.selector != "" {
+		sel, err := metav1.ParseToLabelSelector(o.selector)
+		if err != nil {
+			return nil, fmt.Errorf("--selector %q: %w", o.selector, err)
+		}
+		b.Spec.LabelSelector = sel
+	}
+	return b, nil
+}
+
+func finished(p salvorv1.BackupPhase) bool {
+	switch p {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
+		salvorv1.BackupPhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+// Wait polls the backup until it finishes, drawing a progress bar of items
+// on a terminal and printing a line per change otherwise.
+func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Writer) (*salvorv1.Backup, error) {
+	var bar *progressBar
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = newProgressBar(out, b.Name)
+		defer bar.stop()
+	}
+	last := ""
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cur := &salvorv1.Backup{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			return nil, fmt.Errorf("watching backup %s: %w", b.Name, err)
+		}
+		done, total := 0, 0
+		if p := cur.Status.Progress; p != nil {
+			done, total = p.ItemsBackedUp, p.TotalItems
+		}
+		phase := string(cur.Status.Phase)
+		if phase == "" {
+			phase = "New"
+		}
+		if bar != nil {
+			bar.update(phase, done, total)
+		} else if line := fmt.Sprintf("%s: %d of %d items backed up", phase, done, total); line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+		if finished(cur.Status.Phase) {
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped waiting for backup %s (it goes on in the server): %w", b.Name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+type progressBar struct {
+	p     *mpb.Progress
+	bar   *mpb.Bar
+	phase string
+}
+
+func newProgressBar(out io.Writer, name string) *progressBar {
+	pb := &progressBar{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(48))}
+	pb.bar = pb.p.AddBar(0,
+		mpb.PrependDecorators(decor.Name(name+" "), decor.Any(func(decor.Statistics) string { return pb.phase })),
+		mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d items"), decor.Percentage(decor.WCSyncSpace)),
+	)
+	return pb
+}
+
+func (pb *progressBar) update(phase string, done, total int) {
+	pb.phase = phase
+	if total < done {
+		total = done
+	}
+	pb.bar.SetTotal(int64(total), false)
+	pb.bar.SetCurrent(int64(done))
+}
+
+func (pb *progressBar) stop() {
+	pb.bar.SetTotal(-1, true)
+	pb.p.Wait()
+}

@@ -1,0 +1,94 @@
+package backup
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func newDescribe(k *kube.Options) *cobra.Command {
+	var format output.Format
+	cmd := &cobra.Command{
+		Use:     "describe NAME",
+		Short:   "Show a backup's spec, progress and outcome",
+		Example: "  salvor backup describe nightly",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := format.Validate(); err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			b := &salvorv1.Backup{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
+				return fmt.Errorf("backup %s: %w", args[0], err)
+			}
+			if done, err := format.Structured(cmd.OutOrStdout(), b); done {
+				return err
+			}
+			describe(cmd.OutOrStdout(), b)
+			return nil
+		},
+	}
+	output.AddFlag(cmd.Flags(), &format)
+	return cmd
+}
+
+func list(v []string, empty string) string {
+	if len(v) == 0 {
+		return empty
+	}
+	return strings.Join(v, ", ")
+}
+
+func describe(w io.Writer, b *salvorv1.Backup) {
+	s, st := b.Spec, b.Status
+	fmt.Fprintf(w, "Name:         %s\nNamespace:    %s\nPhase:        %s\n", b.Name, b.Namespace, phase(*b))
+	if st.FailureReason != "" {
+		fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
+	}
+	for _, v := range st.ValidationErrors {
+		fmt.Fprintf(w, "Validation:   %s\n", v)
+	}
+	fmt.Fprintf(w, "\nNamespaces:\n  Included:   %s\n  Excluded:   %s\n", list(s.IncludedNamespaces, "*"), list(s.ExcludedNamespaces, "<none>"))
+	cluster := "auto"
+	if s.IncludeClusterResources != nil {
+		cluster = fmt.Sprint(*s.IncludeClusterResources)
+	}
+	fmt.Fprintf(w, "Resources:\n  Included:   %s\n  Excluded:   %s\n  Cluster-scoped: %s\n", list(s.IncludedResources, "*"), list(s.ExcludedResources, "<none>"), cluster)
+	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector), s.StorageLocation)
+	if s.TTL.Duration > 0 {
+		fmt.Fprintf(w, "TTL:          %s\n", s.TTL.Duration)
+	}
+	fmt.Fprintln(w)
+	if st.StartTimestamp != nil {
+		fmt.Fprintf(w, "Started:      %s\n", st.StartTimestamp.Time.Format("2006-01-02 15:04:05 MST"))
+	}
+	if st.CompletionTimestamp != nil {
+		fmt.Fprintf(w, "Completed:    %s", st.CompletionTimestamp.Time.Format("2006-01-02 15:04:05 MST"))
+		if st.StartTimestamp != nil {
+			fmt.Fprintf(w, " (took %s)", st.CompletionTimestamp.Sub(st.StartTimestamp.Time).Round(10_000_000))
+		}
+		fmt.Fprintln(w)
+	}
+	if st.Expiration != nil {
+		fmt.Fprintf(w, "Expires:      %s\n", st.Expiration.Time.Format("2006-01-02 15:04:05 MST"))
+	}
+	if st.Attempts > 1 {
+		fmt.Fprintf(w, "Attempts:     %d (the server restarted during the backup)\n", st.Attempts)
+	}
+	fmt.Fprintf(w, "Items:        %s backed up\nErrors:       %d\nWarnings:     %d\n", progress(*b), st.Errors, st.Warnings)
+	if st.BackupItemOperationsAttempted > 0 {
+		fmt.Fprintf(w, "Item operations: %d attempted, %d completed, %d failed\n",
+			st.BackupItemOperationsAttempted, st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed)
+	}
+}

@@ -1,0 +1,3 @@
+// Package backup holds `salvor backup`: create, get, describe, logs and
+// delete.
+package backup

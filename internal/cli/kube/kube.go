@@ -1,0 +1,60 @@
+package kube
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Options are the global flags.
+type Options struct {
+	Kubeconfig string
+	Namespace  string
+}
+
+// AddFlags binds the global flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVarP(&o.Namespace, "namespace", "n", "salvor", "the namespace Salvor's server and objects live in")
+}
+
+// Scheme knows Kubernetes' built-in types and Salvor's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := salvorv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// RESTConfig loads the cluster's address and credentials.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// Client returns a client for Salvor's and Kubernetes' objects.
+func (o *Options) Client() (client.Client, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: Scheme()})
+}

@@ -1,0 +1,3 @@
+// Package location holds `salvor backup-location`: creating and listing
+// BackupStorageLocations.
+package location

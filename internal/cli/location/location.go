@@ -1,0 +1,163 @@
+package location
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// NewCommand returns `salvor backup-location`.
+func NewCommand(k *kube.Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "backup-location",
+		Aliases: []string{"backup-locations", "bsl"},
+		Short:   "Work with backup storage locations",
+	}
+	cmd.AddCommand(newCreate(k), newGet(k))
+	return cmd
+}
+
+type createOptions struct {
+	provider, bucket, prefix string
+	config                   map[string]string
+	isDefault                bool
+}
+
+func newCreate(k *kube.Options) *cobra.Command {
+	o := &createOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME --provider P --bucket B",
+		Short: "Create a backup storage location",
+		Example: `  salvor backup-location create default --provider salvor.dev/filesystem --bucket backups --config root=/var/lib/salvor --default
+  salvor backup-location create s3 --provider salvor.dev/s3 --bucket backups --prefix cluster-a \
+      --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.provider == "" || o.bucket == "" {
+				return fmt.Errorf("--provider and --bucket are required")
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if o.isDefault {
+				if err := clearDefault(ctx, c, k.Namespace); err != nil {
+					return err
+				}
+			}
+			bsl := &salvorv1.BackupStorageLocation{
+				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
+				Spec: salvorv1.BackupStorageLocationSpec{
+					Provider:      o.provider,
+					Config:        o.config,
+					ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.bucket, Prefix: o.prefix},
+					Default:       o.isDefault,
+				},
+			}
+			if err := c.Create(ctx, bsl); err != nil {
+				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.provider, "provider", "", "object store plugin: salvor.dev/filesystem, salvor.dev/s3, or a plugin's name")
+	f.StringVar(&o.bucket, "bucket", "", "bucket holding the backups")
+	f.StringVar(&o.prefix, "prefix", "", "path inside the bucket")
+	f.StringToStringVar(&o.config, "config", nil, "plugin config as key=value pairs, comma-separated")
+	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
+	return cmd
+}
+
+func clearDefault(ctx context.Context, c client.Client, ns string) error {
+	list := &salvorv1.BackupStorageLocationList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.Default {
+			list.Items[i].Spec.Default = false
+			if err := c.Update(ctx, &list.Items[i]); err != nil {
+				return fmt.Errorf("unsetting default on %s: %w", list.Items[i].Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func newGet(k *kube.Options) *cobra.Command {
+	var format output.Format
+	cmd := &cobra.Command{
+		Use:     "get [NAME...]",
+		Short:   "Show backup storage locations and whether they are available",
+		Example: "  salvor backup-location get\n  salvor backup-location get default -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := format.Validate(); err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			list := &salvorv1.BackupStorageLocationList{}
+			if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
+				return err
+			}
+			items := list.Items
+			if len(args) > 0 {
+				want := map[string]bool{}
+				for _, a := range args {
+					want[a] = true
+				}
+				items = nil
+				for _, bsl := range list.Items {
+					if want[bsl.Name] {
+						items = append(items, bsl)
+						delete(want, bsl.Name)
+					}
+				}
+				if len(want) > 0 {
+					var missing []string
+					for n := range want {
+						missing = append(missing, n)
+					}
+					sort.Strings(missing)
+					return fmt.Errorf("no backup storage location named %s in namespace %s", strings.Join(missing, ", "), k.Namespace)
+				}
+			}
+			var v any = items
+			if len(args) == 1 && len(items) == 1 {
+				v = items[0]
+			}
+			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
+				return err
+			}
+			var rows [][]string
+			for _, bsl := range items {
+				phase := string(bsl.Status.Phase)
+				if phase == "" {
+					phase = "Unknown"
+				}
+				def := ""
+				if bsl.Spec.Default {
+					def = "true"
+				}
+				rows = append(rows, []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix, phase, def, bsl.Status.Message})
+			}
+			return output.Table(cmd.OutOrStdout(), []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "MESSAGE"}, rows)
+		},
+	}
+	output.AddFlag(cmd.Flags(), &format)
+	return cmd
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/controller"
+	"github.com/salvor-dev/salvor/pkg/metrics"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+type options struct {
+	kube                 *kube.Options
+	pluginDir            string
+	metricsAddress       string
+	healthAddress        string
+	leaderElect          bool
+	workers              int
+	maxConcurrentBackups int
+	locationInterval     time.Duration
+	defaultTTL           time.Duration
+	pluginGrace          time.Duration
+	pluginTimeouts       map[string]string
+	logLevel             string
+}
+
+// NewCommand returns `salvor server`.
+func NewCommand(k *kube.Options) *cobra.Command {
+	o := &options{kube: k}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run Salvor's controllers",
+		Long: `Runs the controllers that carry out backups, check and sync backup storage
+locations, and expire and delete backups. Plugins are every executable under
+--plugin-dir plus those built into salvor; each runs as one long-lived
+process, restarted if it dies.`,
+		Example: `  salvor server --kubeconfig ~/.kube/config --namespace salvor --plugin-dir /plugins`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.pluginDir, "plugin-dir", "", "directory of plugin binaries (searched recursively); empty for built-in plugins only")
+	f.StringVar(&o.metricsAddress, "metrics-address", ":8085", `address of the Prometheus endpoint (/metrics); "0" turns it off`)
+	f.StringVar(&o.healthAddress, "health-address", ":8086", `address of the health probes (/healthz, /readyz); "0" turns them off`)
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
+	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: twice the CPUs)")
+	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
+	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked and synced")
+	f.DurationVar(&o.defaultTTL, "default-backup-ttl", 720*time.Hour, "how long backups without a ttl are kept")
+	f.DurationVar(&o.pluginGrace, "plugin-grace-period", 10*time.Second, "how long past its deadline a plugin call may run before the plugin is killed")
+	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func (o *options) run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var level slog.LevelVar
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
+	log.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	timeouts := map[string]time.Duration{}
+	for k, v := range o.pluginTimeouts {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--plugin-timeout %s=%s: want a positive duration such as 2m", k, v)
+		}
+		timeouts[k] = d
+	}
+	cfg, err := o.kube.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+
+	plugins := host.NewManager(host.Options{
+		Logger:         logger,
+		Timeouts:       timeouts,
+		Grace:          o.pluginGrace,
+		PluginLogLevel: o.logLevel,
+		OnRestart:      metrics.ObservePluginRestart,
+		OnCall:         metrics.ObservePluginCall,
+	})
+	defer plugins.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := plugins.Add(startCtx, host.Command{Path: self, Args: []string{"run-plugins"}}); err != nil {
+		return fmt.Errorf("starting the built-in plugins: %w", err)
+	}
+	if o.pluginDir != "" {
+		if err := plugins.Discover(startCtx, o.pluginDir); err != nil {
+			return err
+		}
+	}
+	for _, p := range plugins.List() {
+		logger.Info("plugin available", "kind", p.Kind, "name", p.Name, "binary", p.Binary)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  kube.Scheme(),
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{o.kube.Namespace: {}}},
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
+		HealthProbeBindAddress:  o.healthAddress,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "salvor-server",
+		LeaderElectionNamespace: o.kube.Namespace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	locations := &controller.Locations{Client: mgr.GetClient(), Plugins: plugins, Namespace: o.kube.Namespace}
+	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&controller.BackupReconciler{
+			Client:        mgr.GetClient(),
+			Engine:        &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers},
+			Locations:     locations,
+			Log:           logger,
+			MaxConcurrent: o.maxConcurrentBackups,
+			DefaultTTL:    o.defaultTTL,
+		},
+		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
+		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
+	}
+	for _, r := range reconcilers {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if o.healthAddress != "0" {
+		if err := mgr.AddHealthzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
+			return err
+		}
+	}
+	logger.Info("salvor server starting", "namespace", o.kube.Namespace, "plugins", len(plugins.List()))
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,333 @@
+package controller
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/pkg/metrics"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+)
+
+// Labels and annotations Salvor puts on Backups.
+const (
+	LocationLabel = "salvor.dev/storage-location"
+	// SyncedAnnotation marks a Backup created by sync from object storage:
+	// it is a record of a finished backup, never one to run.
+	SyncedAnnotation = "salvor.dev/synced-from-location"
+	// FilesFinalizer keeps a Backup until its files are deleted.
+	FilesFinalizer = "salvor.dev/backup-files"
+)
+
+// BackupReconciler runs backups.
+type BackupReconciler struct {
+	Client    client.Client
+	Engine    *backup.Engine
+	Locations *Locations
+	Log       *slog.Logger
+	// MaxConcurrent bounds the backups run at once (default 2).
+	MaxConcurrent int
+	// DefaultTTL applies to backups with none (default 720h).
+	DefaultTTL time.Duration
+	// MaxAttempts bounds how often a backup interrupted by a server restart
+	// is started again (default 3).
+	MaxAttempts int
+
+	running sync.Map // backup key → true while this process runs it
+}
+
+// SetupWithManager registers the reconciler.
+func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.MaxConcurrent <= 0 {
+		r.MaxConcurrent = 2
+	}
+	if r.DefaultTTL <= 0 {
+		r.DefaultTTL = 720 * time.Hour
+	}
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = 3
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&salvorv1.Backup{}).
+		Named("backup").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).
+		Complete(r)
+}
+
+func terminal(p salvorv1.BackupPhase) bool {
+	switch p {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
+		salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
+		return true
+	}
+	return false
+}
+
+// Reconcile moves a Backup through its phases. A Backup past InProgress
+// never goes back.
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &salvorv1.Backup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) || b.Annotations[SyncedAnnotation] != "" {
+		return ctrl.Result{}, nil
+	}
+	key := req.String()
+	if _, mine := r.running.Load(key); mine {
+		return ctrl.Result{}, nil
+	}
+	switch b.Status.Phase {
+	case "", salvorv1.BackupPhaseNew:
+		if problems := r.validate(ctx, b); len(problems) > 0 {
+			b.Status.Phase = salvorv1.BackupPhaseFailedValidation
+			b.Status.ValidationErrors = problems
+			metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+			return ctrl.Result{}, updateStatus(ctx, r.Client, b)
+		}
+	case salvorv1.BackupPhaseInProgress:
+		// Not running here: a server that ran it stopped. Start it again.
+		if b.Status.Attempts >= r.MaxAttempts {
+			return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("the server stopped during the backup %d times; giving up", b.Status.Attempts))
+		}
+		r.Log.Info("starting again a backup interrupted by a server restart", "backup", key, "attempt", b.Status.Attempts+1)
+	default:
+		// Waiting for operations and finalizing belong to the operations controller.
+		return ctrl.Result{}, nil
+	}
+
+	r.running.Store(key, true)
+	defer r.running.Delete(key)
+	now := metav1.Now()
+	b.Status.Phase = salvorv1.BackupPhaseInProgress
+	b.Status.StartTimestamp = &now
+	b.Status.Attempts++
+	b.Status.ValidationErrors = nil
+	b.Status.Progress = &salvorv1.BackupProgress{}
+	ttl := b.Spec.TTL.Duration
+	if ttl == 0 {
+		ttl = r.DefaultTTL
+	}
+	exp := metav1.NewTime(now.Add(ttl))
+	b.Status.Expiration = &exp
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return ctrl.Result{}, r.fail(ctx, b, err.Error())
+	}
+	b.Spec.StorageLocation = bsl.Name
+	b.Labels[LocationLabel] = bsl.Name
+	controllerutil.AddFinalizer(b, FilesFinalizer)
+	if err := r.Client.Update(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := updateStatus(ctx, r.Client, b); err != nil {
+		return ctrl.Result{}, err
+	}
+	metrics.BackupsInProgress.Inc()
+	defer metrics.BackupsInProgress.Dec()
+	r.run(ctx, b, bsl)
+	return ctrl.Result{}, nil
+}
+
+// validate returns what is wrong with a new Backup's spec.
+func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
+	problems := backup.Validate(b.Spec)
+	if _, err := r.Locations.Get(ctx, b.Spec.StorageLocation); err != nil {
+		if apierrors.IsNotFound(err) {
+			problems = append(problems, fmt.Sprintf("backup storage location %q does not exist in namespace %s: create it, or name an existing one",
+				b.Spec.StorageLocation, r.Locations.Namespace))
+		} else {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
+}
+
+func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason string) error {
+	now := metav1.Now()
+	b.Status.Phase = salvorv1.BackupPhaseFailed
+	b.Status.FailureReason = reason
+	b.Status.CompletionTimestamp = &now
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	r.Log.Error("backup failed", "backup", b.Namespace+"/"+b.Name, "reason", reason)
+	return updateStatus(ctx, r.Client, b)
+}
+
+// backupLog is a backup's own log: JSON lines, gzip'd into a temporary
+// file (not memory), uploaded with the backup.
+type backupLog struct {
+	file *os.File
+	gz   *gzip.Writer
+	mu   sync.Mutex
+	*slog.Logger
+}
+
+func newBackupLog(server *slog.Logger, backup string) (*backupLog, error) {
+	f, err := os.CreateTemp("", "salvor-backup-log-*.gz")
+	if err != nil {
+		return nil, err
+	}
+	l := &backupLog{file: f, gz: gzip.NewWriter(f)}
+	own := slog.NewJSONHandler(lockedWriter{l}, &slog.HandlerOptions{Level: slog.LevelInfo})
+	l.Logger = slog.New(teeHandler{own, server.Handler()}).With("backup", backup)
+	return l, nil
+}
+
+type lockedWriter struct{ l *backupLog }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.l.gz.Write(p)
+}
+
+// finish closes the gzip stream and rewinds the file for upload.
+func (l *backupLog) finish() (*os.File, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.gz.Close(); err != nil {
+		return nil, err
+	}
+	_, err := l.file.Seek(0, 0)
+	return l.file, err
+}
+
+func (l *backupLog) remove() {
+	l.file.Close()
+	os.Remove(l.file.Name())
+}
+
+// teeHandler sends records to the backup's log and the server's.
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if t.a.Enabled(ctx, r.Level) {
+		_ = t.a.Handle(ctx, r.Clone())
+	}
+	if t.b.Enabled(ctx, r.Level) {
+		return t.b.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(g string) slog.Handler { return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)} }
+
+// run does the backup and records its end.
+func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) {
+	started := time.Now()
+	log, err := newBackupLog(r.Log, b.Name)
+	if err != nil {
+		_ = r.fail(ctx, b, fmt.Sprintf("creating the backup's log: %v", err))
+		return
+	}
+	defer log.remove()
+	if bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseUnavailable {
+		_ = r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: %s", bsl.Name, bsl.Status.Message))
+		return
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err == nil {
+		err = store.Check(ctx)
+	}
+	if err != nil {
+		_ = r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: %v", bsl.Name, err))
+		return
+	}
+	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)
+	var progressMu sync.Mutex
+	out, err := r.Engine.Run(ctx, b, store, log.Logger, func(p backup.Progress) {
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Status.Progress = &salvorv1.BackupProgress{TotalItems: p.TotalItems, ItemsBackedUp: p.ItemsBackedUp}
+		if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
+			r.Log.Warn("recording backup progress", "backup", b.Name, "error", err)
+		}
+	})
+	if err != nil {
+		_ = r.fail(ctx, b, err.Error())
+		return
+	}
+	now := metav1.Now()
+	b.Status.Progress = &salvorv1.BackupProgress{TotalItems: out.Progress.TotalItems, ItemsBackedUp: out.Progress.ItemsBackedUp}
+	b.Status.Errors = out.Results.Errors.Count()
+	b.Status.Warnings = out.Results.Warnings.Count()
+	b.Status.BackupItemOperationsAttempted = len(out.Operations)
+	b.Status.CompletionTimestamp = &now
+	b.Status.FormatVersion = "1.1.0"
+	b.Status.Phase = salvorv1.BackupPhaseCompleted
+	if b.Status.Errors > 0 {
+		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed
+	}
+	log.Info("backup finished", "phase", b.Status.Phase, "items", out.Progress.ItemsBackedUp, "took", time.Since(started).String())
+	logs, err := log.finish()
+	if err != nil {
+		logs = nil
+	}
+	ops := out.Operations
+	if ops == nil {
+		ops = []itemoperation.BackupOperation{}
+	}
+	err = store.FinishBackup(ctx, persistence.Finish{
+		Backup:         b,
+		Logs:           logs,
+		Results:        &out.Results,
+		ResourceList:   out.ResourceList,
+		ItemOperations: ops,
+	})
+	if err != nil {
+		_ = r.fail(ctx, b, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
+		return
+	}
+	if err := updateStatus(ctx, r.Client, b); err != nil {
+		r.Log.Error("recording the end of a backup", "backup", b.Name, "error", err)
+		return
+	}
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	metrics.ItemsBackedUp.Add(float64(out.Progress.ItemsBackedUp))
+	metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(started).Seconds())
+}
+
+
+// updateStatus writes b's status over the latest version of the object, so
+// a concurrent change elsewhere (a label, a progress patch) is not a conflict.
+func updateStatus(ctx context.Context, c client.Client, b *salvorv1.Backup) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &salvorv1.Backup{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			return err
+		}
+		cur.Status = b.Status
+		if err := c.Status().Update(ctx, cur); err != nil {
+			return err
+		}
+		b.ResourceVersion = cur.ResourceVersion
+		return nil
+	})
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// GCReconciler deletes expired backups and, when a Backup is deleted, runs
+// the DeleteItemAction plugins over its items and removes its files.
+type GCReconciler struct {
+	Client    client.Client
+	Locations *Locations
+	Log       *slog.Logger
+}
+
+// SetupWithManager registers the reconciler.
+func (r *GCReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&salvorv1.Backup{}).
+		Named("backup-gc").
+		Complete(r)
+}
+
+func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &salvorv1.Backup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp != nil {
+		if !controllerutil.ContainsFinalizer(b, FilesFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, r.deleteFiles(ctx, b)
+	}
+	if !terminal(b.Status.Phase) || b.Status.Expiration == nil {
+		return ctrl.Result{}, nil
+	}
+	if left := time.Until(b.Status.Expiration.Time); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	r.Log.Info("deleting an expired backup", "backup", req.String(), "expired", b.Status.Expiration.Time)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, b))
+}
+
+// deleteFiles runs the delete actions over the backup's items, removes its
+// files from the location, and lets the Backup object go.
+func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) error {
+	if b.Status.Phase != salvorv1.BackupPhaseDeleting {
+		b.Status.Phase = salvorv1.BackupPhaseDeleting
+		if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	switch {
+	case apierrors.IsNotFound(err) || b.Spec.StorageLocation == "":
+		r.Log.Warn("backup's location is gone; its files, if any, stay where they are", "backup", b.Name, "location", b.Spec.StorageLocation)
+	case err != nil:
+		return err
+	default:
+		store, err := r.Locations.Store(ctx, bsl)
+		if err != nil {
+			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
+		}
+		if err := r.runDeleteActions(ctx, b, store); err != nil {
+			return err
+		}
+		if err := store.DeleteBackup(ctx, b.Name); err != nil {
+			return fmt.Errorf("deleting the files of backup %s: %w", b.Name, err)
+		}
+		r.Log.Info("deleted a backup's files", "backup", b.Name, "location", bsl.Name)
+	}
+	controllerutil.RemoveFinalizer(b, FilesFinalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, b))
+}
+
+func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
+	actions, err := host.All[host.DeleteItemAction](ctx, r.Locations.Plugins)
+	if err != nil || len(actions) == 0 {
+		return err
+	}
+	type applicable struct {
+		a   host.DeleteItemAction
+		sel func(e archive.Entry) bool
+	}
+	var list []applicable
+	for _, a := range actions {
+		sel, err := a.AppliesTo(ctx)
+		if err != nil {
+			return fmt.Errorf("asking DeleteItemAction %s what it applies to: %w", a.Name(), err)
+		}
+		list = append(list, applicable{a: a, sel: func(e archive.Entry) bool {
+			ok, err := backup.Matches(sel, schema.GroupResource{Group: e.Group, Resource: e.Resource}, e.Object.GetKind(), e.Namespace, e.Object.GetLabels())
+			return err == nil && ok
+		}})
+	}
+	rc, err := store.GetTarball(ctx, b.Name)
+	if err != nil {
+		// No tarball (a failed backup): nothing to run the actions on.
+		r.Log.Info("no tarball to run delete actions on", "backup", b.Name, "error", err)
+		return nil
+	}
+	defer rc.Close()
+	_, err = archive.Read(rc, func(e archive.Entry) error {
+		if e.Version != "" {
+			return nil // each item once, from its top-level copy
+		}
+		for _, a := range list {
+			if !a.sel(e) {
+				continue
+			}
+			if err := a.a.Execute(ctx, e.Object, b); err != nil {
+				r.Log.Warn("delete action failed", "backup", b.Name, "plugin", a.a.Name(), "item", e.Path, "error", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.Log.Warn("reading the tarball of a backup being deleted", "backup", b.Name, "error", err)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// LocationReconciler checks that locations can be reached and hold only
+// backups, and syncs backups found in them into the cluster — so a new
+// cluster pointed at an old location sees its backups.
+type LocationReconciler struct {
+	Client    client.Client
+	Locations *Locations
+	Log       *slog.Logger
+	// Interval is how often each location is checked (default 1m).
+	Interval time.Duration
+}
+
+// SetupWithManager registers the reconciler.
+func (r *LocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Interval <= 0 {
+		r.Interval = time.Minute
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&salvorv1.BackupStorageLocation{}).
+		Named("backupstoragelocation").
+		Complete(r)
+}
+
+func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, bsl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	phase, message := salvorv1.BackupStorageLocationPhaseAvailable, ""
+	store, err := r.Locations.Store(checkCtx, bsl)
+	if err == nil {
+		err = store.Check(checkCtx)
+	}
+	now := metav1.Now()
+	if err != nil {
+		phase, message = salvorv1.BackupStorageLocationPhaseUnavailable, err.Error()
+	} else if err := r.sync(checkCtx, bsl); err != nil {
+		r.Log.Warn("syncing backups from a location", "location", bsl.Name, "error", err)
+	} else {
+		bsl.Status.LastSyncedTime = &now
+	}
+	if bsl.Status.Phase != phase {
+		r.Log.Info("backup storage location changed phase", "location", bsl.Name, "phase", phase, "message", message)
+	}
+	bsl.Status.Phase, bsl.Status.Message, bsl.Status.LastValidationTime = phase, message, &now
+	if err := r.Client.Status().Update(ctx, bsl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// sync creates in the cluster the backups the location holds that the
+// cluster lacks.
+func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStorageLocation) error {
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		return err
+	}
+	names, err := store.ListBackups(ctx)
+	if err != nil {
+		return err
+	}
+	existing := &salvorv1.BackupList{}
+	if err := r.Client.List(ctx, existing, client.InNamespace(bsl.Namespace)); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, b := range existing.Items {
+		have[b.Name] = true
+	}
+	for _, name := range names {
+		if have[name] {
+			continue
+		}
+		stored, err := store.GetBackup(ctx, name)
+		if err != nil {
+			r.Log.Warn("reading a backup's metadata during sync", "location", bsl.Name, "backup", name, "error", err)
+			continue
+		}
+		b := &salvorv1.Backup{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Namespace:   bsl.Namespace,
+				Labels:      map[string]string{LocationLabel: bsl.Name},
+				Annotations: map[string]string{SyncedAnnotation: bsl.Name},
+				Finalizers:  []string{FilesFinalizer},
+			},
+			Spec: stored.Spec,
+		}
+		for k, v := range stored.Labels {
+			if _, ok := b.Labels[k]; !ok {
+				b.Labels[k] = v
+			}
+		}
+		b.Spec.StorageLocation = bsl.Name
+		if err := r.Client.Create(ctx, b); err != nil {
+			return fmt.Errorf("creating synced backup %s: %w", name, err)
+		}
+		b.Status = stored.Status
+		if b.Status.Phase == "" {
+			b.Status.Phase = salvorv1.BackupPhaseCompleted
+		}
+		if err := updateStatus(ctx, r.Client, b); err != nil {
+			return fmt.Errorf("recording synced backup %s: %w", name, err)
+		}
+		r.Log.Info("synced a backup from its location", "location", bsl.Name, "backup", name)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
+)
+
+// Locations resolves BackupStorageLocations to their object stores.
+type Locations struct {
+	Client    client.Client
+	Plugins   *host.Manager
+	Namespace string
+}
+
+// Provider turns a location's provider into a plugin name: a name with a
+// domain is used as is; a bare name is Salvor's built-in of that name if
+// there is one, else Velero's ("aws" means velero.io/aws, as in Velero).
+func (l *Locations) Provider(p string) string {
+	if strings.Contains(p, "/") {
+		return p
+	}
+	for _, pl := range l.Plugins.List() {
+		if pl.Kind == kind.ObjectStore && pl.Name == "salvor.dev/"+p {
+			return pl.Name
+		}
+	}
+	return "velero.io/" + p
+}
+
+// Get returns the location named name, or the default one when name is
+// empty.
+func (l *Locations) Get(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error) {
+	if name != "" {
+		bsl := &salvorv1.BackupStorageLocation{}
+		if err := l.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, bsl); err != nil {
+			return nil, fmt.Errorf("backup storage location %q: %w", name, err)
+		}
+		return bsl, nil
+	}
+	list := &salvorv1.BackupStorageLocationList{}
+	if err := l.Client.List(ctx, list, client.InNamespace(l.Namespace)); err != nil {
+		return nil, err
+	}
+	var defaults []string
+	var found *salvorv1.BackupStorageLocation
+	for i := range list.Items {
+		if list.Items[i].Spec.Default {
+			defaults = append(defaults, list.Items[i].Name)
+			found = &list.Items[i]
+		}
+	}
+	switch len(defaults) {
+	case 0:
+		return nil, fmt.Errorf("no storageLocation given and no backup storage location in namespace %s is the default: name one, or mark one with --default", l.Namespace)
+	case 1:
+		return found, nil
+	default:
+		return nil, fmt.Errorf("no storageLocation given and several locations are marked default (%s): name one", strings.Join(defaults, ", "))
+	}
+}
+
+// Store opens a location's object store.
+func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
+	config := map[string]string{}
+	for k, v := range bsl.Spec.Config {
+		config[k] = v
+	}
+	// Velero passes these to every object store; plugins expect them.
+	config["bucket"] = bsl.Spec.ObjectStorage.Bucket
+	if bsl.Spec.ObjectStorage.Prefix != "" {
+		config["prefix"] = bsl.Spec.ObjectStorage.Prefix
+	}
+	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), config)
+	if err != nil {
+		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	return persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix), nil
+}

@@ -1,0 +1,60 @@
+package metrics
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
+)
+
+var (
+	// Backups counts backups that reached a phase.
+	Backups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_backups_total", Help: "Backups that reached each phase.",
+	}, []string{"phase"})
+	// BackupsInProgress is the number of backups running now.
+	BackupsInProgress = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "salvor_backups_in_progress", Help: "Backups running now.",
+	})
+	// ItemsBackedUp counts items written into backups.
+	ItemsBackedUp = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "salvor_backup_items_total", Help: "Items written into backups.",
+	})
+	// BackupDuration is how long backups took, by final phase.
+	BackupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "salvor_backup_duration_seconds", Help: "Time from a backup's start to its end.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16),
+	}, []string{"phase"})
+	// PluginCalls counts plugin calls by kind, method and outcome.
+	PluginCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_plugin_calls_total", Help: "Plugin calls by kind, method and outcome.",
+	}, []string{"kind", "method", "outcome"})
+	// PluginCallDuration is the latency of plugin calls.
+	PluginCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "salvor_plugin_call_duration_seconds", Help: "Latency of plugin calls.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
+	}, []string{"kind", "method"})
+	// PluginRestarts counts restarts of plugin processes by binary.
+	PluginRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_plugin_restarts_total", Help: "Plugin processes restarted, by binary.",
+	}, []string{"binary"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(Backups, BackupsInProgress, ItemsBackedUp, BackupDuration,
+		PluginCalls, PluginCallDuration, PluginRestarts)
+}
+
+// ObservePluginCall is a host.Options.OnCall.
+func ObservePluginCall(k kind.Kind, method, outcome string, took time.Duration) {
+	PluginCalls.WithLabelValues(string(k), method, outcome).Inc()
+	PluginCallDuration.WithLabelValues(string(k), method).Observe(took.Seconds())
+}
+
+// ObservePluginRestart is a host.Options.OnRestart.
+func ObservePluginRestart(binary string) {
+	PluginRestarts.WithLabelValues(filepath.Base(binary)).Inc()
+}
