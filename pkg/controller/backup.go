@@ -36,7 +36,10 @@ const (
 
 // BackupReconciler runs backups.
 type BackupReconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads past the cache: a backup is started only on what the
+	// API server says now, never on a stale cached phase.
+	APIReader client.Reader
 	Engine    *backup.Engine
 	Locations *Locations
 	Log       *slog.Logger
@@ -92,6 +95,13 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if _, mine := r.running.Load(key); mine {
 		return ctrl.Result{}, nil
 	}
+	// The cache may lag behind a backup this process just finished.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) {
+		return ctrl.Result{}, nil
+	}
 	switch b.Status.Phase {
 	case "", salvorv1.BackupPhaseNew:
 		if problems := r.validate(ctx, b); len(problems) > 0 {
@@ -135,9 +145,12 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	b.Spec.StorageLocation = bsl.Name
 	b.Labels[LocationLabel] = bsl.Name
 	controllerutil.AddFinalizer(b, FilesFinalizer)
+	status := b.Status
 	if err := r.Client.Update(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Update returns the stored status; ours is the one to write.
+	b.Status = status
 	if err := updateStatus(ctx, r.Client, b); err != nil {
 		return ctrl.Result{}, err
 	}

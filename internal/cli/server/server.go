@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -93,6 +94,9 @@ func (o *options) run(ctx context.Context) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
+	// Deprecation warnings (v1 Endpoints, ...) would be logged once per
+	// list of every backup; they say nothing the user can act on.
+	cfg.WarningHandler = rest.NoWarnings{}
 
 	plugins := host.NewManager(host.Options{
 		Logger:         logger,
@@ -145,6 +149,7 @@ func (o *options) run(ctx context.Context) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
 			Engine:        &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers},
 			Locations:     locations,
 			Log:           logger,

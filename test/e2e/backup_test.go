@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// s3Location creates a location on MinIO through the CLI and waits until
+// the server finds it available.
+func (c *cluster) s3Location(t *testing.T, minio *testbed.MinIO, name, bucket string, isDefault bool) map[string]string {
+	t.Helper()
+	cfg := map[string]string{
+		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
+	}
+	var kv []string
+	for k, v := range cfg {
+		kv = append(kv, k+"="+v)
+	}
+	args := []string{"backup-location", "create", name, "--provider", "salvor.dev/s3", "--bucket", bucket, "--config", strings.Join(kv, ",")}
+	if isDefault {
+		args = append(args, "--default")
+	}
+	c.mustSalvor(t, args...)
+	c.waitLocation(t, name, salvorv1.BackupStorageLocationPhaseAvailable)
+	cfg["bucket"] = bucket
+	return cfg
+}
+
+func (c *cluster) waitLocation(t *testing.T, name string, want salvorv1.BackupStorageLocationPhase) *salvorv1.BackupStorageLocation {
+	t.Helper()
+	bsl := &salvorv1.BackupStorageLocation{}
+	eventually(t, "location "+name+" "+string(want), time.Minute, func() (bool, string) {
+		out, err := c.salvor(t, "backup-location", "get", name, "-o", "json")
+		if err != nil {
+			return false, out
+		}
+		if err := json.Unmarshal([]byte(out), bsl); err != nil {
+			return false, out
+		}
+		return bsl.Status.Phase == want, fmt.Sprintf("%s %s", bsl.Status.Phase, bsl.Status.Message)
+	})
+	return bsl
+}
+
+func (c *cluster) getBackup(t *testing.T, name string) *salvorv1.Backup {
+	t.Helper()
+	b := &salvorv1.Backup{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (c *cluster) waitBackup(t *testing.T, name string, want ...salvorv1.BackupPhase) *salvorv1.Backup {
+	t.Helper()
+	var b *salvorv1.Backup
+	eventually(t, "backup "+name, 2*time.Minute, func() (bool, string) {
+		b = c.getBackup(t, name)
+		for _, w := range want {
+			if b.Status.Phase == w {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("phase %q reason %q validation %v", b.Status.Phase, b.Status.FailureReason, b.Status.ValidationErrors)
+	})
+	return b
+}
+
+// openStore reads a location directly, through Salvor's own plugin host.
+func openStore(t *testing.T, cfg map[string]string) *persistence.BackupStore {
+	t.Helper()
+	m := host.NewManager(host.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(m.Close)
+	ctx := context.Background()
+	if err := m.Add(ctx, host.Command{Path: salvorBin, Args: []string{"run-plugins"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := host.Get[host.ObjectStore](ctx, m, "salvor.dev/s3", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return persistence.New(s, cfg["bucket"], "")
+}
+
+// tarball reads a backup's items, keyed "resource/namespace/name", from
+// their top-level copies, and checks every preferred-version copy matches.
+func tarball(t *testing.T, store *persistence.BackupStore, name string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	rc, err := store.GetTarball(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	top := map[string]*unstructured.Unstructured{}
+	preferred := map[string]*unstructured.Unstructured{}
+	version, err := archive.Read(rc, func(e archive.Entry) error {
+		key := e.Resource
+		if e.Group != "" {
+			key += "." + e.Group
+		}
+		key += "/" + e.Namespace + "/" + e.Name
+		if e.Version == "" {
+			top[key] = e.Object
+		} else {
+			preferred[key] = e.Object
+		}
+		return nil
+	})
+	if err != nil || version != "1.1.0" {
+		t.Fatalf("reading the tarball: %q, %v", version, err)
+	}
+	if len(top) != len(preferred) {
+		t.Errorf("%d items but %d preferred-version copies", len(top), len(preferred))
+	}
+	return top
+}
+
+func TestBackupWithFiltersToS3(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+
+	for _, ns := range []string{"app1", "app2", "other"} {
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		for i := range 3 {
+			tier := "web"
+			if i == 2 {
+				tier = "db"
+			}
+			c.create(t, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%d", i), Namespace: ns, Labels: map[string]string{"tier": tier}},
+				Data:       map[string]string{"index": fmt.Sprint(i), "ns": ns},
+			})
+		}
+		c.create(t, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns, Labels: map[string]string{"tier": "web"}},
+			StringData: map[string]string{"password": "hunter2"},
+		})
+	}
+	// Excluded by label from every backup.
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "scratch", Namespace: "app1",
+		Labels: map[string]string{"tier": "web", "salvor.dev/exclude-from-backup": "true"}}})
+
+	out := c.mustSalvor(t, "backup", "create", "web", "--include-namespaces", "app1,app2",
+		"--exclude-resources", "secrets", "--selector", "tier=web", "--wait")
+	if !strings.Contains(out, "Backup web: Completed") || !strings.Contains(out, "items backed up") {
+		t.Errorf("backup create --wait printed:\n%s", out)
+	}
+	b := c.getBackup(t, "web")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Progress == nil || b.Status.StartTimestamp == nil ||
+		b.Status.CompletionTimestamp == nil || b.Status.Expiration == nil || b.Spec.StorageLocation != "primary" {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+
+	store := openStore(t, cfg)
+	items := tarball(t, store, "web")
+	var keys []string
+	for k := range items {
+		keys = append(keys, k)
+	}
+	want := []string{"configmaps/app1/cm0", "configmaps/app1/cm1", "configmaps/app2/cm0", "configmaps/app2/cm1", "namespaces//app1", "namespaces//app2"}
+	if strings.Join(sorted(keys), ",") != strings.Join(want, ",") {
+		t.Fatalf("tarball holds %v, want %v", sorted(keys), want)
+	}
+	if b.Status.Progress.ItemsBackedUp != len(want) {
+		t.Errorf("status counts %d items, tarball holds %d", b.Status.Progress.ItemsBackedUp, len(want))
+	}
+	// Each item equals the object in the API server (with the example plugin's annotation).
+	for _, k := range want {
+		parts := strings.Split(k, "/")
+		got := items[k]
+		if got.GetAnnotations()["example.io/backup"] != "web" {
+			t.Errorf("%s: not annotated by the example BackupItemAction: %v", k, got.GetAnnotations())
+		}
+		if parts[0] != "configmaps" {
+			continue
+		}
+		live := &corev1.ConfigMap{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: parts[1], Name: parts[2]}, live); err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ := unstructured.NestedStringMap(got.Object, "data")
+		if fmt.Sprint(data) != fmt.Sprint(live.Data) || got.GetUID() != live.UID || got.GetResourceVersion() != live.ResourceVersion {
+			t.Errorf("%s differs from the live object: %v vs %v", k, data, live.Data)
+		}
+	}
+	// The rest of the layout.
+	ctx := context.Background()
+	stored, err := store.GetBackup(ctx, "web")
+	if err != nil || stored.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Errorf("stored metadata: %+v, %v", stored, err)
+	}
+	list, err := store.GetResourceList(ctx, "web")
+	if err != nil || strings.Join(list["v1/ConfigMap"], ",") != "app1/cm0,app1/cm1,app2/cm0,app2/cm1" {
+		t.Errorf("resource list %v, %v", list, err)
+	}
+	results, err := store.GetResults(ctx, "web")
+	if err != nil || results.Errors.Count() != 0 {
+		t.Errorf("results %+v, %v", results, err)
+	}
+	if names, err := store.ListBackups(ctx); err != nil || strings.Join(names, ",") != "web" {
+		t.Errorf("backups in the location: %v, %v", names, err)
+	}
+
+	get := c.mustSalvor(t, "backup", "get")
+	if !strings.Contains(get, "web") || !strings.Contains(get, "Completed") || !strings.Contains(get, "6/6") {
+		t.Errorf("backup get:\n%s", get)
+	}
+	desc := c.mustSalvor(t, "backup", "describe", "web")
+	for _, w := range []string{"Phase:        Completed", "Included:   app1, app2", "Label selector: tier=web", "6/6 backed up"} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("describe lacks %q:\n%s", w, desc)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	"github.com/salvor-dev/salvor/internal/testbin"
+)
+
+var (
+	salvorBin string
+	pluginDir string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "salvor-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginDir = filepath.Join(dir, "plugins")
+	builds := map[string]string{"salvor": "./cmd/salvor"}
+	for _, e := range []string{"backup-action", "async-backup-action", "delete-action"} {
+		builds["plugins/"+e] = "./examples/" + e
+	}
+	for name, pkg := range builds {
+		out, err := testbin.Build(dir, name, pkg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if name == "salvor" {
+			salvorBin = out
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cluster is a control plane of the test's own.
+type cluster struct {
+	env        *envtest.Environment
+	kubeconfig string
+	client     client.Client
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	assets, err := testbed.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testbed.Binary(t, "kube-apiserver")
+	testbed.Binary(t, "etcd")
+	root, _ := testbin.ModuleRoot()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	if _, err := env.Start(); err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(user.Config(), client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster{env: env, kubeconfig: path, client: c}
+	cl.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}})
+	return cl
+}
+
+func (c *cluster) create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.client.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// server is a running `salvor server`.
+type server struct {
+	cmd  *exec.Cmd
+	logs string
+}
+
+func (c *cluster) startServer(t *testing.T, extra ...string) *server {
+	t.Helper()
+	logs := filepath.Join(t.TempDir(), "server.log")
+	f, err := os.Create(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"server", "--kubeconfig", c.kubeconfig, "--namespace", "salvor", "--plugin-dir", pluginDir,
+		"--metrics-address", "0", "--health-address", "0", "--location-check-interval", "2s"}, extra...)
+	cmd := exec.Command(salvorBin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		s.stop()
+		f.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs)
+			t.Logf("server log:\n%s", tail(string(b), 60))
+		}
+	})
+	return s
+}
+
+// stop ends the server and its plugin processes.
+func (s *server) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// kill ends the server at once, as a crash would.
+func (s *server) kill() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	_ = s.cmd.Wait()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// salvor runs the CLI against the cluster.
+func (c *cluster) salvor(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(salvorBin, append([]string{"--kubeconfig", c.kubeconfig, "--namespace", "salvor"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (c *cluster) mustSalvor(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.salvor(t, args...)
+	if err != nil {
+		t.Fatalf("salvor %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// eventually polls cond until it holds.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
