@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func TestAdditionalItemsErrorsAndValidation(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	c.create(t,
+		&corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "shop"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: "nginx"}},
+				Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+			},
+		},
+		// The async example plugin refuses this annotation: an item error.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: "shop",
+			Annotations: map[string]string{"example.io/operation-seconds": "soon"}}},
+		// And starts an operation for this one.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "shop",
+			Annotations: map[string]string{"example.io/operation-seconds": "1"}}},
+	)
+
+	// Only pods and config maps are selected; the pod's claim comes in as an
+	// additional item of the example BackupItemAction.
+	out, err := c.salvor(t, "backup", "create", "shop", "--include-namespaces", "shop", "--include-resources", "pods,configmaps", "--wait")
+	if err == nil || !strings.Contains(out, "Backup shop: PartiallyFailed") {
+		t.Errorf("backup create --wait: %v\n%s", err, out)
+	}
+	b := c.getBackup(t, "shop")
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.Errors != 1 || b.Status.BackupItemOperationsAttempted != 1 {
+		t.Errorf("status %+v", b.Status)
+	}
+	store := openStore(t, cfg)
+	items := tarball(t, store, "shop")
+	for _, k := range []string{"pods/shop/web", "persistentvolumeclaims/shop/data", "configmaps/shop/slow", "namespaces//shop"} {
+		if items[k] == nil {
+			t.Errorf("tarball lacks %s; has %v", k, keysOf(items))
+		}
+	}
+	if items["configmaps/shop/broken"] != nil {
+		t.Error("the item whose plugin failed was backed up")
+	}
+	results, err := store.GetResults(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := strings.Join(results.Errors.Namespaces["shop"], "\n")
+	if !strings.Contains(msgs, "configmaps shop/broken") || !strings.Contains(msgs, "example.io/async-operation") ||
+		!strings.Contains(msgs, `example.io/operation-seconds="soon"`) {
+		t.Errorf("results name neither the item nor the plugin: %q", msgs)
+	}
+	var ops []map[string]any
+	if err := store.GetItemOperations(context.Background(), "shop", &ops); err != nil || len(ops) != 1 {
+		t.Fatalf("item operations %v, %v", ops, err)
+	}
+	spec := ops[0]["spec"].(map[string]any)
+	if spec["backupItemAction"] != "example.io/async-operation" || spec["operationID"] == "" ||
+		spec["resourceIdentifier"].(map[string]any)["Name"] != "slow" {
+		t.Errorf("operation record %v", ops[0])
+	}
+
+	// Validation.
+	bad := []struct {
+		name string
+		spec salvorv1.BackupSpec
+		want string
+	}{
+		{"nolocation", salvorv1.BackupSpec{StorageLocation: "missing"}, `backup storage location "missing" does not exist`},
+		{"both", salvorv1.BackupSpec{IncludedResources: []string{"secrets"}, ExcludedResources: []string{"secrets"}}, `resource "secrets" is both included and excluded`},
+		{"selector", salvorv1.BackupSpec{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Sometimes"}}}}, "labelSelector is invalid"},
+	}
+	for _, tc := range bad {
+		c.create(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "salvor"}, Spec: tc.spec})
+	}
+	for _, tc := range bad {
+		b := c.waitBackup(t, tc.name, salvorv1.BackupPhaseFailedValidation)
+		if !strings.Contains(strings.Join(b.Status.ValidationErrors, "; "), tc.want) {
+			t.Errorf("%s: validation errors %v, want %q", tc.name, b.Status.ValidationErrors, tc.want)
+		}
+	}
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return sorted(out)
+}
+
+func TestUnreachableLocation(t *testing.T) {
+	c := startCluster(t)
+	c.startServer(t)
+	port := testbed.FreePort(t)
+	creds := filepath.Join(t.TempDir(), "creds")
+	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "nowhere", "--provider", "salvor.dev/s3", "--bucket", "b", "--default",
+		"--config", fmt.Sprintf("region=x,s3Url=http://127.0.0.1:%d,s3ForcePathStyle=true,credentialsFile=%s", port, creds))
+	bsl := c.waitLocation(t, "nowhere", salvorv1.BackupStorageLocationPhaseUnavailable)
+	if !strings.Contains(bsl.Status.Message, "connection refused") {
+		t.Errorf("unavailable location's message: %q", bsl.Status.Message)
+	}
+	get := c.mustSalvor(t, "backup-location", "get")
+	if !strings.Contains(get, "Unavailable") {
+		t.Errorf("backup-location get:\n%s", get)
+	}
+	c.mustSalvor(t, "backup", "create", "doomed")
+	b := c.waitBackup(t, "doomed", salvorv1.BackupPhaseFailed)
+	if !strings.Contains(b.Status.FailureReason, "backup storage location nowhere is unavailable") ||
+		!strings.Contains(b.Status.FailureReason, "connection refused") {
+		t.Errorf("failure reason %q", b.Status.FailureReason)
+	}
+
+	// A bucket holding something else is not a backup location.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "photos", "holiday"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "photos", "holiday", "beach.jpg"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "misused", "--provider", "salvor.dev/filesystem", "--bucket", "photos", "--config", "root="+root)
+	bsl = c.waitLocation(t, "misused", salvorv1.BackupStorageLocationPhaseUnavailable)
+	if !strings.Contains(bsl.Status.Message, `unknown top-level directory "holiday"`) {
+		t.Errorf("misused location's message: %q", bsl.Status.Message)
+	}
+}
+
+func TestServerRestartDuringBackup(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t, "--workers", "1")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
+	const n = 1500
+	for i := range n {
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "big"},
+			Data: map[string]string{"i": fmt.Sprint(i)}})
+	}
+	c.mustSalvor(t, "backup", "create", "interrupted", "--include-namespaces", "big")
+	eventually(t, "backup under way", time.Minute, func() (bool, string) {
+		b := c.getBackup(t, "interrupted")
+		return b.Status.Phase == salvorv1.BackupPhaseInProgress && b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
+	})
+	s.kill()
+	if b := c.getBackup(t, "interrupted"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("backup finished before the server was killed (%s): make it bigger", b.Status.Phase)
+	}
+	c.startServer(t)
+	b := c.waitBackup(t, "interrupted", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Attempts != 2 {
+		t.Fatalf("after the restart: phase %s, attempts %d, reason %q", b.Status.Phase, b.Status.Attempts, b.Status.FailureReason)
+	}
+	items := tarball(t, openStore(t, cfg), "interrupted")
+	if len(items) != n+1 {
+		t.Errorf("tarball holds %d items, want %d config maps and the namespace", len(items), n)
+	}
+}
+
+func TestSyncIntoAnotherClusterAndDelete(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	t.Setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
+	minio := testbed.StartMinIO(t, "backups")
+	first := startCluster(t)
+	first.startServer(t)
+	cfg := first.s3Location(t, minio, "primary", "backups", true)
+	first.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}, Data: map[string]string{"k": "v"}})
+	first.mustSalvor(t, "backup", "create", "shared", "--include-namespaces", "app", "--wait")
+	first.mustSalvor(t, "backup", "create", "shortlived", "--include-namespaces", "app", "--ttl", "3s", "--wait")
+
+	// A new, empty cluster pointed at the same bucket sees the backups.
+	second := startCluster(t)
+	second.startServer(t)
+	second.s3Location(t, minio, "primary", "backups", true)
+	synced := second.waitBackup(t, "shared", salvorv1.BackupPhaseCompleted)
+	if synced.Status.Progress == nil || synced.Status.Progress.ItemsBackedUp != 2 || synced.Annotations["salvor.dev/synced-from-location"] != "primary" {
+		t.Errorf("synced backup %+v %v", synced.Status, synced.Annotations)
+	}
+
+	// TTL: the short-lived backup goes by itself, files and all.
+	store := openStore(t, cfg)
+	eventually(t, "expired backup deleted", time.Minute, func() (bool, string) {
+		err := first.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "shortlived"}, &salvorv1.Backup{})
+		names, _ := store.ListBackups(context.Background())
+		return apierrors.IsNotFound(err) && !contains(names, "shortlived"), fmt.Sprintf("get: %v, stored: %v", err, names)
+	})
+
+	// Delete: the delete action runs over the items, the files go.
+	out := first.mustSalvor(t, "backup", "delete", "shared")
+	if !strings.Contains(out, `Backup "shared" is being deleted`) {
+		t.Errorf("delete printed %q", out)
+	}
+	eventually(t, "deleted backup gone", time.Minute, func() (bool, string) {
+		err := first.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "shared"}, &salvorv1.Backup{})
+		keys, _ := minioKeys(t, store)
+		return apierrors.IsNotFound(err) && len(keys) == 0, fmt.Sprintf("get: %v, files: %v", err, keys)
+	})
+	b, err := os.ReadFile(audit)
+	if err != nil || !strings.Contains(string(b), `"backup":"shared"`) || !strings.Contains(string(b), `"name":"settings"`) {
+		t.Errorf("delete action audit: %q, %v", b, err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func minioKeys(t *testing.T, store interface {
+	ListBackups(context.Context) ([]string, error)
+}) ([]string, error) {
+	return store.ListBackups(context.Background())
+}
