@@ -331,12 +331,19 @@ func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *sal
 // updateStatus writes b's status over the latest version of the object, so
 // a concurrent change elsewhere (a label, a progress patch) is not a conflict.
 func updateStatus(ctx context.Context, c client.Client, b *salvorv1.Backup) error {
+	// b usually holds the latest version (we wrote it last): try it first.
+	// The cache may not have caught up with our own writes yet, so it is
+	// read only after a conflict.
+	cur := b.DeepCopy()
+	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &salvorv1.Backup{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
-			return err
+		if !first {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+				return err
+			}
+			cur.Status = b.Status
 		}
-		cur.Status = b.Status
+		first = false
 		if err := c.Status().Update(ctx, cur); err != nil {
 			return err
 		}

@@ -80,12 +80,22 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 	if err := r.Client.List(ctx, existing, client.InNamespace(bsl.Namespace)); err != nil {
 		return err
 	}
-	have := map[string]bool{}
-	for _, b := range existing.Items {
-		have[b.Name] = true
+	have := map[string]*salvorv1.Backup{}
+	for i := range existing.Items {
+		have[existing.Items[i].Name] = &existing.Items[i]
 	}
 	for _, name := range names {
-		if have[name] {
+		if b := have[name]; b != nil {
+			// A synced backup whose status was not written yet (the server
+			// stopped in between) gets it now.
+			if b.Annotations[SyncedAnnotation] != "" && b.Status.Phase == "" {
+				if stored, err := store.GetBackup(ctx, name); err == nil {
+					b.Status = stored.Status
+					if err := updateStatus(ctx, r.Client, b); err != nil {
+						return fmt.Errorf("recording synced backup %s: %w", name, err)
+					}
+				}
+			}
 			continue
 		}
 		stored, err := store.GetBackup(ctx, name)

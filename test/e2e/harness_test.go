@@ -90,7 +90,9 @@ func startCluster(t *testing.T) *cluster {
 	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(user.Config(), client.Options{Scheme: kube.Scheme()})
+	cfg := user.Config()
+	cfg.QPS, cfg.Burst = 1000, 2000 // client-go's default of 5/s would make setting up the tests the slow part
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
