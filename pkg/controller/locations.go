@@ -67,8 +67,8 @@ func (l *Locations) Get(ctx context.Context, name string) (*salvorv1.BackupStora
 	}
 }
 
-// Store opens a location's object store.
-func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
+// locationConfig is what a location's object store is initialised with.
+func locationConfig(bsl *salvorv1.BackupStorageLocation) map[string]string {
 	config := map[string]string{}
 	for k, v := range bsl.Spec.Config {
 		config[k] = v
@@ -78,7 +78,12 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if bsl.Spec.ObjectStorage.Prefix != "" {
 		config["prefix"] = bsl.Spec.ObjectStorage.Prefix
 	}
-	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), config)
+	return config
+}
+
+// Store opens a location's object store.
+func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
+	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), locationConfig(bsl))
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}

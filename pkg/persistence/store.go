@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/host"
@@ -282,4 +283,17 @@ func (s *BackupStore) DeleteBackup(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// SignedURL returns a URL, valid for ttl, of one of a backup's files.
+func (s *BackupStore) SignedURL(ctx context.Context, name, suffix string, ttl time.Duration) (string, error) {
+	key := s.BackupFile(name, suffix)
+	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("backup %s has no %s%s file in its location", name, name, suffix)
+	}
+	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }

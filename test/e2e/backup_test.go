@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -134,7 +136,8 @@ func tarball(t *testing.T, store *persistence.BackupStore, name string) map[stri
 func TestBackupWithFiltersToS3(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	c.startServer(t, "--metrics-address", metricsAddr)
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 
 	for _, ns := range []string{"app1", "app2", "other"} {
@@ -222,6 +225,26 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	get := c.mustSalvor(t, "backup", "get")
 	if !strings.Contains(get, "web") || !strings.Contains(get, "Completed") || !strings.Contains(get, "6/6") {
 		t.Errorf("backup get:\n%s", get)
+	}
+	logs := c.mustSalvor(t, "backup", "logs", "web")
+	if !strings.Contains(logs, `"msg":"backup finished"`) || !strings.Contains(logs, `"phase":"Completed"`) {
+		t.Errorf("backup logs:\n%s", logs)
+	}
+	if out, err := c.salvor(t, "backup", "logs", "nope", "--timeout", "20s"); err == nil || !strings.Contains(out, "backup nope") {
+		t.Errorf("logs of a missing backup: %v\n%s", err, out)
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_backup_items_total 6`,
+		`salvor_plugin_calls_total{kind="BackupItemAction",method="Execute",outcome="ok"}`, `salvor_backup_duration_seconds_count{phase="Completed"} 1`,
+		`salvor_plugin_call_duration_seconds_bucket{kind="ObjectStore",method="PutObject"`} {
+		if !strings.Contains(string(body), w) {
+			t.Errorf("metrics lack %s", w)
+		}
 	}
 	desc := c.mustSalvor(t, "backup", "describe", "web")
 	for _, w := range []string{"Phase:        Completed", "Included:   app1, app2", "Label selector: tier=web", "6/6 backed up"} {

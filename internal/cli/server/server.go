@@ -158,6 +158,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
+		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

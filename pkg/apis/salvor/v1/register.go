@@ -21,6 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Backup{}, &BackupList{},
 		&Restore{}, &RestoreList{},
 		&BackupStorageLocation{}, &BackupStorageLocationList{},
+		&DownloadRequest{}, &DownloadRequestList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -1,0 +1,113 @@
+package backup
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func newLogs(k *kube.Options) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "logs NAME",
+		Short: "Print a backup's log",
+		Long: `Prints the log the server kept for a backup (JSON lines), fetched from the
+backup's storage location through a short-lived URL the server signs.`,
+		Example: "  salvor backup logs nightly\n  salvor backup logs nightly | jq -r .msg",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupLog, args[0])
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the server")
+	return cmd
+}
+
+// Download asks the server for a backup file's URL and opens it, gunzipped.
+func Download(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, backup string) (io.ReadCloser, error) {
+	d := &salvorv1.DownloadRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: backup + "-", Namespace: namespace},
+		Spec:       salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: kind, Name: backup}},
+	}
+	if err := c.Create(ctx, d); err != nil {
+		return nil, fmt.Errorf("asking the server for %s of backup %s: %w", kind, backup, err)
+	}
+	defer c.Delete(context.WithoutCancel(ctx), d) //nolint:errcheck // the server removes old requests too
+	for d.Status.Phase != salvorv1.DownloadRequestPhaseProcessed {
+		if d.Status.Phase == salvorv1.DownloadRequestPhaseFailed {
+			return nil, fmt.Errorf("the server could not provide %s of backup %s: %s", kind, backup, d.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no answer from the server about %s of backup %s (is salvor server running?): %w", kind, backup, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return nil, err
+		}
+	}
+	body, err := open(ctx, d.Status.DownloadURL)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s of backup %s: %w", kind, backup, err)
+	}
+	if kind == salvorv1.DownloadTargetBackupContents {
+		return body, nil
+	}
+	gz, err := gzip.NewReader(body)
+	if err != nil {
+		body.Close()
+		return nil, fmt.Errorf("%s of backup %s is not gzip: %w", kind, backup, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{gz, body}, nil
+}
+
+// open reads an http(s) URL, or a file:// URL (the filesystem store's).
+func open(ctx context.Context, raw string) (io.ReadCloser, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "file" {
+		return os.Open(u.Path)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered %s", u.Host, resp.Status)
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// DownloadReconciler answers DownloadRequests with signed URLs, and removes
+// requests an hour after they were answered.
+type DownloadReconciler struct {
+	Client    client.Client
+	Locations *Locations
+	Log       *slog.Logger
+	// TTL is how long a URL is valid (default 10m).
+	TTL time.Duration
+}
+
+// SetupWithManager registers the reconciler.
+func (r *DownloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.TTL <= 0 {
+		r.TTL = 10 * time.Minute
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.DownloadRequest{}).Named("downloadrequest").Complete(r)
+}
+
+var downloadSuffix = map[salvorv1.DownloadTargetKind]string{
+	salvorv1.DownloadTargetBackupLog:            "-logs.gz",
+	salvorv1.DownloadTargetBackupResults:        "-results.gz",
+	salvorv1.DownloadTargetBackupResourceList:   "-resource-list.json.gz",
+	salvorv1.DownloadTargetBackupItemOperations: "-itemoperations.json.gz",
+	salvorv1.DownloadTargetBackupContents:       ".tar.gz",
+}
+
+func (r *DownloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	d := &salvorv1.DownloadRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if d.Status.Phase == salvorv1.DownloadRequestPhaseProcessed || d.Status.Phase == salvorv1.DownloadRequestPhaseFailed {
+		if left := time.Until(d.CreationTimestamp.Add(time.Hour)); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, d))
+	}
+	url, err := r.sign(ctx, d)
+	if err != nil {
+		d.Status.Phase, d.Status.Message = salvorv1.DownloadRequestPhaseFailed, err.Error()
+	} else {
+		exp := metav1.NewTime(time.Now().Add(r.TTL))
+		d.Status.Phase, d.Status.DownloadURL, d.Status.Expiration = salvorv1.DownloadRequestPhaseProcessed, url, &exp
+	}
+	if err := r.Client.Status().Update(ctx, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{RequeueAfter: time.Hour}, nil
+}
+
+func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadRequest) (string, error) {
+	suffix, ok := downloadSuffix[d.Spec.Target.Kind]
+	if !ok {
+		return "", fmt.Errorf("target kind %q is not one the server serves", d.Spec.Target.Kind)
+	}
+	b := &salvorv1.Backup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.Target.Name}, b); err != nil {
+		return "", fmt.Errorf("backup %s: %w", d.Spec.Target.Name, err)
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return "", err
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		return "", err
+	}
+	return store.SignedURL(ctx, b.Name, suffix, r.TTL)
+}
