@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -62,8 +63,54 @@ func itemAndObject(item *unstructured.Unstructured, what string, obj any) ([]byt
 	if err != nil {
 		return nil, nil, err
 	}
+	if b, ok := obj.(*api.Backup); ok {
+		o, err := backupJSON.encode(b)
+		return it, o, err
+	}
 	o, err := encode(what, obj)
 	return it, o, err
+}
+
+// encodedBackups remembers the JSON of the Backups being worked on: every
+// item of a backup is sent with the same Backup, and encoding it once per
+// version rather than once per item is a large part of a call's cost. A
+// Backup is the same version while its pointer, resourceVersion, generation
+// and phase are; a caller that changes one in memory without any of those
+// changing (nothing in Salvor does) would send the older JSON.
+type encodedBackups struct {
+	mu sync.Mutex
+	m  map[*api.Backup]encodedBackup
+}
+
+type encodedBackup struct {
+	rv, phase  string
+	generation int64
+	json       []byte
+}
+
+var backupJSON = &encodedBackups{m: map[*api.Backup]encodedBackup{}}
+
+func (c *encodedBackups) encode(b *api.Backup) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	e, ok := c.m[b]
+	c.mu.Unlock()
+	if ok && e.rv == b.ResourceVersion && e.generation == b.Generation && e.phase == string(b.Status.Phase) {
+		return e.json, nil
+	}
+	data, err := encode("backup", b)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 64 {
+		clear(c.m)
+	}
+	c.m[b] = encodedBackup{rv: b.ResourceVersion, phase: string(b.Status.Phase), generation: b.Generation, json: data}
+	return data, nil
 }
 
 func decodeItem(plugin string, b []byte) (*unstructured.Unstructured, error) {
@@ -135,7 +182,7 @@ func (b biaV2Client) Execute(ctx context.Context, item *unstructured.Unstructure
 }
 
 func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup) (api.OperationProgress, error) {
-	bk, err := encode("backup", backup)
+	bk, err := backupJSON.encode(backup)
 	if err != nil {
 		return api.OperationProgress{}, err
 	}
@@ -144,7 +191,7 @@ func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup
 }
 
 func (b biaV2Client) Cancel(ctx context.Context, id string, backup *api.Backup) error {
-	bk, err := encode("backup", backup)
+	bk, err := backupJSON.encode(backup)
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
@@ -63,6 +65,46 @@ type process struct {
 	inits    []initCall
 	stderr   *stderrTail
 	closed   bool
+	exit     *exitWatch
+}
+
+// exitWatch learns of a process's exit from the kernel the moment it
+// happens (a pidfd turns readable when its process ends, zombie or not), so
+// the per-call liveness check is one atomic load rather than system calls.
+type exitWatch struct {
+	watching bool
+	dead     atomic.Bool
+}
+
+func watchExit(c *goplugin.Client) *exitWatch {
+	w := &exitWatch{}
+	rc := c.ReattachConfig()
+	if rc == nil || rc.Pid <= 0 {
+		return w
+	}
+	fd, err := unix.PidfdOpen(rc.Pid, 0)
+	if err != nil {
+		return w // no pidfd (old kernel, other OS): alive falls back to /proc
+	}
+	w.watching = true
+	go func() {
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
+		}
+		w.dead.Store(true)
+	}()
+	return w
+}
+
+func (w *exitWatch) alive(c *goplugin.Client) bool {
+	if w != nil && w.watching {
+		return !w.dead.Load()
+	}
+	return processAlive(c)
 }
 
 func newProcess(cmd Command, opts *Options) *process {
@@ -91,9 +133,9 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 	// checked itself (not only the connection) because a process killed a
 	// moment ago may still have a connection that looks up.
 	p.mu.Lock()
-	client, conn, gen, closed := p.client, p.conn, p.gen, p.closed
+	client, conn, gen, closed, exit := p.client, p.conn, p.gen, p.closed, p.exit
 	p.mu.Unlock()
-	if !closed && client != nil && conn != nil && conn.GetState() == connectivity.Ready && !client.Exited() && processAlive(client) {
+	if !closed && client != nil && conn != nil && conn.GetState() == connectivity.Ready && !client.Exited() && exit.alive(client) {
 		return conn, gen, nil
 	}
 
@@ -160,6 +202,7 @@ func (p *process) start() error {
 		return fmt.Errorf("plugin binary %s does not speak gRPC", p.cmd)
 	}
 	p.conn = gc.Conn
+	p.exit = watchExit(p.client)
 	p.gen++
 	p.stderr.reset()
 	return nil
