@@ -7,3 +7,6 @@ pattern=${1:-.}
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
 echo "## Plugin call round trips (test/compat, BenchmarkExecute)"
 (cd test/compat && go test -run '^$' -bench "$pattern" -benchtime 3000x -count 1 .)
+echo "## Backup of ConfigMaps on the testbed (test/e2e, BenchmarkBackup; SALVOR_BENCH_ITEMS=${SALVOR_BENCH_ITEMS:-10000})"
+make --no-print-directory testbed >/dev/null
+go test -run '^$' -bench BenchmarkBackup -benchtime 1x -timeout 2h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\s+bench_test)'

@@ -41,7 +41,8 @@ type Engine struct {
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Plugins   *host.Manager
-	// Workers is how many items are processed at once; 0 means twice the CPUs.
+	// Workers is how many items are processed at once; 0 means 8 per CPU
+	// (a worker mostly waits on plugin processes and the API server).
 	Workers int
 	// PageSize is the LIST page size; 0 means 500.
 	PageSize int64
@@ -266,7 +267,7 @@ func (r *run) walk(ctx context.Context, all []Resource, namespaces []string, sel
 	defer cancel(nil)
 	workers := r.e.Workers
 	if workers <= 0 {
-		workers = 2 * runtime.NumCPU()
+		workers = 8 * runtime.NumCPU()
 	}
 	queue := make(chan work, workers*4)
 	var wg sync.WaitGroup

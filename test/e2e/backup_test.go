@@ -25,7 +25,7 @@ import (
 
 // s3Location creates a location on MinIO through the CLI and waits until
 // the server finds it available.
-func (c *cluster) s3Location(t *testing.T, minio *testbed.MinIO, name, bucket string, isDefault bool) map[string]string {
+func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket string, isDefault bool) map[string]string {
 	t.Helper()
 	cfg := map[string]string{
 		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
@@ -44,7 +44,7 @@ func (c *cluster) s3Location(t *testing.T, minio *testbed.MinIO, name, bucket st
 	return cfg
 }
 
-func (c *cluster) waitLocation(t *testing.T, name string, want salvorv1.BackupStorageLocationPhase) *salvorv1.BackupStorageLocation {
+func (c *cluster) waitLocation(t testing.TB, name string, want salvorv1.BackupStorageLocationPhase) *salvorv1.BackupStorageLocation {
 	t.Helper()
 	bsl := &salvorv1.BackupStorageLocation{}
 	eventually(t, "location "+name+" "+string(want), time.Minute, func() (bool, string) {
@@ -60,7 +60,7 @@ func (c *cluster) waitLocation(t *testing.T, name string, want salvorv1.BackupSt
 	return bsl
 }
 
-func (c *cluster) getBackup(t *testing.T, name string) *salvorv1.Backup {
+func (c *cluster) getBackup(t testing.TB, name string) *salvorv1.Backup {
 	t.Helper()
 	b := &salvorv1.Backup{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, b); err != nil {
@@ -69,7 +69,7 @@ func (c *cluster) getBackup(t *testing.T, name string) *salvorv1.Backup {
 	return b
 }
 
-func (c *cluster) waitBackup(t *testing.T, name string, want ...salvorv1.BackupPhase) *salvorv1.Backup {
+func (c *cluster) waitBackup(t testing.TB, name string, want ...salvorv1.BackupPhase) *salvorv1.Backup {
 	t.Helper()
 	var b *salvorv1.Backup
 	eventually(t, "backup "+name, 2*time.Minute, func() (bool, string) {
@@ -85,7 +85,7 @@ func (c *cluster) waitBackup(t *testing.T, name string, want ...salvorv1.BackupP
 }
 
 // openStore reads a location directly, through Salvor's own plugin host.
-func openStore(t *testing.T, cfg map[string]string) *persistence.BackupStore {
+func openStore(t testing.TB, cfg map[string]string) *persistence.BackupStore {
 	t.Helper()
 	m := host.NewManager(host.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(m.Close)
@@ -102,7 +102,7 @@ func openStore(t *testing.T, cfg map[string]string) *persistence.BackupStore {
 
 // tarball reads a backup's items, keyed "resource/namespace/name", from
 // their top-level copies, and checks every preferred-version copy matches.
-func tarball(t *testing.T, store *persistence.BackupStore, name string) map[string]*unstructured.Unstructured {
+func tarball(t testing.TB, store *persistence.BackupStore, name string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	rc, err := store.GetTarball(context.Background(), name)
 	if err != nil {

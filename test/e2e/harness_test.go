@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -58,9 +59,10 @@ type cluster struct {
 	env        *envtest.Environment
 	kubeconfig string
 	client     client.Client
+	restConfig *rest.Config
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	assets, err := testbed.Dir()
 	if err != nil {
@@ -96,12 +98,12 @@ func startCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{env: env, kubeconfig: path, client: c}
+	cl := &cluster{env: env, kubeconfig: path, client: c, restConfig: cfg}
 	cl.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}})
 	return cl
 }
 
-func (c *cluster) create(t *testing.T, objs ...client.Object) {
+func (c *cluster) create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.client.Create(context.Background(), o); err != nil {
@@ -116,7 +118,7 @@ type server struct {
 	logs string
 }
 
-func (c *cluster) startServer(t *testing.T, extra ...string) *server {
+func (c *cluster) startServer(t testing.TB, extra ...string) *server {
 	t.Helper()
 	logs := filepath.Join(t.TempDir(), "server.log")
 	f, err := os.Create(logs)
@@ -174,7 +176,7 @@ func tail(s string, n int) string {
 }
 
 // salvor runs the CLI against the cluster.
-func (c *cluster) salvor(t *testing.T, args ...string) (string, error) {
+func (c *cluster) salvor(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(salvorBin, append([]string{"--kubeconfig", c.kubeconfig, "--namespace", "salvor"}, args...)...)
 	var out bytes.Buffer
@@ -183,7 +185,7 @@ func (c *cluster) salvor(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func (c *cluster) mustSalvor(t *testing.T, args ...string) string {
+func (c *cluster) mustSalvor(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := c.salvor(t, args...)
 	if err != nil {
@@ -193,7 +195,7 @@ func (c *cluster) mustSalvor(t *testing.T, args ...string) string {
 }
 
 // eventually polls cond until it holds.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+func eventually(t testing.TB, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := ""

@@ -61,7 +61,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.metricsAddress, "metrics-address", ":8085", `address of the Prometheus endpoint (/metrics); "0" turns it off`)
 	f.StringVar(&o.healthAddress, "health-address", ":8086", `address of the health probes (/healthz, /readyz); "0" turns them off`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
-	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: twice the CPUs)")
+	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: 8 per CPU; plugin calls wait on other processes, not on this CPU)")
 	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
 	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked and synced")
 	f.DurationVar(&o.defaultTTL, "default-backup-ttl", 720*time.Hour, "how long backups without a ttl are kept")

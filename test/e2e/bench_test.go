@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// benchItems is how many ConfigMaps BenchmarkBackup backs up:
+// SALVOR_BENCH_ITEMS, default 10000.
+func benchItems(b *testing.B) int {
+	n := 10000
+	if v := os.Getenv("SALVOR_BENCH_ITEMS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("SALVOR_BENCH_ITEMS=%q: want a positive number", v)
+		}
+	}
+	return n
+}
+
+// BenchmarkBackup backs up N ConfigMaps of about 1 KiB in 10 namespaces, on
+// the testbed, with no plugins and with two BackupItemActions (the v1
+// backup-action and v2 async-backup-action examples), and reports items/s,
+// the server's peak RSS, and a bare paginated LIST of the same objects.
+// It runs once whatever b.N is: it measures one backup of N items.
+func BenchmarkBackup(b *testing.B) {
+	n := benchItems(b)
+	c := startCluster(b)
+	minio := testbed.StartMinIO(b, "backups")
+	populate(b, c, n)
+
+	list := bareList(b, c)
+	for _, variant := range []struct {
+		name    string
+		plugins string
+	}{{"no-plugins", b.TempDir()}, {"two-actions", pluginDir}} {
+		b.Run(variant.name, func(b *testing.B) {
+			s := c.startServer(b, "--plugin-dir", variant.plugins)
+			loc := "loc-" + variant.name
+			c.s3Location(b, minio, loc, "backups", false)
+			name := "bench-" + variant.name
+			start := time.Now()
+			c.mustSalvor(b, "backup", "create", name, "--storage-location", loc, "--include-namespaces", benchNamespaces())
+			var final *salvorv1.Backup
+			var peak int64
+			var took float64
+			for {
+				peak = max(peak, rssPeak(s.cmd.Process.Pid))
+				cur := c.getBackup(b, name)
+				if finished(cur.Status.Phase) {
+					// Wall time from submitting the backup to seeing it
+					// finished (status timestamps have 1 s resolution).
+					took = time.Since(start).Seconds()
+					final = cur
+					break
+				}
+				if time.Since(start) > 30*time.Minute {
+					b.Fatal("backup did not finish in 30 minutes")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if final.Status.Phase != salvorv1.BackupPhaseCompleted || final.Status.Progress.ItemsBackedUp < n {
+				b.Fatalf("backup ended %s with %+v: %s", final.Status.Phase, final.Status.Progress, final.Status.FailureReason)
+			}
+			b.ReportMetric(took, "backup-s")
+			b.ReportMetric(list.Seconds(), "list-s")
+			b.ReportMetric(float64(final.Status.Progress.ItemsBackedUp)/took, "items/s")
+			b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+			b.ReportMetric(took/list.Seconds(), "x-list")
+			s.stop()
+		})
+	}
+}
+
+func finished(p salvorv1.BackupPhase) bool {
+	switch p {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+func benchNamespaces() string {
+	var ns []string
+	for i := range 10 {
+		ns = append(ns, fmt.Sprintf("bench-%d", i))
+	}
+	return strings.Join(ns, ",")
+}
+
+// populate creates n ConfigMaps of about 1 KiB, 16 at a time.
+func populate(b *testing.B, c *cluster, n int) {
+	ctx := context.Background()
+	for i := range 10 {
+		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	payload := strings.Repeat("x", 900)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed error
+	var mu sync.Mutex
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				err := c.client.Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%10)},
+					Data:       map[string]string{"payload": payload},
+				})
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	b.Logf("created %d config maps in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// bareList times a paginated LIST of every ConfigMap, from Go.
+func bareList(b *testing.B, c *cluster) time.Duration {
+	dyn, err := dynamic.NewForConfig(c.restConfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	start := time.Now()
+	count := 0
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		page, err := dyn.Resource(gvr).List(context.Background(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		count += len(page.Items)
+		if page.GetContinue() == "" {
+			break
+		}
+		opts.Continue = page.GetContinue()
+	}
+	took := time.Since(start)
+	b.Logf("paginated LIST of %d config maps: %s", count, took.Round(time.Millisecond))
+	return took
+}
+
+// rssPeak reads a process's peak resident set (VmHWM) in KiB.
+func rssPeak(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
