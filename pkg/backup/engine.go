@@ -355,7 +355,9 @@ func (r *run) list(ctx context.Context, all []Resource, namespaces []string, sel
 	return nil
 }
 
-func itemKey(gr schema.GroupResource, ns, name string) string { return gr.String() + "/" + ns + "/" + name }
+func itemKey(gr schema.GroupResource, ns, name string) string {
+	return gr.String() + "/" + ns + "/" + name
+}
 
 func excluded(item *unstructured.Unstructured) bool {
 	for _, k := range []string{ExcludeLabel, VeleroExcludeLabel} {

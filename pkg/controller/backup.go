@@ -249,7 +249,9 @@ func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
 }
 
-func (t teeHandler) WithGroup(g string) slog.Handler { return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)} }
+func (t teeHandler) WithGroup(g string) slog.Handler {
+	return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)}
+}
 
 // run does the backup and records its end.
 func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) {
@@ -326,7 +328,6 @@ func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *sal
 	metrics.ItemsBackedUp.Add(float64(out.Progress.ItemsBackedUp))
 	metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(started).Seconds())
 }
-
 
 // updateStatus writes b's status over the latest version of the object, so
 // a concurrent change elsewhere (a label, a progress patch) is not a conflict.
