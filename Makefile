@@ -49,6 +49,8 @@ check-generated: tools
 	hack/check-generated.sh $(GENERATED)
 
 vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'ed: $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 
 test-unit:

@@ -34,5 +34,7 @@ func (bench) Execute(item runtime.Unstructured, _ *sdk.Backup) (runtime.Unstruct
 	return obj, nil, "", nil, nil
 }
 
-func (bench) Progress(string, *sdk.Backup) (sdk.OperationProgress, error) { return sdk.OperationProgress{}, nil }
-func (bench) Cancel(string, *sdk.Backup) error                           { return nil }
+func (bench) Progress(string, *sdk.Backup) (sdk.OperationProgress, error) {
+	return sdk.OperationProgress{}, nil
+}
+func (bench) Cancel(string, *sdk.Backup) error { return nil }
