@@ -85,3 +85,10 @@ func (w *Writer) Close() error {
 	}
 	return w.gz.Close()
 }
+
+// WriteEntry copies an entry as is (used when a tarball is rewritten).
+func (w *Writer) WriteEntry(name string, body []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.write(name, body)
+}

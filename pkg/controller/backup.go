@@ -3,6 +3,7 @@ package controller
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -51,7 +52,7 @@ type BackupReconciler struct {
 	// is started again (default 3).
 	MaxAttempts int
 
-	running sync.Map // backup key → true while this process runs it
+	running sync.Map // backup key → its context's cancel, while this process runs it
 }
 
 // SetupWithManager registers the reconciler.
@@ -92,7 +93,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	key := req.String()
-	if _, mine := r.running.Load(key); mine {
+	if cancel, mine := r.running.Load(key); mine {
+		if b.Annotations[CancelAnnotation] != "" {
+			cancel.(context.CancelCauseFunc)(errCancelled)
+		}
 		return ctrl.Result{}, nil
 	}
 	// The cache may lag behind a backup this process just finished.
@@ -121,8 +125,18 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	r.running.Store(key, true)
+	if b.Annotations[CancelAnnotation] != "" {
+		return ctrl.Result{}, r.fail(ctx, b, "cancelled by user before it started")
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.running.Store(key, cancel)
 	defer r.running.Delete(key)
+	if t := b.Spec.Timeout.Duration; t > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, t, fmt.Errorf("the backup timed out after %s", t))
+		defer stop()
+	}
 	now := metav1.Now()
 	b.Status.Phase = salvorv1.BackupPhaseInProgress
 	b.Status.StartTimestamp = &now
@@ -156,7 +170,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	metrics.BackupsInProgress.Inc()
 	defer metrics.BackupsInProgress.Dec()
-	r.run(ctx, b, bsl)
+	r.run(runCtx, ctx, b, bsl)
 	return ctrl.Result{}, nil
 }
 
@@ -253,8 +267,11 @@ func (t teeHandler) WithGroup(g string) slog.Handler {
 	return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)}
 }
 
-// run does the backup and records its end.
-func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) {
+var errCancelled = errors.New("cancelled by user")
+
+// run does the backup under runCtx (cancelled by the user or the backup's
+// timeout) and records its end with ctx.
+func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) {
 	started := time.Now()
 	log, err := newBackupLog(r.Log, b.Name)
 	if err != nil {
@@ -276,7 +293,7 @@ func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *sal
 	}
 	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)
 	var progressMu sync.Mutex
-	out, err := r.Engine.Run(ctx, b, store, log.Logger, func(p backup.Progress) {
+	out, err := r.Engine.Run(runCtx, b, store, log.Logger, func(p backup.Progress) {
 		progressMu.Lock()
 		defer progressMu.Unlock()
 		patch := client.MergeFrom(b.DeepCopy())
@@ -286,7 +303,15 @@ func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *sal
 		}
 	})
 	if err != nil {
-		_ = r.fail(ctx, b, err.Error())
+		reason := err.Error()
+		if cause := context.Cause(runCtx); cause != nil {
+			reason = cause.Error()
+		}
+		// Nothing of a stopped backup may look whole: remove what was uploaded.
+		if derr := store.DeleteBackup(ctx, b.Name); derr != nil {
+			r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", derr)
+		}
+		_ = r.fail(ctx, b, reason)
 		return
 	}
 	now := metav1.Now()
@@ -308,6 +333,27 @@ func (r *BackupReconciler) run(ctx context.Context, b *salvorv1.Backup, bsl *sal
 	ops := out.Operations
 	if ops == nil {
 		ops = []itemoperation.BackupOperation{}
+	}
+	if len(ops) > 0 {
+		// Operations run on: keep what the first pass produced in the
+		// location (not the metadata: the backup is not whole yet) and let
+		// the operations controller follow them.
+		b.Status.CompletionTimestamp = nil
+		b.Status.Phase = salvorv1.BackupPhaseWaitingForPluginOperations
+		if b.Status.Errors > 0 {
+			b.Status.Phase = salvorv1.BackupPhaseWaitingForPluginOperationsPartiallyFailed
+		}
+		err = store.PutFiles(ctx, persistence.Finish{Backup: b, Logs: logs, Results: &out.Results, ResourceList: out.ResourceList, ItemOperations: ops})
+		if err != nil {
+			_ = store.DeleteBackup(ctx, b.Name)
+			_ = r.fail(ctx, b, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
+			return
+		}
+		if err := updateStatus(ctx, r.Client, b); err != nil {
+			r.Log.Error("recording a backup waiting for operations", "backup", b.Name, "error", err)
+		}
+		metrics.ItemsBackedUp.Add(float64(out.Progress.ItemsBackedUp))
+		return
 	}
 	err = store.FinishBackup(ctx, persistence.Finish{
 		Backup:         b,

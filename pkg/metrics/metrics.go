@@ -58,3 +58,18 @@ func ObservePluginCall(k kind.Kind, method, outcome string, took time.Duration) 
 func ObservePluginRestart(binary string) {
 	PluginRestarts.WithLabelValues(filepath.Base(binary)).Inc()
 }
+
+var (
+	// OperationsInFlight is the number of plugin operations followed now, by plugin.
+	OperationsInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "salvor_operations_in_flight", Help: "Long-running plugin operations being followed, by plugin.",
+	}, []string{"plugin"})
+	// OperationCancels counts Cancel calls sent to plugins (user cancel, timeouts).
+	OperationCancels = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_operation_cancels_total", Help: "Cancel calls sent to plugins for their operations.",
+	}, []string{"plugin"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(OperationsInFlight, OperationCancels)
+}

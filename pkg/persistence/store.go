@@ -140,6 +140,17 @@ func (s *BackupStore) FinishBackup(ctx context.Context, f Finish) (err error) {
 			}
 		}
 	}()
+	if err := s.PutFiles(ctx, f); err != nil {
+		return err
+	}
+	return s.PutMetadata(ctx, f.Backup)
+}
+
+// PutFiles writes everything but the tarball and the metadata: what a backup
+// waiting for plugin operations keeps in the location, so a restarted
+// server picks it up, while the backup does not yet look whole.
+func (s *BackupStore) PutFiles(ctx context.Context, f Finish) error {
+	name := f.Backup.Name
 	if f.Logs != nil {
 		// Logs are best effort, as in Velero: a backup is not lost for them.
 		_ = s.store.PutObject(ctx, s.bucket, s.BackupFile(name, "-logs.gz"), f.Logs)
@@ -149,30 +160,33 @@ func (s *BackupStore) FinishBackup(ctx context.Context, f Finish) (err error) {
 		results = &Results{}
 	}
 	results.normalize()
-	files := []struct {
-		suffix string
-		v      any
-	}{
-		{"-results.gz", results},
-		{"-resource-list.json.gz", f.ResourceList},
-		{"-itemoperations.json.gz", f.ItemOperations},
+	if err := s.PutJSON(ctx, name, "-results.gz", results); err != nil {
+		return err
+	}
+	if f.ResourceList != nil {
+		if err := s.PutJSON(ctx, name, "-resource-list.json.gz", f.ResourceList); err != nil {
+			return err
+		}
+	}
+	if err := s.PutJSON(ctx, name, "-itemoperations.json.gz", f.ItemOperations); err != nil {
+		return err
 	}
 	if f.VolumeSnapshots != nil {
-		files = append(files, struct {
-			suffix string
-			v      any
-		}{"-volumesnapshots.json.gz", f.VolumeSnapshots})
+		return s.PutJSON(ctx, name, "-volumesnapshots.json.gz", f.VolumeSnapshots)
 	}
-	for _, file := range files {
-		b, err := gzipJSON(file.v)
-		if err != nil {
-			return fmt.Errorf("encoding %s%s: %w", name, file.suffix, err)
-		}
-		if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, file.suffix), bytes.NewReader(b)); err != nil {
-			return fmt.Errorf("writing %s%s: %w", name, file.suffix, err)
-		}
+	return nil
+}
+
+// PutJSON writes one of a backup's gzip'd JSON files.
+func (s *BackupStore) PutJSON(ctx context.Context, name, suffix string, v any) error {
+	b, err := gzipJSON(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s%s: %w", name, suffix, err)
 	}
-	return s.PutMetadata(ctx, f.Backup)
+	if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, suffix), bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("writing %s%s: %w", name, suffix, err)
+	}
+	return nil
 }
 
 // PutMetadata writes the Backup as salvor-backup.json and, shaped for

@@ -15,6 +15,7 @@ import (
 
 func newDescribe(k *kube.Options) *cobra.Command {
 	var format output.Format
+	var details bool
 	cmd := &cobra.Command{
 		Use:     "describe NAME",
 		Short:   "Show a backup's spec, progress and outcome",
@@ -36,10 +37,19 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				return err
 			}
 			describe(cmd.OutOrStdout(), b)
+			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
+				ops, err := operationsOf(cmd.Context(), c, b)
+				if err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nItem operations: not available (%v)\n", err)
+					return nil
+				}
+				describeOperations(cmd.OutOrStdout(), b, ops, details)
+			}
 			return nil
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)
+	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation")
 	return cmd
 }
 
@@ -87,8 +97,9 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 		fmt.Fprintf(w, "Attempts:     %d (the server restarted during the backup)\n", st.Attempts)
 	}
 	fmt.Fprintf(w, "Items:        %s backed up\nErrors:       %d\nWarnings:     %d\n", progress(*b), st.Errors, st.Warnings)
-	if st.BackupItemOperationsAttempted > 0 {
-		fmt.Fprintf(w, "Item operations: %d attempted, %d completed, %d failed\n",
-			st.BackupItemOperationsAttempted, st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed)
+	if n := st.BackupItemOperationsAttempted; n > 0 {
+		running := n - st.BackupItemOperationsCompleted - st.BackupItemOperationsFailed
+		fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n",
+			st.BackupItemOperationsCompleted, n, st.BackupItemOperationsFailed, running)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/salvor-dev/salvor/pkg/backup"
 	"github.com/salvor-dev/salvor/pkg/controller"
 	"github.com/salvor-dev/salvor/pkg/metrics"
+	"github.com/salvor-dev/salvor/pkg/operations"
 	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
@@ -38,6 +39,8 @@ type options struct {
 	pluginGrace          time.Duration
 	pluginTimeouts       map[string]string
 	logLevel             string
+	operationSync        time.Duration
+	operationTimeout     time.Duration
 }
 
 // NewCommand returns `salvor server`.
@@ -68,6 +71,8 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.pluginGrace, "plugin-grace-period", 10*time.Second, "how long past its deadline a plugin call may run before the plugin is killed")
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
+	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	return cmd
 }
 
@@ -159,6 +164,12 @@ func (o *options) run(ctx context.Context) error {
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
+		&controller.OperationsReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
+			Dynamic: dyn, Discovery: disc, Log: logger,
+			Tracker:        &operations.Tracker{Ceiling: o.operationSync},
+			DefaultTimeout: o.operationTimeout,
+		},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -1,0 +1,47 @@
+package backup
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/controller"
+)
+
+func newCancel(k *kube.Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel NAME",
+		Short: "Stop a backup in any phase",
+		Long: `Stops a backup: plugin calls in flight are cancelled through their contexts,
+running plugin operations get Cancel, and the backup ends Failed with
+"cancelled by user". What it had uploaded is removed, so it never looks whole.`,
+		Example: "  salvor backup cancel nightly",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			b := &salvorv1.Backup{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
+				return fmt.Errorf("backup %s: %w", args[0], err)
+			}
+			if finished(b.Status.Phase) {
+				return fmt.Errorf("backup %s has already ended (%s)", b.Name, b.Status.Phase)
+			}
+			patch := client.MergeFrom(b.DeepCopy())
+			if b.Annotations == nil {
+				b.Annotations = map[string]string{}
+			}
+			b.Annotations[controller.CancelAnnotation] = "true"
+			if err := c.Patch(cmd.Context(), b, patch); err != nil {
+				return fmt.Errorf("cancelling backup %s: %w", b.Name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being cancelled.\n", b.Name)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,91 @@
+package backup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+)
+
+func waiting(p salvorv1.BackupPhase) bool {
+	return p == salvorv1.BackupPhaseWaitingForPluginOperations || p == salvorv1.BackupPhaseWaitingForPluginOperationsPartiallyFailed
+}
+
+// operationsOf fetches a backup's operation records through the server.
+func operationsOf(ctx context.Context, c client.Client, b *salvorv1.Backup) ([]itemoperation.BackupOperation, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := Download(ctx, c, b.Namespace, salvorv1.DownloadTargetBackupItemOperations, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var ops []itemoperation.BackupOperation
+	if err := json.NewDecoder(io.LimitReader(rc, 64<<20)).Decode(&ops); err != nil {
+		return nil, fmt.Errorf("reading the operations: %w", err)
+	}
+	return ops, nil
+}
+
+func item(id itemoperation.ResourceIdentifier) string {
+	res := id.Resource
+	if id.Group != "" {
+		res += "." + id.Group
+	}
+	if id.Namespace == "" {
+		return res + " " + id.Name
+	}
+	return res + " " + id.Namespace + "/" + id.Name
+}
+
+func describeOperations(w io.Writer, b *salvorv1.Backup, ops []itemoperation.BackupOperation, details bool) {
+	if waiting(b.Status.Phase) {
+		waitingOn := map[string]int{}
+		for _, op := range ops {
+			if op.Status.Phase != itemoperation.PhaseCompleted && op.Status.Phase != itemoperation.PhaseFailed {
+				waitingOn[op.Spec.BackupItemAction]++
+			}
+		}
+		var names []string
+		for p, n := range waitingOn {
+			names = append(names, fmt.Sprintf("%s (%d)", p, n))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "Waiting for:  %s\n", strings.Join(names, ", "))
+	}
+	if !details {
+		return
+	}
+	fmt.Fprintln(w, "\nItem operations:")
+	var rows [][]string
+	for _, op := range ops {
+		s := op.Status
+		progress := "-"
+		if s.NTotal > 0 || s.NCompleted > 0 {
+			progress = fmt.Sprintf("%d of %d %s", s.NCompleted, s.NTotal, s.OperationUnits)
+		}
+		started, updated := "-", "-"
+		if s.Started != nil {
+			started = s.Started.Format("15:04:05")
+		}
+		if s.Updated != nil {
+			updated = s.Updated.Format("15:04:05")
+		}
+		phase := string(s.Phase)
+		if phase == "" {
+			phase = "New"
+		}
+		rows = append(rows, []string{op.Spec.BackupItemAction, item(op.Spec.ResourceIdentifier), op.Spec.OperationID, phase,
+			progress, s.Description, started, updated, s.Error})
+	}
+	_ = output.Table(w, []string{"PLUGIN", "ITEM", "OPERATION ID", "PHASE", "PROGRESS", "DESCRIPTION", "STARTED", "UPDATED", "ERROR"}, rows)
+}

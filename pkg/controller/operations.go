@@ -1,0 +1,394 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/pkg/metrics"
+	"github.com/salvor-dev/salvor/pkg/operations"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// CancelAnnotation asks the server to stop a backup (`salvor backup cancel`).
+const CancelAnnotation = "salvor.dev/cancel-requested"
+
+// OperationsReconciler follows the long-running plugin operations of backups
+// waiting for them, then finalizes the backups: the post-operation items
+// are backed up again, the tarball rewritten and the backup completed. It
+// reads the operations from the location, so a restarted server carries on.
+type OperationsReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Locations *Locations
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	Log       *slog.Logger
+	Tracker   *operations.Tracker
+	// DefaultTimeout bounds operations of backups without itemOperationTimeout (default 4h).
+	DefaultTimeout time.Duration
+
+	mu    sync.Mutex
+	state map[string]*waiting
+}
+
+type waiting struct {
+	store *persistence.BackupStore
+	ops   []itemoperation.BackupOperation
+}
+
+// SetupWithManager registers the reconciler.
+func (r *OperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.DefaultTimeout <= 0 {
+		r.DefaultTimeout = 4 * time.Hour
+	}
+	r.state = map[string]*waiting{}
+	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Backup{}).Named("backup-operations").Complete(r)
+}
+
+func waitingPhase(p salvorv1.BackupPhase) bool {
+	return p == salvorv1.BackupPhaseWaitingForPluginOperations || p == salvorv1.BackupPhaseWaitingForPluginOperationsPartiallyFailed
+}
+
+func finalizingPhase(p salvorv1.BackupPhase) bool {
+	return p == salvorv1.BackupPhaseFinalizing || p == salvorv1.BackupPhaseFinalizingPartiallyFailed
+}
+
+// backupPlugins calls the BackupItemActions operations belong to.
+type backupPlugins struct {
+	m      *host.Manager
+	backup *salvorv1.Backup
+}
+
+func (p backupPlugins) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
+	a, err := host.Get[host.BackupItemAction](ctx, p.m, plugin, nil)
+	if err != nil {
+		return api.OperationProgress{}, err
+	}
+	return a.Progress(ctx, id, p.backup)
+}
+
+func (p backupPlugins) Cancel(ctx context.Context, plugin, id string) error {
+	a, err := host.Get[host.BackupItemAction](ctx, p.m, plugin, nil)
+	if err != nil {
+		return err
+	}
+	metrics.OperationCancels.WithLabelValues(plugin).Inc()
+	return a.Cancel(ctx, id, p.backup)
+}
+
+func viewOf(ops []itemoperation.BackupOperation) []operations.Operation {
+	out := make([]operations.Operation, len(ops))
+	for i := range ops {
+		id := ops[i].Spec.ResourceIdentifier
+		out[i] = operations.Operation{
+			Plugin:      ops[i].Spec.BackupItemAction,
+			OperationID: ops[i].Spec.OperationID,
+			Item:        fmt.Sprintf("%s %s/%s", schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name),
+			Status:      &ops[i].Status,
+		}
+	}
+	return out
+}
+
+func (r *OperationsReconciler) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.state[key]; ok {
+		r.Tracker.Forget(key, viewOf(w.ops))
+		delete(r.state, key)
+	}
+}
+
+func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.String()
+	b := &salvorv1.Backup{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(key)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp != nil || (!waitingPhase(b.Status.Phase) && !finalizingPhase(b.Status.Phase)) {
+		r.forget(key)
+		return ctrl.Result{}, nil
+	}
+	w, err := r.load(ctx, key, b)
+	if err != nil {
+		return ctrl.Result{}, r.failBackup(ctx, key, b, nil, fmt.Sprintf("reading the backup's operations from its location: %v", err))
+	}
+	plugins := backupPlugins{m: r.Locations.Plugins, backup: b}
+	view := viewOf(w.ops)
+	if b.Annotations[CancelAnnotation] != "" {
+		operations.CancelAll(ctx, view, plugins, "cancelled by user")
+		return ctrl.Result{}, r.failBackup(ctx, key, b, w, "cancelled by user")
+	}
+	if t := b.Spec.Timeout.Duration; t > 0 && b.Status.StartTimestamp != nil && time.Since(b.Status.StartTimestamp.Time) > t {
+		reason := fmt.Sprintf("the backup timed out after %s", t)
+		operations.CancelAll(ctx, view, plugins, reason)
+		return ctrl.Result{}, r.failBackup(ctx, key, b, w, reason)
+	}
+	if waitingPhase(b.Status.Phase) {
+		timeout := b.Spec.ItemOperationTimeout.Duration
+		if timeout <= 0 {
+			timeout = r.DefaultTimeout
+		}
+		changed, next := r.Tracker.Step(ctx, key, view, timeout, plugins)
+		if changed {
+			if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+				r.Log.Warn("writing a backup's operations", "backup", key, "error", err)
+			}
+		}
+		completed, failed, running := operations.Counts(view)
+		b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
+		if running > 0 {
+			if err := updateStatus(ctx, r.Client, b); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: next}, nil
+		}
+		b.Status.Phase = salvorv1.BackupPhaseFinalizing
+		if failed > 0 || b.Status.Errors > 0 {
+			b.Status.Phase = salvorv1.BackupPhaseFinalizingPartiallyFailed
+		}
+		if err := updateStatus(ctx, r.Client, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.finalize(ctx, b, w); err != nil {
+		return ctrl.Result{}, r.failBackup(ctx, key, b, w, fmt.Sprintf("finalizing: %v", err))
+	}
+	r.forget(key)
+	return ctrl.Result{}, nil
+}
+
+// load returns the backup's operations, reading them from its location the
+// first time (and after a restart).
+func (r *OperationsReconciler) load(ctx context.Context, key string, b *salvorv1.Backup) (*waiting, error) {
+	r.mu.Lock()
+	w, ok := r.state[key]
+	r.mu.Unlock()
+	if ok {
+		return w, nil
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return nil, err
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		return nil, err
+	}
+	w = &waiting{store: store}
+	if err := store.GetItemOperations(ctx, b.Name, &w.ops); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.state[key] = w
+	r.mu.Unlock()
+	return w, nil
+}
+
+// failBackup ends a backup Failed; what was uploaded is removed, so it
+// never looks whole.
+func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *salvorv1.Backup, w *waiting, reason string) error {
+	if w != nil {
+		if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+			r.Log.Warn("writing a failed backup's operations", "backup", key, "error", err)
+		}
+		if err := w.store.DeleteBackup(ctx, b.Name); err != nil {
+			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
+		}
+		_, failed, _ := operations.Counts(viewOf(w.ops))
+		b.Status.BackupItemOperationsFailed = failed
+	}
+	r.forget(key)
+	now := metav1.Now()
+	b.Status.Phase, b.Status.FailureReason, b.Status.CompletionTimestamp = salvorv1.BackupPhaseFailed, reason, &now
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	r.Log.Error("backup failed", "backup", key, "reason", reason)
+	return updateStatus(ctx, r.Client, b)
+}
+
+// finalize backs up the post-operation items again, rewrites the tarball
+// and writes the rest of the backup, the metadata last.
+func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup, w *waiting) error {
+	results, err := w.store.GetResults(ctx, b.Name)
+	if err != nil {
+		return fmt.Errorf("reading results: %w", err)
+	}
+	fresh := map[string][]byte{}
+	resources, err := backup.Discover(r.Discovery)
+	if err != nil {
+		return err
+	}
+	byGR := map[schema.GroupResource]backup.Resource{}
+	for _, res := range resources {
+		byGR[res.GVR.GroupResource()] = res
+	}
+	type freshItem struct {
+		res       backup.Resource
+		namespace string
+		name      string
+		body      []byte
+	}
+	var items []freshItem
+	for _, op := range w.ops {
+		if op.Status.Phase == itemoperation.PhaseFailed {
+			id := op.Spec.ResourceIdentifier
+			results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
+				op.Spec.OperationID, op.Spec.BackupItemAction, schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name, op.Status.Error))
+			continue
+		}
+		for _, id := range op.Spec.PostOperationItems {
+			res, ok := byGR[schema.GroupResource{Group: id.Group, Resource: id.Resource}]
+			if !ok {
+				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s/%s of resource %s.%s is not served by the cluster", id.Namespace, id.Name, id.Resource, id.Group))
+				continue
+			}
+			obj, err := r.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+			if err != nil {
+				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s %s/%s: %v", res, id.Namespace, id.Name, err))
+				continue
+			}
+			body, err := json.Marshal(obj.Object)
+			if err != nil {
+				return err
+			}
+			fresh[archive.ItemPath(res.GVR.GroupResource(), id.Namespace, id.Name)] = body
+			items = append(items, freshItem{res: res, namespace: id.Namespace, name: id.Name, body: body})
+		}
+	}
+	if len(items) > 0 {
+		if err := r.rewriteTarball(ctx, b.Name, w.store, items2paths(items, func(i freshItem) (schema.GroupVersionResource, string, string) {
+			return i.res.GVR, i.namespace, i.name
+		}), func(aw *archive.Writer) error {
+			for _, it := range items {
+				if err := aw.WriteItem(it.res.GVR, it.namespace, it.name, it.body); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	completed, failed, _ := operations.Counts(viewOf(w.ops))
+	now := metav1.Now()
+	b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
+	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
+	b.Status.CompletionTimestamp = &now
+	b.Status.Phase = salvorv1.BackupPhaseCompleted
+	if b.Status.Errors > 0 {
+		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed
+	}
+	if err := w.store.PutJSON(ctx, b.Name, "-results.gz", results); err != nil {
+		return err
+	}
+	if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+		return err
+	}
+	if err := w.store.PutMetadata(ctx, b); err != nil {
+		return err
+	}
+	if err := updateStatus(ctx, r.Client, b); err != nil {
+		return err
+	}
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	if b.Status.StartTimestamp != nil {
+		metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
+	}
+	r.Log.Info("backup finalized", "backup", b.Namespace+"/"+b.Name, "phase", b.Status.Phase, "operations", len(w.ops), "updated items", len(items))
+	return nil
+}
+
+func items2paths[T any](items []T, f func(T) (schema.GroupVersionResource, string, string)) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range items {
+		gvr, ns, name := f(it)
+		out[archive.ItemPath(gvr.GroupResource(), ns, name)] = true
+		out[archive.PreferredVersionPath(gvr, ns, name)] = true
+	}
+	return out
+}
+
+// rewriteTarball copies the backup's tarball through a local temporary file
+// (never memory), leaving out the entries in replace, and writes the new
+// items with add.
+func (r *OperationsReconciler) rewriteTarball(ctx context.Context, name string, store *persistence.BackupStore, replace map[string]bool, add func(*archive.Writer) error) error {
+	tmp, err := os.CreateTemp("", "salvor-tarball-*.tar.gz")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	rc, err := store.GetTarball(ctx, name)
+	if err != nil {
+		return fmt.Errorf("reading the tarball: %w", err)
+	}
+	_, err = io.Copy(tmp, rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("copying the tarball: %w", err)
+	}
+	if _, err := tmp.Seek(0, 0); err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	uploaded := make(chan error, 1)
+	go func() {
+		err := store.PutTarball(ctx, name, pr)
+		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOrClosed(err)))
+		uploaded <- err
+	}()
+	aw, err := archive.NewWriter(pw)
+	if err == nil {
+		_, err = archive.Read(tmp, func(e archive.Entry) error {
+			if replace[e.Path] {
+				return nil
+			}
+			body, err := json.Marshal(e.Object.Object)
+			if err != nil {
+				return err
+			}
+			return aw.WriteEntry(e.Path, body)
+		})
+	}
+	if err == nil {
+		err = add(aw)
+	}
+	if err == nil {
+		err = aw.Close()
+	}
+	pw.CloseWithError(err)
+	if uerr := <-uploaded; err == nil {
+		err = uerr
+	}
+	return err
+}
+
+func errOrClosed(err error) error {
+	if err != nil {
+		return err
+	}
+	return io.ErrClosedPipe
+}

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+)
+
+func opMap(seconds string, fail bool) map[string]string {
+	m := map[string]string{"example.io/operation-seconds": seconds}
+	if fail {
+		m["example.io/operation-fail"] = "true"
+	}
+	return m
+}
+
+func storedOps(t *testing.T, cfg map[string]string, backup string) []itemoperation.BackupOperation {
+	t.Helper()
+	var ops []itemoperation.BackupOperation
+	if err := openStore(t, cfg).GetItemOperations(context.Background(), backup, &ops); err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+func TestOperationsCompleteFailAndFinalize(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "ops", Annotations: opMap("4", false)}, Data: map[string]string{"version": "1"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: "ops", Annotations: opMap("2", true)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ops"}})
+	c.mustSalvor(t, "backup", "create", "ops", "--include-namespaces", "ops")
+	c.waitBackup(t, "ops", salvorv1.BackupPhaseWaitingForPluginOperations)
+
+	// While it waits: the describe output says on what, and the item the
+	// operation will back up again changes.
+	desc := c.mustSalvor(t, "backup", "describe", "ops", "--details")
+	for _, w := range []string{"Phase:        WaitingForPluginOperations", "Item operations: ", "of 2 completed",
+		"Waiting for:  example.io/async-operation", "configmaps ops/quick", "seconds"} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("describe while waiting lacks %q:\n%s", w, desc)
+		}
+	}
+	quick := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "ops", Name: "quick"}, quick); err != nil {
+		t.Fatal(err)
+	}
+	quick.Data["version"] = "2"
+	if err := c.client.Update(context.Background(), quick); err != nil {
+		t.Fatal(err)
+	}
+	// Not whole yet: no metadata in the location.
+	if names, _ := openStore(t, cfg).ListBackups(context.Background()); contains(names, "ops") {
+		t.Error("a backup waiting for operations already looks whole in its location")
+	}
+
+	b := c.waitBackup(t, "ops", salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.BackupItemOperationsAttempted != 2 ||
+		b.Status.BackupItemOperationsCompleted != 1 || b.Status.BackupItemOperationsFailed != 1 || b.Status.Errors != 1 {
+		t.Fatalf("final status %+v", b.Status)
+	}
+	store := openStore(t, cfg)
+	items := tarball(t, store, "ops")
+	if v, _, _ := unstructured.NestedString(items["configmaps/ops/quick"].Object, "data", "version"); v != "2" {
+		t.Errorf("post-operation item not backed up again: version %q", v)
+	}
+	if items["configmaps/ops/plain"] == nil || items["configmaps/ops/failing"] == nil {
+		t.Errorf("tarball lost items: %v", keysOf(items))
+	}
+	results, err := store.GetResults(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := strings.Join(results.Errors.Namespaces["ops"], "\n"); !strings.Contains(msg, "configmaps ops/failing failed") ||
+		!strings.Contains(msg, "operation-fail annotation asked") {
+		t.Errorf("failed operation missing from results: %q", msg)
+	}
+	for _, op := range storedOps(t, cfg, "ops") {
+		if op.Status.Phase != itemoperation.PhaseCompleted && op.Status.Phase != itemoperation.PhaseFailed {
+			t.Errorf("stored operation %s still %s", op.Spec.OperationID, op.Status.Phase)
+		}
+		if op.Status.NTotal == 0 || op.Status.Updated == nil || op.Status.OperationUnits != "seconds" {
+			t.Errorf("stored operation lacks progress: %+v", op.Status)
+		}
+	}
+	if names, _ := store.ListBackups(context.Background()); !contains(names, "ops") {
+		t.Error("finished backup has no metadata")
+	}
+	desc = c.mustSalvor(t, "backup", "describe", "ops", "--details")
+	if !strings.Contains(desc, "Item operations: 1 of 2 completed, 1 failed, 0 in progress") || !strings.Contains(desc, "Failed") {
+		t.Errorf("describe after the end:\n%s", desc)
+	}
+}
+
+func TestOperationTimeoutAndUserCancel(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "forever", Namespace: "slow", Annotations: opMap("3600", false)}})
+
+	c.mustSalvor(t, "backup", "create", "timeout", "--include-namespaces", "slow", "--item-operation-timeout", "3s")
+	b := c.waitBackup(t, "timeout", salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.BackupItemOperationsFailed != 1 {
+		t.Fatalf("status after a timeout %+v", b.Status)
+	}
+	ops := storedOps(t, cfg, "timeout")
+	if len(ops) != 1 || ops[0].Status.Error != "timed out after 3s" {
+		t.Fatalf("stored operation %+v", ops)
+	}
+	// The plugin saw its Cancel.
+	if _, err := os.Stat(filepath.Join(state, ops[0].Spec.OperationID+".cancelled")); err != nil {
+		t.Errorf("the plugin was not asked to cancel the timed-out operation: %v", err)
+	}
+
+	c.mustSalvor(t, "backup", "create", "usercancel", "--include-namespaces", "slow")
+	c.waitBackup(t, "usercancel", salvorv1.BackupPhaseWaitingForPluginOperations)
+	out := c.mustSalvor(t, "backup", "cancel", "usercancel")
+	if !strings.Contains(out, `Backup "usercancel" is being cancelled`) {
+		t.Errorf("cancel printed %q", out)
+	}
+	b = c.waitBackup(t, "usercancel", salvorv1.BackupPhaseFailed)
+	if b.Status.FailureReason != "cancelled by user" {
+		t.Errorf("failure reason %q", b.Status.FailureReason)
+	}
+	keys, err := openStore(t, cfg).ListBackups(context.Background())
+	if err != nil || contains(keys, "usercancel") {
+		t.Errorf("a cancelled backup looks whole: %v %v", keys, err)
+	}
+	if _, err := openStore(t, cfg).GetTarball(context.Background(), "usercancel"); err == nil {
+		t.Error("a cancelled backup's tarball is still in the location")
+	}
+	entries, _ := os.ReadDir(state)
+	if len(entries) < 2 {
+		t.Errorf("the plugin saw %d cancels, want one per backup", len(entries))
+	}
+	if out, err := c.salvor(t, "backup", "cancel", "usercancel"); err == nil || !strings.Contains(out, "has already ended") {
+		t.Errorf("cancelling an ended backup: %v %s", err, out)
+	}
+}
+
+func TestServerRestartWhileWaitingForOperations(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "resume"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "resume", Annotations: opMap("6", false)}})
+	c.mustSalvor(t, "backup", "create", "resumed", "--include-namespaces", "resume")
+	c.waitBackup(t, "resumed", salvorv1.BackupPhaseWaitingForPluginOperations)
+	before := storedOps(t, cfg, "resumed")
+	s.kill()
+	start := time.Now()
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	b := c.waitBackup(t, "resumed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 || b.Status.Attempts != 1 {
+		t.Fatalf("after the restart: %+v", b.Status)
+	}
+	after := storedOps(t, cfg, "resumed")
+	if len(after) != 1 || after[0].Spec.OperationID != before[0].Spec.OperationID {
+		t.Errorf("operation changed across the restart: %v → %v", before, after)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("resuming took %s", time.Since(start))
+	}
+}
