@@ -170,7 +170,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	metrics.BackupsInProgress.Inc()
 	defer metrics.BackupsInProgress.Dec()
-	r.run(runCtx, ctx, b, bsl)
+	r.run(runCtx, ctx, b, bsl, cancel)
 	return ctrl.Result{}, nil
 }
 
@@ -271,7 +271,7 @@ var errCancelled = errors.New("cancelled by user")
 
 // run does the backup under runCtx (cancelled by the user or the backup's
 // timeout) and records its end with ctx.
-func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) {
+func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation, cancel context.CancelCauseFunc) {
 	started := time.Now()
 	log, err := newBackupLog(r.Log, b.Name)
 	if err != nil {
@@ -300,6 +300,12 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		b.Status.Progress = &salvorv1.BackupProgress{TotalItems: p.TotalItems, ItemsBackedUp: p.ItemsBackedUp}
 		if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
 			r.Log.Warn("recording backup progress", "backup", b.Name, "error", err)
+		}
+		// The patch returns the object as the API server has it: a cancel
+		// request shows here within a second. (Reconcile cannot see it: it
+		// is busy with this very backup.)
+		if b.Annotations[CancelAnnotation] != "" {
+			cancel(errCancelled)
 		}
 	})
 	if err != nil {

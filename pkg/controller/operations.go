@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +48,10 @@ type OperationsReconciler struct {
 	// DefaultTimeout bounds operations of backups without itemOperationTimeout (default 4h).
 	DefaultTimeout time.Duration
 
-	mu    sync.Mutex
-	state map[string]*waiting
+	mu       sync.Mutex
+	state    map[string]*waiting
+	inFlight map[string]map[string]int
+	seenEnd  map[string]bool
 }
 
 type waiting struct {
@@ -117,6 +120,84 @@ func (r *OperationsReconciler) forget(key string) {
 		r.Tracker.Forget(key, viewOf(w.ops))
 		delete(r.state, key)
 	}
+	r.setInFlight(key, nil)
+}
+
+// summaries lists the running operations for the Backup's status.
+func summaries(view []operations.Operation) []salvorv1.OperationSummary {
+	var out []salvorv1.OperationSummary
+	for _, op := range view {
+		if operations.Terminal(op.Status) || len(out) == 50 {
+			continue
+		}
+		out = append(out, salvorv1.OperationSummary{
+			Plugin: op.Plugin, Item: op.Item, OperationID: op.OperationID,
+			NCompleted: op.Status.NCompleted, NTotal: op.Status.NTotal, Units: op.Status.OperationUnits, Description: op.Status.Description,
+		})
+	}
+	return out
+}
+
+// observe updates the in-flight metric and the duration of ended operations.
+func (r *OperationsReconciler) observe(key string, view []operations.Operation) {
+	counts := map[string]int{}
+	for _, op := range view {
+		if !operations.Terminal(op.Status) {
+			counts[op.Plugin]++
+			continue
+		}
+		if op.Status.Created != nil && op.Status.Updated != nil && r.ended(key, op) {
+			metrics.OperationDuration.WithLabelValues(op.Plugin, string(op.Status.Phase)).Observe(op.Status.Updated.Sub(op.Status.Created.Time).Seconds())
+			if strings.HasPrefix(op.Status.Error, "timed out after") {
+				metrics.OperationTimeouts.WithLabelValues(op.Plugin).Inc()
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setInFlight(key, counts)
+}
+
+// ended reports an operation's end once.
+func (r *OperationsReconciler) ended(key string, op operations.Operation) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seenEnd == nil {
+		r.seenEnd = map[string]bool{}
+	}
+	k := key + "\x00" + op.Plugin + "\x00" + op.OperationID
+	if r.seenEnd[k] {
+		return false
+	}
+	r.seenEnd[k] = true
+	return true
+}
+
+// setInFlight records a backup's running operations per plugin and sets
+// the gauge to the sum over backups. Call with r.mu held.
+func (r *OperationsReconciler) setInFlight(key string, counts map[string]int) {
+	if r.inFlight == nil {
+		r.inFlight = map[string]map[string]int{}
+	}
+	plugins := map[string]bool{}
+	for p := range r.inFlight[key] {
+		plugins[p] = true
+	}
+	if counts == nil {
+		delete(r.inFlight, key)
+	} else {
+		r.inFlight[key] = counts
+	}
+	for p := range counts {
+		plugins[p] = true
+	}
+	for p := range plugins {
+		total := 0
+		for _, c := range r.inFlight {
+			total += c[p]
+		}
+		metrics.OperationsInFlight.WithLabelValues(p).Set(float64(total))
+	}
 }
 
 func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -160,6 +241,8 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		completed, failed, running := operations.Counts(view)
 		b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
+		b.Status.RunningOperations = summaries(view)
+		r.observe(key, view)
 		if running > 0 {
 			if err := updateStatus(ctx, r.Client, b); err != nil {
 				return ctrl.Result{}, err
@@ -224,6 +307,7 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 	r.forget(key)
 	now := metav1.Now()
 	b.Status.Phase, b.Status.FailureReason, b.Status.CompletionTimestamp = salvorv1.BackupPhaseFailed, reason, &now
+	b.Status.RunningOperations = nil
 	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
 	r.Log.Error("backup failed", "backup", key, "reason", reason)
 	return updateStatus(ctx, r.Client, b)
@@ -297,6 +381,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
 	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
 	b.Status.CompletionTimestamp = &now
+	b.Status.RunningOperations = nil
 	b.Status.Phase = salvorv1.BackupPhaseCompleted
 	if b.Status.Errors > 0 {
 		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed

@@ -70,6 +70,18 @@ var (
 	}, []string{"plugin"})
 )
 
+var (
+	// OperationDuration is how long operations ran, by plugin and final phase.
+	OperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "salvor_operation_duration_seconds", Help: "Time from an operation's start to its end.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+	}, []string{"plugin", "phase"})
+	// OperationTimeouts counts operations ended by their timeout.
+	OperationTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_operation_timeouts_total", Help: "Operations ended because they outlived their timeout.",
+	}, []string{"plugin"})
+)
+
 func init() {
-	crmetrics.Registry.MustRegister(OperationsInFlight, OperationCancels)
+	crmetrics.Registry.MustRegister(OperationsInFlight, OperationCancels, OperationDuration, OperationTimeouts)
 }

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -29,6 +32,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime; the tests do not need it.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "salvor-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

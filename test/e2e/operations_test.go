@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,71 @@ func TestServerRestartWhileWaitingForOperations(t *testing.T) {
 	}
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("resuming took %s", time.Since(start))
+	}
+}
+
+func TestManyOperationsAndWaitOutput(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
+	for i := range 200 {
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("op-%03d", i), Namespace: "many", Annotations: opMap(fmt.Sprint(i%5), i%10 == 0)}})
+	}
+	out, err := c.salvor(t, "backup", "create", "many", "--include-namespaces", "many", "--wait")
+	if err == nil || !strings.Contains(out, "Backup many: PartiallyFailed") {
+		t.Fatalf("backup create --wait: %v\n%s", err, out)
+	}
+	b := c.getBackup(t, "many")
+	if b.Status.BackupItemOperationsAttempted != 200 || b.Status.BackupItemOperationsCompleted != 180 ||
+		b.Status.BackupItemOperationsFailed != 20 || b.Status.Errors != 20 || len(b.Status.RunningOperations) != 0 {
+		t.Errorf("counters %+v", b.Status)
+	}
+	// The --wait output shows operations advancing, and single operations.
+	var completedCounts []string
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "operations: "); ok {
+			completedCounts = append(completedCounts, strings.Fields(rest)[0])
+		}
+	}
+	if len(completedCounts) < 2 || completedCounts[0] == completedCounts[len(completedCounts)-1] {
+		t.Errorf("--wait did not show operations advancing: %v\n%s", completedCounts, tail(out, 40))
+	}
+	if !strings.Contains(out, "example.io/async-operation on configmaps many/op-") || !strings.Contains(out, " seconds ") {
+		t.Errorf("--wait showed no single operation:\n%s", tail(out, 40))
+	}
+	ops := storedOps(t, cfg, "many")
+	if len(ops) != 200 {
+		t.Errorf("%d stored operations", len(ops))
+	}
+	if items := tarball(t, openStore(t, cfg), "many"); len(items) != 201 {
+		t.Errorf("tarball holds %d items", len(items))
+	}
+}
+
+func TestCancelDuringFirstPass(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--workers", "1")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
+	for i := range 4000 {
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "big"}})
+	}
+	c.mustSalvor(t, "backup", "create", "stopped", "--include-namespaces", "big")
+	eventually(t, "backup under way", time.Minute, func() (bool, string) {
+		b := c.getBackup(t, "stopped")
+		return b.Status.Phase == salvorv1.BackupPhaseInProgress && b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
+	})
+	c.mustSalvor(t, "backup", "cancel", "stopped")
+	b := c.waitBackup(t, "stopped", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled by user") {
+		t.Fatalf("status after cancel: %s %q", b.Status.Phase, b.Status.FailureReason)
+	}
+	if _, err := openStore(t, cfg).GetTarball(context.Background(), "stopped"); err == nil {
+		t.Error("a backup cancelled in its first pass left its tarball")
 	}
 }

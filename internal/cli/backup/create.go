@@ -137,15 +137,16 @@ func finished(p salvorv1.BackupPhase) bool {
 	return false
 }
 
-// Wait polls the backup until it finishes, drawing a progress bar of items
-// on a terminal and printing a line per change otherwise.
+// Wait polls the backup until it finishes, drawing progress bars — items,
+// then one per running plugin operation — on a terminal, and printing a
+// line per change otherwise.
 func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Writer) (*salvorv1.Backup, error) {
-	var bar *progressBar
+	var bars *progressBars
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = newProgressBar(out, b.Name)
-		defer bar.stop()
+		bars = newProgressBars(out, b.Name)
+		defer bars.stop()
 	}
-	last := ""
+	last := map[string]string{}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -153,19 +154,16 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
 			return nil, fmt.Errorf("watching backup %s: %w", b.Name, err)
 		}
-		done, total := 0, 0
-		if p := cur.Status.Progress; p != nil {
-			done, total = p.ItemsBackedUp, p.TotalItems
-		}
-		phase := string(cur.Status.Phase)
-		if phase == "" {
-			phase = "New"
-		}
-		if bar != nil {
-			bar.update(phase, done, total)
-		} else if line := fmt.Sprintf("%s: %d of %d items backed up", phase, done, total); line != last {
-			fmt.Fprintln(out, line)
-			last = line
+		lines := progressLines(cur)
+		if bars != nil {
+			bars.update(cur)
+		} else {
+			for _, l := range lines {
+				if last[l.key] != l.text {
+					fmt.Fprintln(out, l.text)
+					last[l.key] = l.text
+				}
+			}
 		}
 		if finished(cur.Status.Phase) {
 			return cur, nil
@@ -178,31 +176,81 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 	}
 }
 
-type progressBar struct {
-	p     *mpb.Progress
-	bar   *mpb.Bar
-	phase string
+type progressLine struct{ key, text string }
+
+// progressLines describes a backup's progress: its items, and each running
+// operation, a line each.
+func progressLines(b *salvorv1.Backup) []progressLine {
+	done, total := 0, 0
+	if p := b.Status.Progress; p != nil {
+		done, total = p.ItemsBackedUp, p.TotalItems
+	}
+	out := []progressLine{{"", fmt.Sprintf("%s: %d of %d items backed up", phase(*b), done, total)}}
+	if n := b.Status.BackupItemOperationsAttempted; n > 0 && b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		out = append(out, progressLine{"ops", fmt.Sprintf("  operations: %d of %d completed, %d failed",
+			b.Status.BackupItemOperationsCompleted, n, b.Status.BackupItemOperationsFailed)})
+	}
+	for _, op := range b.Status.RunningOperations {
+		out = append(out, progressLine{"op " + op.Plugin + " " + op.OperationID,
+			fmt.Sprintf("  %s on %s: %d of %d %s %s", op.Plugin, op.Item, op.NCompleted, op.NTotal, op.Units, op.Description)})
+	}
+	return out
 }
 
-func newProgressBar(out io.Writer, name string) *progressBar {
-	pb := &progressBar{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(48))}
-	pb.bar = pb.p.AddBar(0,
+// progressBars draws one bar for items and one per running operation.
+type progressBars struct {
+	p     *mpb.Progress
+	items *mpb.Bar
+	phase string
+	ops   map[string]*mpb.Bar
+}
+
+func newProgressBars(out io.Writer, name string) *progressBars {
+	pb := &progressBars{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(40)), ops: map[string]*mpb.Bar{}}
+	pb.items = pb.p.AddBar(0,
 		mpb.PrependDecorators(decor.Name(name+" "), decor.Any(func(decor.Statistics) string { return pb.phase })),
 		mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d items"), decor.Percentage(decor.WCSyncSpace)),
 	)
 	return pb
 }
 
-func (pb *progressBar) update(phase string, done, total int) {
-	pb.phase = phase
-	if total < done {
-		total = done
+func (pb *progressBars) update(b *salvorv1.Backup) {
+	pb.phase = phase(*b)
+	done, total := 0, 0
+	if p := b.Status.Progress; p != nil {
+		done, total = p.ItemsBackedUp, p.TotalItems
 	}
-	pb.bar.SetTotal(int64(total), false)
-	pb.bar.SetCurrent(int64(done))
+	pb.items.SetTotal(int64(max(total, done)), false)
+	pb.items.SetCurrent(int64(done))
+	seen := map[string]bool{}
+	for _, op := range b.Status.RunningOperations {
+		key := op.Plugin + " " + op.OperationID
+		seen[key] = true
+		bar, ok := pb.ops[key]
+		if !ok {
+			label := fmt.Sprintf("  %s %s ", op.Plugin, op.Item)
+			units := op.Units
+			bar = pb.p.AddBar(0,
+				mpb.PrependDecorators(decor.Name(label)),
+				mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d "+units), decor.Percentage(decor.WCSyncSpace)),
+			)
+			pb.ops[key] = bar
+		}
+		bar.SetTotal(max(op.NTotal, op.NCompleted), false)
+		bar.SetCurrent(op.NCompleted)
+	}
+	for key, bar := range pb.ops {
+		if !seen[key] {
+			bar.SetTotal(-1, true)
+			delete(pb.ops, key)
+		}
+	}
 }
 
-func (pb *progressBar) stop() {
-	pb.bar.SetTotal(-1, true)
+func (pb *progressBars) stop() {
+	for _, bar := range pb.ops {
+		bar.SetTotal(-1, true)
+	}
+	pb.items.SetTotal(-1, true)
 	pb.p.Wait()
 }

@@ -15,7 +15,7 @@ import (
 
 func newDescribe(k *kube.Options) *cobra.Command {
 	var format output.Format
-	var details bool
+	var details, watch bool
 	cmd := &cobra.Command{
 		Use:     "describe NAME",
 		Short:   "Show a backup's spec, progress and outcome",
@@ -36,6 +36,13 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if done, err := format.Structured(cmd.OutOrStdout(), b); done {
 				return err
 			}
+			if watch {
+				final, err := Wait(cmd.Context(), c, b, cmd.OutOrStdout())
+				if err != nil {
+					return err
+				}
+				b = final
+			}
 			describe(cmd.OutOrStdout(), b)
 			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
 				ops, err := operationsOf(cmd.Context(), c, b)
@@ -50,6 +57,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	}
 	output.AddFlag(cmd.Flags(), &format)
 	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation")
+	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
 	return cmd
 }
 

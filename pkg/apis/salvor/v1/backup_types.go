@@ -104,9 +104,28 @@ type BackupStatus struct {
 	// during a backup starts it again, up to a bound.
 	// +optional
 	Attempts int `json:"attempts,omitempty"`
+	// RunningOperations shows the plugin operations still running (at most
+	// 50), updated at every poll, for live progress.
+	// +optional
+	RunningOperations []OperationSummary `json:"runningOperations,omitempty"`
 	// FormatVersion is the version of the backup's tarball layout.
 	// +optional
 	FormatVersion string `json:"formatVersion,omitempty"`
+}
+
+// OperationSummary is one running plugin operation, as progress bars show it.
+type OperationSummary struct {
+	Plugin      string `json:"plugin"`
+	Item        string `json:"item"`
+	OperationID string `json:"operationID"`
+	// +optional
+	NCompleted int64 `json:"nCompleted,omitempty"`
+	// +optional
+	NTotal int64 `json:"nTotal,omitempty"`
+	// +optional
+	Units string `json:"units,omitempty"`
+	// +optional
+	Description string `json:"description,omitempty"`
 }
 
 // Backup is a request to back up a cluster's objects and volumes, and its result.
