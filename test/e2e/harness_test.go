@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bytes"
-
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
