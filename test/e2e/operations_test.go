@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,5 +250,35 @@ func TestCancelDuringFirstPass(t *testing.T) {
 	}
 	if _, err := openStore(t, cfg).GetTarball(context.Background(), "stopped"); err == nil {
 		t.Error("a backup cancelled in its first pass left its tarball")
+	}
+}
+
+func TestPluginKilledWhileItsOperationRunsAndBackupTimeout(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "k"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "k", Annotations: opMap("5", false)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: "k", Labels: map[string]string{"which": "long"}, Annotations: opMap("3600", false)}})
+	c.mustSalvor(t, "backup", "create", "survivor", "--include-namespaces", "k", "--selector", "!which")
+	c.waitBackup(t, "survivor", salvorv1.BackupPhaseWaitingForPluginOperations)
+	// Kill the plugin's process: the server restarts it, and the new one
+	// answers for the operation the old one started.
+	kill := exec.Command("pkill", "-KILL", "-f", filepath.Join(pluginDir, "async-backup-action"))
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("killing the plugin: %v %s", err, out)
+	}
+	b := c.waitBackup(t, "survivor", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Errorf("after the plugin was killed: %+v", b.Status)
+	}
+
+	// A whole-backup deadline stops a backup waiting on a long operation.
+	c.mustSalvor(t, "backup", "create", "deadline", "--include-namespaces", "k", "--selector", "which=long", "--timeout", "4s")
+	b = c.waitBackup(t, "deadline", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || b.Status.FailureReason != "the backup timed out after 4s" {
+		t.Errorf("backup with a deadline: %s %q", b.Status.Phase, b.Status.FailureReason)
 	}
 }
