@@ -7,6 +7,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
+	"github.com/salvor-dev/salvor/internal/cli/restore"
 	"github.com/salvor-dev/salvor/internal/cli/runplugins"
 	"github.com/salvor-dev/salvor/internal/cli/server"
 )
@@ -25,6 +26,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 	root.AddCommand(
 		backup.NewCommand(k),
 		location.NewCommand(k),
+		restore.NewCommand(k),
 		plugin.NewCommand(),
 		server.NewCommand(k),
 		runplugins.NewCommand(),

@@ -63,7 +63,32 @@ func (r *DownloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: time.Hour}, nil
 }
 
+var restoreSuffix = map[salvorv1.DownloadTargetKind]string{
+	salvorv1.DownloadTargetRestoreLog:        "-logs.gz",
+	salvorv1.DownloadTargetRestoreResults:    "-results.gz",
+	salvorv1.DownloadTargetRestoreOperations: "-itemoperations.json.gz",
+}
+
 func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadRequest) (string, error) {
+	if suffix, ok := restoreSuffix[d.Spec.Target.Kind]; ok {
+		rs := &salvorv1.Restore{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.Target.Name}, rs); err != nil {
+			return "", fmt.Errorf("restore %s: %w", d.Spec.Target.Name, err)
+		}
+		b := &salvorv1.Backup{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: rs.Spec.BackupName}, b); err != nil {
+			return "", fmt.Errorf("backup %s of restore %s: %w", rs.Spec.BackupName, rs.Name, err)
+		}
+		bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+		if err != nil {
+			return "", err
+		}
+		store, err := r.Locations.Store(ctx, bsl)
+		if err != nil {
+			return "", err
+		}
+		return store.RestoreSignedURL(ctx, rs.Name, suffix, r.TTL)
+	}
 	suffix, ok := downloadSuffix[d.Spec.Target.Kind]
 	if !ok {
 		return "", fmt.Errorf("target kind %q is not one the server serves", d.Spec.Target.Kind)

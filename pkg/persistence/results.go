@@ -55,7 +55,8 @@ type Results struct {
 	Errors   Result `json:"errors"`
 }
 
-func (r *Results) normalize() {
+// Normalize makes empty lists and maps non-nil, as Velero writes them.
+func (r *Results) Normalize() {
 	for _, x := range []*Result{&r.Warnings, &r.Errors} {
 		if x.Velero == nil {
 			x.Velero = []string{}

@@ -159,7 +159,7 @@ func (s *BackupStore) PutFiles(ctx context.Context, f Finish) error {
 	if results == nil {
 		results = &Results{}
 	}
-	results.normalize()
+	results.Normalize()
 	if err := s.PutJSON(ctx, name, "-results.gz", results); err != nil {
 		return err
 	}
@@ -308,6 +308,47 @@ func (s *BackupStore) SignedURL(ctx context.Context, name, suffix string, ttl ti
 	}
 	if !ok {
 		return "", fmt.Errorf("backup %s has no %s%s file in its location", name, name, suffix)
+	}
+	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
+}
+
+// RestoreFile is the key of one of a restore's files, e.g.
+// RestoreFile("r1", "-results.gz") is restores/r1/restore-r1-results.gz.
+func (s *BackupStore) RestoreFile(name, suffix string) string {
+	return s.key("restores", name, "restore-"+name+suffix)
+}
+
+// PutRestoreJSON writes one of a restore's gzip'd JSON files.
+func (s *BackupStore) PutRestoreJSON(ctx context.Context, name, suffix string, v any) error {
+	b, err := gzipJSON(v)
+	if err != nil {
+		return fmt.Errorf("encoding restore-%s%s: %w", name, suffix, err)
+	}
+	if err := s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, suffix), bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("writing restore-%s%s: %w", name, suffix, err)
+	}
+	return nil
+}
+
+// PutRestoreLogs writes a restore's gzip'd log (best effort).
+func (s *BackupStore) PutRestoreLogs(ctx context.Context, name string, r io.Reader) {
+	_ = s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, "-logs.gz"), r)
+}
+
+// GetRestoreJSON reads one of a restore's gzip'd JSON files into v.
+func (s *BackupStore) GetRestoreJSON(ctx context.Context, name, suffix string, v any) error {
+	return s.getJSON(ctx, s.RestoreFile(name, suffix), true, v)
+}
+
+// RestoreSignedURL returns a URL, valid for ttl, of one of a restore's files.
+func (s *BackupStore) RestoreSignedURL(ctx context.Context, name, suffix string, ttl time.Duration) (string, error) {
+	key := s.RestoreFile(name, suffix)
+	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("restore %s has no restore-%s%s file in its location", name, name, suffix)
 	}
 	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/salvor-dev/salvor/pkg/metrics"
 	"github.com/salvor-dev/salvor/pkg/operations"
 	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/pkg/restore"
 )
 
 type options struct {
@@ -40,6 +41,8 @@ type options struct {
 	pluginTimeouts       map[string]string
 	logLevel             string
 	operationSync        time.Duration
+	readyTimeout         time.Duration
+	restoreWorkers       int
 	operationTimeout     time.Duration
 }
 
@@ -71,6 +74,8 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.pluginGrace, "plugin-grace-period", 10*time.Second, "how long past its deadline a plugin call may run before the plugin is killed")
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
+	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 8 per CPU)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	return cmd
@@ -164,6 +169,11 @@ func (o *options) run(ctx context.Context) error {
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
+		&controller.RestoreReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
+			Engine:        &restore.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout},
+			MaxConcurrent: o.maxConcurrentBackups,
+		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
 			Dynamic: dyn, Discovery: disc, Log: logger,

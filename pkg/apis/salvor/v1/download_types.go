@@ -5,7 +5,7 @@ import (
 )
 
 // DownloadTargetKind names a file of a backup that can be downloaded.
-// +kubebuilder:validation:Enum=BackupLog;BackupResults;BackupResourceList;BackupItemOperations;BackupContents
+// +kubebuilder:validation:Enum=BackupLog;BackupResults;BackupResourceList;BackupItemOperations;BackupContents;RestoreLog;RestoreResults;RestoreItemOperations
 type DownloadTargetKind string
 
 const (
@@ -14,12 +14,15 @@ const (
 	DownloadTargetBackupResourceList   DownloadTargetKind = "BackupResourceList"
 	DownloadTargetBackupItemOperations DownloadTargetKind = "BackupItemOperations"
 	DownloadTargetBackupContents       DownloadTargetKind = "BackupContents"
+	DownloadTargetRestoreLog           DownloadTargetKind = "RestoreLog"
+	DownloadTargetRestoreResults       DownloadTargetKind = "RestoreResults"
+	DownloadTargetRestoreOperations    DownloadTargetKind = "RestoreItemOperations"
 )
 
 // DownloadTarget is the file asked for.
 type DownloadTarget struct {
 	Kind DownloadTargetKind `json:"kind"`
-	// Name is the backup's name.
+	// Name is the backup's or restore's name.
 	Name string `json:"name"`
 }
 

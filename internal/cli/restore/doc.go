@@ -1,0 +1,3 @@
+// Package restore holds `salvor restore`: create, get, describe, logs and
+// cancel.
+package restore

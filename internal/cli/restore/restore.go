@@ -1,0 +1,353 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clibackup "github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/controller"
+)
+
+// NewCommand returns `salvor restore` and its verbs.
+func NewCommand(k *kube.Options) *cobra.Command {
+	cmd := &cobra.Command{Use: "restore", Aliases: []string{"restores"}, Short: "Work with restores"}
+	cmd.AddCommand(newCreate(k), newGet(k), newDescribe(k), newLogs(k), newCancel(k))
+	return cmd
+}
+
+type createOptions struct {
+	backup                               string
+	includeNamespaces, excludeNamespaces []string
+	includeResources, excludeResources   []string
+	selector                             string
+	mappings                             []string
+	existing                             string
+	restoreVolumes                       string
+	itemOperationTimeout                 time.Duration
+	wait                                 bool
+}
+
+func newCreate(k *kube.Options) *cobra.Command {
+	o := &createOptions{}
+	cmd := &cobra.Command{
+		Use:   "create [NAME] --from-backup BACKUP",
+		Short: "Restore from a backup",
+		Example: `  salvor restore create --from-backup nightly --wait
+  salvor restore create shop-copy --from-backup nightly --include-namespaces shop --namespace-mappings shop:shop-copy
+  salvor restore create --from-backup nightly --existing-resource-policy update`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.backup == "" {
+				return fmt.Errorf("--from-backup is required: name the backup to restore")
+			}
+			mapping := map[string]string{}
+			for _, m := range o.mappings {
+				from, to, ok := strings.Cut(m, ":")
+				if !ok || from == "" || to == "" {
+					return fmt.Errorf("--namespace-mappings %q: want from:to, e.g. shop:shop-copy", m)
+				}
+				mapping[from] = to
+			}
+			if len(mapping) == 0 {
+				mapping = nil
+			}
+			name := o.backup + "-" + time.Now().UTC().Format("20060102150405")
+			if len(args) == 1 {
+				name = args[0]
+			}
+			rs := &salvorv1.Restore{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace},
+				Spec: salvorv1.RestoreSpec{
+					BackupName:             o.backup,
+					IncludedNamespaces:     o.includeNamespaces,
+					ExcludedNamespaces:     o.excludeNamespaces,
+					IncludedResources:      o.includeResources,
+					ExcludedResources:      o.excludeResources,
+					NamespaceMapping:       mapping,
+					ExistingResourcePolicy: salvorv1.ExistingResourcePolicy(o.existing),
+					ItemOperationTimeout:   metav1.Duration{Duration: o.itemOperationTimeout},
+				},
+			}
+			if o.selector != "" {
+				sel, err := metav1.ParseToLabelSelector(o.selector)
+				if err != nil {
+					return fmt.Errorf("--selector %q: %w", o.selector, err)
+				}
+				rs.Spec.LabelSelector = sel
+			}
+			if o.restoreVolumes != "" {
+				v := o.restoreVolumes == "true"
+				if o.restoreVolumes != "true" && o.restoreVolumes != "false" {
+					return fmt.Errorf("--restore-volumes=%q: want true or false", o.restoreVolumes)
+				}
+				rs.Spec.RestorePVs = &v
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.Create(cmd.Context(), rs); err != nil {
+				return fmt.Errorf("creating restore %s: %w", name, err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Restore %q submitted.\n", name)
+			if !o.wait {
+				fmt.Fprintf(out, "Run `salvor restore describe %s` to see how it goes.\n", name)
+				return nil
+			}
+			final, err := wait(cmd.Context(), c, rs, out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Restore %s: %s. Run `salvor restore describe %s` for details.\n", final.Name, final.Status.Phase, final.Name)
+			if final.Status.Phase != salvorv1.RestorePhaseCompleted {
+				return fmt.Errorf("restore %s ended %s", final.Name, final.Status.Phase)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.backup, "from-backup", "", "the backup to restore")
+	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore (default: all in the backup)")
+	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
+	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to restore (default: all)")
+	f.StringSliceVar(&o.excludeResources, "exclude-resources", nil, "resources to leave out")
+	f.StringVarP(&o.selector, "selector", "l", "", "restore only items whose labels match")
+	f.StringSliceVar(&o.mappings, "namespace-mappings", nil, "restore namespaces under other names: from:to pairs, comma-separated")
+	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")
+	f.StringVar(&o.restoreVolumes, "restore-volumes", "", "recreate volumes from their snapshots: true or false (default: true)")
+	f.Lookup("restore-volumes").NoOptDefVal = "true"
+	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")
+	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the restore to finish, showing its progress")
+	return cmd
+}
+
+func restoreFinished(p salvorv1.RestorePhase) bool {
+	switch p {
+	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+func phase(rs *salvorv1.Restore) string {
+	if rs.Status.Phase == "" {
+		return "New"
+	}
+	return string(rs.Status.Phase)
+}
+
+func progress(rs *salvorv1.Restore) (int, int) {
+	if p := rs.Status.Progress; p != nil {
+		return p.ItemsRestored, p.TotalItems
+	}
+	return 0, 0
+}
+
+func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Writer) (*salvorv1.Restore, error) {
+	last := ""
+	for {
+		cur := &salvorv1.Restore{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
+			return nil, fmt.Errorf("watching restore %s: %w", rs.Name, err)
+		}
+		done, total := progress(cur)
+		line := fmt.Sprintf("%s: %d of %d items restored", phase(cur), done, total)
+		if n := cur.Status.RestoreItemOperationsAttempted; n > 0 {
+			line += fmt.Sprintf("; operations %d of %d completed, %d failed", cur.Status.RestoreItemOperationsCompleted, n, cur.Status.RestoreItemOperationsFailed)
+		}
+		if line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+		if restoreFinished(cur.Status.Phase) {
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped waiting for restore %s (it goes on in the server): %w", rs.Name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func newGet(k *kube.Options) *cobra.Command {
+	var format output.Format
+	cmd := &cobra.Command{
+		Use: "get [NAME...]", Short: "List restores", Example: "  salvor restore get\n  salvor restore get r1 -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := format.Validate(); err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			var items []salvorv1.Restore
+			for _, n := range args {
+				rs := &salvorv1.Restore{}
+				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: n}, rs); err != nil {
+					return fmt.Errorf("restore %s: %w", n, err)
+				}
+				items = append(items, *rs)
+			}
+			if len(args) == 0 {
+				list := &salvorv1.RestoreList{}
+				if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
+					return err
+				}
+				items = list.Items
+			}
+			var v any = items
+			if len(args) == 1 {
+				v = items[0]
+			}
+			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
+				return err
+			}
+			var rows [][]string
+			for i := range items {
+				rs := &items[i]
+				done, total := progress(rs)
+				rows = append(rows, []string{rs.Name, rs.Spec.BackupName, phase(rs), fmt.Sprintf("%d/%d", done, total),
+					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), time.Since(rs.CreationTimestamp.Time).Round(time.Second).String()})
+			}
+			return output.Table(cmd.OutOrStdout(), []string{"NAME", "BACKUP", "STATUS", "ITEMS", "ERRORS", "WARNINGS", "AGE"}, rows)
+		},
+	}
+	output.AddFlag(cmd.Flags(), &format)
+	return cmd
+}
+
+func newDescribe(k *kube.Options) *cobra.Command {
+	var format output.Format
+	var details bool
+	cmd := &cobra.Command{
+		Use: "describe NAME", Short: "Show a restore's spec, progress and outcome", Example: "  salvor restore describe r1 --details",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := format.Validate(); err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			rs := &salvorv1.Restore{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, rs); err != nil {
+				return fmt.Errorf("restore %s: %w", args[0], err)
+			}
+			if done, err := format.Structured(cmd.OutOrStdout(), rs); done {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			s, st := rs.Spec, rs.Status
+			fmt.Fprintf(w, "Name:         %s\nBackup:       %s\nPhase:        %s\n", rs.Name, s.BackupName, phase(rs))
+			if st.FailureReason != "" {
+				fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
+			}
+			for _, v := range st.ValidationErrors {
+				fmt.Fprintf(w, "Validation:   %s\n", v)
+			}
+			var maps []string
+			for from, to := range s.NamespaceMapping {
+				maps = append(maps, from+" → "+to)
+			}
+			policy := string(s.ExistingResourcePolicy)
+			if policy == "" {
+				policy = "none"
+			}
+			fmt.Fprintf(w, "Namespaces:   %s (excluded: %s)\nMappings:     %s\nExisting resources: %s\n",
+				list(s.IncludedNamespaces, "*"), list(s.ExcludedNamespaces, "<none>"), list(maps, "<none>"), policy)
+			done, total := progress(rs)
+			fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+			if n := st.RestoreItemOperationsAttempted; n > 0 {
+				fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n", st.RestoreItemOperationsCompleted, n,
+					st.RestoreItemOperationsFailed, n-st.RestoreItemOperationsCompleted-st.RestoreItemOperationsFailed)
+			}
+			if details && (st.Errors > 0 || st.Warnings > 0) {
+				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				defer cancel()
+				rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreResults, rs.Name)
+				if err != nil {
+					fmt.Fprintf(w, "\nResults: not available (%v)\n", err)
+					return nil
+				}
+				defer rc.Close()
+				b, _ := io.ReadAll(rc)
+				fmt.Fprintf(w, "\nResults:\n%s\n", strings.TrimSpace(string(b)))
+			}
+			return nil
+		},
+	}
+	output.AddFlag(cmd.Flags(), &format)
+	cmd.Flags().BoolVar(&details, "details", false, "also show the warnings and errors")
+	return cmd
+}
+
+func list(v []string, empty string) string {
+	if len(v) == 0 {
+		return empty
+	}
+	return strings.Join(v, ", ")
+}
+
+func newLogs(k *kube.Options) *cobra.Command {
+	return &cobra.Command{
+		Use: "logs NAME", Short: "Print a restore's log", Example: "  salvor restore logs r1", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreLog, args[0])
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			return err
+		},
+	}
+}
+
+func newCancel(k *kube.Options) *cobra.Command {
+	return &cobra.Command{
+		Use: "cancel NAME", Short: "Stop a restore", Example: "  salvor restore cancel r1", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			rs := &salvorv1.Restore{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, rs); err != nil {
+				return fmt.Errorf("restore %s: %w", args[0], err)
+			}
+			if restoreFinished(rs.Status.Phase) {
+				return fmt.Errorf("restore %s has already ended (%s)", rs.Name, rs.Status.Phase)
+			}
+			patch := client.MergeFrom(rs.DeepCopy())
+			if rs.Annotations == nil {
+				rs.Annotations = map[string]string{}
+			}
+			rs.Annotations[controller.CancelAnnotation] = "true"
+			if err := c.Patch(cmd.Context(), rs, patch); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Restore %q is being cancelled.\n", rs.Name)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,212 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/restore"
+)
+
+// RestoreReconciler runs restores.
+type RestoreReconciler struct {
+	Client        client.Client
+	APIReader     client.Reader
+	Engine        *restore.Engine
+	Locations     *Locations
+	Log           *slog.Logger
+	MaxConcurrent int
+
+	running sync.Map
+}
+
+// SetupWithManager registers the reconciler.
+func (r *RestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.MaxConcurrent <= 0 {
+		r.MaxConcurrent = 2
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).Complete(r)
+}
+
+func restoreDone(p salvorv1.RestorePhase) bool {
+	switch p {
+	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+		return true
+	}
+	return false
+}
+
+func updateRestoreStatus(ctx context.Context, c client.Client, rs *salvorv1.Restore) error {
+	cur := rs.DeepCopy()
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
+				return err
+			}
+			cur.Status = rs.Status
+		}
+		first = false
+		if err := c.Status().Update(ctx, cur); err != nil {
+			return err
+		}
+		rs.ResourceVersion = cur.ResourceVersion
+		return nil
+	})
+}
+
+func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.String()
+	if cancel, mine := r.running.Load(key); mine {
+		rs := &salvorv1.Restore{}
+		if err := r.Client.Get(ctx, req.NamespacedName, rs); err == nil && rs.Annotations[CancelAnnotation] != "" {
+			cancel.(context.CancelCauseFunc)(errCancelled)
+		}
+		return ctrl.Result{}, nil
+	}
+	rs := &salvorv1.Restore{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, rs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if restoreDone(rs.Status.Phase) || rs.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if rs.Status.Phase != "" && rs.Status.Phase != salvorv1.RestorePhaseNew && rs.Status.Phase != salvorv1.RestorePhaseInProgress {
+		return ctrl.Result{}, nil // operations are the operations controller's
+	}
+	b := &salvorv1.Backup{}
+	problems := restore.Validate(rs.Spec)
+	if rs.Spec.BackupName != "" {
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.BackupName}, b)
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, fmt.Sprintf("backup %q does not exist in namespace %s: name an existing backup (salvor backup get lists them)", rs.Spec.BackupName, rs.Namespace))
+		case err != nil:
+			return ctrl.Result{}, err
+		case b.Status.Phase != salvorv1.BackupPhaseCompleted && b.Status.Phase != salvorv1.BackupPhasePartiallyFailed:
+			problems = append(problems, fmt.Sprintf("backup %q is %s: only a Completed or PartiallyFailed backup can be restored", b.Name, b.Status.Phase))
+		}
+	}
+	if len(problems) > 0 {
+		rs.Status.Phase, rs.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
+		return ctrl.Result{}, updateRestoreStatus(ctx, r.Client, rs)
+	}
+	if rs.Annotations[CancelAnnotation] != "" {
+		return ctrl.Result{}, r.fail(ctx, rs, "cancelled by user before it started")
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.running.Store(key, cancel)
+	defer r.running.Delete(key)
+	now := metav1.Now()
+	rs.Status.Phase, rs.Status.StartTimestamp, rs.Status.Progress = salvorv1.RestorePhaseInProgress, &now, &salvorv1.RestoreProgress{}
+	if err := updateRestoreStatus(ctx, r.Client, rs); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.run(runCtx, ctx, rs, b, cancel)
+	return ctrl.Result{}, nil
+}
+
+func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reason string) error {
+	now := metav1.Now()
+	rs.Status.Phase, rs.Status.FailureReason, rs.Status.CompletionTimestamp = salvorv1.RestorePhaseFailed, reason, &now
+	r.Log.Error("restore failed", "restore", rs.Namespace+"/"+rs.Name, "reason", reason)
+	return updateRestoreStatus(ctx, r.Client, rs)
+}
+
+func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup, cancel context.CancelCauseFunc) {
+	log, err := newBackupLog(r.Log, b.Name)
+	if err != nil {
+		_ = r.fail(ctx, rs, err.Error())
+		return
+	}
+	defer log.remove()
+	restoreLog := log.With("restore", rs.Name)
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		_ = r.fail(ctx, rs, err.Error())
+		return
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		_ = r.fail(ctx, rs, err.Error())
+		return
+	}
+	tarball, err := store.GetTarball(runCtx, b.Name)
+	if err != nil {
+		_ = r.fail(ctx, rs, fmt.Sprintf("reading backup %s from location %s: %v", b.Name, bsl.Name, err))
+		return
+	}
+	defer tarball.Close()
+	var mu sync.Mutex
+	out, err := r.Engine.Run(runCtx, rs, tarball, restoreLog, func(p restore.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		patch := client.MergeFrom(rs.DeepCopy())
+		rs.Status.Progress = &salvorv1.RestoreProgress{TotalItems: p.TotalItems, ItemsRestored: p.ItemsRestored}
+		if err := r.Client.Status().Patch(ctx, rs, patch); err != nil {
+			r.Log.Warn("recording restore progress", "restore", rs.Name, "error", err)
+		}
+		if rs.Annotations[CancelAnnotation] != "" {
+			cancel(errCancelled)
+		}
+	})
+	if err != nil {
+		reason := err.Error()
+		if c := context.Cause(runCtx); c != nil {
+			reason = c.Error()
+		}
+		_ = r.fail(ctx, rs, reason)
+		return
+	}
+	now := metav1.Now()
+	rs.Status.Progress = &salvorv1.RestoreProgress{TotalItems: out.Progress.TotalItems, ItemsRestored: out.Progress.ItemsRestored}
+	rs.Status.Errors, rs.Status.Warnings = out.Results.Errors.Count(), out.Results.Warnings.Count()
+	rs.Status.RestoreItemOperationsAttempted = len(out.Operations)
+	rs.Status.Phase = salvorv1.RestorePhaseCompleted
+	if rs.Status.Errors > 0 {
+		rs.Status.Phase = salvorv1.RestorePhasePartiallyFailed
+	}
+	if len(out.Operations) > 0 {
+		rs.Status.Phase = salvorv1.RestorePhaseWaitingForPluginOperations
+		if rs.Status.Errors > 0 {
+			rs.Status.Phase = salvorv1.RestorePhaseWaitingForPluginOperationsPartiallyFailed
+		}
+	} else {
+		rs.Status.CompletionTimestamp = &now
+	}
+	restoreLog.Info("restore finished its pass", "phase", rs.Status.Phase, "items", out.Progress.ItemsRestored)
+	if err := r.writeFiles(ctx, store, rs, log, &out.Results, out.Operations); err != nil {
+		r.Log.Warn("writing a restore's files", "restore", rs.Name, "error", err)
+	}
+	if err := updateRestoreStatus(ctx, r.Client, rs); err != nil {
+		r.Log.Error("recording the end of a restore", "restore", rs.Name, "error", err)
+	}
+}
+
+func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, log *backupLog, results *persistence.Results, ops []itemoperation.RestoreOperation) error {
+	if logs, err := log.finish(); err == nil {
+		store.PutRestoreLogs(ctx, rs.Name, logs)
+	}
+	results.Normalize()
+	if err := store.PutRestoreJSON(ctx, rs.Name, "-results.gz", results); err != nil {
+		return err
+	}
+	if ops == nil {
+		ops = []itemoperation.RestoreOperation{}
+	}
+	return store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", ops)
+}
+

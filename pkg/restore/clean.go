@@ -1,0 +1,66 @@
+package restore
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Labels Salvor puts on what it restores.
+const (
+	BackupNameLabel  = "salvor.dev/backup-name"
+	RestoreNameLabel = "salvor.dev/restore-name"
+)
+
+// Clean makes a backed-up object creatable: it drops what the API server
+// owns or would refuse (identity, versions, timestamps, managed fields,
+// owner references to objects whose UIDs are gone, status, a Service's
+// allocated IPs and node ports), and labels it with the backup and restore.
+func Clean(obj *unstructured.Unstructured, backup, restore string) {
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink", "ownerReferences"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status")
+	switch obj.GroupVersionKind().GroupKind().String() {
+	case "Service":
+		if ip, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ip != "None" {
+			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
+			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
+		}
+		unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
+		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
+			for _, p := range ports {
+				if m, ok := p.(map[string]any); ok {
+					delete(m, "nodePort")
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+		}
+	case "PersistentVolume":
+		for _, f := range []string{"uid", "resourceVersion"} {
+			unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", f)
+		}
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[BackupNameLabel] = backup
+	labels[RestoreNameLabel] = restore
+	obj.SetLabels(labels)
+}
+
+// comparable strips what differs between a live object and a restored one
+// without the user having changed anything, for the "none" policy's
+// warning.
+func comparable(obj *unstructured.Unstructured) map[string]any {
+	c := obj.DeepCopy()
+	Clean(c, "", "")
+	labels := c.GetLabels()
+	delete(labels, BackupNameLabel)
+	delete(labels, RestoreNameLabel)
+	if len(labels) == 0 {
+		labels = nil
+	}
+	c.SetLabels(labels)
+	return c.Object
+}

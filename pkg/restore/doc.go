@@ -1,0 +1,25 @@
+// Package restore is Salvor's restore engine: it brings a backup's items
+// back into a cluster.
+//
+// # Safe reading
+//
+// The tarball is untrusted: it is read and checked whole (package archive)
+// and its items spooled to local files, one per priority tier, before
+// anything is created. A tarball that fails any check creates nothing.
+//
+// # Order and speed
+//
+// Items are restored tier by tier — custom resource definitions first (and
+// waited on until established), then namespaces, storage classes, volumes
+// and claims, secrets and config maps, service accounts, ..., then
+// everything else — and inside a tier by a bounded pool of workers, one API
+// call per item where possible.
+//
+// # Plugins
+//
+// RestoreItemActions (v1 through the adapter, v2) run on each item: they may
+// change it, skip it, name additional items to restore first and ask to wait
+// until those are ready, and start long-running operations. A wait never
+// stalls the other workers, and a wait that times out or fails is an error
+// in the results while the item is still restored.
+package restore

@@ -1,0 +1,670 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"reflect"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/pkg/persistence"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// Engine runs restores.
+type Engine struct {
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	Plugins   *host.Manager
+	// Workers per tier; 0 means 8 per CPU.
+	Workers int
+	// Tiers overrides DefaultTiers.
+	Tiers []string
+	// ReadyTimeout bounds waits for additional items when the plugin names
+	// none (default 10m).
+	ReadyTimeout time.Duration
+}
+
+// Progress is how far a restore has got.
+type Progress struct {
+	TotalItems    int
+	ItemsRestored int
+}
+
+// Outcome is what a restore did.
+type Outcome struct {
+	Progress   Progress
+	Results    persistence.Results
+	Operations []itemoperation.RestoreOperation
+}
+
+// Validate checks a Restore's spec, returning what to fix.
+func Validate(spec salvorv1.RestoreSpec) []string {
+	var problems []string
+	if spec.BackupName == "" {
+		problems = append(problems, "backupName is required")
+	}
+	if p := backup.Validate(salvorv1.BackupSpec{
+		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
+		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources, LabelSelector: spec.LabelSelector,
+	}); len(p) > 0 {
+		problems = append(problems, p...)
+	}
+	targets := map[string]string{}
+	for from, to := range spec.NamespaceMapping {
+		if from == "" || to == "" {
+			problems = append(problems, fmt.Sprintf("namespaceMapping %q→%q: both sides must be namespace names", from, to))
+			continue
+		}
+		if errs := validationDNSLabel(to); errs != "" {
+			problems = append(problems, fmt.Sprintf("namespaceMapping %s:%s: %q is not a valid namespace name: %s", from, to, to, errs))
+		}
+		if other, dup := targets[to]; dup {
+			problems = append(problems, fmt.Sprintf("namespaceMapping maps both %s and %s to %s: map each to its own namespace", other, from, to))
+		}
+		targets[to] = from
+	}
+	switch spec.ExistingResourcePolicy {
+	case "", salvorv1.ExistingResourcePolicyNone, salvorv1.ExistingResourcePolicyUpdate:
+	default:
+		problems = append(problems, fmt.Sprintf("existingResourcePolicy %q: must be none or update", spec.ExistingResourcePolicy))
+	}
+	return problems
+}
+
+type entry struct {
+	gr         schema.GroupResource
+	apiVersion string
+	namespace  string // in the backup
+	name       string
+	tier       int
+	selected   bool
+	offset     int64
+	length     int
+}
+
+func key(gr schema.GroupResource, ns, name string) string { return gr.String() + "/" + ns + "/" + name }
+
+type run struct {
+	e        *Engine
+	restore  *salvorv1.Restore
+	log      *slog.Logger
+	dir      string
+	spools   []*os.File
+	index    map[string]*entry
+	tiers    []string
+	actions  []action
+	policy   salvorv1.ExistingResourcePolicy
+	selector labels.Selector
+
+	mu         sync.Mutex
+	resources  map[schema.GroupResource]backup.Resource
+	results    persistence.Results
+	operations []itemoperation.RestoreOperation
+	done       sync.Map // key → *itemDone
+	restored   atomic.Int64
+	total      atomic.Int64
+}
+
+type action struct {
+	a   host.RestoreItemAction
+	sel api.ResourceSelector
+}
+
+type itemDone struct {
+	once sync.Once
+}
+
+func (r *run) addError(ns, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Errors.Add(false, ns, msg)
+	r.log.Error(msg, "namespace", ns)
+}
+
+func (r *run) addWarning(ns, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Warnings.Add(false, ns, msg)
+	r.log.Warn(msg, "namespace", ns)
+}
+
+// Run restores restore's selection of the tarball. A tarball that fails its
+// checks is an error and creates nothing.
+func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	sel := labels.Everything()
+	if rs.Spec.LabelSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(rs.Spec.LabelSelector); err != nil {
+			return nil, fmt.Errorf("labelSelector: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "salvor-restore-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tiers := e.Tiers
+	if len(tiers) == 0 {
+		tiers = DefaultTiers
+	}
+	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[string]*entry{}, tiers: tiers,
+		policy: rs.Spec.ExistingResourcePolicy, selector: sel}
+	if r.policy == "" {
+		r.policy = salvorv1.ExistingResourcePolicyNone
+	}
+	defer func() {
+		for _, f := range r.spools {
+			f.Close()
+		}
+	}()
+	if err := r.spool(tarball); err != nil {
+		return nil, err
+	}
+	if err := r.discover(); err != nil {
+		return nil, err
+	}
+	if err := r.loadActions(ctx); err != nil {
+		return nil, err
+	}
+	stop := r.reportProgress(onProgress)
+	err = r.restoreAll(ctx)
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.results, Operations: r.operations}
+	if onProgress != nil {
+		onProgress(out.Progress)
+	}
+	log.Info("restore pass finished", "items", out.Progress.ItemsRestored, "of", out.Progress.TotalItems,
+		"errors", r.results.Errors.Count(), "warnings", r.results.Warnings.Count())
+	return out, nil
+}
+
+// spool checks the whole tarball and writes its items, one file per tier.
+func (r *run) spool(tarball io.Reader) error {
+	n := len(r.tiers) + 1
+	offsets := make([]int64, n)
+	for i := 0; i < n; i++ {
+		f, err := os.Create(fmt.Sprintf("%s/tier-%02d.jsonl", r.dir, i))
+		if err != nil {
+			return err
+		}
+		r.spools = append(r.spools, f)
+	}
+	spec := r.restore.Spec
+	_, err := archive.Read(tarball, func(e archive.Entry) error {
+		if e.Version != "" {
+			return nil // the top-level copy is the one restored
+		}
+		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
+		body, err := json.Marshal(e.Object.Object)
+		if err != nil {
+			return err
+		}
+		t := tierOf(r.tiers, gr)
+		if _, err := r.spools[t].Write(append(body, '\n')); err != nil {
+			return err
+		}
+		it := &entry{gr: gr, apiVersion: e.Object.GetAPIVersion(), namespace: e.Namespace, name: e.Name, tier: t,
+			offset: offsets[t], length: len(body)}
+		offsets[t] += int64(len(body)) + 1
+		it.selected = r.selects(it, e.Object)
+		r.index[key(gr, e.Namespace, e.Name)] = it
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", spec.BackupName, err)
+	}
+	for _, it := range r.index {
+		if it.selected {
+			r.total.Add(1)
+		}
+	}
+	return nil
+}
+
+func matches(names []string, gr schema.GroupResource) bool {
+	for _, n := range names {
+		if n == "*" || n == gr.Resource || n == gr.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func nsMatches(names []string, ns string) bool {
+	for _, n := range names {
+		if n == "*" || n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// selects applies the restore's filters to an item of the backup.
+func (r *run) selects(it *entry, obj *unstructured.Unstructured) bool {
+	spec := r.restore.Spec
+	if matches(DefaultExcluded, it.gr) && !matches(spec.IncludedResources, it.gr) {
+		return false
+	}
+	if matches(spec.ExcludedResources, it.gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, it.gr)) {
+		return false
+	}
+	ns := it.namespace
+	if it.gr == (schema.GroupResource{Resource: "namespaces"}) {
+		ns = it.name
+	}
+	if ns != "" {
+		if nsMatches(spec.ExcludedNamespaces, ns) || (len(spec.IncludedNamespaces) > 0 && !nsMatches(spec.IncludedNamespaces, ns)) {
+			return false
+		}
+	}
+	return r.selector.Matches(labels.Set(obj.GetLabels()))
+}
+
+func (r *run) discover() error {
+	all, err := backup.Discover(r.e.Discovery)
+	if err != nil {
+		return err
+	}
+	m := map[schema.GroupResource]backup.Resource{}
+	for _, res := range all {
+		m[res.GVR.GroupResource()] = res
+	}
+	r.mu.Lock()
+	r.resources = m
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *run) loadActions(ctx context.Context) error {
+	if r.e.Plugins == nil {
+		return nil
+	}
+	all, err := host.All[host.RestoreItemAction](ctx, r.e.Plugins)
+	if err != nil {
+		return err
+	}
+	for _, a := range all {
+		sel, err := a.AppliesTo(ctx)
+		if err != nil {
+			return fmt.Errorf("asking RestoreItemAction %s what it applies to: %w", a.Name(), err)
+		}
+		r.actions = append(r.actions, action{a: a, sel: sel})
+	}
+	return nil
+}
+
+func (r *run) reportProgress(onProgress func(Progress)) func() {
+	if onProgress == nil {
+		return func() {}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				onProgress(Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())})
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// targetNamespace maps a backup namespace to the one restored into.
+func (r *run) targetNamespace(ns string) string {
+	if to, ok := r.restore.Spec.NamespaceMapping[ns]; ok {
+		return to
+	}
+	return ns
+}
+
+func (r *run) load(it *entry) (*unstructured.Unstructured, error) {
+	buf := make([]byte, it.length)
+	if _, err := r.spools[it.tier].ReadAt(buf, it.offset); err != nil {
+		return nil, fmt.Errorf("reading %s from the spool: %w", it.name, err)
+	}
+	obj := &unstructured.Unstructured{}
+	return obj, json.Unmarshal(buf, &obj.Object)
+}
+
+// restoreAll restores tier by tier.
+func (r *run) restoreAll(ctx context.Context) error {
+	if err := r.ensureNamespaces(ctx); err != nil {
+		return err
+	}
+	byTier := make([][]*entry, len(r.tiers)+1)
+	for _, it := range r.index {
+		if it.selected {
+			byTier[it.tier] = append(byTier[it.tier], it)
+		}
+	}
+	workers := r.e.Workers
+	if workers <= 0 {
+		workers = 8 * runtime.NumCPU()
+	}
+	for t, items := range byTier {
+		if len(items) == 0 {
+			continue
+		}
+		sort.Slice(items, func(i, j int) bool {
+			return key(items[i].gr, items[i].namespace, items[i].name) < key(items[j].gr, items[j].namespace, items[j].name)
+		})
+		queue := make(chan *entry)
+		var wg sync.WaitGroup
+		for range min(workers, len(items)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for it := range queue {
+					r.restoreItem(ctx, it, "")
+				}
+			}()
+		}
+		for _, it := range items {
+			select {
+			case queue <- it:
+			case <-ctx.Done():
+			}
+		}
+		close(queue)
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("restore %s stopped: %w", r.restore.Name, context.Cause(ctx))
+		}
+		if t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io" {
+			r.waitEstablished(ctx, items)
+			if err := r.discover(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensureNamespaces creates the target namespaces that the backup does not
+// hold a Namespace object for (or whose object is not selected).
+func (r *run) ensureNamespaces(ctx context.Context) error {
+	need := map[string]bool{}
+	for _, it := range r.index {
+		if it.selected && it.namespace != "" {
+			need[it.namespace] = true
+		}
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	for ns := range need {
+		if it, ok := r.index[key(schema.GroupResource{Resource: "namespaces"}, "", ns)]; ok && it.selected {
+			continue // restored from the backup, mapped, in its tier
+		}
+		target := r.targetNamespace(ns)
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind("Namespace")
+		obj.SetName(target)
+		Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+		if _, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.addError(target, fmt.Sprintf("creating namespace %s: %v", target, err))
+		}
+	}
+	return nil
+}
+
+func (r *run) waitEstablished(ctx context.Context, crds []*entry) {
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	deadline := time.Now().Add(time.Minute)
+	for _, it := range crds {
+		for {
+			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, it.name, metav1.GetOptions{})
+			if err == nil && established(obj) {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				r.addWarning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", it.name))
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func established(obj *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(gr schema.GroupResource, ns, name string) string {
+	if ns == "" {
+		return fmt.Sprintf("%s %s", gr, name)
+	}
+	return fmt.Sprintf("%s %s/%s", gr, ns, name)
+}
+
+// restoreItem restores one item (once, however often it is asked for).
+func (r *run) restoreItem(ctx context.Context, it *entry, requestedBy string) {
+	d, _ := r.done.LoadOrStore(key(it.gr, it.namespace, it.name), &itemDone{})
+	d.(*itemDone).once.Do(func() { r.doRestore(ctx, it, requestedBy) })
+}
+
+func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
+	if !it.selected {
+		// An additional item a plugin asked for, outside the filters.
+		r.total.Add(1)
+	}
+	obj, err := r.load(it)
+	what := describe(it.gr, it.namespace, it.name)
+	if err != nil {
+		r.addError(it.namespace, fmt.Sprintf("%s: %v", what, err))
+		return
+	}
+	fromBackup := obj.DeepCopy()
+	target := r.targetNamespace(it.namespace)
+	if it.namespace != "" {
+		obj.SetNamespace(target)
+	}
+	if it.gr == (schema.GroupResource{Resource: "namespaces"}) {
+		obj.SetName(r.targetNamespace(it.name))
+	}
+	for _, act := range r.actions {
+		ok, err := backup.Matches(act.sel, it.gr, obj.GetKind(), target, obj.GetLabels())
+		if err != nil || !ok {
+			continue
+		}
+		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
+		if err != nil {
+			r.addError(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.a.Name(), err))
+			return
+		}
+		if res.SkipRestore {
+			r.log.Info("skipped by a plugin", "item", what, "plugin", act.a.Name())
+			r.restored.Add(1)
+			return
+		}
+		if res.Item != nil {
+			obj = res.Item
+		}
+		for _, extra := range res.AdditionalItems {
+			dep, ok := r.index[key(extra.GroupResource, extra.Namespace, extra.Name)]
+			if !ok {
+				r.addWarning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
+				continue
+			}
+			r.restoreItem(ctx, dep, what)
+		}
+		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {
+			r.waitReady(ctx, act.a, res, what, target)
+		}
+		if res.OperationID != "" {
+			r.addOperation(act.a.Name(), it, target, res.OperationID)
+		}
+	}
+	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+	r.create(ctx, it, obj, what, target)
+}
+
+// waitReady polls AreAdditionalItemsReady with backoff until the plugin's
+// timeout (or the server's); only this worker waits.
+func (r *run) waitReady(ctx context.Context, a host.RestoreItemAction, res host.RestoreResult, what, ns string) {
+	timeout := res.AdditionalItemsReadyTimeout
+	if timeout <= 0 {
+		timeout = r.e.ReadyTimeout
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	interval := 100 * time.Millisecond
+	for {
+		ready, err := a.AreAdditionalItemsReady(ctx, res.AdditionalItems, r.restore)
+		if err != nil {
+			r.addError(ns, fmt.Sprintf("%s: RestoreItemAction %s could not tell whether its additional items are ready: %v; restoring the item anyway", what, a.Name(), err))
+			return
+		}
+		if ready {
+			return
+		}
+		if time.Now().Add(interval).After(deadline) {
+			r.addError(ns, fmt.Sprintf("%s: the additional items RestoreItemAction %s waits for were not ready after %s; restoring the item anyway", what, a.Name(), timeout))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+		interval = min(2*interval, 5*time.Second)
+	}
+}
+
+func (r *run) addOperation(plugin string, it *entry, ns, id string) {
+	now := metav1.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.operations = append(r.operations, itemoperation.RestoreOperation{
+		Spec: itemoperation.RestoreOperationSpec{
+			RestoreName: r.restore.Name, RestoreUID: string(r.restore.UID), RestoreItemAction: plugin,
+			ResourceIdentifier: itemoperation.ResourceIdentifier{Group: it.gr.Group, Resource: it.gr.Resource, Namespace: ns, Name: it.name},
+			OperationID:        id,
+		},
+		Status: itemoperation.Status{Phase: itemoperation.PhaseNew, Created: &now},
+	})
+}
+
+// gvrFor picks the version to create an item at: the backed-up version if
+// the cluster serves it, else the cluster's preferred one.
+func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, bool) {
+	r.mu.Lock()
+	res, ok := r.resources[it.gr]
+	r.mu.Unlock()
+	if !ok {
+		return schema.GroupVersionResource{}, false, false
+	}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil || gv.Group != it.gr.Group {
+		return res.GVR, res.Namespaced, true
+	}
+	return gv.WithResource(it.gr.Resource), res.Namespaced, true
+}
+
+func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, what, ns string) {
+	gvr, namespaced, ok := r.gvrFor(it, obj)
+	if !ok {
+		r.addError(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.gr))
+		return
+	}
+	client := r.e.Dynamic.Resource(gvr)
+	var ri dynamic.ResourceInterface = client
+	if namespaced {
+		ri = client.Namespace(obj.GetNamespace())
+	}
+	_, err := ri.Create(ctx, obj, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.restored.Add(1)
+	case apierrors.IsAlreadyExists(err):
+		r.existing(ctx, ri, obj, what, ns)
+	default:
+		if ctx.Err() == nil {
+			r.addError(ns, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+}
+
+// existing applies the existing-resource policy.
+func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, ns string) {
+	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		r.addError(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
+		return
+	}
+	if reflect.DeepEqual(comparable(live), comparable(obj)) {
+		r.restored.Add(1)
+		return
+	}
+	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
+		r.addWarning(ns, fmt.Sprintf("%s already exists and differs from the backup; left as it is (existingResourcePolicy none)", what))
+		return
+	}
+	patch := obj.DeepCopy()
+	unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
+	body, err := json.Marshal(patch.Object)
+	if err != nil {
+		r.addError(ns, fmt.Sprintf("%s: %v", what, err))
+		return
+	}
+	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		r.addError(ns, fmt.Sprintf("%s already exists and could not be updated: %v", what, err))
+		return
+	}
+	r.restored.Add(1)
+}
+
+func validationDNSLabel(s string) string {
+	if len(s) > 63 {
+		return "longer than 63 characters"
+	}
+	for i, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(s)-1
+		if !ok {
+			return "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+		}
+	}
+	if s == "" {
+		return "empty"
+	}
+	return ""
+}
+
