@@ -517,7 +517,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 			obj = res.Item
 		}
 		for _, extra := range res.AdditionalItems {
-			dep, ok := r.index[key(extra.GroupResource, extra.Namespace, extra.Name)]
+			dep, ok := r.lookup(extra)
 			if !ok {
 				r.addWarning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
 				continue
@@ -533,6 +533,22 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
 	r.create(ctx, it, obj, what, target)
+}
+
+// lookup finds an additional item in the backup. Plugins see items in
+// their target namespace, so a mapped namespace is mapped back.
+func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool) {
+	if it, ok := r.index[key(id.GroupResource, id.Namespace, id.Name)]; ok {
+		return it, true
+	}
+	for from, to := range r.restore.Spec.NamespaceMapping {
+		if to == id.Namespace {
+			if it, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
+				return it, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // waitReady polls AreAdditionalItemsReady with backoff until the plugin's
@@ -556,14 +572,15 @@ func (r *run) waitReady(ctx context.Context, a host.RestoreItemAction, res host.
 		if ready {
 			return
 		}
-		if time.Now().Add(interval).After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			r.addError(ns, fmt.Sprintf("%s: the additional items RestoreItemAction %s waits for were not ready after %s; restoring the item anyway", what, a.Name(), timeout))
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(interval):
+		case <-time.After(min(interval, left)):
 		}
 		interval = min(2*interval, 5*time.Second)
 	}

@@ -73,7 +73,10 @@ func (c *cluster) waitBackup(t testing.TB, name string, want ...salvorv1.BackupP
 	t.Helper()
 	var b *salvorv1.Backup
 	eventually(t, "backup "+name, 2*time.Minute, func() (bool, string) {
-		b = c.getBackup(t, name)
+		b = &salvorv1.Backup{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, b); err != nil {
+			return false, err.Error()
+		}
 		for _, w := range want {
 			if b.Status.Phase == w {
 				return true, ""
@@ -87,6 +90,12 @@ func (c *cluster) waitBackup(t testing.TB, name string, want ...salvorv1.BackupP
 // openStore reads a location directly, through Salvor's own plugin host.
 func openStore(t testing.TB, cfg map[string]string) *persistence.BackupStore {
 	t.Helper()
+	return persistence.New(openObjectStore(t, cfg), cfg["bucket"], "")
+}
+
+// openObjectStore is the location's raw object store.
+func openObjectStore(t testing.TB, cfg map[string]string) host.ObjectStore {
+	t.Helper()
 	m := host.NewManager(host.Options{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(m.Close)
 	ctx := context.Background()
@@ -97,7 +106,7 @@ func openStore(t testing.TB, cfg map[string]string) *persistence.BackupStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return persistence.New(s, cfg["bucket"], "")
+	return s
 }
 
 // tarball reads a backup's items, keyed "resource/namespace/name", from

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 	}
 	pluginDir = filepath.Join(dir, "plugins")
 	builds := map[string]string{"salvor": "./cmd/salvor"}
-	for _, e := range []string{"backup-action", "async-backup-action", "delete-action"} {
+	for _, e := range []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"} {
 		builds["plugins/"+e] = "./examples/" + e
 	}
 	for name, pkg := range builds {
@@ -98,7 +99,11 @@ func startCluster(t testing.TB) *cluster {
 	}
 	cfg := user.Config()
 	cfg.QPS, cfg.Burst = 1000, 2000 // client-go's default of 5/s would make setting up the tests the slow part
-	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
+	scheme := kube.Scheme()
+	if err := apiextv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

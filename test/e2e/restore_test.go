@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+var widgetGVK = schema.GroupVersionKind{Group: "example.io", Version: "v1", Kind: "Widget"}
+
+func widgetCRD() *apiextv1.CustomResourceDefinition {
+	return &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.io"},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "example.io",
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextv1.NamespaceScoped,
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object",
+					Properties: map[string]apiextv1.JSONSchemaProps{"spec": {Type: "object", XPreserveUnknownFields: ptr(true)}}}}}},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func widget(ns, name string, size int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(widgetGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.Object["spec"] = map[string]any{"size": size}
+	return u
+}
+
+// shop fills a namespace with the objects restores are checked on.
+func shop(t *testing.T, c *cluster, ns string) []client.Object {
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns, Labels: map[string]string{"app": "shop"}}, Data: map[string]string{"colour": "blue"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns}, Data: map[string][]byte{"password": []byte("hunter2")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "shop"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "shop"}},
+				Spec: corev1.PodSpec{ServiceAccountName: "shop", Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}}}},
+		widget(ns, "small", 1), widget(ns, "large", 9),
+	}
+	c.create(t, objs...)
+	return objs
+}
+
+// comparable strips what the API server owns.
+func comparableObj(t *testing.T, c *cluster, gvk schema.GroupVersionKind, ns, name string) map[string]any {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatalf("%s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
+	unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
+	labels := u.GetLabels()
+	delete(labels, "salvor.dev/backup-name")
+	delete(labels, "salvor.dev/restore-name")
+	if len(labels) == 0 {
+		labels = nil
+	}
+	u.SetLabels(labels)
+	ann := u.GetAnnotations()
+	delete(ann, "example.io/backup")
+	if len(ann) == 0 {
+		ann = nil
+	}
+	u.SetAnnotations(ann)
+	return u.Object
+}
+
+var shopKinds = []struct {
+	gvk  schema.GroupVersionKind
+	name string
+}{
+	{corev1.SchemeGroupVersion.WithKind("ConfigMap"), "settings"},
+	{corev1.SchemeGroupVersion.WithKind("Secret"), "creds"},
+	{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), "shop"},
+	{corev1.SchemeGroupVersion.WithKind("Service"), "web"},
+	{appsv1.SchemeGroupVersion.WithKind("Deployment"), "web"},
+	{widgetGVK, "small"},
+	{widgetGVK, "large"},
+}
+
+func TestRestoreRoundTripMappingAndPolicies(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, widgetCRD())
+	eventually(t, "CRD established", 30*time.Second, func() (bool, string) {
+		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
+		return err == nil, fmt.Sprint(err)
+	})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	objs := shop(t, c, "shop")
+	before := map[string]map[string]any{}
+	for _, k := range shopKinds {
+		before[k.gvk.Kind+"/"+k.name] = comparableObj(t, c, k.gvk, "shop", k.name)
+	}
+	c.mustSalvor(t, "backup", "create", "shop", "--include-namespaces", "shop", "--include-cluster-resources",
+		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.example.io,customresourcedefinitions.apiextensions.k8s.io", "--wait")
+
+	// Delete everything, the custom resource definition included, and restore.
+	for _, o := range objs {
+		if err := c.client.Delete(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.client.Delete(context.Background(), widgetCRD()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "CRD gone", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Name: "widgets.example.io"}, &apiextv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	out := c.mustSalvor(t, "restore", "create", "back", "--from-backup", "shop", "--wait")
+	if !strings.Contains(out, "Restore back: Completed") {
+		t.Fatalf("restore --wait:\n%s", out)
+	}
+	for _, k := range shopKinds {
+		got := comparableObj(t, c, k.gvk, "shop", k.name)
+		if !reflect.DeepEqual(got, before[k.gvk.Kind+"/"+k.name]) {
+			t.Errorf("%s %s differs after the restore:\n got %v\nwant %v", k.gvk.Kind, k.name, got, before[k.gvk.Kind+"/"+k.name])
+		}
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "settings"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels["salvor.dev/backup-name"] != "shop" || cm.Labels["salvor.dev/restore-name"] != "back" {
+		t.Errorf("restored object not labelled: %v", cm.Labels)
+	}
+
+	// Namespace mapping: a copy in another namespace.
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "shop", "--include-namespaces", "shop",
+		"--exclude-resources", "customresourcedefinitions.apiextensions.k8s.io", "--namespace-mappings", "shop:shop-copy", "--wait")
+	for _, k := range shopKinds {
+		if got := comparableObj(t, c, k.gvk, "shop-copy", k.name); !reflect.DeepEqual(got, before[k.gvk.Kind+"/"+k.name]) {
+			t.Errorf("%s %s in shop-copy differs from the original", k.gvk.Kind, k.name)
+		}
+	}
+
+	// Existing objects: none leaves a changed one and warns; update puts it back.
+	cm.Data["colour"] = "red"
+	if err := c.client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "restore", "create", "again", "--from-backup", "shop", "--include-namespaces", "shop", "--wait")
+	rs := c.getRestore(t, "again")
+	if rs.Status.Warnings == 0 {
+		t.Errorf("policy none gave no warning for a changed object: %+v", rs.Status)
+	}
+	details := c.mustSalvor(t, "restore", "describe", "again", "--details")
+	if !strings.Contains(details, "configmaps shop/settings already exists and differs from the backup") {
+		t.Errorf("describe --details lacks the warning:\n%s", details)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); err != nil || cm.Data["colour"] != "red" {
+		t.Errorf("policy none changed the object: %v %v", cm.Data, err)
+	}
+	c.mustSalvor(t, "restore", "create", "update", "--from-backup", "shop", "--include-namespaces", "shop", "--existing-resource-policy", "update", "--wait")
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); err != nil || cm.Data["colour"] != "blue" {
+		t.Errorf("policy update did not put the object back: %v %v", cm.Data, err)
+	}
+	logs := c.mustSalvor(t, "restore", "logs", "update")
+	if !strings.Contains(logs, "restore pass finished") {
+		t.Errorf("restore logs:\n%s", logs)
+	}
+
+	// Validation.
+	for name, tc := range map[string]struct {
+		spec salvorv1.RestoreSpec
+		want string
+	}{
+		"nobackup":   {salvorv1.RestoreSpec{BackupName: "missing"}, `backup "missing" does not exist`},
+		"badmapping": {salvorv1.RestoreSpec{BackupName: "shop", NamespaceMapping: map[string]string{"shop": "Not_A_Name"}}, "is not a valid namespace name"},
+		"twomapped":  {salvorv1.RestoreSpec{BackupName: "shop", NamespaceMapping: map[string]string{"a": "x", "b": "x"}}, "maps both"},
+	} {
+		c.create(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor"}, Spec: tc.spec})
+		rs := c.waitRestore(t, name, salvorv1.RestorePhaseFailedValidation)
+		if !strings.Contains(strings.Join(rs.Status.ValidationErrors, "; "), tc.want) {
+			t.Errorf("%s: %v, want %q", name, rs.Status.ValidationErrors, tc.want)
+		}
+	}
+	c.create(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "unfinished", Namespace: "salvor"}, Spec: salvorv1.BackupSpec{StorageLocation: "missing"}})
+	c.waitBackup(t, "unfinished", salvorv1.BackupPhaseFailedValidation)
+	c.create(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "fromunfinished", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "unfinished"}})
+	if rs := c.waitRestore(t, "fromunfinished", salvorv1.RestorePhaseFailedValidation); !strings.Contains(rs.Status.ValidationErrors[0], "only a Completed or PartiallyFailed backup can be restored") {
+		t.Errorf("restore of an unfinished backup: %v", rs.Status.ValidationErrors)
+	}
+}
+
+func (c *cluster) getRestore(t testing.TB, name string) *salvorv1.Restore {
+	t.Helper()
+	rs := &salvorv1.Restore{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, rs); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func (c *cluster) waitRestore(t testing.TB, name string, want ...salvorv1.RestorePhase) *salvorv1.Restore {
+	t.Helper()
+	var rs *salvorv1.Restore
+	eventually(t, "restore "+name, 2*time.Minute, func() (bool, string) {
+		rs = c.getRestore(t, name)
+		for _, w := range want {
+			if rs.Status.Phase == w {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s %q %v", rs.Status.Phase, rs.Status.FailureReason, rs.Status.ValidationErrors)
+	})
+	return rs
+}
+
+func TestRestoreWaitsForAdditionalItems(t *testing.T) {
+	c := startCluster(t)
+	t.Setenv("KUBECONFIG", c.kubeconfig) // for the wait-restore-action plugin
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deps"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "deps", Annotations: map[string]string{"example.io/ready": "false"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "never", Namespace: "deps", Annotations: map[string]string{"example.io/ready": "false"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "patient", Namespace: "deps", Annotations: map[string]string{
+			"example.io/depends-on": "configmaps/later", "example.io/ready-timeout": "60s"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: "deps", Annotations: map[string]string{
+			"example.io/depends-on": "configmaps/never", "example.io/ready-timeout": "3s"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "deps", Annotations: map[string]string{
+			"example.io/depends-on": "configmaps/not-in-backup", "example.io/ready-timeout": "2s"}}},
+	)
+	c.mustSalvor(t, "backup", "create", "deps", "--include-namespaces", "deps", "--include-resources", "configmaps,secrets,namespaces", "--wait")
+	c.mustSalvor(t, "restore", "create", "deps", "--from-backup", "deps", "--namespace-mappings", "deps:deps2")
+	// "later" becomes ready a moment after it is restored.
+	eventually(t, "dependency restored", time.Minute, func() (bool, string) {
+		cm := &corev1.ConfigMap{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "deps2", Name: "later"}, cm); err != nil {
+			return false, err.Error()
+		}
+		time.Sleep(2 * time.Second)
+		cm.Annotations["example.io/ready"] = "true"
+		return c.client.Update(context.Background(), cm) == nil, "update"
+	})
+	rs := c.waitRestore(t, "deps", salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 2 {
+		t.Errorf("restore status %+v", rs.Status)
+	}
+	for _, n := range []string{"patient", "doomed", "orphan"} {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "deps2", Name: n}, &corev1.Secret{}); err != nil {
+			t.Errorf("secret %s not restored: %v", n, err)
+		}
+	}
+	details := c.mustSalvor(t, "restore", "describe", "deps", "--details")
+	for _, w := range []string{"secrets deps/doomed: the additional items RestoreItemAction example.io/wait-for-dependencies waits for were not ready after 3s",
+		"configmaps deps2/not-in-backup", "not in the backup"} {
+		if !strings.Contains(details, w) {
+			t.Errorf("describe --details lacks %q:\n%s", w, details)
+		}
+	}
+	if strings.Contains(details, "secrets deps/patient") {
+		t.Errorf("the item whose dependency became ready has an error:\n%s", details)
+	}
+}
+
+// tarballOf builds a gzip'd tar from name → body.
+func tarballOf(entries [][2]string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		_ = tw.WriteHeader(&tar.Header{Name: e[0], Size: int64(len(e[1])), Mode: 0o755, Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte(e[1]))
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+func TestRestoreVeleroBackupAndRejectMaliciousTarball(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	store := openStore(t, cfg)
+	ctx := context.Background()
+
+	// A backup as Velero writes it: velero-backup.json, a tarball with
+	// preferred-version copies, an item operations file.
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"from-velero","namespace":"vns","uid":"u1","resourceVersion":"42"},"data":{"k":"v"}}`
+	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"vns","uid":"u2"}}`
+	velero := tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/vns/from-velero.json", cm},
+		{"resources/configmaps/v1-preferredversion/namespaces/vns/from-velero.json", cm},
+		{"resources/namespaces/cluster/vns.json", ns},
+		{"resources/namespaces/v1-preferredversion/cluster/vns.json", ns},
+	})
+	if err := store.PutTarball(ctx, "velero-made", bytes.NewReader(velero)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutJSON(ctx, "velero-made", "-itemoperations.json.gz", []any{}); err != nil {
+		t.Fatal(err)
+	}
+	meta := map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup", "metadata": map[string]any{"name": "velero-made", "namespace": "velero"},
+		"spec": map[string]any{"includedNamespaces": []string{"vns"}, "storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}}
+	putVeleroMetadata(t, cfg, "velero-made", meta)
+
+	// A hostile tarball: an entry that climbs out of the archive.
+	evil := tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/evil/ok.json", strings.ReplaceAll(cm, "vns", "evil")},
+		{"resources/configmaps/namespaces/../../../etc/x.json", cm},
+	})
+	if err := store.PutTarball(ctx, "evil", bytes.NewReader(evil)); err != nil {
+		t.Fatal(err)
+	}
+	meta["metadata"] = map[string]any{"name": "evil"}
+	putVeleroMetadata(t, cfg, "evil", meta)
+
+	// Sync brings both into the cluster.
+	c.waitBackup(t, "velero-made", salvorv1.BackupPhaseCompleted)
+	c.waitBackup(t, "evil", salvorv1.BackupPhaseCompleted)
+
+	c.mustSalvor(t, "restore", "create", "from-velero", "--from-backup", "velero-made", "--wait")
+	got := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "vns", Name: "from-velero"}, got); err != nil || got.Data["k"] != "v" {
+		t.Errorf("Velero backup's item: %+v, %v", got, err)
+	}
+
+	out, err := c.salvor(t, "restore", "create", "evil", "--from-backup", "evil", "--wait")
+	if err == nil {
+		t.Fatalf("restoring a malicious tarball succeeded:\n%s", out)
+	}
+	rs := c.getRestore(t, "evil")
+	if rs.Status.Phase != salvorv1.RestorePhaseFailed || !strings.Contains(rs.Status.FailureReason, "leaves the archive") ||
+		!strings.Contains(rs.Status.FailureReason, "etc/x.json") {
+		t.Errorf("malicious tarball: %s %q", rs.Status.Phase, rs.Status.FailureReason)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "evil"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("something was created from a rejected tarball: namespace evil: %v", err)
+	}
+}
+
+// putVeleroMetadata writes velero-backup.json only, as Velero does.
+func putVeleroMetadata(t *testing.T, cfg map[string]string, name string, meta map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), cfg["bucket"], "backups/"+name+"/velero-backup.json", bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+}
