@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,45 +65,47 @@ type process struct {
 	stderr   *stderrTail
 	closed   bool
 	exit     *exitWatch
+	// oldWatches are the watches of earlier generations, released on close.
+	oldWatches []*exitWatch
 }
 
-// exitWatch learns of a process's exit from the kernel the moment it
-// happens (a pidfd turns readable when its process ends, zombie or not), so
-// the per-call liveness check is one atomic load rather than system calls.
+// exitWatch tells whether a process has exited from a pidfd, which the
+// kernel makes readable the moment its process ends (zombie or not): one
+// non-blocking poll per call, exact, where reading /proc would take several
+// system calls and parsing.
 type exitWatch struct {
-	watching bool
-	dead     atomic.Bool
+	fd int // -1: no pidfd (old kernel, other OS); alive falls back to /proc
 }
 
 func watchExit(c *goplugin.Client) *exitWatch {
-	w := &exitWatch{}
 	rc := c.ReattachConfig()
 	if rc == nil || rc.Pid <= 0 {
-		return w
+		return &exitWatch{fd: -1}
 	}
 	fd, err := unix.PidfdOpen(rc.Pid, 0)
 	if err != nil {
-		return w // no pidfd (old kernel, other OS): alive falls back to /proc
+		return &exitWatch{fd: -1}
 	}
-	w.watching = true
-	go func() {
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
-				break
-			}
-		}
-		w.dead.Store(true)
-	}()
-	return w
+	return &exitWatch{fd: fd}
 }
 
 func (w *exitWatch) alive(c *goplugin.Client) bool {
-	if w != nil && w.watching {
-		return !w.dead.Load()
+	if w == nil || w.fd < 0 {
+		return processAlive(c)
 	}
-	return processAlive(c)
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}, 0)
+	if err != nil {
+		return processAlive(c)
+	}
+	return n == 0
+}
+
+// release closes the pidfd; the watch then falls back to /proc.
+func (w *exitWatch) release() {
+	if w != nil && w.fd >= 0 {
+		_ = unix.Close(w.fd)
+		w.fd = -1
+	}
 }
 
 func newProcess(cmd Command, opts *Options) *process {
@@ -202,6 +203,12 @@ func (p *process) start() error {
 		return fmt.Errorf("plugin binary %s does not speak gRPC", p.cmd)
 	}
 	p.conn = gc.Conn
+	// Callers may still hold the previous generation's watch: its fd stays
+	// open (so its number is not reused under them) until the process is
+	// closed for good.
+	if p.exit != nil {
+		p.oldWatches = append(p.oldWatches, p.exit)
+	}
 	p.exit = watchExit(p.client)
 	p.gen++
 	p.stderr.reset()
@@ -302,6 +309,9 @@ func (p *process) close() {
 	p.closed = true
 	if p.client != nil {
 		p.client.Kill()
+	}
+	for _, w := range append(p.oldWatches, p.exit) {
+		w.release()
 	}
 }
 
