@@ -10,12 +10,21 @@
 //
 // The plugin talks to the cluster with the KUBECONFIG environment variable's
 // kubeconfig, or in-cluster credentials.
+//
+// It also shows a restore operation: an item annotated
+// example.io/restore-operation-seconds=N starts one that "runs" N seconds.
+// As in async-backup-action, the operation ID holds its start and length,
+// so a restarted plugin answers Progress, and Cancel leaves a marker file in
+// EXAMPLE_ASYNC_STATE_DIR (default $TMPDIR/salvor-example-async).
 package main
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,9 +43,10 @@ import (
 )
 
 const (
-	dependsOn    = "example.io/depends-on"
-	readyTimeout = "example.io/ready-timeout"
-	readyFlag    = "example.io/ready"
+	operationSeconds = "example.io/restore-operation-seconds"
+	dependsOn        = "example.io/depends-on"
+	readyTimeout     = "example.io/ready-timeout"
+	readyFlag        = "example.io/ready"
 )
 
 func main() {
@@ -80,15 +90,22 @@ func parseDeps(value, namespace string) ([]sdk.ResourceIdentifier, error) {
 func (w *waiter) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
 	obj := in.Item.(*unstructured.Unstructured)
 	ann := obj.GetAnnotations()
+	out := sdk.NewRestoreItemActionExecuteOutput(in.Item)
+	if raw, ok := ann[operationSeconds]; ok {
+		secs, err := strconv.ParseFloat(raw, 64)
+		if err != nil || secs < 0 {
+			return nil, sdk.Errorf("%s=%q: want a number of seconds", operationSeconds, raw)
+		}
+		out.OperationID = fmt.Sprintf("%d-%d", time.Now().UnixMilli(), int64(secs*1000))
+	}
 	value, ok := ann[dependsOn]
 	if !ok {
-		return sdk.NewRestoreItemActionExecuteOutput(in.Item), nil
+		return out, nil
 	}
 	deps, err := parseDeps(value, obj.GetNamespace())
 	if err != nil {
 		return nil, sdk.WithStack(err)
 	}
-	out := sdk.NewRestoreItemActionExecuteOutput(in.Item)
 	out.AdditionalItems = deps
 	out.WaitForAdditionalItems = true
 	if raw, ok := ann[readyTimeout]; ok {
@@ -101,11 +118,41 @@ func (w *waiter) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreIte
 	return out, nil
 }
 
-func (w *waiter) Progress(string, *sdk.Restore) (sdk.OperationProgress, error) {
-	return sdk.OperationProgress{}, fmt.Errorf("this plugin starts no operations")
+func stateDir() string {
+	if d := os.Getenv("EXAMPLE_ASYNC_STATE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "salvor-example-async")
 }
 
-func (w *waiter) Cancel(string, *sdk.Restore) error { return nil }
+// Progress works from the operation ID alone: "<start ms>-<length ms>".
+func (w *waiter) Progress(id string, _ *sdk.Restore) (sdk.OperationProgress, error) {
+	startRaw, lengthRaw, ok := strings.Cut(id, "-")
+	start, err1 := strconv.ParseInt(startRaw, 10, 64)
+	length, err2 := strconv.ParseInt(lengthRaw, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return sdk.OperationProgress{}, fmt.Errorf("operation ID %q was not made by this plugin", id)
+	}
+	begun := time.UnixMilli(start)
+	total := time.Duration(length) * time.Millisecond
+	elapsed := min(time.Since(begun), total)
+	p := sdk.OperationProgress{NCompleted: int64(elapsed / time.Second), NTotal: int64((total + time.Second - 1) / time.Second),
+		OperationUnits: "seconds", Started: begun, Updated: time.Now()}
+	if _, err := os.Stat(filepath.Join(stateDir(), "restore-"+id+".cancelled")); err == nil {
+		p.Completed, p.Err = true, "cancelled"
+		return p, nil
+	}
+	p.Completed = elapsed >= total
+	return p, nil
+}
+
+// Cancel leaves a marker that outlives this process.
+func (w *waiter) Cancel(id string, _ *sdk.Restore) error {
+	if err := os.MkdirAll(stateDir(), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(stateDir(), "restore-"+id+".cancelled"), []byte(time.Now().UTC().Format(time.RFC3339)), 0o644)
+}
 
 func (w *waiter) connect() error {
 	w.once.Do(func() {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/itemoperation"
 )
 
 var widgetGVK = schema.GroupVersionKind{Group: "example.io", Version: "v1", Kind: "Widget"}
@@ -382,5 +385,47 @@ func putVeleroMetadata(t *testing.T, cfg map[string]string, name string, meta ma
 	}
 	if err := openObjectStore(t, cfg).PutObject(context.Background(), cfg["bucket"], "backups/"+name+"/velero-backup.json", bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rops"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: "rops", Labels: map[string]string{"len": "short"},
+			Annotations: map[string]string{"example.io/restore-operation-seconds": "2"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: "rops", Labels: map[string]string{"len": "long"},
+			Annotations: map[string]string{"example.io/restore-operation-seconds": "3600"}}})
+	c.mustSalvor(t, "backup", "create", "rops", "--include-namespaces", "rops", "--wait")
+
+	c.mustSalvor(t, "restore", "create", "short", "--from-backup", "rops", "--selector", "len=short", "--namespace-mappings", "rops:rops-a")
+	c.waitRestore(t, "short", salvorv1.RestorePhaseWaitingForPluginOperations)
+	rs := c.waitRestore(t, "short", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.RestoreItemOperationsAttempted != 1 || rs.Status.RestoreItemOperationsCompleted != 1 {
+		t.Errorf("restore with a short operation: %+v", rs.Status)
+	}
+
+	c.mustSalvor(t, "restore", "create", "long", "--from-backup", "rops", "--selector", "len=long", "--namespace-mappings", "rops:rops-b", "--item-operation-timeout", "3s")
+	rs = c.waitRestore(t, "long", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.RestoreItemOperationsFailed != 1 {
+		t.Errorf("restore with a timed-out operation: %+v", rs.Status)
+	}
+	var ops []itemoperation.RestoreOperation
+	if err := openStore(t, cfg).GetRestoreJSON(context.Background(), "long", "-itemoperations.json.gz", &ops); err != nil || len(ops) != 1 {
+		t.Fatalf("stored restore operations %v, %v", ops, err)
+	}
+	if ops[0].Status.Error != "timed out after 3s" {
+		t.Errorf("operation status %+v", ops[0].Status)
+	}
+	if _, err := os.Stat(filepath.Join(state, "restore-"+ops[0].Spec.OperationID+".cancelled")); err != nil {
+		t.Errorf("the plugin did not see Cancel for the timed-out restore operation: %v", err)
+	}
+	details := c.mustSalvor(t, "restore", "describe", "long", "--details")
+	if !strings.Contains(details, "timed out after 3s") || !strings.Contains(details, "Item operations: 0 of 1 completed, 1 failed") {
+		t.Errorf("describe:\n%s", details)
 	}
 }

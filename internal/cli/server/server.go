@@ -174,6 +174,10 @@ func (o *options) run(ctx context.Context) error {
 			Engine:        &restore.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
+		&controller.RestoreOperationsReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
+			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
+		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
 			Dynamic: dyn, Discovery: disc, Log: logger,
