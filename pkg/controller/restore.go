@@ -209,4 +209,3 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 	}
 	return store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", ops)
 }
-

@@ -684,4 +684,3 @@ func validationDNSLabel(s string) string {
 	}
 	return ""
 }
-
