@@ -9,4 +9,4 @@ echo "## Plugin call round trips (test/compat, BenchmarkExecute)"
 (cd test/compat && go test -run '^$' -bench "$pattern" -benchtime 3000x -count 1 .)
 echo "## Backup of ConfigMaps on the testbed (test/e2e, BenchmarkBackup; SALVOR_BENCH_ITEMS=${SALVOR_BENCH_ITEMS:-10000})"
 make --no-print-directory testbed >/dev/null
-go test -run '^$' -bench BenchmarkBackup -benchtime 1x -timeout 2h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\s+bench_test)'
+go test -run '^$' -bench 'BenchmarkBackup|BenchmarkRestore' -benchtime 1x -timeout 2h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\s+bench_test)'

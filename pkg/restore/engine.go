@@ -37,7 +37,7 @@ type Engine struct {
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
 	Plugins   *host.Manager
-	// Workers per tier; 0 means 8 per CPU.
+	// Workers per tier; 0 means 32 per CPU.
 	Workers int
 	// Tiers overrides DefaultTiers.
 	Tiers []string
@@ -369,7 +369,9 @@ func (r *run) restoreAll(ctx context.Context) error {
 	}
 	workers := r.e.Workers
 	if workers <= 0 {
-		workers = 8 * runtime.NumCPU()
+		// Creates wait on the API server and etcd, not on this CPU; more
+		// in flight lets etcd commit them in groups.
+		workers = 32 * runtime.NumCPU()
 	}
 	for t, items := range byTier {
 		if len(items) == 0 {

@@ -75,7 +75,7 @@ process, restarted if it dies.`,
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
-	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 8 per CPU)")
+	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	return cmd
@@ -103,7 +103,9 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
+	// The server's own throughput is the limit, not a client-side one:
+	// client-go's rate limiter would cap restores at QPS creates a second.
+	cfg.QPS, cfg.Burst = 5000, 10000
 	// Deprecation warnings (v1 Endpoints, ...) would be logged once per
 	// list of every backup; they say nothing the user can act on.
 	cfg.WarningHandler = rest.NoWarnings{}
