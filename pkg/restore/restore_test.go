@@ -1,0 +1,72 @@
+package restore
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func TestClean(t *testing.T) {
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "u", "resourceVersion": "7", "creationTimestamp": "x",
+			"managedFields": []any{}, "generation": int64(2), "ownerReferences": []any{map[string]any{"uid": "o"}}, "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"clusterIP": "10.0.0.7", "clusterIPs": []any{"10.0.0.7"}, "healthCheckNodePort": int64(30001),
+			"ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}},
+		"status": map[string]any{"loadBalancer": map[string]any{}},
+	}}
+	Clean(svc, "b1", "r1")
+	for _, f := range [][]string{{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "creationTimestamp"}, {"metadata", "managedFields"},
+		{"metadata", "generation"}, {"metadata", "ownerReferences"}, {"status"}, {"spec", "clusterIP"}, {"spec", "clusterIPs"}, {"spec", "healthCheckNodePort"}} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, f...); found {
+			t.Errorf("%v was kept", f)
+		}
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if _, ok := ports[0].(map[string]any)["nodePort"]; ok || ports[0].(map[string]any)["port"] != int64(80) {
+		t.Errorf("ports %v", ports)
+	}
+	if l := svc.GetLabels(); l["app"] != "web" || l[BackupNameLabel] != "b1" || l[RestoreNameLabel] != "r1" {
+		t.Errorf("labels %v", l)
+	}
+	headless := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "h"},
+		"spec": map[string]any{"clusterIP": "None"}}}
+	Clean(headless, "b", "r")
+	if ip, _, _ := unstructured.NestedString(headless.Object, "spec", "clusterIP"); ip != "None" {
+		t.Errorf("a headless service lost clusterIP None: %q", ip)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec salvorv1.RestoreSpec
+		want string
+	}{
+		{"ok", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "b"}}, ""},
+		{"no backup", salvorv1.RestoreSpec{}, "backupName is required"},
+		{"bad target", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "B_"}}, "not a valid namespace name"},
+		{"same target", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "x", "c": "x"}}, "maps both"},
+		{"policy", salvorv1.RestoreSpec{BackupName: "b", ExistingResourcePolicy: "replace"}, `existingResourcePolicy "replace"`},
+		{"both", salvorv1.RestoreSpec{BackupName: "b", IncludedResources: []string{"pods"}, ExcludedResources: []string{"pods"}}, "both included and excluded"},
+	} {
+		got := strings.Join(Validate(tc.spec), "; ")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTiers(t *testing.T) {
+	crd := tierOf(DefaultTiers, schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"})
+	ns := tierOf(DefaultTiers, schema.GroupResource{Resource: "namespaces"})
+	cm := tierOf(DefaultTiers, schema.GroupResource{Resource: "configmaps"})
+	other := tierOf(DefaultTiers, schema.GroupResource{Group: "example.io", Resource: "widgets"})
+	if !(crd < ns && ns < cm && cm < other && other == len(DefaultTiers)) {
+		t.Errorf("tiers crd %d ns %d cm %d other %d", crd, ns, cm, other)
+	}
+}
