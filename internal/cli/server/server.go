@@ -43,6 +43,7 @@ type options struct {
 	operationSync        time.Duration
 	readyTimeout         time.Duration
 	restoreWorkers       int
+	restoreTiers         []string
 	operationTimeout     time.Duration
 }
 
@@ -75,6 +76,7 @@ process, restarted if it dies.`,
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
+	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, "the order resources are restored in, e.g. customresourcedefinitions.apiextensions.k8s.io,namespaces,secrets (default: Salvor's list; unlisted resources come last)")
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
@@ -173,7 +175,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
-			Engine:        &restore.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout},
+			Engine:        &restore.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{
