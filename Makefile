@@ -13,12 +13,18 @@ CONTROLLER_GEN_VERSION := v0.21.0
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd
 
-.PHONY: all build tools testbed generate check-generated vet test test-unit test-compat bench clean
+.PHONY: all build demo tools testbed generate check-generated vet test test-unit test-compat bench clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/salvor ./cmd/salvor
+
+# demo tells a disaster-recovery story on a local control plane; it needs
+# nothing but Go (the first run builds the testbed: several minutes).
+demo: build testbed
+	$(GO) build -o $(BIN)/plugins/ ./examples/...
+	$(GO) run ./cmd/salvor-demo --salvor $(BIN)/salvor --plugin-dir $(BIN)/plugins --testbed $(BIN)/testbed --crds config/crd
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

@@ -1,0 +1,30 @@
+// Command salvor-demo is what `make demo` runs: see package internal/demo.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/salvor-dev/salvor/internal/demo"
+)
+
+func main() {
+	var o demo.Options
+	flag.StringVar(&o.Salvor, "salvor", "bin/salvor", "the salvor binary")
+	flag.StringVar(&o.PluginDir, "plugin-dir", "bin/plugins", "directory of plugin binaries")
+	flag.StringVar(&o.Testbed, "testbed", "bin/testbed", "directory holding etcd and kube-apiserver")
+	flag.StringVar(&o.CRDs, "crds", "config/crd", "directory of Salvor's CRDs")
+	flag.Parse()
+	o.Out = os.Stdout
+	// Ctrl-C stops the demo and everything it started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := demo.Run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+		os.Exit(1)
+	}
+}

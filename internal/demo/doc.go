@@ -1,0 +1,8 @@
+// Package demo is `make demo`: a disaster-recovery story on a local control
+// plane, told with the salvor CLI as a user would type it. It starts etcd
+// and kube-apiserver (the testbed's binaries, through envtest), installs
+// Salvor's CRDs, runs `salvor server` with the built-in and example
+// plugins, deploys a sample application, backs it up with live progress,
+// deletes it, restores it, checks that every object came back, and prints a
+// summary. Ctrl-C stops it and everything it started.
+package demo

@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/salvor-dev/salvor/internal/demo"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	"github.com/salvor-dev/salvor/internal/testbin"
+)
+
+// TestDemo runs the program `make demo` runs and checks its verdict.
+func TestDemo(t *testing.T) {
+	plugins := t.TempDir()
+	for _, e := range []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action", "delete-action", "directory-store", "directory-snapshotter"} {
+		if _, err := testbin.Build(plugins, e, "./examples/"+e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb, err := testbed.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := testbin.ModuleRoot()
+	var out bytes.Buffer
+	err = demo.Run(context.Background(), demo.Options{
+		Salvor: salvorBin, PluginDir: plugins, Testbed: tb, CRDs: filepath.Join(root, "config", "crd"), Out: &out,
+	})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{demo.Verdict, "objects checked", "0 differing", "plugin operations                          1 of 1 completed",
+		"$ salvor backup create demo", "$ salvor restore create demo-restore --from-backup demo --wait"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
