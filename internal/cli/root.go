@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/install"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
@@ -26,6 +27,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 	root.AddCommand(
 		backup.NewCommand(k),
 		location.NewCommand(k),
+		install.NewCommand(k),
 		restore.NewCommand(k),
 		plugin.NewCommand(),
 		server.NewCommand(k),

@@ -1,0 +1,250 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/salvor-dev/salvor/config/crd"
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Options are install's flags.
+type Options struct {
+	Namespace      string
+	Image          string
+	Plugins        []string
+	ServiceAccount string
+	Replicas       int32
+	Provider       string
+	Bucket         string
+	Prefix         string
+	Config         map[string]string
+	DryRun         bool
+	Output         string
+}
+
+// NewCommand returns `salvor install`.
+func NewCommand(k *kube.Options) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install Salvor into a cluster (or print its manifests)",
+		Long: `Writes what a cluster needs to run Salvor: the CRDs, the namespace, a
+service account with least-privilege RBAC, the server Deployment (leader
+election on) with each plugin image as an init container that copies its
+binary into the plugin directory, and, with --provider and --bucket, a default
+backup storage location. With --dry-run it prints the manifests instead.`,
+		Example: `  salvor install --dry-run -o yaml
+  salvor install --image ghcr.io/salvor-dev/salvor:v0.1.0 --plugins example.io/my-plugins:v1 \
+      --provider salvor.dev/s3 --bucket backups --config region=us-east-1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Namespace = k.Namespace
+			objs, err := Manifests(*o)
+			if err != nil {
+				return err
+			}
+			if o.DryRun {
+				return Print(cmd.OutOrStdout(), objs, o.Output)
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			return Apply(cmd.Context(), c, objs, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Image, "image", "ghcr.io/salvor-dev/salvor:latest", "the salvor server image")
+	f.StringSliceVar(&o.Plugins, "plugins", nil, "plugin images, each run as an init container that copies its binary into /target")
+	f.StringVar(&o.ServiceAccount, "service-account-name", "salvor", "the server's service account")
+	f.Int32Var(&o.Replicas, "replicas", 1, "server replicas (one leads at a time)")
+	f.StringVar(&o.Provider, "provider", "", "with --bucket: create a default backup storage location on this object store plugin")
+	f.StringVar(&o.Bucket, "bucket", "", "the default location's bucket")
+	f.StringVar(&o.Prefix, "prefix", "", "the default location's prefix")
+	f.StringToStringVar(&o.Config, "config", nil, "the default location's plugin config, key=value pairs")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
+	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
+	return cmd
+}
+
+// ServerRules are everything the server does in the cluster, and no more:
+// it reads every resource (backups) and creates, updates and patches them
+// (restores). It deletes nothing outside its own namespace.
+var ServerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+}
+
+// NamespaceRules are what the server does in its own namespace: run its
+// own objects, and elect a leader.
+var NamespaceRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+}
+
+// Manifests returns the objects to install, in the order to apply them.
+func Manifests(o Options) ([]*unstructured.Unstructured, error) {
+	if (o.Provider == "") != (o.Bucket == "") {
+		return nil, fmt.Errorf("--provider and --bucket go together: give both for a default location, or neither")
+	}
+	if o.Output != "" && o.Output != "yaml" && o.Output != "json" {
+		return nil, fmt.Errorf("--output %q: must be yaml or json", o.Output)
+	}
+	var out []*unstructured.Unstructured
+	names, err := fs.Glob(crd.Files, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := crd.Files.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, u)
+	}
+	ns, sa := o.Namespace, o.ServiceAccount
+	labels := map[string]string{"app.kubernetes.io/name": "salvor", "app.kubernetes.io/component": "server"}
+	var inits []corev1.Container
+	for i, img := range o.Plugins {
+		inits = append(inits, corev1.Container{
+			Name:         fmt.Sprintf("plugin-%d", i),
+			Image:        img,
+			VolumeMounts: []corev1.VolumeMount{{Name: "plugins", MountPath: "/target"}},
+		})
+	}
+	typed := []any{
+		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels}},
+		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels}, Rules: ServerRules},
+		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "salvor-server-" + ns},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
+		&rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels}, Rules: NamespaceRules},
+		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "salvor-server"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
+		&appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: metav1.ObjectMeta{Name: "salvor", Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &o.Replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8085"}},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: sa,
+						InitContainers:     inits,
+						Containers: []corev1.Container{{
+							Name:  "server",
+							Image: o.Image,
+							Args:  []string{"server", "--namespace", ns, "--plugin-dir", "/plugins", "--leader-elect"},
+							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8085}, {Name: "health", ContainerPort: 8086}},
+							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/healthz", Port: intstrFromString("health")}}},
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/readyz", Port: intstrFromString("health")}}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "plugins", MountPath: "/plugins"}, {Name: "scratch", MountPath: "/tmp"}},
+							SecurityContext: &corev1.SecurityContext{
+								AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), RunAsNonRoot: ptr(true),
+								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							},
+						}},
+						Volumes: []corev1.Volume{
+							{Name: "plugins", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						},
+					},
+				},
+			}},
+	}
+	if o.Provider != "" {
+		typed = append(typed, &salvorv1.BackupStorageLocation{
+			TypeMeta:   tm(salvorv1.GroupVersion.String(), "BackupStorageLocation"),
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
+			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: o.Config, Default: true,
+				ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.Bucket, Prefix: o.Prefix}},
+		})
+	}
+	for _, t := range typed {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(b, &u.Object); err != nil {
+			return nil, err
+		}
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "status")
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func tm(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Print writes the manifests as one YAML stream or a JSON list.
+func Print(w io.Writer, objs []*unstructured.Unstructured, format string) error {
+	if format == "json" {
+		items := make([]map[string]any, len(objs))
+		for i, o := range objs {
+			items[i] = o.Object
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	for i, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply creates or updates each object with server-side apply.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, out io.Writer) error {
+	for _, o := range objs {
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("salvor-install"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		fmt.Fprintf(out, "%s/%s applied\n", strings.ToLower(o.GetKind()), o.GetName())
+	}
+	fmt.Fprintln(out, "Salvor is installed. `salvor backup-location get` shows whether the server reaches its locations.")
+	return nil
+}
+
+func intstrFromString(s string) intstr.IntOrString { return intstr.FromString(s) }
