@@ -11,7 +11,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 CONTROLLER_GEN_VERSION := v0.21.0
 
-GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd
+GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
 .PHONY: all build demo tools testbed generate check-generated vet test test-unit test-compat bench clean
 
@@ -49,6 +49,7 @@ generate: tools
 	cd proto && buf generate
 	controller-gen object paths=./pkg/apis/...
 	controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+	$(GO) run ./hack/gendocs docs/cli
 
 # check-generated fails when regenerating would change a committed file.
 check-generated: tools
