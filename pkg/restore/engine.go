@@ -654,7 +654,9 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return
 	}
 	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
+		// Handled as asked: counted, and said in the warnings.
 		r.addWarning(ns, fmt.Sprintf("%s already exists and differs from the backup; left as it is (existingResourcePolicy none)", what))
+		r.restored.Add(1)
 		return
 	}
 	patch := obj.DeepCopy()
