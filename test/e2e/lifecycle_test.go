@@ -163,7 +163,7 @@ func TestServerRestartDuringBackup(t *testing.T) {
 	s := c.startServer(t, "--workers", "1")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
-	const n = 1500
+	const n = 4000
 	for i := range n {
 		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "big"},
 			Data: map[string]string{"i": fmt.Sprint(i)}})
