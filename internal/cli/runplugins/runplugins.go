@@ -6,13 +6,15 @@ import (
 	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 	"github.com/salvor-dev/salvor/pkg/objectstore/s3"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+	"github.com/salvor-dev/salvor/pkg/snapshot/localvolume"
 )
 
 // Server returns the SDK server with every built-in plugin registered.
 func Server() *sdk.Server {
 	return sdk.NewServer().
 		RegisterObjectStore(filesystem.Name, filesystem.New).
-		RegisterObjectStore(s3.Name, s3.New)
+		RegisterObjectStore(s3.Name, s3.New).
+		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2)
 }
 
 // NewCommand returns `salvor run-plugins`.
@@ -21,7 +23,8 @@ func NewCommand() *cobra.Command {
 		Use:   "run-plugins",
 		Short: "Serve Salvor's built-in plugins (started by the server, not by hand)",
 		Long: `Serves the plugins built into the salvor binary — the salvor.dev/filesystem
-and salvor.dev/s3 object stores — over the plugin protocol. The server starts
+and salvor.dev/s3 object stores and the salvor.dev/local-volume snapshotter —
+over the plugin protocol. The server starts
 this command itself, like any plugin binary; it speaks only to a plugin host
 and refuses to run otherwise.`,
 		Example: `  salvor plugin list --plugin-dir DIR   # lists them alongside DIR's plugins`,

@@ -1,0 +1,391 @@
+package localvolume
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// Name is the built-in snapshotter's plugin name.
+const Name = "salvor.dev/local-volume"
+
+// NewV1 returns a snapshotter whose copies finish before CreateSnapshot and
+// CreateVolumeFromSnapshot return.
+func NewV1(log *slog.Logger) (sdk.VolumeSnapshotter, error) {
+	return &snapshotter{log: log, running: map[string]context.CancelFunc{}}, nil
+}
+
+// NewV2 returns a snapshotter whose copies run in the background, reported
+// through Progress.
+func NewV2(log *slog.Logger) (sdk.VolumeSnapshotterV2, error) {
+	return &snapshotterV2{snapshotter{log: log, async: true, running: map[string]context.CancelFunc{}}}, nil
+}
+
+// Copy phases, as kept in a copy's state file.
+const (
+	phaseInProgress = "InProgress"
+	phaseCompleted  = "Completed"
+	phaseFailed     = "Failed"
+	phaseCancelled  = "Cancelled"
+)
+
+// state is a copy's progress, kept on disk.
+type state struct {
+	Source     string    `json:"source"`
+	Target     string    `json:"target"`
+	Phase      string    `json:"phase"`
+	TotalBytes int64     `json:"totalBytes"`
+	BytesDone  int64     `json:"bytesDone"`
+	Err        string    `json:"err,omitempty"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	Updated    time.Time `json:"updated"`
+}
+
+type snapshotter struct {
+	log         *slog.Logger
+	async       bool
+	snapshotDir string
+	restoreDir  string
+	rate        int64
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc
+}
+
+type snapshotterV2 struct{ snapshotter }
+
+func (s *snapshotterV2) Name() string { return Name }
+
+func (s *snapshotter) Init(config map[string]string) error {
+	s.snapshotDir = config["snapshotDir"]
+	if s.snapshotDir == "" || !filepath.IsAbs(s.snapshotDir) {
+		return fmt.Errorf("config snapshotDir=%q: want an absolute directory", s.snapshotDir)
+	}
+	s.restoreDir = config["restoreDir"]
+	if s.restoreDir == "" {
+		s.restoreDir = filepath.Join(s.snapshotDir, "restored")
+	}
+	if raw := config["bytesPerSecond"]; raw != "" {
+		rate, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || rate <= 0 {
+			return fmt.Errorf("config bytesPerSecond=%q: want a positive integer", raw)
+		}
+		s.rate = rate
+	}
+	for _, d := range []string{s.snapshotDir, s.restoreDir, s.stateDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *snapshotter) stateDir() string { return filepath.Join(s.snapshotDir, ".state") }
+
+// statePath is where the state of the copy with operation ID id lives.
+func (s *snapshotter) statePath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.stateDir(), hex.EncodeToString(sum[:12])+".json")
+}
+
+func (s *snapshotter) readState(id string) (*state, error) {
+	b, err := os.ReadFile(s.statePath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no copy with ID %q is known", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &state{}
+	return st, json.Unmarshal(b, st)
+}
+
+func (s *snapshotter) writeState(id string, st *state) error {
+	st.Updated = time.Now()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tmp := s.statePath(id) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.statePath(id))
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// start begins copying src to dst as operation id: in the background for v2,
+// before returning for v1.
+func (s *snapshotter) start(ctx context.Context, id, src, dst string) error {
+	st := &state{Source: src, Target: dst, Phase: phaseInProgress, PID: os.Getpid(), Started: time.Now()}
+	if err := s.writeState(id, st); err != nil {
+		return err
+	}
+	if !s.async {
+		return s.run(ctx, id, st)
+	}
+	go func() { _ = s.run(context.Background(), id, st) }()
+	return nil
+}
+
+// run copies and keeps the state file current; on failure or cancellation it
+// removes the partial copy.
+func (s *snapshotter) run(parent context.Context, id string, st *state) error {
+	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
+	s.running[id] = cancel
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}()
+
+	err := s.copyTree(ctx, id, st)
+	if err == nil {
+		st.Phase = phaseCompleted
+		st.BytesDone = st.TotalBytes
+		return s.writeState(id, st)
+	}
+	_ = os.RemoveAll(st.Target)
+	st.Phase, st.Err = phaseFailed, err.Error()
+	if errors.Is(err, context.Canceled) {
+		st.Phase, st.Err = phaseCancelled, "cancelled"
+	}
+	if werr := s.writeState(id, st); werr != nil {
+		s.log.Error("recording a failed copy", "id", id, "error", werr)
+	}
+	return fmt.Errorf("copying %s to %s: %w", st.Source, st.Target, err)
+}
+
+func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) error {
+	st.TotalBytes, st.BytesDone = 0, 0
+	err := filepath.WalkDir(st.Source, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			st.TotalBytes += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(st.Target); err != nil {
+		return err
+	}
+	lastWrite := time.Now()
+	buf := make([]byte, 256<<10)
+	return filepath.WalkDir(st.Source, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(st.Source, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(st.Target, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, rerr := in.Read(buf)
+			if n > 0 {
+				if _, err := out.Write(buf[:n]); err != nil {
+					return err
+				}
+				st.BytesDone += int64(n)
+				if s.rate > 0 {
+					time.Sleep(time.Duration(float64(n) / float64(s.rate) * float64(time.Second)))
+				}
+				if time.Since(lastWrite) > 100*time.Millisecond {
+					lastWrite = time.Now()
+					if err := s.writeState(id, st); err != nil {
+						return err
+					}
+				}
+			}
+			if rerr == io.EOF {
+				return out.Close()
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+	})
+}
+
+func (s *snapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[string]string) (string, error) {
+	return s.CreateSnapshotWithContext(context.Background(), volumeID, volumeAZ, tags)
+}
+
+// CreateSnapshotWithContext stops a v1 copy when Salvor's deadline passes.
+func (s *snapshotter) CreateSnapshotWithContext(ctx context.Context, volumeID, _ string, _ map[string]string) (string, error) {
+	if info, err := os.Stat(volumeID); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("volume %q is not a directory on this machine", volumeID)
+	}
+	id := newID("snap-")
+	return id, s.start(ctx, id, volumeID, filepath.Join(s.snapshotDir, id))
+}
+
+func (s *snapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
+	return s.CreateVolumeFromSnapshotWithContext(context.Background(), snapshotID, volumeType, volumeAZ, iops)
+}
+
+// CreateVolumeFromSnapshotWithContext copies a snapshot into a new directory,
+// whose path is the new volume's ID (and, for v2, the operation ID).
+func (s *snapshotter) CreateVolumeFromSnapshotWithContext(ctx context.Context, snapshotID, _, _ string, _ *int64) (string, error) {
+	st, err := s.readState(snapshotID)
+	if err != nil {
+		return "", err
+	}
+	if st.Phase != phaseCompleted {
+		return "", fmt.Errorf("snapshot %s is %s, not Completed", snapshotID, st.Phase)
+	}
+	volumeID := filepath.Join(s.restoreDir, newID("vol-"))
+	return volumeID, s.start(ctx, volumeID, filepath.Join(s.snapshotDir, snapshotID), volumeID)
+}
+
+func (s *snapshotter) GetVolumeInfo(string, string) (string, *int64, error) {
+	return "directory", nil, nil
+}
+
+func (s *snapshotter) DeleteSnapshot(snapshotID string) error {
+	s.cancel(snapshotID)
+	if err := os.RemoveAll(filepath.Join(s.snapshotDir, snapshotID)); err != nil {
+		return err
+	}
+	if err := os.Remove(s.statePath(snapshotID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// volumePath is where a hostPath or local volume keeps its path.
+func volumePath(pv runtime.Unstructured) []string {
+	spec, _, _ := unstructured.NestedMap(pv.UnstructuredContent(), "spec")
+	if _, ok := spec["local"]; ok {
+		return []string{"spec", "local", "path"}
+	}
+	return []string{"spec", "hostPath", "path"}
+}
+
+func (s *snapshotter) GetVolumeID(pv runtime.Unstructured) (string, error) {
+	id, _, err := unstructured.NestedString(pv.UnstructuredContent(), volumePath(pv)...)
+	return id, err
+}
+
+func (s *snapshotter) SetVolumeID(pv runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
+	obj := pv.(*unstructured.Unstructured).DeepCopy()
+	return obj, unstructured.SetNestedField(obj.Object, volumeID, volumePath(pv)...)
+}
+
+func (s *snapshotter) cancel(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cancel, ok := s.running[id]; ok {
+		cancel()
+		return true
+	}
+	return false
+}
+
+func (s *snapshotterV2) Progress(id string) (sdk.OperationProgress, error) {
+	st, err := s.readState(id)
+	if err != nil {
+		return sdk.OperationProgress{}, err
+	}
+	s.mu.Lock()
+	_, mine := s.running[id]
+	s.mu.Unlock()
+	if st.Phase == phaseInProgress && !mine && st.PID != os.Getpid() {
+		// The process that ran this copy is gone: start it again here.
+		s.log.Info("resuming a copy left by an earlier process", "id", id, "pid", st.PID)
+		st.PID = os.Getpid()
+		if err := s.writeState(id, st); err != nil {
+			return sdk.OperationProgress{}, err
+		}
+		go func() { _ = s.run(context.Background(), id, st) }()
+	}
+	p := sdk.OperationProgress{
+		NCompleted:     st.BytesDone,
+		NTotal:         st.TotalBytes,
+		OperationUnits: "bytes",
+		Description:    st.Phase,
+		Started:        st.Started,
+		Updated:        st.Updated,
+	}
+	switch st.Phase {
+	case phaseCompleted:
+		p.Completed = true
+	case phaseFailed, phaseCancelled:
+		p.Completed, p.Err = true, st.Err
+	}
+	return p, nil
+}
+
+func (s *snapshotterV2) Cancel(id string) error {
+	st, err := s.readState(id)
+	if err != nil {
+		return err
+	}
+	if st.Phase != phaseInProgress {
+		return nil
+	}
+	if s.cancel(id) {
+		// run removes the partial copy and records the cancellation.
+		for range 500 {
+			if st, err := s.readState(id); err == nil && st.Phase != phaseInProgress {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return fmt.Errorf("copy %s did not stop within 5s", id)
+	}
+	// No copier runs here (the process that ran it is gone): clean up.
+	_ = os.RemoveAll(st.Target)
+	st.Phase, st.Err = phaseCancelled, "cancelled"
+	return s.writeState(id, st)
+}
