@@ -114,8 +114,13 @@ func TestListIncludesBuiltins(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ObjectStore  salvor.dev/filesystem  " + salvor, "ObjectStore  salvor.dev/s3          " + salvor} {
-		if !strings.Contains(out.String(), want) {
+	rows := map[string]bool{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		rows[strings.Join(strings.Fields(line), " ")] = true
+	}
+	for _, want := range []string{"ObjectStore salvor.dev/filesystem " + salvor, "ObjectStore salvor.dev/s3 " + salvor,
+		"VolumeSnapshotterV2 salvor.dev/local-volume " + salvor} {
+		if !rows[want] {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
