@@ -11,6 +11,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/restore"
 	"github.com/salvor-dev/salvor/internal/cli/runplugins"
 	"github.com/salvor-dev/salvor/internal/cli/server"
+	"github.com/salvor-dev/salvor/internal/cli/snapshotlocation"
 )
 
 // NewRootCommand returns the salvor command with every subcommand.
@@ -29,6 +30,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		location.NewCommand(k),
 		install.NewCommand(k),
 		restore.NewCommand(k),
+		snapshotlocation.NewCommand(k),
 		plugin.NewCommand(),
 		server.NewCommand(k),
 		runplugins.NewCommand(),

@@ -22,6 +22,9 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Restore{}, &RestoreList{},
 		&BackupStorageLocation{}, &BackupStorageLocationList{},
 		&DownloadRequest{}, &DownloadRequestList{},
+		&VolumeSnapshotLocation{}, &VolumeSnapshotLocationList{},
+		&VolumePluginBackup{}, &VolumePluginBackupList{},
+		&VolumePluginRestore{}, &VolumePluginRestoreList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -1,0 +1,3 @@
+// Package snapshotlocation holds `salvor snapshot-location`: creating and
+// listing VolumeSnapshotLocations.
+package snapshotlocation
