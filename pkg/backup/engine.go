@@ -60,6 +60,7 @@ type Outcome struct {
 	Results      persistence.Results
 	Operations   []itemoperation.BackupOperation
 	ResourceList map[string][]string
+	Snapshots    []VolumeSnapshot
 }
 
 func metaLabelSelector(spec salvorv1.BackupSpec) (labels.Selector, error) {
@@ -90,6 +91,8 @@ type run struct {
 	results      persistence.Results
 	operations   []itemoperation.BackupOperation
 	resourceList map[string][]string
+	snapshotter  *Snapshotter
+	snapshots    []VolumeSnapshot
 }
 
 func (r *run) addError(namespace, msg string) {
@@ -110,6 +113,12 @@ func (r *run) addWarning(namespace, msg string) {
 // second. The tarball is uploaded as it is written; the caller writes the
 // other files (see persistence.BackupStore.FinishBackup).
 func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	return e.RunWithSnapshots(ctx, b, store, nil, log, onProgress)
+}
+
+// RunWithSnapshots is Run that also snapshots the persistent volumes backed
+// up (unless the backup's snapshotVolumes is false) with s.
+func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, s *Snapshotter, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
 	selector, err := metaLabelSelector(b.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
@@ -118,7 +127,7 @@ func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, backup: b, log: log, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}}
+	r := &run{e: e, backup: b, log: log, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}, snapshotter: s}
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}
@@ -167,6 +176,7 @@ func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence
 		Results:      r.results,
 		Operations:   r.operations,
 		ResourceList: r.resourceList,
+		Snapshots:    r.snapshots,
 	}
 	if onProgress != nil {
 		onProgress(out.Progress)
@@ -424,6 +434,9 @@ func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.U
 		return nil
 	}
 	if err := r.writer.WriteItem(res.GVR, ns, name, body); err != nil {
+		return err
+	}
+	if err := r.afterWrite(ctx, res, item, what); err != nil {
 		return err
 	}
 	r.done.Add(1)

@@ -291,9 +291,14 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		_ = r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: %v", bsl.Name, err))
 		return
 	}
+	snap, err := r.Locations.Snapshotter(ctx, "")
+	if err != nil {
+		_ = r.fail(ctx, b, err.Error())
+		return
+	}
 	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)
 	var progressMu sync.Mutex
-	out, err := r.Engine.Run(runCtx, b, store, log.Logger, func(p backup.Progress) {
+	out, err := r.Engine.RunWithSnapshots(runCtx, b, store, snap, log.Logger, func(p backup.Progress) {
 		progressMu.Lock()
 		defer progressMu.Unlock()
 		patch := client.MergeFrom(b.DeepCopy())
@@ -340,8 +345,21 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	if ops == nil {
 		ops = []itemoperation.BackupOperation{}
 	}
-	if len(ops) > 0 {
-		// Operations run on: keep what the first pass produced in the
+	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
+	if len(out.Snapshots) > 0 {
+		if err := store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", out.Snapshots); err != nil {
+			_ = store.DeleteBackup(ctx, b.Name)
+			_ = r.fail(ctx, b, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
+			return
+		}
+		for _, s := range out.Snapshots {
+			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+				r.Log.Warn("creating a VolumePluginBackup", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
+			}
+		}
+	}
+	if len(ops) > 0 || len(out.Snapshots) > 0 {
+		// Operations (and snapshots) run on: keep what the first pass produced in the
 		// location (not the metadata: the backup is not whole yet) and let
 		// the operations controller follow them.
 		b.Status.CompletionTimestamp = nil

@@ -79,6 +79,9 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		if err := r.runDeleteActions(ctx, b, store); err != nil {
 			return err
 		}
+		if err := r.deleteSnapshots(ctx, b, store); err != nil {
+			return err
+		}
 		if err := store.DeleteBackup(ctx, b.Name); err != nil {
 			return fmt.Errorf("deleting the files of backup %s: %w", b.Name, err)
 		}
@@ -131,6 +134,31 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 	})
 	if err != nil {
 		r.Log.Warn("reading the tarball of a backup being deleted", "backup", b.Name, "error", err)
+	}
+	return nil
+}
+
+// deleteSnapshots deletes the backup's volume snapshots through their snapshotter.
+func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
+	var snaps []backup.VolumeSnapshot
+	if ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil || !ok {
+		return err
+	}
+	for _, s := range snaps {
+		snap, err := r.Locations.Snapshotter(ctx, s.Spec.Location)
+		if err != nil || snap == nil {
+			r.Log.Warn("cannot delete a snapshot: its location is gone", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
+			continue
+		}
+		if err := snap.VS.DeleteSnapshot(ctx, s.Status.ProviderSnapshotID); err != nil {
+			return fmt.Errorf("deleting snapshot %s of backup %s: %w", s.Status.ProviderSnapshotID, b.Name, err)
+		}
+	}
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{"salvor.dev/backup-name": b.Name}); err == nil {
+		for i := range vpbs.Items {
+			_ = r.Client.Delete(ctx, &vpbs.Items[i])
+		}
 	}
 	return nil
 }

@@ -57,6 +57,16 @@ type OperationsReconciler struct {
 type waiting struct {
 	store *persistence.BackupStore
 	ops   []itemoperation.BackupOperation
+	// snaps are the backup's volume snapshots, followed like operations
+	// through snapStatus.
+	snaps      []backup.VolumeSnapshot
+	snapStatus []itemoperation.Status
+	snap       *backup.Snapshotter
+}
+
+// view is every operation the backup waits for: its plugins' and its snapshots'.
+func (w *waiting) view() []operations.Operation {
+	return append(viewOf(w.ops), snapshotView(w.snaps, w.snapStatus)...)
 }
 
 // SetupWithManager registers the reconciler.
@@ -217,8 +227,8 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, r.failBackup(ctx, key, b, nil, fmt.Sprintf("reading the backup's operations from its location: %v", err))
 	}
-	plugins := backupPlugins{m: r.Locations.Plugins, backup: b}
-	view := viewOf(w.ops)
+	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, backup: b}, snap: w.snap}
+	view := w.view()
 	if b.Annotations[CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")
 		return ctrl.Result{}, r.failBackup(ctx, key, b, w, "cancelled by user")
@@ -234,13 +244,27 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			timeout = r.DefaultTimeout
 		}
 		changed, next := r.Tracker.Step(ctx, key, view, timeout, plugins)
+		syncSnapshots(w.snaps, w.snapStatus)
 		if changed {
 			if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
 				r.Log.Warn("writing a backup's operations", "backup", key, "error", err)
 			}
+			if len(w.snaps) > 0 {
+				if err := w.store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", w.snaps); err != nil {
+					r.Log.Warn("writing a backup's volume snapshots", "backup", key, "error", err)
+				}
+			}
 		}
-		completed, failed, running := operations.Counts(view)
+		for _, s := range w.snaps {
+			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
+			}
+		}
+		_, _, running := operations.Counts(view)
+		completed, failed, _ := operations.Counts(viewOf(w.ops))
 		b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
+		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
+		b.Status.VolumeSnapshotsCompleted = snapsDone
 		b.Status.RunningOperations = summaries(view)
 		r.observe(key, view)
 		if running > 0 {
@@ -284,6 +308,22 @@ func (r *OperationsReconciler) load(ctx context.Context, key string, b *salvorv1
 	w = &waiting{store: store}
 	if err := store.GetItemOperations(ctx, b.Name, &w.ops); err != nil {
 		return nil, err
+	}
+	if _, err := store.GetVolumeSnapshots(ctx, b.Name, &w.snaps); err != nil {
+		return nil, err
+	}
+	w.snapStatus = make([]itemoperation.Status, len(w.snaps))
+	for i, s := range w.snaps {
+		w.snapStatus[i] = itemoperation.Status{Phase: itemoperation.Phase(s.Status.Phase), Error: s.Status.Error,
+			NCompleted: s.Status.BytesDone, NTotal: s.Status.TotalBytes, Created: s.Status.Created, Updated: s.Status.Updated}
+		if w.snapStatus[i].Phase == "" {
+			w.snapStatus[i].Phase = itemoperation.PhaseNew
+		}
+	}
+	if len(w.snaps) > 0 {
+		if w.snap, err = r.Locations.Snapshotter(ctx, w.snaps[0].Spec.Location); err != nil {
+			return nil, err
+		}
 	}
 	r.mu.Lock()
 	r.state[key] = w
@@ -375,6 +415,27 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 		}); err != nil {
 			return err
 		}
+	}
+	syncSnapshots(w.snaps, w.snapStatus)
+	for _, sn := range w.snaps {
+		if sn.Status.Phase == string(itemoperation.PhaseFailed) {
+			results.Errors.Add(false, "", fmt.Sprintf("snapshot %s of persistentvolume %s by %s failed: %s",
+				sn.Status.ProviderSnapshotID, sn.Spec.PersistentVolumeName, sn.Spec.Provider, sn.Status.Error))
+		}
+	}
+	if len(w.snaps) > 0 {
+		if err := w.store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", w.snaps); err != nil {
+			return err
+		}
+		vpbs := &salvorv1.VolumePluginBackupList{}
+		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{"salvor.dev/backup-name": b.Name}); err != nil {
+			return err
+		}
+		if err := w.store.PutJSON(ctx, b.Name, "-volumepluginbackups.json.gz", vpbs.Items); err != nil {
+			return err
+		}
+		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
+		b.Status.VolumeSnapshotsCompleted = snapsDone
 	}
 	completed, failed, _ := operations.Counts(viewOf(w.ops))
 	now := metav1.Now()

@@ -352,3 +352,19 @@ func (s *BackupStore) RestoreSignedURL(ctx context.Context, name, suffix string,
 	}
 	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }
+
+// GetVolumeSnapshots reads a backup's volume snapshots into v; a backup
+// without the file has none (ok false).
+func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any) (bool, error) {
+	key := s.BackupFile(name, "-volumesnapshots.json.gz")
+	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, s.getJSON(ctx, key, true, v)
+}
+
+// GetBackupJSON reads one of a backup's gzip'd JSON files into v.
+func (s *BackupStore) GetBackupJSON(ctx context.Context, name, suffix string, v any) error {
+	return s.getJSON(ctx, s.BackupFile(name, suffix), true, v)
+}

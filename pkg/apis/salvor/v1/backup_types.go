@@ -100,6 +100,10 @@ type BackupStatus struct {
 	BackupItemOperationsCompleted int `json:"backupItemOperationsCompleted,omitempty"`
 	// +optional
 	BackupItemOperationsFailed int `json:"backupItemOperationsFailed,omitempty"`
+	// +optional
+	VolumeSnapshotsAttempted int `json:"volumeSnapshotsAttempted,omitempty"`
+	// +optional
+	VolumeSnapshotsCompleted int `json:"volumeSnapshotsCompleted,omitempty"`
 	// Attempts counts the times the backup was started; a server restart
 	// during a backup starts it again, up to a bound.
 	// +optional

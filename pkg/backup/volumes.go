@@ -1,0 +1,103 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// Snapshotter is the VolumeSnapshotter a backup snapshots volumes with.
+type Snapshotter struct {
+	// Location is the VolumeSnapshotLocation's name; Provider its plugin.
+	Location, Provider string
+	VS                 host.VolumeSnapshotter
+}
+
+// VolumeSnapshot is one record of a backup's volume snapshots file
+// (<name>-volumesnapshots.json.gz), in Velero's JSON shape.
+type VolumeSnapshot struct {
+	Spec   VolumeSnapshotSpec   `json:"spec"`
+	Status VolumeSnapshotStatus `json:"status"`
+}
+
+// VolumeSnapshotSpec says which volume was snapshotted where.
+type VolumeSnapshotSpec struct {
+	BackupName           string `json:"backupName"`
+	BackupUID            string `json:"backupUID"`
+	Location             string `json:"location"`
+	Provider             string `json:"provider,omitempty"`
+	PersistentVolumeName string `json:"persistentVolumeName"`
+	ProviderVolumeID     string `json:"providerVolumeID"`
+	VolumeType           string `json:"volumeType,omitempty"`
+	VolumeAZ             string `json:"volumeAZ,omitempty"`
+	VolumeIOPS           *int64 `json:"volumeIOPS,omitempty"`
+}
+
+// VolumeSnapshotStatus is the snapshot's ID and phase.
+type VolumeSnapshotStatus struct {
+	ProviderSnapshotID string `json:"providerSnapshotID,omitempty"`
+	// Phase is New, InProgress, Completed or Failed.
+	Phase       string       `json:"phase,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	TotalBytes  int64        `json:"totalBytes,omitempty"`
+	BytesDone   int64        `json:"bytesDone,omitempty"`
+	Description string       `json:"description,omitempty"`
+	Created     *metav1.Time `json:"created,omitempty"`
+	Updated     *metav1.Time `json:"updated,omitempty"`
+}
+
+var (
+	pvResource  = schema.GroupResource{Resource: "persistentvolumes"}
+	pvcResource = schema.GroupResource{Resource: "persistentvolumeclaims"}
+)
+
+// afterWrite snapshots a persistent volume, and brings in a claim's volume.
+func (r *run) afterWrite(ctx context.Context, res Resource, item *unstructured.Unstructured, what string) error {
+	switch res.GVR.GroupResource() {
+	case pvcResource:
+		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {
+			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)
+		}
+	case pvResource:
+		if r.snapshotter != nil && (r.backup.Spec.SnapshotVolumes == nil || *r.backup.Spec.SnapshotVolumes) {
+			r.snapshot(ctx, item, what)
+		}
+	}
+	return nil
+}
+
+func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what string) {
+	s := r.snapshotter
+	volumeID, err := s.VS.GetVolumeID(ctx, pv)
+	if err != nil {
+		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not tell its volume ID: %v", what, s.Provider, err))
+		return
+	}
+	if volumeID == "" {
+		r.log.Info("volume not snapshotted: its snapshotter does not handle it", "volume", pv.GetName(), "snapshotter", s.Provider)
+		return
+	}
+	az := pv.GetLabels()["topology.kubernetes.io/zone"]
+	snapshotID, err := s.VS.CreateSnapshot(ctx, volumeID, az, map[string]string{
+		"salvor.dev/backup": r.backup.Name, "velero.io/backup": r.backup.Name, "velero.io/pv": pv.GetName(),
+	})
+	if err != nil {
+		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not snapshot volume %s: %v", what, s.Provider, volumeID, err))
+		return
+	}
+	now := metav1.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snapshots = append(r.snapshots, VolumeSnapshot{
+		Spec: VolumeSnapshotSpec{BackupName: r.backup.Name, BackupUID: string(r.backup.UID), Location: s.Location, Provider: s.Provider,
+			PersistentVolumeName: pv.GetName(), ProviderVolumeID: volumeID, VolumeAZ: az},
+		Status: VolumeSnapshotStatus{ProviderSnapshotID: snapshotID, Phase: "New", Created: &now},
+	})
+	r.log.Info("volume snapshot started", "volume", pv.GetName(), "snapshot", snapshotID)
+}

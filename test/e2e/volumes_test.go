@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/backup"
+)
+
+// volume writes n files of size bytes under a new directory.
+func volume(t *testing.T, n, size int) string {
+	dir := t.TempDir()
+	for i := range n {
+		b := bytes.Repeat([]byte{byte(i)}, size)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestVolumeSnapshotWithProgressResources(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
+		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(4<<20))
+	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
+		t.Errorf("snapshot-location get:\n%s", out)
+	}
+
+	data := volume(t, 16, 1<<20) // 16 MiB: about 4 s at 4 MiB/s
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vol"}})
+	c.create(t,
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: "vol", Name: "data"},
+		}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "data-pv",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}})
+
+	c.mustSalvor(t, "backup", "create", "vol", "--include-namespaces", "vol")
+	// Watch the progress resource while the copy runs.
+	seen := map[int64]bool{}
+	var vpb salvorv1.VolumePluginBackup
+	eventually(t, "snapshot finished", 2*time.Minute, func() (bool, string) {
+		list := &salvorv1.VolumePluginBackupList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d progress resources, %v", len(list.Items), err)
+		}
+		vpb = list.Items[0]
+		seen[vpb.Status.Progress.BytesDone] = true
+		return vpb.Status.Phase == "Completed", fmt.Sprintf("%s %d/%d", vpb.Status.Phase, vpb.Status.Progress.BytesDone, vpb.Status.Progress.TotalBytes)
+	})
+	if len(seen) < 3 {
+		t.Errorf("saw %d distinct progress values, want at least three", len(seen))
+	}
+	if vpb.Spec.Volume != "data-pv" || vpb.Spec.Backup != "vol" || vpb.Spec.Plugin != "salvor.dev/local-volume" ||
+		vpb.Status.Percent != 100 || vpb.Status.Progress.TotalBytes != 16<<20 || vpb.Status.SnapshotID == "" {
+		t.Errorf("VolumePluginBackup %+v", vpb)
+	}
+	b := c.waitBackup(t, "vol", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.VolumeSnapshotsAttempted != 1 || b.Status.VolumeSnapshotsCompleted != 1 {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	// The snapshot holds the same bytes.
+	for i := range 16 {
+		got, err := os.ReadFile(filepath.Join(snapshots, vpb.Status.SnapshotID, fmt.Sprintf("f%03d", i)))
+		if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 1<<20)) {
+			t.Fatalf("snapshot file %d: %d bytes, %v", i, len(got), err)
+		}
+	}
+	store := openStore(t, cfg)
+	var snaps []backup.VolumeSnapshot
+	if ok, err := store.GetVolumeSnapshots(context.Background(), "vol", &snaps); !ok || err != nil || len(snaps) != 1 ||
+		snaps[0].Spec.PersistentVolumeName != "data-pv" || snaps[0].Status.Phase != "Completed" || snaps[0].Spec.ProviderVolumeID != data {
+		t.Errorf("volume snapshots file: %+v, %v, %v", snaps, ok, err)
+	}
+	var stored []salvorv1.VolumePluginBackup
+	if err := store.GetBackupJSON(context.Background(), "vol", "-volumepluginbackups.json.gz", &stored); err != nil || len(stored) != 1 {
+		t.Errorf("stored progress resources: %v, %v", stored, err)
+	}
+	items := tarball(t, store, "vol")
+	if items["persistentvolumes//data-pv"] == nil || items["persistentvolumeclaims/vol/data"] == nil {
+		t.Errorf("tarball lacks the volume or its claim: %v", keysOf(items))
+	}
+
+	// Deleting the backup deletes the snapshot.
+	c.mustSalvor(t, "backup", "delete", "vol")
+	eventually(t, "snapshot deleted", time.Minute, func() (bool, string) {
+		_, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+}
