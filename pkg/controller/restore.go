@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/backup"
 	"github.com/salvor-dev/salvor/pkg/itemoperation"
 	"github.com/salvor-dev/salvor/pkg/persistence"
 	"github.com/salvor-dev/salvor/pkg/restore"
@@ -144,6 +146,11 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
+	volumes, err := r.volumes(ctx, store, rs, b)
+	if err != nil {
+		_ = r.fail(ctx, rs, err.Error())
+		return
+	}
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, fmt.Sprintf("reading backup %s from location %s: %v", b.Name, bsl.Name, err))
@@ -151,7 +158,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	}
 	defer tarball.Close()
 	var mu sync.Mutex
-	out, err := r.Engine.Run(runCtx, rs, tarball, restoreLog, func(p restore.Progress) {
+	out, err := r.Engine.RunWithVolumes(runCtx, rs, tarball, volumes, restoreLog, func(p restore.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		patch := client.MergeFrom(rs.DeepCopy())
@@ -208,4 +215,29 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 		ops = []itemoperation.RestoreOperation{}
 	}
 	return store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", ops)
+}
+
+// volumes returns what restores the backup's snapshotted volumes, or nil.
+func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup) (restore.VolumeRestorer, error) {
+	var snaps []backup.VolumeSnapshot
+	ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps)
+	if err != nil {
+		return nil, fmt.Errorf("reading the volume snapshots of backup %s: %w", b.Name, err)
+	}
+	if !ok || len(snaps) == 0 {
+		return nil, nil
+	}
+	snap, err := r.Locations.Snapshotter(ctx, snaps[0].Spec.Location)
+	if err != nil {
+		return nil, err
+	}
+	byPV := map[string]backup.VolumeSnapshot{}
+	for _, s := range snaps {
+		byPV[s.Spec.PersistentVolumeName] = s
+	}
+	timeout := rs.Spec.ItemOperationTimeout.Duration
+	if timeout <= 0 {
+		timeout = 4 * time.Hour
+	}
+	return &volumeRestorer{c: r.Client, restore: rs, backup: b, snaps: byPV, snap: snap, timeout: timeout}, nil
 }

@@ -46,6 +46,13 @@ type Engine struct {
 	ReadyTimeout time.Duration
 }
 
+// VolumeRestorer recreates persistent volumes from their snapshots.
+type VolumeRestorer interface {
+	// RestoreVolume returns the PV to create, pointing at a volume made
+	// from pv's snapshot, or ok false when pv has no snapshot to restore.
+	RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (restored *unstructured.Unstructured, ok bool, err error)
+}
+
 // Progress is how far a restore has got.
 type Progress struct {
 	TotalItems    int
@@ -117,6 +124,7 @@ type run struct {
 	actions  []action
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
+	volumes  VolumeRestorer
 
 	mu         sync.Mutex
 	resources  map[schema.GroupResource]backup.Resource
@@ -153,6 +161,11 @@ func (r *run) addWarning(ns, msg string) {
 // Run restores restore's selection of the tarball. A tarball that fails its
 // checks is an error and creates nothing.
 func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	return e.RunWithVolumes(ctx, rs, tarball, nil, log, onProgress)
+}
+
+// RunWithVolumes is Run that recreates snapshotted volumes with volumes.
+func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, volumes VolumeRestorer, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
 	sel := labels.Everything()
 	if rs.Spec.LabelSelector != nil {
 		var err error
@@ -170,7 +183,7 @@ func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reade
 		tiers = DefaultTiers
 	}
 	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[string]*entry{}, tiers: tiers,
-		policy: rs.Spec.ExistingResourcePolicy, selector: sel}
+		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
 	}
@@ -531,6 +544,17 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		}
 		if res.OperationID != "" {
 			r.addOperation(act.a.Name(), it, target, res.OperationID)
+		}
+	}
+	if it.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
+		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
+		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
+		if err != nil {
+			r.addError("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
+			return
+		}
+		if ok {
+			obj = restored
 		}
 	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)

@@ -105,6 +105,46 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Errorf("tarball lacks the volume or its claim: %v", keysOf(items))
 	}
 
+	// Lose the claim and the volume (this control plane has no controller to
+	// lift their protection finalizers, so the test does), then restore.
+	for _, o := range []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}}} {
+		if err := c.client.Delete(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "deleted "+o.GetName(), time.Minute, func() (bool, string) {
+			if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				return true, ""
+			}
+			o.SetFinalizers(nil)
+			return false, fmt.Sprint(c.client.Update(context.Background(), o))
+		})
+	}
+	c.mustSalvor(t, "restore", "create", "vol-restore", "--from-backup", "vol", "--restore-volumes", "--wait")
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "data-pv"}, pv); err != nil {
+		t.Fatal(err)
+	}
+	newPath := pv.Spec.HostPath.Path
+	if newPath == data || !strings.HasPrefix(newPath, snapshots) {
+		t.Errorf("restored volume's path %q: want a new directory under %s", newPath, snapshots)
+	}
+	for i := range 16 {
+		got, err := os.ReadFile(filepath.Join(newPath, fmt.Sprintf("f%03d", i)))
+		if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 1<<20)) {
+			t.Fatalf("restored file %d: %d bytes, %v", i, len(got), err)
+		}
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vol", Name: "data"}, pvc); err != nil || pvc.Spec.VolumeName != "data-pv" {
+		t.Errorf("restored claim %+v, %v", pvc.Spec, err)
+	}
+	vprs := &salvorv1.VolumePluginRestoreList{}
+	if err := c.client.List(context.Background(), vprs, client.InNamespace("salvor")); err != nil || len(vprs.Items) != 1 ||
+		vprs.Items[0].Status.Phase != "Completed" || vprs.Items[0].Status.VolumeID != newPath || vprs.Items[0].Status.Percent != 100 {
+		t.Errorf("VolumePluginRestores %+v, %v", vprs.Items, err)
+	}
+
 	// Deleting the backup deletes the snapshot.
 	c.mustSalvor(t, "backup", "delete", "vol")
 	eventually(t, "snapshot deleted", time.Minute, func() (bool, string) {

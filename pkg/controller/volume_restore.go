@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/backup"
+	"github.com/salvor-dev/salvor/pkg/plugin/host"
+)
+
+// volumeRestorer recreates volumes with CreateVolumeFromSnapshot, follows
+// the copy through Progress with the new volume's ID as the operation ID (a
+// Salvor extension), and shows it in a VolumePluginRestore.
+type volumeRestorer struct {
+	c       client.Client
+	restore *salvorv1.Restore
+	backup  *salvorv1.Backup
+	snaps   map[string]backup.VolumeSnapshot
+	snap    *backup.Snapshotter
+	timeout time.Duration
+}
+
+func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+	s, ok := v.snaps[pv.GetName()]
+	if !ok || v.snap == nil || s.Status.Phase != "Completed" {
+		return nil, false, nil
+	}
+	volumeID, err := v.snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
+	if err != nil {
+		return nil, false, fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
+	}
+	sum := sha256.Sum256([]byte(v.restore.Name + "/" + pv.GetName()))
+	vpr := &salvorv1.VolumePluginRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: v.restore.Name + "-" + hex.EncodeToString(sum[:4]), Namespace: v.restore.Namespace,
+			Labels: map[string]string{"salvor.dev/restore-name": v.restore.Name}},
+		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: v.snap.Provider},
+	}
+	if err := v.c.Create(ctx, vpr); err != nil {
+		return nil, false, fmt.Errorf("creating the VolumePluginRestore: %w", err)
+	}
+	now := metav1.Now()
+	vpr.Status = salvorv1.VolumePluginRestoreStatus{Phase: "InProgress", VolumeID: volumeID, StartTimestamp: &now, Updated: &now}
+	_ = v.c.Status().Update(ctx, vpr)
+	deadline := time.Now().Add(v.timeout)
+	for {
+		p, err := v.snap.VS.Progress(ctx, volumeID)
+		done := errors.Is(err, host.ErrNotSupported) // a v1 snapshotter's volume is ready when created
+		if err != nil && !done {
+			return nil, false, fmt.Errorf("progress of volume %s: %w", volumeID, err)
+		}
+		now := metav1.Now()
+		st := &vpr.Status
+		st.Updated = &now
+		if !done {
+			st.Progress.TotalBytes = max(st.Progress.TotalBytes, p.NTotal)
+			st.Progress.BytesDone = max(st.Progress.BytesDone, p.NCompleted)
+			if st.Progress.TotalBytes > 0 {
+				st.Percent = int(100 * st.Progress.BytesDone / st.Progress.TotalBytes)
+			}
+			done = p.Completed
+			if p.Completed && p.Err != "" {
+				st.Phase, st.Message, st.CompletionTimestamp = "Failed", p.Err, &now
+				_ = v.c.Status().Update(ctx, vpr)
+				return nil, false, fmt.Errorf("volume %s from snapshot %s: %s", volumeID, s.Status.ProviderSnapshotID, p.Err)
+			}
+		}
+		if done {
+			st.Phase, st.Percent, st.CompletionTimestamp = "Completed", 100, &now
+			st.Progress.BytesDone = st.Progress.TotalBytes
+			_ = v.c.Status().Update(ctx, vpr)
+			break
+		}
+		_ = v.c.Status().Update(ctx, vpr)
+		if time.Now().After(deadline) {
+			_ = v.snap.VS.Cancel(ctx, volumeID)
+			return nil, false, fmt.Errorf("volume %s from snapshot %s timed out after %s", volumeID, s.Status.ProviderSnapshotID, v.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			_ = v.snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+			return nil, false, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	updated, err := v.snap.VS.SetVolumeID(ctx, pv, volumeID)
+	if err != nil {
+		return nil, false, fmt.Errorf("SetVolumeID %s: %w", volumeID, err)
+	}
+	return updated, true, nil
+}
