@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/persistence"
 )
 
 // LocationReconciler checks that locations can be reached and hold only
@@ -129,7 +131,33 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		if err := updateStatus(ctx, r.Client, b); err != nil {
 			return fmt.Errorf("recording synced backup %s: %w", name, err)
 		}
+		r.syncProgressResources(ctx, store, b)
 		r.Log.Info("synced a backup from its location", "location", bsl.Name, "backup", name)
 	}
 	return nil
+}
+
+// syncProgressResources recreates a synced backup's VolumePluginBackups, so
+// the volumes' progress is visible from any cluster that sees the backup.
+func (r *LocationReconciler) syncProgressResources(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup) {
+	var vpbs []salvorv1.VolumePluginBackup
+	if err := store.GetBackupJSON(ctx, b.Name, "-volumepluginbackups.json.gz", &vpbs); err != nil {
+		return // a backup without volumes has no such file
+	}
+	for _, v := range vpbs {
+		fresh := &salvorv1.VolumePluginBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: b.Namespace, Labels: v.Labels},
+			Spec:       v.Spec,
+		}
+		if err := r.Client.Create(ctx, fresh); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				r.Log.Warn("syncing a VolumePluginBackup", "backup", b.Name, "name", v.Name, "error", err)
+			}
+			continue
+		}
+		fresh.Status = v.Status
+		if err := r.Client.Status().Update(ctx, fresh); err != nil {
+			r.Log.Warn("syncing a VolumePluginBackup's status", "backup", b.Name, "name", v.Name, "error", err)
+		}
+	}
 }

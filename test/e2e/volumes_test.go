@@ -105,6 +105,26 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Errorf("tarball lacks the volume or its claim: %v", keysOf(items))
 	}
 
+	desc := c.mustSalvor(t, "backup", "describe", "vol")
+	for _, w := range []string{"Volume snapshots: 1 of 1 completed", "data-pv", "16777216 / 16777216 bytes (100%)", "MiB/s"} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("describe lacks %q:\n%s", w, desc)
+		}
+	}
+	// Another cluster pointed at the location sees the progress resources too.
+	other := startCluster(t)
+	other.startServer(t)
+	other.s3Location(t, minio, "primary", "backups", true)
+	other.waitBackup(t, "vol", salvorv1.BackupPhaseCompleted)
+	eventually(t, "progress resource synced", time.Minute, func() (bool, string) {
+		list := &salvorv1.VolumePluginBackupList{}
+		if err := other.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprint(len(list.Items), err)
+		}
+		v := list.Items[0]
+		return v.Status.Phase == "Completed" && v.Status.SnapshotID == vpb.Status.SnapshotID && v.Status.Percent == 100, fmt.Sprintf("%+v", v.Status)
+	})
+
 	// Lose the claim and the volume (this control plane has no controller to
 	// lift their protection finalizers, so the test does), then restore.
 	for _, o := range []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}},

@@ -1,9 +1,11 @@
 package backup
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +46,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				b = final
 			}
 			describe(cmd.OutOrStdout(), b)
+			if b.Status.VolumeSnapshotsAttempted > 0 {
+				describeVolumes(cmd.Context(), cmd.OutOrStdout(), c, b)
+			}
 			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
 				ops, err := operationsOf(cmd.Context(), c, b)
 				if err != nil {
@@ -110,4 +115,31 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 		fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n",
 			st.BackupItemOperationsCompleted, n, st.BackupItemOperationsFailed, running)
 	}
+}
+
+// describeVolumes shows each volume's snapshot: bytes, rate and time left.
+func describeVolumes(ctx context.Context, w io.Writer, c client.Client, b *salvorv1.Backup) {
+	list := &salvorv1.VolumePluginBackupList{}
+	if err := c.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{"salvor.dev/backup-name": b.Name}); err != nil {
+		fmt.Fprintf(w, "\nVolumes: not available (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(w, "\nVolume snapshots: %d of %d completed\n", b.Status.VolumeSnapshotsCompleted, b.Status.VolumeSnapshotsAttempted)
+	var rows [][]string
+	for _, v := range list.Items {
+		st := v.Status
+		rate, left := "-", "-"
+		if st.StartTimestamp != nil && st.Updated != nil {
+			if secs := st.Updated.Sub(st.StartTimestamp.Time).Seconds(); secs > 0 && st.Progress.BytesDone > 0 {
+				bps := float64(st.Progress.BytesDone) / secs
+				rate = fmt.Sprintf("%.1f MiB/s", bps/(1<<20))
+				if st.Phase != "Completed" && st.Progress.TotalBytes > st.Progress.BytesDone {
+					left = time.Duration(float64(st.Progress.TotalBytes-st.Progress.BytesDone) / bps * float64(time.Second)).Round(time.Second).String()
+				}
+			}
+		}
+		rows = append(rows, []string{v.Spec.Volume, st.Phase, fmt.Sprintf("%d / %d bytes (%d%%)", st.Progress.BytesDone, st.Progress.TotalBytes, st.Percent),
+			rate, left, st.SnapshotID})
+	}
+	_ = output.Table(w, []string{"  VOLUME", "PHASE", "PROGRESS", "RATE", "LEFT", "SNAPSHOT"}, rows)
 }
