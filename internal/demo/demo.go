@@ -3,9 +3,12 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -113,6 +117,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := d.waitLocation(ctx); err != nil {
 		return err
 	}
+	if err := d.salvor(ctx, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume",
+		"--config", "snapshotDir="+filepath.Join(d.work, "snapshots"), "--default"); err != nil {
+		return err
+	}
 
 	d.say("Deploying the sample application in namespace demo-shop")
 	objects, err := d.deploy(ctx)
@@ -127,16 +135,20 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	fmt.Fprintf(o.Out, "    %d objects: a Deployment, Services, ConfigMaps, Secrets, a ServiceAccount, a CRD and its custom resources\n", len(objects))
 	fmt.Fprintln(o.Out, "    (one ConfigMap asks the example async plugin for a 5-second operation)")
-	fmt.Fprintln(o.Out, "    (volume snapshots are not part of this demo yet: VolumeSnapshotter support is still open work)")
+	volumeDir, sums, volumeBytes, err := d.volume(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    and a hostPath volume of %d files, %d MiB, at %s, claimed by PVC demo-shop/data\n", len(sums), volumeBytes>>20, volumeDir)
 
 	d.say("Backing it up")
 	t := time.Now()
 	if err := d.salvor(ctx, "backup", "create", "demo", "--include-namespaces", "demo-shop", "--include-cluster-resources",
-		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.demo.salvor.dev,customresourcedefinitions.apiextensions.k8s.io",
+		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.demo.salvor.dev,customresourcedefinitions.apiextensions.k8s.io,persistentvolumeclaims",
 		"--wait"); err != nil {
 		return err
 	}
-	d.timings = append(d.timings, [2]string{"backup (with a plugin operation)", time.Since(t).Round(time.Millisecond).String()})
+	d.timings = append(d.timings, [2]string{"backup (with a plugin operation and a volume snapshot)", time.Since(t).Round(time.Millisecond).String()})
 	if err := d.salvor(ctx, "backup", "describe", "demo", "--details"); err != nil {
 		return err
 	}
@@ -154,13 +166,16 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := d.c.Delete(ctx, &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.demo.salvor.dev"}}); err != nil {
 		return err
 	}
+	if err := d.loseVolume(ctx, volumeDir); err != nil {
+		return err
+	}
 	if err := d.eventually(ctx, time.Minute, func() bool {
 		err := d.c.Get(ctx, client.ObjectKey{Name: "widgets.demo.salvor.dev"}, &apiextv1.CustomResourceDefinition{})
 		return apierrors.IsNotFound(err)
 	}); err != nil {
 		return errors.New("the CRD did not go away")
 	}
-	fmt.Fprintln(o.Out, "    gone. (The namespace object itself stays: this control plane has no namespace controller to delete it.)")
+	fmt.Fprintln(o.Out, "    gone, the volume's files included. (The namespace object itself stays: this control plane has no namespace controller to delete it.)")
 
 	d.say("Restoring from the backup")
 	t = time.Now()
@@ -187,6 +202,16 @@ func Run(ctx context.Context, o Options) (err error) {
 			diffs++
 		}
 	}
+	restoredPath, fileDiffs, err := d.checkVolume(ctx, sums)
+	if err != nil {
+		fmt.Fprintf(o.Out, "    VOLUME   %v\n", err)
+		diffs++
+	} else if fileDiffs > 0 {
+		fmt.Fprintf(o.Out, "    VOLUME   %d files differ at %s\n", fileDiffs, restoredPath)
+		diffs++
+	} else {
+		fmt.Fprintf(o.Out, "    volume data-pv: all %d files identical (sha256), now at %s\n", len(sums), restoredPath)
+	}
 	b := &salvorv1.Backup{}
 	_ = d.c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "demo"}, b)
 	rs := &salvorv1.Restore{}
@@ -199,6 +224,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		fmt.Fprintf(tw, "    objects backed up\t%d (%s)\n", p.ItemsBackedUp, b.Status.Phase)
 	}
 	fmt.Fprintf(tw, "    plugin operations\t%d of %d completed\n", b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsAttempted)
+	fmt.Fprintf(tw, "    volume snapshots\t%d of %d completed, %d MiB\n", b.Status.VolumeSnapshotsCompleted, b.Status.VolumeSnapshotsAttempted, volumeBytes>>20)
 	if p := rs.Status.Progress; p != nil {
 		fmt.Fprintf(tw, "    objects restored\t%d (%s)\n", p.ItemsRestored, rs.Status.Phase)
 	}
@@ -403,4 +429,85 @@ func (i indent) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// volume writes a few hundred MiB of files and makes them a hostPath
+// volume claimed in demo-shop; it returns each file's checksum.
+func (d *demo) volume(ctx context.Context) (string, map[string]string, int64, error) {
+	dir := filepath.Join(d.work, "volume")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, 0, err
+	}
+	sums := map[string]string{}
+	var total int64
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 1<<20)
+	for i := range 256 {
+		for j := range buf {
+			buf[j] = byte(rng.Uint32())
+		}
+		name := fmt.Sprintf("chunk-%03d.bin", i)
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
+			return "", nil, 0, err
+		}
+		sum := sha256.Sum256(buf)
+		sums[name] = hex.EncodeToString(sum[:])
+		total += int64(len(buf))
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+		ClaimRef:                      &corev1.ObjectReference{Namespace: "demo-shop", Name: "data"},
+	}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "demo-shop"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "data-pv",
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	return dir, sums, total, d.create(ctx, pv, pvc)
+}
+
+// loseVolume deletes the claim, the volume and its files. Without a
+// controller-manager nothing lifts their protection finalizers, so the demo
+// does.
+func (d *demo) loseVolume(ctx context.Context, dir string) error {
+	for _, o := range []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "demo-shop"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}}} {
+		if err := d.c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err := d.eventually(ctx, time.Minute, func() bool {
+			if err := d.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return apierrors.IsNotFound(err)
+			}
+			o.SetFinalizers(nil)
+			_ = d.c.Update(ctx, o)
+			return false
+		}); err != nil {
+			return fmt.Errorf("%s did not go away", o.GetName())
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// checkVolume compares the restored volume's files with the originals.
+func (d *demo) checkVolume(ctx context.Context, sums map[string]string) (string, int, error) {
+	pv := &corev1.PersistentVolume{}
+	if err := d.c.Get(ctx, client.ObjectKey{Name: "data-pv"}, pv); err != nil {
+		return "", 0, fmt.Errorf("persistent volume data-pv: %w", err)
+	}
+	if pv.Spec.HostPath == nil {
+		return "", 0, errors.New("restored persistent volume has no hostPath")
+	}
+	path := pv.Spec.HostPath.Path
+	diffs := 0
+	for name, want := range sums {
+		b, err := os.ReadFile(filepath.Join(path, name))
+		sum := sha256.Sum256(b)
+		if err != nil || hex.EncodeToString(sum[:]) != want {
+			diffs++
+		}
+	}
+	return path, diffs, nil
 }
