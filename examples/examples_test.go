@@ -477,4 +477,11 @@ func TestDirectorySnapshotterV1(t *testing.T) {
 	if _, err := vs.CreateSnapshot(ctx(t), filepath.Join(vol, "missing"), "", nil); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("snapshot of a missing volume: %v", err)
 	}
+	// A damaged snapshot is caught by its checksums when it is copied back.
+	if err := os.WriteFile(filepath.Join(snaps, snap, "d1", "f1"), []byte("bit rot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vs.CreateVolumeFromSnapshot(ctx(t), snap, "", "", nil); err == nil || !strings.Contains(err.Error(), "does not match its checksum") {
+		t.Errorf("restoring a damaged snapshot: %v", err)
+	}
 }

@@ -165,7 +165,10 @@ func (s *snapshotter) run(parent context.Context, id string, st *state) error {
 		s.mu.Unlock()
 	}()
 
-	err := s.copyTree(ctx, id, st)
+	sums, err := s.copyTree(ctx, id, st)
+	if err == nil {
+		err = s.checksums(id, st, sums)
+	}
 	if err == nil {
 		st.Phase = phaseCompleted
 		st.BytesDone = st.TotalBytes
@@ -182,7 +185,44 @@ func (s *snapshotter) run(parent context.Context, id string, st *state) error {
 	return fmt.Errorf("copying %s to %s: %w", st.Source, st.Target, err)
 }
 
-func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) error {
+// sumsPath is where a snapshot's checksums are kept: one SHA-256 per file.
+func (s *snapshotter) sumsPath(snapshotID string) string {
+	return filepath.Join(s.stateDir(), snapshotID+".sha256.json")
+}
+
+// checksums records a snapshot's checksums, or, for a copy out of a
+// snapshot, checks the files read against those recorded when it was taken.
+func (s *snapshotter) checksums(id string, st *state, sums map[string]string) error {
+	if filepath.Dir(st.Source) == filepath.Clean(s.snapshotDir) {
+		want := map[string]string{}
+		b, err := os.ReadFile(s.sumsPath(filepath.Base(st.Source)))
+		if err != nil {
+			return fmt.Errorf("reading the snapshot's checksums: %w", err)
+		}
+		if err := json.Unmarshal(b, &want); err != nil {
+			return fmt.Errorf("reading the snapshot's checksums: %w", err)
+		}
+		for name, sum := range want {
+			if sums[name] != sum {
+				return fmt.Errorf("file %s of snapshot %s does not match its checksum: the snapshot is damaged", name, filepath.Base(st.Source))
+			}
+		}
+		if len(sums) != len(want) {
+			return fmt.Errorf("snapshot %s holds %d files, its checksums list %d", filepath.Base(st.Source), len(sums), len(want))
+		}
+		return nil
+	}
+	b, err := json.Marshal(sums)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.sumsPath(id), b, 0o644)
+}
+
+// copyTree copies the source tree, returning each file's SHA-256 (of the
+// bytes read) by relative path.
+func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) (map[string]string, error) {
+	sums := map[string]string{}
 	st.TotalBytes, st.BytesDone = 0, 0
 	err := filepath.WalkDir(st.Source, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -195,14 +235,14 @@ func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) error 
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.RemoveAll(st.Target); err != nil {
-		return err
+		return nil, err
 	}
 	lastWrite := time.Now()
 	buf := make([]byte, 256<<10)
-	return filepath.WalkDir(st.Source, func(p string, d fs.DirEntry, err error) error {
+	return sums, filepath.WalkDir(st.Source, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -227,12 +267,14 @@ func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) error 
 			return err
 		}
 		defer out.Close()
+		h := sha256.New()
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			n, rerr := in.Read(buf)
 			if n > 0 {
+				h.Write(buf[:n])
 				if _, err := out.Write(buf[:n]); err != nil {
 					return err
 				}
@@ -248,6 +290,7 @@ func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) error 
 				}
 			}
 			if rerr == io.EOF {
+				sums[filepath.ToSlash(rel)] = hex.EncodeToString(h.Sum(nil))
 				return out.Close()
 			}
 			if rerr != nil {
@@ -298,6 +341,9 @@ func (s *snapshotter) DeleteSnapshot(snapshotID string) error {
 		return err
 	}
 	if err := os.Remove(s.statePath(snapshotID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(s.sumsPath(snapshotID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
