@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -50,23 +49,9 @@ func restoreDone(p salvorv1.RestorePhase) bool {
 	return false
 }
 
+// updateRestoreStatus writes a Restore's status (see writeStatus).
 func updateRestoreStatus(ctx context.Context, c client.Client, rs *salvorv1.Restore) error {
-	cur := rs.DeepCopy()
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
-				return err
-			}
-			cur.Status = rs.Status
-		}
-		first = false
-		if err := c.Status().Update(ctx, cur); err != nil {
-			return err
-		}
-		rs.ResourceVersion = cur.ResourceVersion
-		return nil
-	})
+	return writeStatus(ctx, c, rs, func(dst, src *salvorv1.Restore) { dst.Status = src.Status })
 }
 
 func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/salvor-dev/salvor/internal/periodic"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/archive"
 	"github.com/salvor-dev/salvor/pkg/backup"
@@ -335,21 +336,7 @@ func (r *run) reportProgress(onProgress func(Progress)) func() {
 	if onProgress == nil {
 		return func() {}
 	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				onProgress(Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())})
-			}
-		}
-	}()
-	return func() { close(stop); <-done }
+	return periodic.Every(time.Second, func() { onProgress(Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}) })
 }
 
 // targetNamespace maps a backup namespace to the one restored into.
