@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
+	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/backup"
 )
@@ -171,4 +172,36 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		_, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID))
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
+}
+
+// TestHungSnapshotterIsCutOff backs up a volume whose snapshotter never
+// answers CreateSnapshot: the call is cut off at its deadline, the plugin
+// restarted, and the backup says which plugin, method and volume.
+func TestHungSnapshotterIsCutOff(t *testing.T) {
+	plugins := t.TempDir()
+	if _, err := testbin.Build(plugins, "testplugin", "./pkg/plugin/host/testdata/testplugin"); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", plugins, "--plugin-timeout", "VolumeSnapshotterV2.CreateSnapshot=2s", "--plugin-grace-period", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.mustSalvor(t, "snapshot-location", "create", "stuck", "--provider", "test.salvor.dev/vs-v2", "--default")
+	c.create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "stuck-pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		// The test plugin's volume ID is the path; this one makes it hang.
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "ignore-ctx"}},
+	}})
+	c.mustSalvor(t, "backup", "create", "stuck", "--include-resources", "persistentvolumes", "--include-cluster-resources")
+	b := c.waitBackup(t, "stuck", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.VolumeSnapshotsAttempted != 0 {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	logs := c.mustSalvor(t, "backup", "logs", "stuck")
+	for _, w := range []string{"persistentvolumes stuck-pv", "test.salvor.dev/vs-v2", "CreateSnapshot", "no answer after", "killed"} {
+		if !strings.Contains(logs, w) {
+			t.Errorf("backup log lacks %q:\n%s", w, logs)
+		}
+	}
 }
