@@ -84,7 +84,7 @@ type run struct {
 	resources map[schema.GroupResource]Resource
 	actions   []action
 	writer    *archive.Writer
-	seen      sync.Map
+	seen      seenSet
 	total     atomic.Int64
 	done      atomic.Int64
 
@@ -376,7 +376,7 @@ func describe(res Resource, ns, name string) string {
 // the item. It returns an error only when the backup cannot go on.
 func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.Unstructured, listed bool) error {
 	ns, name := item.GetNamespace(), item.GetName()
-	if _, dup := r.seen.LoadOrStore(itemKey(res.GVR.GroupResource(), ns, name), true); dup {
+	if dup := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name)); dup {
 		if listed {
 			r.total.Add(-1)
 		}
@@ -464,7 +464,7 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 		r.addWarning(id.Namespace, fmt.Sprintf("%s asked for %s, a resource this cluster does not serve", from, id))
 		return nil
 	}
-	if _, dup := r.seen.Load(itemKey(id.GroupResource, id.Namespace, id.Name)); dup {
+	if dup := r.seen.has(itemKey(id.GroupResource, id.Namespace, id.Name)); dup {
 		return nil
 	}
 	item, err := r.e.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
