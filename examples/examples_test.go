@@ -403,7 +403,24 @@ func TestDirectorySnapshotterV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Cancel once the copy is under way.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := slow.Progress(ctx(t), snap2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.NCompleted > 0 {
+			if p.Completed {
+				t.Fatal("the throttled copy finished before it could be cancelled")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the copy never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := slow.Cancel(ctx(t), snap2); err != nil {
 		t.Fatal(err)
 	}

@@ -266,13 +266,17 @@ func TestRestoreWaitsForAdditionalItems(t *testing.T) {
 	)
 	c.mustSalvor(t, "backup", "create", "deps", "--include-namespaces", "deps", "--include-resources", "configmaps,secrets,namespaces", "--wait")
 	c.mustSalvor(t, "restore", "create", "deps", "--from-backup", "deps", "--namespace-mappings", "deps:deps2")
-	// "later" becomes ready a moment after it is restored.
+	// "later" is restored first and is not ready: "patient" waits for it.
+	// Once "later" is there, "patient" is not (it is being held back);
+	// then "later" becomes ready.
 	eventually(t, "dependency restored", time.Minute, func() (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "deps2", Name: "later"}, cm); err != nil {
 			return false, err.Error()
 		}
-		time.Sleep(2 * time.Second)
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "deps2", Name: "patient"}, &corev1.Secret{}); err == nil {
+			t.Fatal("secret patient was restored before its dependency was ready")
+		}
 		cm.Annotations["example.io/ready"] = "true"
 		return c.client.Update(context.Background(), cm) == nil, "update"
 	})

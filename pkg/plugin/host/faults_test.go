@@ -112,7 +112,7 @@ func TestContextAwarePluginStopsAtDeadline(t *testing.T) {
 }
 
 func TestCancelStopsInFlightCall(t *testing.T) {
-	m, _ := newManager(t, Options{})
+	m, logs := newManager(t, Options{})
 	a := biaV2(t, m)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -120,8 +120,17 @@ func TestCancelStopsInFlightCall(t *testing.T) {
 		_, err := a.Execute(ctx, configMap("c", do("wait-ctx")), backup)
 		errc <- err
 	}()
-	// Cancel once the plugin holds the call; it is waiting on its context.
-	time.Sleep(200 * time.Millisecond)
+	// Cancel once the plugin holds the call: it says it waits on its context.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, ok := logs.find("waiting on its context"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin never got the call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	select {
 	case err := <-errc:
@@ -156,13 +165,8 @@ func TestHungPluginIsKilledAndRestarted(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if syscall.Kill(oldPID, 0) == nil {
-		// The process may take a moment to be reaped.
-		time.Sleep(time.Second)
-		if syscall.Kill(oldPID, 0) == nil {
-			t.Errorf("hung process %d is still alive", oldPID)
-		}
-	}
+	// The killed process is gone (waitDead fails the test if it is not).
+	waitDead(t, oldPID)
 	res, err := a.Execute(context.Background(), configMap("next", nil), backup)
 	if err != nil || res.OperationID != "op-next-nightly" {
 		t.Fatalf("call after the hang: %+v, %v", res, err)

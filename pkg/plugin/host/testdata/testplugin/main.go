@@ -66,6 +66,7 @@ func act(ctx context.Context, what string) error {
 		time.Sleep(100 * time.Millisecond)
 		os.Exit(3)
 	case "wait-ctx":
+		sdk.NewLogger(os.Stderr, slog.LevelInfo).Info("waiting on its context")
 		<-ctx.Done()
 		return fmt.Errorf("stopped by the host: %w", ctx.Err())
 	case "ignore-ctx":
