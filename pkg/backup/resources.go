@@ -159,19 +159,24 @@ func (a actionSelector) applies(r Resource, namespace string, l labels.Set) bool
 	return includes(a.sel.IncludedResources, a.sel.ExcludedResources, r.matchesAny) && a.labels.Matches(l)
 }
 
-// Matches tells whether an action's AppliesTo selector covers an item of
-// resource gr (kind k) in namespace ns ("" for cluster-scoped) with labels l.
-// Used for actions run over a backup's contents (delete actions).
-func Matches(sel api.ResourceSelector, gr schema.GroupResource, k, ns string, l map[string]string) (bool, error) {
+// Matcher is an action's AppliesTo selector compiled once, for actions run
+// over items outside a backup's listing (restores, deletions).
+type Matcher struct{ sel actionSelector }
+
+// NewMatcher compiles an action's selector.
+func NewMatcher(sel api.ResourceSelector) (Matcher, error) {
 	compiled, err := compileSelector(sel)
-	if err != nil {
-		return false, err
-	}
+	return Matcher{sel: compiled}, err
+}
+
+// Matches tells whether the selector covers an item of resource gr (kind
+// k) in namespace ns ("" for cluster-scoped) with labels l.
+func (m Matcher) Matches(gr schema.GroupResource, k, ns string, l map[string]string) bool {
 	res := Resource{
 		GVR:        gr.WithVersion(""),
 		Kind:       k,
 		Namespaced: ns != "",
 		names:      []string{gr.Resource, gr.String(), strings.ToLower(k), strings.ToLower(k) + "." + gr.Group},
 	}
-	return compiled.applies(res, ns, l), nil
+	return m.sel.applies(res, ns, l)
 }

@@ -106,9 +106,12 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 		if err != nil {
 			return fmt.Errorf("asking DeleteItemAction %s what it applies to: %w", a.Name(), err)
 		}
+		m, err := backup.NewMatcher(sel)
+		if err != nil {
+			return fmt.Errorf("DeleteItemAction %s: %w", a.Name(), err)
+		}
 		list = append(list, applicable{a: a, sel: func(e archive.Entry) bool {
-			ok, err := backup.Matches(sel, schema.GroupResource{Group: e.Group, Resource: e.Resource}, e.Object.GetKind(), e.Namespace, e.Object.GetLabels())
-			return err == nil && ok
+			return m.Matches(schema.GroupResource{Group: e.Group, Resource: e.Resource}, e.Object.GetKind(), e.Namespace, e.Object.GetLabels())
 		}})
 	}
 	rc, err := store.GetTarball(ctx, b.Name)

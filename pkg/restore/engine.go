@@ -138,7 +138,7 @@ type run struct {
 
 type action struct {
 	a   host.RestoreItemAction
-	sel api.ResourceSelector
+	sel backup.Matcher
 }
 
 type itemDone struct {
@@ -327,7 +327,11 @@ func (r *run) loadActions(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("asking RestoreItemAction %s what it applies to: %w", a.Name(), err)
 		}
-		r.actions = append(r.actions, action{a: a, sel: sel})
+		m, err := backup.NewMatcher(sel)
+		if err != nil {
+			return fmt.Errorf("RestoreItemAction %s: %w", a.Name(), err)
+		}
+		r.actions = append(r.actions, action{a: a, sel: m})
 	}
 	return nil
 }
@@ -501,8 +505,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		obj.SetName(r.targetNamespace(it.name))
 	}
 	for _, act := range r.actions {
-		ok, err := backup.Matches(act.sel, it.gr, obj.GetKind(), target, obj.GetLabels())
-		if err != nil || !ok {
+		if !act.sel.Matches(it.gr, obj.GetKind(), target, obj.GetLabels()) {
 			continue
 		}
 		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
