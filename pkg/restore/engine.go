@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/periodic"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -35,7 +36,12 @@ import (
 
 // Engine runs restores.
 type Engine struct {
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// REST, when set, is used for creates: it posts the object and reads
+	// back only the status, where the dynamic client would decode the
+	// whole object the API server returns — a fifth of the engine's CPU
+	// in a restore of many small objects. See NewCreateClient.
+	REST      rest.Interface
 	Discovery discovery.DiscoveryInterface
 	Plugins   *host.Manager
 	// Workers per tier; 0 means 32 per CPU.
@@ -643,7 +649,12 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	if namespaced {
 		ri = client.Namespace(obj.GetNamespace())
 	}
-	_, err := ri.Create(ctx, obj, metav1.CreateOptions{})
+	var err error
+	if r.e.REST != nil {
+		err = postObject(ctx, r.e.REST, gvr, namespaced, obj)
+	} else {
+		_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
+	}
 	switch {
 	case err == nil:
 		r.restored.Add(1)

@@ -155,6 +155,10 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	creates, err := restore.NewCreateClient(cfg)
+	if err != nil {
+		return err
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
@@ -175,7 +179,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
-			Engine:        &restore.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers},
+			Engine:        &restore.Engine{Dynamic: dyn, REST: creates, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{
