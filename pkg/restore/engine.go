@@ -510,6 +510,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 	if it.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
 	}
+	if it.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
+		// A volume follows its claim into the namespace it is mapped to,
+		// or the claim restored there could never bind to it.
+		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
+			_ = unstructured.SetNestedField(obj.Object, r.targetNamespace(ns), "spec", "claimRef", "namespace")
+		}
+	}
 	for _, act := range r.actions {
 		if !act.sel.Matches(it.gr, obj.GetKind(), target, obj.GetLabels()) {
 			continue

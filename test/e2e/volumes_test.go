@@ -1,9 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,16 +26,59 @@ import (
 	"github.com/salvor-dev/salvor/pkg/backup"
 )
 
-// volume writes n files of size bytes under a new directory.
+// volume writes n files of size random bytes under a new directory.
 func volume(t *testing.T, n, size int) string {
 	dir := t.TempDir()
+	rng := rand.NewChaCha8([32]byte{byte(n), byte(size)})
+	buf := make([]byte, min(size, 4<<20))
 	for i := range n {
-		b := bytes.Repeat([]byte{byte(i)}, size)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), b, 0o644); err != nil {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%03d", i)))
+		if os.IsNotExist(err) {
+			if err = os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%d", i%4)), 0o755); err == nil {
+				f, err = os.Create(filepath.Join(dir, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%03d", i)))
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := 0; w < size; w += len(buf) {
+			_, _ = rng.Read(buf)
+			if _, err := f.Write(buf[:min(len(buf), size-w)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir
+}
+
+// treeSums is the SHA-256 of every file under dir, by relative path: what
+// "the same bytes" means for a volume.
+func treeSums(t *testing.T, dir string) map[string]string {
+	sums := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		sums[rel] = hex.EncodeToString(h.Sum(nil))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
 }
 
 func TestVolumeSnapshotWithProgressResources(t *testing.T) {
@@ -40,12 +88,14 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	snapshots := t.TempDir()
 	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
-		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(4<<20))
+		// About 5 s for the 1 GiB volume, so the progress can be watched.
+		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(200<<20))
 	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
 		t.Errorf("snapshot-location get:\n%s", out)
 	}
 
-	data := volume(t, 16, 1<<20) // 16 MiB: about 4 s at 4 MiB/s
+	data := volume(t, 16, 64<<20) // 1 GiB
+	want := treeSums(t, data)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vol"}})
 	c.create(t,
 		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}, Spec: corev1.PersistentVolumeSpec{
@@ -77,7 +127,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Errorf("saw %d distinct progress values, want at least three", len(seen))
 	}
 	if vpb.Spec.Volume != "data-pv" || vpb.Spec.Backup != "vol" || vpb.Spec.Plugin != "salvor.dev/local-volume" ||
-		vpb.Status.Percent != 100 || vpb.Status.Progress.TotalBytes != 16<<20 || vpb.Status.SnapshotID == "" {
+		vpb.Status.Percent != 100 || vpb.Status.Progress.TotalBytes != 1<<30 || vpb.Status.SnapshotID == "" {
 		t.Errorf("VolumePluginBackup %+v", vpb)
 	}
 	b := c.waitBackup(t, "vol", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
@@ -85,11 +135,8 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Fatalf("backup status %+v", b.Status)
 	}
 	// The snapshot holds the same bytes.
-	for i := range 16 {
-		got, err := os.ReadFile(filepath.Join(snapshots, vpb.Status.SnapshotID, fmt.Sprintf("f%03d", i)))
-		if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 1<<20)) {
-			t.Fatalf("snapshot file %d: %d bytes, %v", i, len(got), err)
-		}
+	if got := treeSums(t, filepath.Join(snapshots, vpb.Status.SnapshotID)); !maps.Equal(got, want) {
+		t.Fatalf("the snapshot's files differ from the volume's:\n got %v\nwant %v", got, want)
 	}
 	store := openStore(t, cfg)
 	var snaps []backup.VolumeSnapshot
@@ -107,7 +154,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	}
 
 	desc := c.mustSalvor(t, "backup", "describe", "vol")
-	for _, w := range []string{"Volume snapshots: 1 of 1 completed", "data-pv", "16777216 / 16777216 bytes (100%)", "MiB/s"} {
+	for _, w := range []string{"Volume snapshots: 1 of 1 completed", "data-pv", "1073741824 / 1073741824 bytes (100%)", "MiB/s"} {
 		if !strings.Contains(desc, w) {
 			t.Errorf("describe lacks %q:\n%s", w, desc)
 		}
@@ -141,7 +188,8 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 			return false, fmt.Sprint(c.client.Update(context.Background(), o))
 		})
 	}
-	c.mustSalvor(t, "restore", "create", "vol-restore", "--from-backup", "vol", "--restore-volumes", "--wait")
+	// Into another namespace: the volume's claim reference follows the claim.
+	c.mustSalvor(t, "restore", "create", "vol-restore", "--from-backup", "vol", "--restore-volumes", "--namespace-mappings", "vol:vol-copy", "--wait")
 	pv := &corev1.PersistentVolume{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "data-pv"}, pv); err != nil {
 		t.Fatal(err)
@@ -150,14 +198,14 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	if newPath == data || !strings.HasPrefix(newPath, snapshots) {
 		t.Errorf("restored volume's path %q: want a new directory under %s", newPath, snapshots)
 	}
-	for i := range 16 {
-		got, err := os.ReadFile(filepath.Join(newPath, fmt.Sprintf("f%03d", i)))
-		if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 1<<20)) {
-			t.Fatalf("restored file %d: %d bytes, %v", i, len(got), err)
-		}
+	if got := treeSums(t, newPath); !maps.Equal(got, want) {
+		t.Fatalf("the restored volume's files differ from the original's:\n got %v\nwant %v", got, want)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != "vol-copy" || ref.Name != "data" {
+		t.Errorf("restored volume's claimRef %+v: want vol-copy/data", ref)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vol", Name: "data"}, pvc); err != nil || pvc.Spec.VolumeName != "data-pv" {
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vol-copy", Name: "data"}, pvc); err != nil || pvc.Spec.VolumeName != "data-pv" {
 		t.Errorf("restored claim %+v, %v", pvc.Spec, err)
 	}
 	vprs := &salvorv1.VolumePluginRestoreList{}

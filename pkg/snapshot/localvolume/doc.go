@@ -9,6 +9,9 @@
 // wrote. Each copy's state is a file next to the snapshots, so a restarted
 // plugin answers Progress and resumes a copy its predecessor left.
 //
+// Every file's checksum (XXH3-128) is taken of the bytes written and kept
+// beside the snapshot; a copy out of a snapshot is checked against them.
+//
 // Config: snapshotDir (required, absolute) holds snapshots; restoreDir
 // (default snapshotDir/restored) receives restored volumes; bytesPerSecond
 // (optional) slows copies down, to watch progress.

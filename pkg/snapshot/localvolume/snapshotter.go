@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -165,10 +164,7 @@ func (s *snapshotter) run(parent context.Context, id string, st *state) error {
 		s.mu.Unlock()
 	}()
 
-	sums, err := s.copyTree(ctx, id, st)
-	if err == nil {
-		err = s.checksums(id, st, sums)
-	}
+	err := s.copy(ctx, id, st)
 	if err == nil {
 		st.Phase = phaseCompleted
 		st.BytesDone = st.TotalBytes
@@ -185,119 +181,44 @@ func (s *snapshotter) run(parent context.Context, id string, st *state) error {
 	return fmt.Errorf("copying %s to %s: %w", st.Source, st.Target, err)
 }
 
-// sumsPath is where a snapshot's checksums are kept: one SHA-256 per file.
-func (s *snapshotter) sumsPath(snapshotID string) string {
-	return filepath.Join(s.stateDir(), snapshotID+".sha256.json")
-}
-
-// checksums records a snapshot's checksums, or, for a copy out of a
-// snapshot, checks the files read against those recorded when it was taken.
-func (s *snapshotter) checksums(id string, st *state, sums map[string]string) error {
-	if filepath.Dir(st.Source) == filepath.Clean(s.snapshotDir) {
-		want := map[string]string{}
-		b, err := os.ReadFile(s.sumsPath(filepath.Base(st.Source)))
-		if err != nil {
-			return fmt.Errorf("reading the snapshot's checksums: %w", err)
+// copy copies the source tree and checksums every file written: a
+// snapshot's sums are recorded, a copy out of a snapshot is checked
+// against them.
+func (s *snapshotter) copy(ctx context.Context, id string, st *state) error {
+	var recorded *checksums
+	fromSnapshot := filepath.Dir(st.Source) == filepath.Clean(s.snapshotDir)
+	algorithm := defaultAlgorithm
+	if fromSnapshot {
+		var err error
+		if recorded, err = s.readSums(filepath.Base(st.Source)); err != nil {
+			return err
 		}
-		if err := json.Unmarshal(b, &want); err != nil {
-			return fmt.Errorf("reading the snapshot's checksums: %w", err)
-		}
-		for name, sum := range want {
-			if sums[name] != sum {
-				return fmt.Errorf("file %s of snapshot %s does not match its checksum: the snapshot is damaged", name, filepath.Base(st.Source))
-			}
-		}
-		if len(sums) != len(want) {
-			return fmt.Errorf("snapshot %s holds %d files, its checksums list %d", filepath.Base(st.Source), len(sums), len(want))
-		}
-		return nil
+		algorithm = recorded.Algorithm
 	}
-	b, err := json.Marshal(sums)
+	t, err := newTreeCopy(st.Source, st.Target, s.rate, algorithm)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(s.sumsPath(id), b, 0o644)
-}
-
-// copyTree copies the source tree, returning each file's SHA-256 (of the
-// bytes read) by relative path.
-func (s *snapshotter) copyTree(ctx context.Context, id string, st *state) (map[string]string, error) {
-	sums := map[string]string{}
-	st.TotalBytes, st.BytesDone = 0, 0
-	err := filepath.WalkDir(st.Source, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			st.TotalBytes += info.Size()
-		}
-		return err
-	})
+	dirs, files, total, err := t.plan()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := os.RemoveAll(st.Target); err != nil {
-		return nil, err
+	st.TotalBytes, st.BytesDone = total, 0
+	if err := s.writeState(id, st); err != nil {
+		return err
 	}
-	lastWrite := time.Now()
-	buf := make([]byte, 256<<10)
-	return sums, filepath.WalkDir(st.Source, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(st.Source, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(st.Target, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		h := sha256.New()
-		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			n, rerr := in.Read(buf)
-			if n > 0 {
-				h.Write(buf[:n])
-				if _, err := out.Write(buf[:n]); err != nil {
-					return err
-				}
-				st.BytesDone += int64(n)
-				if s.rate > 0 {
-					time.Sleep(time.Duration(float64(n) / float64(s.rate) * float64(time.Second)))
-				}
-				if time.Since(lastWrite) > 100*time.Millisecond {
-					lastWrite = time.Now()
-					if err := s.writeState(id, st); err != nil {
-						return err
-					}
-				}
-			}
-			if rerr == io.EOF {
-				sums[filepath.ToSlash(rel)] = hex.EncodeToString(h.Sum(nil))
-				return out.Close()
-			}
-			if rerr != nil {
-				return rerr
-			}
-		}
+	err = t.run(ctx, dirs, files, func(done int64) error {
+		st.BytesDone = done
+		return s.writeState(id, st)
 	})
+	st.BytesDone = t.done.Load()
+	if err != nil {
+		return err
+	}
+	if fromSnapshot {
+		return verify(filepath.Base(st.Source), recorded.Files, t.sums)
+	}
+	return s.writeSums(id, &checksums{Algorithm: algorithm, Files: t.sums})
 }
 
 func (s *snapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[string]string) (string, error) {

@@ -1,0 +1,285 @@
+package localvolume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+)
+
+const (
+	// bigFile is the size from which a file is copied inside the kernel
+	// (copy_file_range) while another goroutine checksums what has been
+	// written; below it, one read, hash and write is cheaper.
+	bigFile = 4 << 20
+	// chunk is how much of a big file is copied between progress updates
+	// and cancellation checks.
+	chunk = 8 << 20
+	// fileWorkers files are copied at once: small files cost system calls
+	// more than bytes, and those overlap.
+	fileWorkers = 4
+	// progressEvery is how often a copy's state file is rewritten.
+	progressEvery = 100 * time.Millisecond
+)
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// treeCopy copies one directory tree into another and records the checksum
+// of every file as written, so the checksums describe what the copy holds
+// even when the source changes under it.
+type treeCopy struct {
+	src, dst string
+	limiter  *rate.Limiter // nil: as fast as the disk goes
+	step     int           // bytes between limiter waits and progress
+	done     atomic.Int64
+	// algorithm checksums each file; newTreeCopy has checked it is known.
+	algorithm string
+
+	mu   sync.Mutex
+	sums map[string]string
+}
+
+type fileToCopy struct {
+	rel  string
+	size int64
+}
+
+func newTreeCopy(src, dst string, bytesPerSecond int64, algorithm string) (*treeCopy, error) {
+	if _, _, err := newHash(algorithm); err != nil {
+		return nil, err
+	}
+	t := &treeCopy{src: src, dst: dst, step: chunk, algorithm: algorithm, sums: map[string]string{}}
+	if bytesPerSecond > 0 {
+		// Waits of about an eighth of a second keep a slowed copy smooth.
+		t.step = int(min(max(bytesPerSecond/8, 64<<10), chunk))
+		t.limiter = rate.NewLimiter(rate.Limit(bytesPerSecond), t.step)
+	}
+	return t, nil
+}
+
+// plan walks the source: the directories to make, in order, the files to
+// copy, and their total size.
+func (t *treeCopy) plan() (dirs []string, files []fileToCopy, total int64, err error) {
+	err = filepath.WalkDir(t.src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(t.src, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			files = append(files, fileToCopy{rel: rel, size: info.Size()})
+			total += info.Size()
+		}
+		return nil
+	})
+	return dirs, files, total, err
+}
+
+// run copies the files with a few workers; progress is called at least
+// every progressEvery with the bytes copied so far. The first error stops
+// every worker.
+func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, progress func(done int64) error) error {
+	if err := os.RemoveAll(t.dst); err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(t.dst, d), 0o755); err != nil {
+			return err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-tick.C:
+				if err := progress(t.done.Load()); err != nil {
+					return err
+				}
+			}
+		}
+	})
+	work := make(chan fileToCopy)
+	workers, wctx := errgroup.WithContext(gctx)
+	for range fileWorkers {
+		workers.Go(func() error {
+			for f := range work {
+				if err := t.copyFile(wctx, f); err != nil {
+					return fmt.Errorf("file %s: %w", f.rel, err)
+				}
+			}
+			return nil
+		})
+	}
+	workers.Go(func() error {
+		defer close(work)
+		for _, f := range files {
+			select {
+			case work <- f:
+			case <-wctx.Done():
+				return nil
+			}
+		}
+		return nil
+	})
+	err := workers.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	g.Go(func() error { return errStop }) // stops the progress writer
+	if perr := g.Wait(); !errors.Is(perr, errStop) && perr != nil {
+		// The state file could not be written: that is why the copy stopped.
+		err = perr
+	}
+	return err
+}
+
+var errStop = errors.New("copy finished")
+
+func (t *treeCopy) wait(ctx context.Context, n int) error {
+	if t.limiter == nil {
+		return ctx.Err()
+	}
+	return t.limiter.WaitN(ctx, n)
+}
+
+func (t *treeCopy) copyFile(ctx context.Context, f fileToCopy) error {
+	in, err := os.Open(filepath.Join(t.src, f.rel))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	dstPath := filepath.Join(t.dst, f.rel)
+	out, err := os.OpenFile(dstPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	var sum string
+	if f.size >= bigFile {
+		sum, err = t.copyBig(ctx, in, out, dstPath)
+	} else {
+		sum, err = t.copySmall(ctx, in, out)
+	}
+	if err != nil {
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.sums[filepath.ToSlash(f.rel)] = sum
+	t.mu.Unlock()
+	return nil
+}
+
+// copySmall reads, hashes and writes through one buffer.
+func (t *treeCopy) copySmall(ctx context.Context, in io.Reader, out io.Writer) (string, error) {
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	buf := (*bp)[:min(len(*bp), t.step)]
+	h, sum, _ := newHash(t.algorithm)
+	for {
+		if err := t.wait(ctx, len(buf)); err != nil {
+			return "", err
+		}
+		n, rerr := io.ReadFull(in, buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if _, err := out.Write(buf[:n]); err != nil {
+				return "", err
+			}
+			t.done.Add(int64(n))
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			return sum(h), nil
+		}
+		if rerr != nil {
+			return "", rerr
+		}
+	}
+}
+
+// copyBig copies inside the kernel a step at a time, while a second
+// goroutine reads back and hashes each step once it is written (from the
+// page cache), so copying and hashing use both cores.
+func (t *treeCopy) copyBig(ctx context.Context, in, out *os.File, dstPath string) (string, error) {
+	back, err := os.Open(dstPath)
+	if err != nil {
+		return "", err
+	}
+	defer back.Close()
+	written := make(chan int64, 64)
+	hashed := make(chan error, 1)
+	h, sum, _ := newHash(t.algorithm)
+	go func() {
+		bp := buffers.Get().(*[]byte)
+		defer buffers.Put(bp)
+		buf := *bp
+		var off int64
+		var herr error
+		for end := range written {
+			for herr == nil && off < end {
+				if herr = ctx.Err(); herr != nil {
+					break
+				}
+				n, err := back.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+				h.Write(buf[:n])
+				off += int64(n)
+				if err != nil {
+					herr = err
+				}
+			}
+		}
+		hashed <- herr
+	}()
+	var total int64
+	var cerr error
+	for {
+		if cerr = t.wait(ctx, t.step); cerr != nil {
+			break
+		}
+		n, err := io.CopyN(out, in, int64(t.step))
+		total += n
+		t.done.Add(n)
+		if n > 0 {
+			written <- total
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			cerr = err
+			break
+		}
+	}
+	close(written)
+	if herr := <-hashed; cerr == nil {
+		cerr = herr
+	}
+	if cerr != nil {
+		return "", cerr
+	}
+	return sum(h), nil
+}

@@ -1,0 +1,271 @@
+package localvolume
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// tree writes files (relative path → size) of random bytes under a new
+// directory.
+func tree(t *testing.T, files map[string]int) string {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.NewChaCha8([32]byte{1})
+	for name, size := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, size)
+		_, _ = rng.Read(b)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// contents is the SHA-256 of every file under dir and the set of its
+// directories, to compare trees by.
+func contents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[rel+"/"] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:])
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func newV1(t *testing.T, config map[string]string) sdk.VolumeSnapshotter {
+	t.Helper()
+	vs, _ := NewV1(slog.New(slog.DiscardHandler))
+	if err := vs.Init(config); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func newV2(t *testing.T, config map[string]string) sdk.VolumeSnapshotterV2 {
+	t.Helper()
+	vs, _ := NewV2(slog.New(slog.DiscardHandler))
+	if err := vs.Init(config); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func TestSnapshotAndRestoreReproduceTheTree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]int
+	}{
+		{"empty volume", nil},
+		{"small files in nested directories", map[string]int{"a": 1, "b/c": 4096, "b/d/e": 70000, "b/d/f": 0, "g/h": 100}},
+		// Above bigFile, copied in the kernel in steps while hashed apart;
+		// not a multiple of the step, so the last one is short.
+		{"files over the big-file size", map[string]int{"big": chunk + 12345, "x/big2": bigFile, "x/small": 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vol := tree(t, tc.files)
+			snaps := t.TempDir()
+			vs := newV1(t, map[string]string{"snapshotDir": snaps})
+			id, err := vs.CreateSnapshot(vol, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := contents(t, vol)
+			if got := contents(t, filepath.Join(snaps, id)); !maps.Equal(got, want) {
+				t.Fatalf("snapshot %v, volume %v", got, want)
+			}
+			restored, err := vs.CreateVolumeFromSnapshot(id, "", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(restored, filepath.Join(snaps, "restored")) {
+				t.Errorf("restored into %s, want under the default restoreDir", restored)
+			}
+			if got := contents(t, restored); !maps.Equal(got, want) {
+				t.Fatalf("restored %v, volume %v", got, want)
+			}
+		})
+	}
+}
+
+func TestDamagedSnapshotIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, snapshot, sums string)
+		want   string
+	}{
+		{"a changed byte", func(t *testing.T, snapshot, _ string) {
+			p := filepath.Join(snapshot, "d", "big")
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte{'!'}, bigFile+1); err != nil {
+				t.Fatal(err)
+			}
+		}, "file d/big of snapshot snap-"},
+		{"a file removed", func(t *testing.T, snapshot, _ string) {
+			if err := os.Remove(filepath.Join(snapshot, "small")); err != nil {
+				t.Fatal(err)
+			}
+		}, "file small of snapshot snap-"},
+		{"a file added", func(t *testing.T, snapshot, _ string) {
+			if err := os.WriteFile(filepath.Join(snapshot, "extra"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "holds 3 files, its checksums list 2"},
+		{"checksums that don't parse", func(t *testing.T, _, sums string) {
+			if err := os.WriteFile(sums, []byte("{"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "reading the checksums of snapshot snap-"},
+		{"an unknown algorithm", func(t *testing.T, _, sums string) {
+			if err := os.WriteFile(sums, []byte(`{"algorithm":"crc7","files":{}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, `unknown checksum algorithm "crc7"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vol := tree(t, map[string]int{"d/big": bigFile + 100, "small": 10})
+			snaps, restoreDir := t.TempDir(), t.TempDir()
+			vs := newV1(t, map[string]string{"snapshotDir": snaps, "restoreDir": restoreDir})
+			id, err := vs.CreateSnapshot(vol, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.damage(t, filepath.Join(snaps, id), filepath.Join(snaps, ".state", id+".checksums.json"))
+			_, err = vs.CreateVolumeFromSnapshot(id, "", "", nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("restore from a damaged snapshot: %v, want an error with %q", err, tc.want)
+			}
+			if left, _ := os.ReadDir(restoreDir); len(left) != 0 {
+				t.Errorf("a failed restore left %d entries in the restore directory", len(left))
+			}
+		})
+	}
+}
+
+// progressUntil polls Progress until done says stop, returning every
+// distinct NCompleted seen and the last answer.
+func progressUntil(t *testing.T, vs sdk.VolumeSnapshotterV2, id string, done func(sdk.OperationProgress) bool) ([]int64, sdk.OperationProgress) {
+	t.Helper()
+	var seen []int64
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := vs.Progress(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != p.NCompleted {
+			seen = append(seen, p.NCompleted)
+		}
+		if done(p) {
+			return seen, p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("copy %s: no end after a minute: %+v", id, p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBackgroundCopyReportsProgressInBytes(t *testing.T) {
+	vol := tree(t, map[string]int{"a": 3 << 20, "b/c": 1 << 20})
+	snaps := t.TempDir()
+	config := map[string]string{"snapshotDir": snaps, "bytesPerSecond": "4194304"} // about a second
+	vs := newV2(t, config)
+	id, err := vs.CreateSnapshot(vol, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, last := progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.Completed })
+	if last.Err != "" || last.NTotal != 4<<20 || last.NCompleted != 4<<20 || last.OperationUnits != "bytes" {
+		t.Fatalf("last progress %+v", last)
+	}
+	if len(seen) < 3 {
+		t.Errorf("saw progress values %v, want at least three", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Errorf("progress went backwards: %v", seen)
+		}
+	}
+	// A plugin process started afresh answers from the state on disk.
+	again := newV2(t, config)
+	if p, err := again.Progress(id); err != nil || !p.Completed || p.NCompleted != 4<<20 {
+		t.Errorf("progress from a new process: %+v, %v", p, err)
+	}
+	if _, err := again.Progress("snap-unknown"); err == nil || !strings.Contains(err.Error(), `no copy with ID "snap-unknown"`) {
+		t.Errorf("progress of an unknown copy: %v", err)
+	}
+}
+
+func TestCancelRemovesThePartialCopy(t *testing.T) {
+	vol := tree(t, map[string]int{"a": 8 << 20, "b": 8 << 20})
+	snaps := t.TempDir()
+	vs := newV2(t, map[string]string{"snapshotDir": snaps, "bytesPerSecond": "2097152"}) // 8 s
+	id, err := vs.CreateSnapshot(vol, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.NCompleted > 0 })
+	if err := vs.Cancel(id); err != nil {
+		t.Fatal(err)
+	}
+	p, err := vs.Progress(id)
+	if err != nil || !p.Completed || p.Err != "cancelled" || p.NCompleted >= p.NTotal {
+		t.Errorf("progress after Cancel: %+v, %v", p, err)
+	}
+	if _, err := os.Stat(filepath.Join(snaps, id)); !os.IsNotExist(err) {
+		t.Errorf("the partial snapshot is still there: %v", err)
+	}
+	if _, err := vs.CreateVolumeFromSnapshot(id, "", "", nil); err == nil || !strings.Contains(err.Error(), "is Cancelled, not Completed") {
+		t.Errorf("restore from a cancelled snapshot: %v", err)
+	}
+}
+
+func TestInitRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]string
+		want   string
+	}{
+		{map[string]string{}, `snapshotDir=""`},
+		{map[string]string{"snapshotDir": "relative"}, "want an absolute directory"},
+		{map[string]string{"snapshotDir": "/tmp", "bytesPerSecond": "fast"}, `bytesPerSecond="fast"`},
+		{map[string]string{"snapshotDir": "/tmp", "bytesPerSecond": "0"}, "want a positive integer"},
+	} {
+		vs, _ := NewV1(slog.New(slog.DiscardHandler))
+		if err := vs.Init(tc.config); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Init(%v) = %v, want an error with %q", tc.config, err, tc.want)
+		}
+	}
+}
