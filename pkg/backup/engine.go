@@ -161,13 +161,16 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	pw.CloseWithError(errors.Join(walkErr, closeErr))
 	uploadErr := <-uploaded
 	stopProgress()
+	// On failure the outcome holds only what the pass started — operations
+	// and snapshots — for the caller to stop.
+	started := &Outcome{Operations: r.operations, Snapshots: r.snapshots}
 	switch {
 	case walkErr != nil:
-		return nil, walkErr
+		return started, walkErr
 	case closeErr != nil:
-		return nil, fmt.Errorf("finishing the tarball: %w", closeErr)
+		return started, fmt.Errorf("finishing the tarball: %w", closeErr)
 	case uploadErr != nil:
-		return nil, fmt.Errorf("uploading the tarball of backup %s: %w", b.Name, uploadErr)
+		return started, fmt.Errorf("uploading the tarball of backup %s: %w", b.Name, uploadErr)
 	}
 	for k := range r.resourceList {
 		sort.Strings(r.resourceList[k])

@@ -84,6 +84,16 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 		return
 	}
 	az := pv.GetLabels()["topology.kubernetes.io/zone"]
+	if az == "" {
+		az = pv.GetLabels()["failure-domain.beta.kubernetes.io/zone"]
+	}
+	// The volume's type and IOPS are what CreateVolumeFromSnapshot needs
+	// to make a volume like it on restore.
+	volumeType, iops, err := s.VS.GetVolumeInfo(ctx, volumeID, az)
+	if err != nil {
+		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not describe volume %s: %v", what, s.Provider, volumeID, err))
+		return
+	}
 	snapshotID, err := s.VS.CreateSnapshot(ctx, volumeID, az, map[string]string{
 		"salvor.dev/backup": r.backup.Name, "velero.io/backup": r.backup.Name, "velero.io/pv": pv.GetName(),
 	})
@@ -96,7 +106,7 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 	defer r.mu.Unlock()
 	r.snapshots = append(r.snapshots, VolumeSnapshot{
 		Spec: VolumeSnapshotSpec{BackupName: r.backup.Name, BackupUID: string(r.backup.UID), Location: s.Location, Provider: s.Provider,
-			PersistentVolumeName: pv.GetName(), ProviderVolumeID: volumeID, VolumeAZ: az},
+			PersistentVolumeName: pv.GetName(), ProviderVolumeID: volumeID, VolumeAZ: az, VolumeType: volumeType, VolumeIOPS: iops},
 		Status: VolumeSnapshotStatus{ProviderSnapshotID: snapshotID, Phase: "New", Created: &now},
 	})
 	r.log.Info("volume snapshot started", "volume", pv.GetName(), "snapshot", snapshotID)

@@ -22,6 +22,7 @@ import (
 	"github.com/salvor-dev/salvor/pkg/backup"
 	"github.com/salvor-dev/salvor/pkg/itemoperation"
 	"github.com/salvor-dev/salvor/pkg/metrics"
+	"github.com/salvor-dev/salvor/pkg/operations"
 	"github.com/salvor-dev/salvor/pkg/persistence"
 )
 
@@ -317,6 +318,11 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		reason := err.Error()
 		if cause := context.Cause(runCtx); cause != nil {
 			reason = cause.Error()
+		}
+		if out != nil {
+			// What the pass started runs on without it: stop it.
+			operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, backup: b}, reason)
+			dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 		}
 		// Nothing of a stopped backup may look whole: remove what was uploaded.
 		if derr := store.DeleteBackup(ctx, b.Name); derr != nil {

@@ -338,6 +338,13 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 		if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
 			r.Log.Warn("writing a failed backup's operations", "backup", key, "error", err)
 		}
+		syncSnapshots(w.snaps, w.snapStatus)
+		dropSnapshots(ctx, w.snap, w.snaps, reason, r.Log)
+		for _, s := range w.snaps {
+			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
+			}
+		}
 		if err := w.store.DeleteBackup(ctx, b.Name); err != nil {
 			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
 		}

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,4 +186,34 @@ func upsertVPB(ctx context.Context, c client.Client, ns string, b *salvorv1.Back
 	}
 	st.Updated = s.Status.Updated
 	return c.Status().Update(ctx, v)
+}
+
+// dropSnapshots ends the snapshots of a backup that failed or was
+// cancelled: nothing will refer to them, so those still being taken are
+// cancelled (which removes a partial copy) and all are deleted. Each
+// record's status says so, for its VolumePluginBackup.
+func dropSnapshots(ctx context.Context, snap *backup.Snapshotter, snaps []backup.VolumeSnapshot, reason string, log *slog.Logger) {
+	if snap == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range snaps {
+		s := &snaps[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := s.Status.ProviderSnapshotID
+			if s.Status.Phase != string(itemoperation.PhaseCompleted) && s.Status.Phase != string(itemoperation.PhaseFailed) {
+				if err := snap.VS.Cancel(ctx, id); err != nil {
+					log.Warn("cancelling a failed backup's snapshot", "backup", s.Spec.BackupName, "snapshot", id, "error", err)
+				}
+			}
+			if err := snap.VS.DeleteSnapshot(ctx, id); err != nil {
+				log.Warn("deleting a failed backup's snapshot", "backup", s.Spec.BackupName, "snapshot", id, "error", err)
+			}
+			now := metav1.Now()
+			s.Status.Phase, s.Status.Error, s.Status.Updated = string(itemoperation.PhaseFailed), reason+"; snapshot deleted", &now
+		}()
+	}
+	wg.Wait()
 }

@@ -2,23 +2,28 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// TestVeleroPluginInABackupAndRestore runs a plugin built with Velero's own
-// framework (test/compat/velero) as the server's object store and as a
-// BackupItemAction and RestoreItemAction, through a backup and a restore.
-func TestVeleroPluginInABackupAndRestore(t *testing.T) {
+// veleroPlugin builds the plugin made with Velero's framework (its own
+// module, test/compat/velero) into a new plugin directory.
+func veleroPlugin(t *testing.T) string {
+	t.Helper()
 	root, err := testbin.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +34,14 @@ func TestVeleroPluginInABackupAndRestore(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the Velero-framework plugin: %v\n%s", err, out)
 	}
+	return plugins
+}
+
+// TestVeleroPluginInABackupAndRestore runs a plugin built with Velero's own
+// framework (test/compat/velero) as the server's object store and as a
+// BackupItemAction and RestoreItemAction, through a backup and a restore.
+func TestVeleroPluginInABackupAndRestore(t *testing.T) {
+	plugins := veleroPlugin(t)
 	c := startCluster(t)
 	c.startServer(t, "--plugin-dir", plugins)
 	c.mustSalvor(t, "backup-location", "create", "velero-store", "--provider", "compat.velero.io/memory", "--bucket", "b", "--default")
@@ -61,4 +74,65 @@ func TestVeleroPluginInABackupAndRestore(t *testing.T) {
 	if items < 2 {
 		t.Errorf("backup through the Velero object store holds %d items", items)
 	}
+}
+
+// TestVeleroSnapshotterInABackupAndRestore snapshots and restores a volume
+// with a v1 VolumeSnapshotter built with Velero's framework: described and
+// snapshotted at backup (done when CreateSnapshot returns), recreated from
+// the snapshot at restore with the type, zone and IOPS it had; the backup
+// then deletes through it.
+func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
+	plugins := veleroPlugin(t)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", plugins)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.mustSalvor(t, "snapshot-location", "create", "velero-vs", "--provider", "compat.velero.io/vs", "--config", "region=eu", "--default")
+	c.create(t, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk", Labels: map[string]string{"topology.kubernetes.io/zone": "eu-1a"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.example", VolumeHandle: "h1"}},
+		}})
+	c.mustSalvor(t, "backup", "create", "vsnap", "--include-resources", "persistentvolumes", "--include-cluster-resources", "--wait")
+	b := c.getBackup(t, "vsnap")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.VolumeSnapshotsAttempted != 1 || b.Status.VolumeSnapshotsCompleted != 1 {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	// The plugin names its snapshot from the volume and the backup tag.
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 ||
+		vpbs.Items[0].Status.SnapshotID != "snap-h1-vsnap" || vpbs.Items[0].Status.Phase != "Completed" || vpbs.Items[0].Spec.Plugin != "compat.velero.io/vs" {
+		t.Fatalf("VolumePluginBackups %+v, %v", vpbs.Items, err)
+	}
+
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "disk"}}
+	if err := c.client.Delete(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "volume deleted", time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(pv), pv); err != nil {
+			return true, ""
+		}
+		pv.SetFinalizers(nil)
+		return false, fmt.Sprint(c.client.Update(context.Background(), pv))
+	})
+	c.mustSalvor(t, "restore", "create", "vsnap", "--from-backup", "vsnap", "--include-resources", "persistentvolumes", "--restore-volumes", "--wait")
+	if rs := c.getRestore(t, "vsnap"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Fatalf("restore status %+v", rs.Status)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "disk"}, pv); err != nil {
+		t.Fatal(err)
+	}
+	// CreateVolumeFromSnapshot(snapshot, type, zone, iops) in the plugin's
+	// region: the type and IOPS are what GetVolumeInfo said at backup.
+	if got, want := pv.Spec.CSI.VolumeHandle, "vol-snap-h1-vsnap-io2-eu-1a-eu-1a-1000-eu"; got != want {
+		t.Errorf("restored volume handle %q, want %q", got, want)
+	}
+	c.mustSalvor(t, "backup", "delete", "vsnap")
+	eventually(t, "backup deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "vsnap"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

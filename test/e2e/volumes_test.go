@@ -253,3 +253,112 @@ func TestHungSnapshotterIsCutOff(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelDuringVolumeCopy cancels a backup while its volume is being
+// copied: the snapshotter is told to stop, nothing of the snapshot is left,
+// and the progress resource says how it ended.
+func TestCancelDuringVolumeCopy(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
+		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(4<<20))
+	data := volume(t, 4, 16<<20) // 64 MiB: 16 s at 4 MiB/s
+	c.create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "slow-pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
+	}})
+	c.mustSalvor(t, "backup", "create", "halted", "--include-resources", "persistentvolumes", "--include-cluster-resources")
+	var snapshotID string
+	eventually(t, "copy under way", time.Minute, func() (bool, string) {
+		list := &salvorv1.VolumePluginBackupList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprint(len(list.Items), err)
+		}
+		v := list.Items[0]
+		snapshotID = v.Status.SnapshotID
+		return v.Status.Phase == "InProgress" && v.Status.Progress.BytesDone > 0, fmt.Sprintf("%+v", v.Status)
+	})
+	if _, err := os.Stat(filepath.Join(snapshots, snapshotID)); err != nil {
+		t.Fatalf("the snapshot being copied is not on disk: %v", err)
+	}
+	c.mustSalvor(t, "backup", "cancel", "halted")
+	b := c.waitBackup(t, "halted", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || b.Status.FailureReason != "cancelled by user" {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	eventually(t, "partial snapshot removed", time.Minute, func() (bool, string) {
+		_, err := os.Stat(filepath.Join(snapshots, snapshotID))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if keys, err := openStore(t, cfg).ListBackups(context.Background()); err != nil || contains(keys, "halted") {
+		t.Errorf("a cancelled backup looks whole: %v %v", keys, err)
+	}
+	eventually(t, "progress resource ended", time.Minute, func() (bool, string) {
+		list := &salvorv1.VolumePluginBackupList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprint(len(list.Items), err)
+		}
+		v := list.Items[0].Status
+		return v.Phase == "Failed" && strings.Contains(v.Message, "cancel") && v.Percent < 100, fmt.Sprintf("%+v", v)
+	})
+}
+
+// TestCancelFirstPassStopsItsSnapshots cancels a backup in its first pass,
+// after it has started a volume's snapshot and before it has finished
+// listing: the snapshot is cancelled and deleted, not left copying for a
+// backup that no longer exists.
+func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--workers", "1")
+	c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
+		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(1<<20))
+	data := volume(t, 2, 16<<20) // 32 s at 1 MiB/s
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "first"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "first-pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
+		}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: "first"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "first-pv",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}})
+	// Listed after the claim (the API server serves core resources in name
+	// order), these keep the first pass going once the snapshot has begun.
+	for i := range 3000 {
+		c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "first"}})
+	}
+	c.mustSalvor(t, "backup", "create", "first", "--include-namespaces", "first")
+	var snapshotID string
+	eventually(t, "snapshot started in the first pass", time.Minute, func() (bool, string) {
+		entries, _ := os.ReadDir(snapshots)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "snap-") {
+				snapshotID = e.Name()
+			}
+		}
+		return snapshotID != "", fmt.Sprint(len(entries), " entries")
+	})
+	if b := c.getBackup(t, "first"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("the first pass ended before the test could cancel it: %s", b.Status.Phase)
+	}
+	c.mustSalvor(t, "backup", "cancel", "first")
+	b := c.waitBackup(t, "first", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed,
+		salvorv1.BackupPhaseWaitingForPluginOperations)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled by user") {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	// Cancelled and deleted: neither the copy nor its state is left.
+	eventually(t, "snapshot gone", time.Minute, func() (bool, string) {
+		_, err := os.Stat(filepath.Join(snapshots, snapshotID))
+		states, _ := os.ReadDir(filepath.Join(snapshots, ".state"))
+		return os.IsNotExist(err) && len(states) == 0, fmt.Sprintf("%v, %d state files", err, len(states))
+	})
+}

@@ -112,7 +112,9 @@ func (bench) Cancel(string, *api.Backup) error { return nil }
 
 type riaV1 struct{}
 
-func (riaV1) AppliesTo() (velero.ResourceSelector, error) { return velero.ResourceSelector{}, nil }
+func (riaV1) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
 
 func (riaV1) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
 	out := velero.NewRestoreItemActionExecuteOutput(annotate(in.Item, "ria-v1 restore="+in.Restore.Name))
@@ -126,7 +128,9 @@ func (riaV1) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreI
 type riaV2 struct{}
 
 func (riaV2) Name() string                                { return "compat.velero.io/ria-v2" }
-func (riaV2) AppliesTo() (velero.ResourceSelector, error) { return velero.ResourceSelector{}, nil }
+func (riaV2) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
 
 func (riaV2) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
 	return &velero.RestoreItemActionExecuteOutput{
