@@ -127,7 +127,7 @@ func (riaV1) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreI
 
 type riaV2 struct{}
 
-func (riaV2) Name() string                                { return "compat.velero.io/ria-v2" }
+func (riaV2) Name() string { return "compat.velero.io/ria-v2" }
 func (riaV2) AppliesTo() (velero.ResourceSelector, error) {
 	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
 }
