@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,8 @@ import (
 	"os"
 	"reflect"
 	"runtime"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,9 +118,25 @@ type entry struct {
 	selected   bool
 	offset     int64
 	length     int
+	// once restores the item once, however often it is asked for.
+	once sync.Once
 }
 
-func key(gr schema.GroupResource, ns, name string) string { return gr.String() + "/" + ns + "/" + name }
+// itemKey finds an item of the backup. Its strings are those of the entry
+// (group, resource and namespace interned), so a key costs no copies.
+type itemKey struct {
+	gr        schema.GroupResource
+	namespace string
+	name      string
+}
+
+func key(gr schema.GroupResource, ns, name string) itemKey { return itemKey{gr, ns, name} }
+
+// compareEntries orders items by resource, namespace and name.
+func compareEntries(a, b *entry) int {
+	return cmp.Or(strings.Compare(a.gr.Group, b.gr.Group), strings.Compare(a.gr.Resource, b.gr.Resource),
+		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+}
 
 type run struct {
 	e        *Engine
@@ -126,7 +144,7 @@ type run struct {
 	log      *slog.Logger
 	dir      string
 	spools   []*os.File
-	index    map[string]*entry
+	index    map[itemKey]*entry
 	tiers    []string
 	actions  []action
 	policy   salvorv1.ExistingResourcePolicy
@@ -137,7 +155,6 @@ type run struct {
 	resources  map[schema.GroupResource]backup.Resource
 	results    persistence.Results
 	operations []itemoperation.RestoreOperation
-	done       sync.Map // key → *itemDone
 	restored   atomic.Int64
 	total      atomic.Int64
 }
@@ -145,10 +162,6 @@ type run struct {
 type action struct {
 	a   host.RestoreItemAction
 	sel backup.Matcher
-}
-
-type itemDone struct {
-	once sync.Once
 }
 
 func (r *run) addError(ns, msg string) {
@@ -189,7 +202,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[string]*entry{}, tiers: tiers,
+	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[itemKey]*entry{}, tiers: tiers,
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
@@ -235,6 +248,15 @@ func (r *run) spool(tarball io.Reader) error {
 		r.spools = append(r.spools, f)
 	}
 	spec := r.restore.Spec
+	interned := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := interned[s]; ok {
+			return v
+		}
+		s = strings.Clone(s)
+		interned[s] = s
+		return s
+	}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		if e.Version != "" {
 			return nil // the top-level copy is the one restored
@@ -248,11 +270,15 @@ func (r *run) spool(tarball io.Reader) error {
 		if _, err := r.spools[t].Write(append(body, '\n')); err != nil {
 			return err
 		}
-		it := &entry{gr: gr, apiVersion: e.Object.GetAPIVersion(), namespace: e.Namespace, name: e.Name, tier: t,
+		// Group, resource, version and namespace repeat across items: one
+		// copy of each; the name is cloned so the entry does not keep the
+		// tar header's whole path alive.
+		gr = schema.GroupResource{Group: intern(e.Group), Resource: intern(e.Resource)}
+		it := &entry{gr: gr, apiVersion: intern(e.Object.GetAPIVersion()), namespace: intern(e.Namespace), name: strings.Clone(e.Name), tier: t,
 			offset: offsets[t], length: len(body)}
 		offsets[t] += int64(len(body)) + 1
 		it.selected = r.selects(it, e.Object)
-		r.index[key(gr, e.Namespace, e.Name)] = it
+		r.index[key(it.gr, it.namespace, it.name)] = it
 		return nil
 	})
 	if err != nil {
@@ -387,9 +413,7 @@ func (r *run) restoreAll(ctx context.Context) error {
 		if len(items) == 0 {
 			continue
 		}
-		sort.Slice(items, func(i, j int) bool {
-			return key(items[i].gr, items[i].namespace, items[i].name) < key(items[j].gr, items[j].namespace, items[j].name)
-		})
+		slices.SortFunc(items, compareEntries)
 		queue := make(chan *entry)
 		var wg sync.WaitGroup
 		for range min(workers, len(items)) {
@@ -487,8 +511,7 @@ func describe(gr schema.GroupResource, ns, name string) string {
 
 // restoreItem restores one item (once, however often it is asked for).
 func (r *run) restoreItem(ctx context.Context, it *entry, requestedBy string) {
-	d, _ := r.done.LoadOrStore(key(it.gr, it.namespace, it.name), &itemDone{})
-	d.(*itemDone).once.Do(func() { r.doRestore(ctx, it, requestedBy) })
+	it.once.Do(func() { r.doRestore(ctx, it, requestedBy) })
 }
 
 func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {

@@ -213,6 +213,12 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		vprs.Items[0].Status.Phase != "Completed" || vprs.Items[0].Status.VolumeID != newPath || vprs.Items[0].Status.Percent != 100 {
 		t.Errorf("VolumePluginRestores %+v, %v", vprs.Items, err)
 	}
+	desc = c.mustSalvor(t, "restore", "describe", "vol-restore", "--details")
+	for _, w := range []string{"Volumes restored from snapshots", vpb.Status.SnapshotID, "Completed", "1073741824 / 1073741824 bytes (100%)", "MiB/s", newPath} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("restore describe --details lacks %q:\n%s", w, desc)
+		}
+	}
 
 	// Deleting the backup deletes the snapshot.
 	c.mustSalvor(t, "backup", "delete", "vol")

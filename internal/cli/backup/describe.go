@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -128,18 +130,26 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, b *salvo
 	var rows [][]string
 	for _, v := range list.Items {
 		st := v.Status
-		rate, left := "-", "-"
-		if st.StartTimestamp != nil && st.Updated != nil {
-			if secs := st.Updated.Sub(st.StartTimestamp.Time).Seconds(); secs > 0 && st.Progress.BytesDone > 0 {
-				bps := float64(st.Progress.BytesDone) / secs
-				rate = fmt.Sprintf("%.1f MiB/s", bps/(1<<20))
-				if st.Phase != "Completed" && st.Progress.TotalBytes > st.Progress.BytesDone {
-					left = time.Duration(float64(st.Progress.TotalBytes-st.Progress.BytesDone) / bps * float64(time.Second)).Round(time.Second).String()
-				}
+		rows = append(rows, slices.Concat([]string{v.Spec.Volume}, VolumeProgress(st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated), []string{st.SnapshotID}))
+	}
+	_ = output.Table(w, slices.Concat([]string{"  VOLUME"}, VolumeProgressHeader, []string{"SNAPSHOT"}), rows)
+}
+
+// VolumeProgressHeader heads the columns VolumeProgress fills.
+var VolumeProgressHeader = []string{"PHASE", "PROGRESS", "RATE", "LEFT"}
+
+// VolumeProgress is a volume copy's phase, bytes done of total, rate and
+// time left, as table cells; shared by backups' and restores' describe.
+func VolumeProgress(phase string, p salvorv1.VolumeOperationProgress, percent int, started, updated *metav1.Time) []string {
+	rate, left := "-", "-"
+	if started != nil && updated != nil {
+		if secs := updated.Sub(started.Time).Seconds(); secs > 0 && p.BytesDone > 0 {
+			bps := float64(p.BytesDone) / secs
+			rate = fmt.Sprintf("%.1f MiB/s", bps/(1<<20))
+			if phase != "Completed" && phase != "Failed" && p.TotalBytes > p.BytesDone {
+				left = time.Duration(float64(p.TotalBytes-p.BytesDone) / bps * float64(time.Second)).Round(time.Second).String()
 			}
 		}
-		rows = append(rows, []string{v.Spec.Volume, st.Phase, fmt.Sprintf("%d / %d bytes (%d%%)", st.Progress.BytesDone, st.Progress.TotalBytes, st.Percent),
-			rate, left, st.SnapshotID})
 	}
-	_ = output.Table(w, []string{"  VOLUME", "PHASE", "PROGRESS", "RATE", "LEFT", "SNAPSHOT"}, rows)
+	return []string{phase, fmt.Sprintf("%d / %d bytes (%d%%)", p.BytesDone, p.TotalBytes, percent), rate, left}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -275,6 +276,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n", st.RestoreItemOperationsCompleted, n,
 					st.RestoreItemOperationsFailed, n-st.RestoreItemOperationsCompleted-st.RestoreItemOperationsFailed)
 			}
+			if details {
+				describeVolumes(cmd.Context(), w, c, rs)
+			}
 			if details && (st.Errors > 0 || st.Warnings > 0) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
@@ -293,6 +297,26 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	output.AddFlag(cmd.Flags(), &format)
 	cmd.Flags().BoolVar(&details, "details", false, "also show the warnings and errors")
 	return cmd
+}
+
+// describeVolumes shows each volume recreated from a snapshot: bytes, rate
+// and time left, and the new volume's ID.
+func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salvorv1.Restore) {
+	list := &salvorv1.VolumePluginRestoreList{}
+	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{"salvor.dev/restore-name": rs.Name}); err != nil {
+		fmt.Fprintf(w, "\nVolumes: not available (%v)\n", err)
+		return
+	}
+	if len(list.Items) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nVolumes restored from snapshots:\n")
+	var rows [][]string
+	for _, v := range list.Items {
+		st := v.Status
+		rows = append(rows, slices.Concat([]string{v.Spec.SnapshotID}, clibackup.VolumeProgress(st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated), []string{st.VolumeID}))
+	}
+	_ = output.Table(w, slices.Concat([]string{"  SNAPSHOT"}, clibackup.VolumeProgressHeader, []string{"NEW VOLUME"}), rows)
 }
 
 func list(v []string, empty string) string {

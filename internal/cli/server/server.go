@@ -32,6 +32,7 @@ type options struct {
 	pluginDir            string
 	metricsAddress       string
 	healthAddress        string
+	profilingAddress     string
 	leaderElect          bool
 	workers              int
 	maxConcurrentBackups int
@@ -67,6 +68,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.pluginDir, "plugin-dir", "", "directory of plugin binaries (searched recursively); empty for built-in plugins only")
 	f.StringVar(&o.metricsAddress, "metrics-address", ":8085", `address of the Prometheus endpoint (/metrics); "0" turns it off`)
 	f.StringVar(&o.healthAddress, "health-address", ":8086", `address of the health probes (/healthz, /readyz); "0" turns them off`)
+	f.StringVar(&o.profilingAddress, "profiling-address", "", `address of Go's profiling endpoints (/debug/pprof/), e.g. localhost:6060; off when empty`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
 	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: 8 per CPU; plugin calls wait on other processes, not on this CPU)")
 	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
@@ -144,6 +146,7 @@ func (o *options) run(ctx context.Context) error {
 		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{o.kube.Namespace: {}}},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:  o.healthAddress,
+		PprofBindAddress:        o.profilingAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "salvor-server",
 		LeaderElectionNamespace: o.kube.Namespace,
