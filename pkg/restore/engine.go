@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/salvor-dev/salvor/internal/periodic"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/archive"
@@ -109,32 +111,38 @@ func Validate(spec salvorv1.RestoreSpec) []string {
 	return problems
 }
 
+// entry is one item of the backup. Entries live in one slice, and what
+// repeats across items (resource, version, namespace) is shared, so a
+// restore's memory grows by about 120 bytes an item.
 type entry struct {
-	gr         schema.GroupResource
-	apiVersion string
-	namespace  string // in the backup
-	name       string
-	tier       int
-	selected   bool
-	offset     int64
-	length     int
+	kind      *itemKind
+	namespace string // in the backup; interned
+	name      string
+	offset    int64
+	length    int32
+	tier      int16
+	selected  bool
 	// once restores the item once, however often it is asked for.
 	once sync.Once
 }
 
-// itemKey finds an item of the backup. Its strings are those of the entry
-// (group, resource and namespace interned), so a key costs no copies.
-type itemKey struct {
-	gr        schema.GroupResource
-	namespace string
-	name      string
+// itemKind is what items of one resource and version share.
+type itemKind struct {
+	gr         schema.GroupResource
+	apiVersion string
 }
 
-func key(gr schema.GroupResource, ns, name string) itemKey { return itemKey{gr, ns, name} }
+// itemKey finds an item: a 128-bit hash of its resource, namespace and
+// name, instead of the strings.
+type itemKey [16]byte
+
+func key(gr schema.GroupResource, ns, name string) itemKey {
+	return itemKey(xxh3.HashString128(gr.Group + "\x00" + gr.Resource + "\x00" + ns + "\x00" + name).Bytes())
+}
 
 // compareEntries orders items by resource, namespace and name.
 func compareEntries(a, b *entry) int {
-	return cmp.Or(strings.Compare(a.gr.Group, b.gr.Group), strings.Compare(a.gr.Resource, b.gr.Resource),
+	return cmp.Or(strings.Compare(a.kind.gr.Group, b.kind.gr.Group), strings.Compare(a.kind.gr.Resource, b.kind.gr.Resource),
 		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 
@@ -144,7 +152,8 @@ type run struct {
 	log      *slog.Logger
 	dir      string
 	spools   []*os.File
-	index    map[itemKey]*entry
+	entries  []entry
+	index    map[itemKey]uint32 // → entries
 	tiers    []string
 	actions  []action
 	policy   salvorv1.ExistingResourcePolicy
@@ -202,7 +211,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[itemKey]*entry{}, tiers: tiers,
+	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[itemKey]uint32{}, tiers: tiers,
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
@@ -257,6 +266,7 @@ func (r *run) spool(tarball io.Reader) error {
 		interned[s] = s
 		return s
 	}
+	kinds := map[itemKind]*itemKind{}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		if e.Version != "" {
 			return nil // the top-level copy is the one restored
@@ -270,22 +280,34 @@ func (r *run) spool(tarball io.Reader) error {
 		if _, err := r.spools[t].Write(append(body, '\n')); err != nil {
 			return err
 		}
-		// Group, resource, version and namespace repeat across items: one
-		// copy of each; the name is cloned so the entry does not keep the
-		// tar header's whole path alive.
-		gr = schema.GroupResource{Group: intern(e.Group), Resource: intern(e.Resource)}
-		it := &entry{gr: gr, apiVersion: intern(e.Object.GetAPIVersion()), namespace: intern(e.Namespace), name: strings.Clone(e.Name), tier: t,
-			offset: offsets[t], length: len(body)}
+		k := itemKind{gr: gr, apiVersion: e.Object.GetAPIVersion()}
+		kind, ok := kinds[k]
+		if !ok {
+			kind = &itemKind{gr: schema.GroupResource{Group: intern(gr.Group), Resource: intern(gr.Resource)}, apiVersion: intern(k.apiVersion)}
+			kinds[*kind] = kind
+		}
+		k2 := key(gr, e.Namespace, e.Name)
+		i, dup := r.index[k2]
+		if !dup {
+			i = uint32(len(r.entries))
+			r.index[k2] = i
+			r.entries = append(r.entries, entry{})
+		}
+		// Filled in place (a later copy of the same item wins). The name
+		// is cloned so the entry does not keep the tar header's whole path
+		// alive.
+		it := &r.entries[i]
+		it.kind, it.namespace, it.name, it.tier = kind, intern(e.Namespace), strings.Clone(e.Name), int16(t)
+		it.offset, it.length = offsets[t], int32(len(body))
 		offsets[t] += int64(len(body)) + 1
 		it.selected = r.selects(it, e.Object)
-		r.index[key(it.gr, it.namespace, it.name)] = it
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", spec.BackupName, err)
 	}
-	for _, it := range r.index {
-		if it.selected {
+	for i := range r.entries {
+		if r.entries[i].selected {
 			r.total.Add(1)
 		}
 	}
@@ -313,14 +335,14 @@ func nsMatches(names []string, ns string) bool {
 // selects applies the restore's filters to an item of the backup.
 func (r *run) selects(it *entry, obj *unstructured.Unstructured) bool {
 	spec := r.restore.Spec
-	if matches(DefaultExcluded, it.gr) && !matches(spec.IncludedResources, it.gr) {
+	if matches(DefaultExcluded, it.kind.gr) && !matches(spec.IncludedResources, it.kind.gr) {
 		return false
 	}
-	if matches(spec.ExcludedResources, it.gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, it.gr)) {
+	if matches(spec.ExcludedResources, it.kind.gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, it.kind.gr)) {
 		return false
 	}
 	ns := it.namespace
-	if it.gr == (schema.GroupResource{Resource: "namespaces"}) {
+	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		ns = it.name
 	}
 	if ns != "" {
@@ -398,8 +420,8 @@ func (r *run) restoreAll(ctx context.Context) error {
 		return err
 	}
 	byTier := make([][]*entry, len(r.tiers)+1)
-	for _, it := range r.index {
-		if it.selected {
+	for i := range r.entries {
+		if it := &r.entries[i]; it.selected {
 			byTier[it.tier] = append(byTier[it.tier], it)
 		}
 	}
@@ -450,14 +472,14 @@ func (r *run) restoreAll(ctx context.Context) error {
 // hold a Namespace object for (or whose object is not selected).
 func (r *run) ensureNamespaces(ctx context.Context) error {
 	need := map[string]bool{}
-	for _, it := range r.index {
-		if it.selected && it.namespace != "" {
+	for i := range r.entries {
+		if it := &r.entries[i]; it.selected && it.namespace != "" {
 			need[it.namespace] = true
 		}
 	}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	for ns := range need {
-		if it, ok := r.index[key(schema.GroupResource{Resource: "namespaces"}, "", ns)]; ok && it.selected {
+		if i, ok := r.index[key(schema.GroupResource{Resource: "namespaces"}, "", ns)]; ok && r.entries[i].selected {
 			continue // restored from the backup, mapped, in its tier
 		}
 		target := r.targetNamespace(ns)
@@ -520,7 +542,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		r.total.Add(1)
 	}
 	obj, err := r.load(it)
-	what := describe(it.gr, it.namespace, it.name)
+	what := describe(it.kind.gr, it.namespace, it.name)
 	if err != nil {
 		r.addError(it.namespace, fmt.Sprintf("%s: %v", what, err))
 		return
@@ -530,10 +552,10 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 	if it.namespace != "" {
 		obj.SetNamespace(target)
 	}
-	if it.gr == (schema.GroupResource{Resource: "namespaces"}) {
+	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
 	}
-	if it.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
 		// A volume follows its claim into the namespace it is mapped to,
 		// or the claim restored there could never bind to it.
 		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
@@ -541,7 +563,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		}
 	}
 	for _, act := range r.actions {
-		if !act.sel.Matches(it.gr, obj.GetKind(), target, obj.GetLabels()) {
+		if !act.sel.Matches(it.kind.gr, obj.GetKind(), target, obj.GetLabels()) {
 			continue
 		}
 		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
@@ -572,7 +594,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 			r.addOperation(act.a.Name(), it, target, res.OperationID)
 		}
 	}
-	if it.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
 		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
 		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
 		if err != nil {
@@ -590,13 +612,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 // lookup finds an additional item in the backup. Plugins see items in
 // their target namespace, so a mapped namespace is mapped back.
 func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool) {
-	if it, ok := r.index[key(id.GroupResource, id.Namespace, id.Name)]; ok {
-		return it, true
+	if i, ok := r.index[key(id.GroupResource, id.Namespace, id.Name)]; ok {
+		return &r.entries[i], true
 	}
 	for from, to := range r.restore.Spec.NamespaceMapping {
 		if to == id.Namespace {
-			if it, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
-				return it, true
+			if i, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
+				return &r.entries[i], true
 			}
 		}
 	}
@@ -645,7 +667,7 @@ func (r *run) addOperation(plugin string, it *entry, ns, id string) {
 	r.operations = append(r.operations, itemoperation.RestoreOperation{
 		Spec: itemoperation.RestoreOperationSpec{
 			RestoreName: r.restore.Name, RestoreUID: string(r.restore.UID), RestoreItemAction: plugin,
-			ResourceIdentifier: itemoperation.ResourceIdentifier{Group: it.gr.Group, Resource: it.gr.Resource, Namespace: ns, Name: it.name},
+			ResourceIdentifier: itemoperation.ResourceIdentifier{Group: it.kind.gr.Group, Resource: it.kind.gr.Resource, Namespace: ns, Name: it.name},
 			OperationID:        id,
 		},
 		Status: itemoperation.Status{Phase: itemoperation.PhaseNew, Created: &now},
@@ -656,22 +678,22 @@ func (r *run) addOperation(plugin string, it *entry, ns, id string) {
 // the cluster serves it, else the cluster's preferred one.
 func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, bool) {
 	r.mu.Lock()
-	res, ok := r.resources[it.gr]
+	res, ok := r.resources[it.kind.gr]
 	r.mu.Unlock()
 	if !ok {
 		return schema.GroupVersionResource{}, false, false
 	}
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
-	if err != nil || gv.Group != it.gr.Group {
+	if err != nil || gv.Group != it.kind.gr.Group {
 		return res.GVR, res.Namespaced, true
 	}
-	return gv.WithResource(it.gr.Resource), res.Namespaced, true
+	return gv.WithResource(it.kind.gr.Resource), res.Namespaced, true
 }
 
 func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, what, ns string) {
 	gvr, namespaced, ok := r.gvrFor(it, obj)
 	if !ok {
-		r.addError(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.gr))
+		r.addError(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
 		return
 	}
 	client := r.e.Dynamic.Resource(gvr)
