@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -48,9 +49,20 @@ type treeCopy struct {
 	sums map[string]string
 }
 
-type fileToCopy struct {
-	rel  string
-	size int64
+// node is a directory, file or symbolic link of the tree, with what is
+// kept of it besides its bytes: permissions and owner.
+type node struct {
+	rel      string
+	mode     fs.FileMode
+	uid, gid int
+	size     int64  // files
+	link     string // symbolic links: the target
+}
+
+// treePlan is what a copy will make.
+type treePlan struct {
+	dirs, files, links []node
+	total              int64 // bytes of the files
 }
 
 func newTreeCopy(src, dst string, bytesPerSecond int64, algorithm string) (*treeCopy, error) {
@@ -67,41 +79,69 @@ func newTreeCopy(src, dst string, bytesPerSecond int64, algorithm string) (*tree
 }
 
 // plan walks the source: the directories to make, in order, the files to
-// copy, and their total size.
-func (t *treeCopy) plan() (dirs []string, files []fileToCopy, total int64, err error) {
-	err = filepath.WalkDir(t.src, func(p string, d fs.DirEntry, err error) error {
+// copy and the links to make, and the files' total size. Other kinds of
+// file (devices, sockets, pipes) have no place in a volume's data and are
+// left out.
+func (t *treeCopy) plan() (*treePlan, error) {
+	p := &treePlan{}
+	err := filepath.WalkDir(t.src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(t.src, p)
+		rel, err := filepath.Rel(t.src, path)
 		if err != nil {
 			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n := node{rel: rel, mode: info.Mode(), uid: -1, gid: -1, size: info.Size()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n.uid, n.gid = int(st.Uid), int(st.Gid)
 		}
 		switch {
 		case d.IsDir():
-			dirs = append(dirs, rel)
+			p.dirs = append(p.dirs, n)
 		case d.Type().IsRegular():
-			info, err := d.Info()
-			if err != nil {
+			p.files = append(p.files, n)
+			p.total += n.size
+		case d.Type()&fs.ModeSymlink != 0:
+			if n.link, err = os.Readlink(path); err != nil {
 				return err
 			}
-			files = append(files, fileToCopy{rel: rel, size: info.Size()})
-			total += info.Size()
+			p.links = append(p.links, n)
 		}
 		return nil
 	})
-	return dirs, files, total, err
+	return p, err
+}
+
+// keepMeta gives a copied node its source's permissions and, where this
+// process may (as root), its owner.
+func keepMeta(path string, n node) error {
+	// Owner first: a change of owner clears the set-user and set-group ID
+	// bits.
+	if err := os.Lchown(path, n.uid, n.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	if n.mode&fs.ModeSymlink == 0 {
+		return os.Chmod(path, n.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	}
+	return nil
 }
 
 // run copies the files with a few workers; progress is called at least
 // every progressEvery with the bytes copied so far. The first error stops
 // every worker.
-func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, progress func(done int64) error) error {
+func (t *treeCopy) run(ctx context.Context, p *treePlan, progress func(done int64) error) error {
 	if err := os.RemoveAll(t.dst); err != nil {
 		return err
 	}
-	for _, d := range dirs {
-		if err := os.MkdirAll(filepath.Join(t.dst, d), 0o755); err != nil {
+	// Directories are made open to this process and given their own
+	// permissions last, or a read-only one could not be filled.
+	for _, d := range p.dirs {
+		if err := os.MkdirAll(filepath.Join(t.dst, d.rel), 0o700); err != nil {
 			return err
 		}
 	}
@@ -120,7 +160,7 @@ func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, p
 			}
 		}
 	})
-	work := make(chan fileToCopy)
+	work := make(chan node)
 	workers, wctx := errgroup.WithContext(gctx)
 	for range fileWorkers {
 		workers.Go(func() error {
@@ -134,7 +174,7 @@ func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, p
 	}
 	workers.Go(func() error {
 		defer close(work)
-		for _, f := range files {
+		for _, f := range p.files {
 			select {
 			case work <- f:
 			case <-wctx.Done():
@@ -147,6 +187,9 @@ func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, p
 	if err == nil {
 		err = ctx.Err()
 	}
+	if err == nil {
+		err = t.finish(p)
+	}
 	g.Go(func() error { return errStop }) // stops the progress writer
 	if perr := g.Wait(); !errors.Is(perr, errStop) && perr != nil {
 		// The state file could not be written: that is why the copy stopped.
@@ -157,6 +200,27 @@ func (t *treeCopy) run(ctx context.Context, dirs []string, files []fileToCopy, p
 
 var errStop = errors.New("copy finished")
 
+// finish makes the links, whose targets are recorded with the checksums,
+// and gives the directories their permissions and owners, deepest first.
+func (t *treeCopy) finish(p *treePlan) error {
+	for _, l := range p.links {
+		path := filepath.Join(t.dst, l.rel)
+		if err := os.Symlink(l.link, path); err != nil {
+			return err
+		}
+		if err := keepMeta(path, l); err != nil {
+			return err
+		}
+		t.sums[filepath.ToSlash(l.rel)] = "symlink " + l.link
+	}
+	for i := len(p.dirs) - 1; i >= 0; i-- {
+		if err := keepMeta(filepath.Join(t.dst, p.dirs[i].rel), p.dirs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *treeCopy) wait(ctx context.Context, n int) error {
 	if t.limiter == nil {
 		return ctx.Err()
@@ -164,14 +228,14 @@ func (t *treeCopy) wait(ctx context.Context, n int) error {
 	return t.limiter.WaitN(ctx, n)
 }
 
-func (t *treeCopy) copyFile(ctx context.Context, f fileToCopy) error {
+func (t *treeCopy) copyFile(ctx context.Context, f node) error {
 	in, err := os.Open(filepath.Join(t.src, f.rel))
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	dstPath := filepath.Join(t.dst, f.rel)
-	out, err := os.OpenFile(dstPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	out, err := os.OpenFile(dstPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -186,6 +250,9 @@ func (t *treeCopy) copyFile(ctx context.Context, f fileToCopy) error {
 		return err
 	}
 	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := keepMeta(dstPath, f); err != nil {
 		return err
 	}
 	t.mu.Lock()

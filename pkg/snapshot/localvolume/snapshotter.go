@@ -199,15 +199,15 @@ func (s *snapshotter) copy(ctx context.Context, id string, st *state) error {
 	if err != nil {
 		return err
 	}
-	dirs, files, total, err := t.plan()
+	plan, err := t.plan()
 	if err != nil {
 		return err
 	}
-	st.TotalBytes, st.BytesDone = total, 0
+	st.TotalBytes, st.BytesDone = plan.total, 0
 	if err := s.writeState(id, st); err != nil {
 		return err
 	}
-	err = t.run(ctx, dirs, files, func(done int64) error {
+	err = t.run(ctx, plan, func(done int64) error {
 		st.BytesDone = done
 		return s.writeState(id, st)
 	})

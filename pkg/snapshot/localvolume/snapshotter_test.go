@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,5 +268,68 @@ func TestInitRejectsBadConfig(t *testing.T) {
 		if err := vs.Init(tc.config); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Init(%v) = %v, want an error with %q", tc.config, err, tc.want)
 		}
+	}
+}
+
+// TestPermissionsOwnersAndLinksAreKept snapshots and restores a tree whose
+// files and directories have their own permissions (and, when the test
+// runs as root, owners) and which holds symbolic links: the restored tree
+// has them all.
+func TestPermissionsOwnersAndLinksAreKept(t *testing.T) {
+	vol := tree(t, map[string]int{"secret/key": 32, "bin/run": 100, "data/big": bigFile + 1})
+	if err := os.Symlink("../data/big", filepath.Join(vol, "bin", "link")); err != nil {
+		t.Fatal(err)
+	}
+	// bin read-only: the copy must still be able to fill it.
+	for p, mode := range map[string]os.FileMode{"secret/key": 0o600, "bin/run": 0o755 | os.ModeSetgid, "data/big": 0o640, "secret": 0o700, "bin": 0o555} {
+		if err := os.Chmod(filepath.Join(vol, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := os.Geteuid() == 0
+	if root {
+		if err := os.Lchown(filepath.Join(vol, "data", "big"), 1234, 5678); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snaps := t.TempDir()
+	vs := newV1(t, map[string]string{"snapshotDir": snaps})
+	id, err := vs.CreateSnapshot(vol, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := vs.CreateVolumeFromSnapshot(id, "", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(snaps, id), restored} {
+		for p, want := range map[string]os.FileMode{"secret/key": 0o600, "bin/run": 0o755 | os.ModeSetgid, "data/big": 0o640,
+			"secret": 0o700 | os.ModeDir, "bin": 0o555 | os.ModeDir} {
+			info, err := os.Lstat(filepath.Join(dir, p))
+			if err != nil || info.Mode() != want {
+				t.Errorf("%s in %s: mode %v, %v; want %v", p, dir, info.Mode(), err, want)
+			}
+		}
+		if target, err := os.Readlink(filepath.Join(dir, "bin", "link")); err != nil || target != "../data/big" {
+			t.Errorf("link in %s: %q, %v", dir, target, err)
+		}
+		if root {
+			info, _ := os.Lstat(filepath.Join(dir, "data", "big"))
+			if st := info.Sys().(*syscall.Stat_t); st.Uid != 1234 || st.Gid != 5678 {
+				t.Errorf("owner of data/big in %s: %d:%d, want 1234:5678", dir, st.Uid, st.Gid)
+			}
+		}
+	}
+	// A link pointed elsewhere in the snapshot is damage, like a changed file.
+	snapLink := filepath.Join(snaps, id, "bin", "link")
+	_ = os.Chmod(filepath.Join(snaps, id, "bin"), 0o755)
+	if err := os.Remove(snapLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", snapLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vs.CreateVolumeFromSnapshot(id, "", "", nil); err == nil || !strings.Contains(err.Error(), "file bin/link of snapshot") {
+		t.Errorf("restore from a snapshot with a changed link: %v", err)
 	}
 }
