@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -113,6 +116,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "vol", "--include-namespaces", "vol")
 	// Watch the progress resource while the copy runs.
 	seen := map[int64]bool{}
+	var tableRow map[string]any // what kubectl get shows while the copy runs
 	var vpb salvorv1.VolumePluginBackup
 	eventually(t, "snapshot finished", 2*time.Minute, func() (bool, string) {
 		list := &salvorv1.VolumePluginBackupList{}
@@ -121,10 +125,18 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		}
 		vpb = list.Items[0]
 		seen[vpb.Status.Progress.BytesDone] = true
+		if vpb.Status.Phase == "InProgress" && vpb.Status.Progress.BytesDone > 0 && tableRow == nil {
+			tableRow = getTable(t, c, "/apis/salvor.dev/v1/namespaces/salvor/volumepluginbackups")
+		}
 		return vpb.Status.Phase == "Completed", fmt.Sprintf("%s %d/%d", vpb.Status.Phase, vpb.Status.Progress.BytesDone, vpb.Status.Progress.TotalBytes)
 	})
 	if len(seen) < 3 {
 		t.Errorf("saw %d distinct progress values, want at least three", len(seen))
+	}
+	if tableRow == nil || tableRow["Phase"] != "InProgress" || tableRow["Volume"] != "data-pv" {
+		t.Errorf("kubectl get volumepluginbackups while copying showed %v", tableRow)
+	} else if pct, ok := tableRow["Percent"].(float64); !ok || pct >= 100 {
+		t.Errorf("kubectl get volumepluginbackups while copying showed percent %v", tableRow["Percent"])
 	}
 	if vpb.Spec.Volume != "data-pv" || vpb.Spec.Backup != "vol" || vpb.Spec.Plugin != "salvor.dev/local-volume" ||
 		vpb.Status.Percent != 100 || vpb.Status.Progress.TotalBytes != 1<<30 || vpb.Status.SnapshotID == "" {
@@ -367,4 +379,35 @@ func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
 		states, _ := os.ReadDir(filepath.Join(snapshots, ".state"))
 		return os.IsNotExist(err) && len(states) == 0, fmt.Sprintf("%v, %d state files", err, len(states))
 	})
+}
+
+// getTable asks the API server for path as the table kubectl get prints and
+// returns the first row by column name.
+func getTable(t *testing.T, c *cluster, path string) map[string]any {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(c.restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(c.restConfig.Host, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil || len(table.Rows) == 0 {
+		t.Fatalf("table of %s: %d rows, %v", path, len(table.Rows), err)
+	}
+	row := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		if i < len(table.Rows[0].Cells) {
+			row[col.Name] = table.Rows[0].Cells[i]
+		}
+	}
+	return row
 }
