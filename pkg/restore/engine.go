@@ -3,6 +3,7 @@ package restore
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,6 +160,9 @@ type run struct {
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
 	volumes  VolumeRestorer
+	// clones maps a volume restored under a new name (its own was taken)
+	// to that name, for its claim.
+	clones sync.Map
 
 	mu         sync.Mutex
 	resources  map[schema.GroupResource]backup.Resource
@@ -555,6 +559,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
 	}
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
+			if clone, ok := r.clones.Load(pv); ok {
+				_ = unstructured.SetNestedField(obj.Object, clone.(string), "spec", "volumeName")
+			}
+		}
+	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
 		// A volume follows its claim into the namespace it is mapped to,
 		// or the claim restored there could never bind to it.
@@ -603,10 +614,50 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		}
 		if ok {
 			obj = restored
+			r.cloneIfTaken(ctx, it, obj, what)
 		}
 	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
 	r.create(ctx, it, obj, what, target)
+}
+
+// cloneIfTaken renames a volume made from a snapshot for a claim restored
+// into another namespace when a volume of its name is still in the
+// cluster — the usual case when a namespace is copied beside the original:
+// the original stays as it is, and the claim is pointed at the clone.
+func (r *run) cloneIfTaken(ctx context.Context, it *entry, pv *unstructured.Unstructured, what string) {
+	ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
+	if ns == "" || r.backupNamespaceOf(ns) == ns {
+		return // not mapped: the claim is the original's
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	if _, err := r.e.Dynamic.Resource(gvr).Get(ctx, pv.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if err != nil {
+			r.addWarning("", fmt.Sprintf("%s: could not tell whether its name is taken: %v", what, err))
+			return
+		}
+		clone := cloneName(r.restore.Name, pv.GetName())
+		r.clones.Store(pv.GetName(), clone)
+		r.log.Info("volume restored under a new name: its own is taken", "volume", pv.GetName(), "as", clone)
+		pv.SetName(clone)
+	}
+}
+
+// backupNamespaceOf is the backup namespace mapped to ns, or ns.
+func (r *run) backupNamespaceOf(ns string) string {
+	for from, to := range r.restore.Spec.NamespaceMapping {
+		if to == ns {
+			return from
+		}
+	}
+	return ns
+}
+
+// cloneName is the name of a restored volume whose own name is taken; the
+// same for the same restore and volume, so a restore run again reuses it.
+func cloneName(restore, volume string) string {
+	sum := xxh3.HashString128(restore + "/" + volume).Bytes()
+	return "salvor-clone-" + hex.EncodeToString(sum[:6])
 }
 
 // lookup finds an additional item in the backup. Plugins see items in

@@ -411,3 +411,55 @@ func getTable(t *testing.T, c *cluster, path string) map[string]any {
 	}
 	return row
 }
+
+// TestRestoreVolumeBesideTheOriginal copies a namespace with a volume into
+// another namespace while the original volume and claim are still there:
+// the restored volume gets a name of its own, its claim in the new
+// namespace is bound to it, and the original is untouched.
+func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default", "--config", "snapshotDir="+snapshots)
+	data := volume(t, 4, 1<<20)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "orig-pv"}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: "orig", Name: "claim"},
+		}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: "orig"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "orig-pv",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}})
+	c.mustSalvor(t, "backup", "create", "orig", "--include-namespaces", "orig", "--wait")
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "orig", "--namespace-mappings", "orig:copy", "--wait")
+	if rs := c.getRestore(t, "copy"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 {
+		t.Fatalf("restore status %+v", rs.Status)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "copy", Name: "claim"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	clone := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, clone); err != nil {
+		t.Fatalf("the copied claim's volume %q: %v", claim.Spec.VolumeName, err)
+	}
+	if clone.Name == "orig-pv" || !strings.HasPrefix(clone.Name, "salvor-clone-") ||
+		clone.Spec.ClaimRef == nil || clone.Spec.ClaimRef.Namespace != "copy" || clone.Spec.ClaimRef.Name != "claim" {
+		t.Errorf("clone %s bound to %+v", clone.Name, clone.Spec.ClaimRef)
+	}
+	if got := treeSums(t, clone.Spec.HostPath.Path); clone.Spec.HostPath.Path == data || !maps.Equal(got, want) {
+		t.Errorf("clone at %s holds %v, want a new copy of %v", clone.Spec.HostPath.Path, got, want)
+	}
+	orig := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "orig-pv"}, orig); err != nil ||
+		orig.Spec.HostPath.Path != data || orig.Spec.ClaimRef.Namespace != "orig" {
+		t.Errorf("original volume %+v, %v", orig.Spec, err)
+	}
+}
