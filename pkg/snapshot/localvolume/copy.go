@@ -93,6 +93,9 @@ func (t *treeCopy) plan() (*treePlan, error) {
 			return err
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone since its directory was read: a live volume's temporary file
+		}
 		if err != nil {
 			return err
 		}
@@ -230,6 +233,11 @@ func (t *treeCopy) wait(ctx context.Context, n int) error {
 
 func (t *treeCopy) copyFile(ctx context.Context, f node) error {
 	in, err := os.Open(filepath.Join(t.src, f.rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed from a live volume since the walk: it is not part of
+		// the volume any more, so not of its snapshot either.
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package localvolume
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -331,5 +332,33 @@ func TestPermissionsOwnersAndLinksAreKept(t *testing.T) {
 	}
 	if _, err := vs.CreateVolumeFromSnapshot(id, "", "", nil); err == nil || !strings.Contains(err.Error(), "file bin/link of snapshot") {
 		t.Errorf("restore from a snapshot with a changed link: %v", err)
+	}
+}
+
+// TestFileRemovedDuringTheCopyIsLeftOut copies a tree from which a file
+// disappears after the walk, as a live volume's temporary files do: the
+// copy succeeds without it, and its checksums do not list it.
+func TestFileRemovedDuringTheCopyIsLeftOut(t *testing.T) {
+	vol := tree(t, map[string]int{"keep": 10, "tmp/wal": 20})
+	dst := filepath.Join(t.TempDir(), "copy")
+	tc, err := newTreeCopy(vol, dst, 0, defaultAlgorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := tc.plan()
+	if err != nil || len(plan.files) != 2 {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	if err := os.Remove(filepath.Join(vol, "tmp", "wal")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.run(context.Background(), plan, func(int64) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(t, dst); !maps.Equal(got, contents(t, vol)) {
+		t.Errorf("copy %v, volume %v", got, contents(t, vol))
+	}
+	if _, ok := tc.sums["tmp/wal"]; ok || len(tc.sums) != 1 {
+		t.Errorf("checksums %v", tc.sums)
 	}
 }
