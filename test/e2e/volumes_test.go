@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -349,9 +350,17 @@ func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		}})
 	// Listed after the claim (the API server serves core resources in name
-	// order), these keep the first pass going once the snapshot has begun.
-	for i := range 3000 {
-		c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "first"}})
+	// order), these keep the first pass going for seconds once the snapshot
+	// has begun — longer than a cancel takes to be seen (a second).
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range 8000 {
+		g.Go(func() error {
+			return c.client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "first"}})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	c.mustSalvor(t, "backup", "create", "first", "--include-namespaces", "first")
 	var snapshotID string
