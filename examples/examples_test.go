@@ -5,6 +5,7 @@ package examples
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/salvor-dev/salvor/internal/testbin"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -404,22 +406,15 @@ func TestDirectorySnapshotterV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cancel once the copy is under way.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		p, err := slow.Progress(ctx(t), snap2)
-		if err != nil {
-			t.Fatal(err)
+	started := func(ctx context.Context) (bool, error) {
+		p, err := slow.Progress(ctx, snap2)
+		if err == nil && p.Completed {
+			err = errors.New("the throttled copy finished before it could be cancelled")
 		}
-		if p.NCompleted > 0 {
-			if p.Completed {
-				t.Fatal("the throttled copy finished before it could be cancelled")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the copy never started")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return p.NCompleted > 0, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx(t), 20*time.Millisecond, time.Minute, true, started); err != nil {
+		t.Fatalf("waiting for the copy to start: %v", err)
 	}
 	if err := slow.Cancel(ctx(t), snap2); err != nil {
 		t.Fatal(err)

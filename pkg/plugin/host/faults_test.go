@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func do(what string) map[string]string { return map[string]string{"test.salvor.dev/do": what} }
@@ -121,15 +122,12 @@ func TestCancelStopsInFlightCall(t *testing.T) {
 		errc <- err
 	}()
 	// Cancel once the plugin holds the call: it says it waits on its context.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, _, ok := logs.find("waiting on its context"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plugin never got the call")
-		}
-		time.Sleep(10 * time.Millisecond)
+	holding := func(context.Context) (bool, error) {
+		_, _, ok := logs.find("waiting on its context")
+		return ok, nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, holding); err != nil {
+		t.Fatalf("the plugin never got the call: %v", err)
 	}
 	cancel()
 	select {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
 )
 
@@ -181,23 +183,22 @@ func TestDamagedSnapshotIsRefused(t *testing.T) {
 func progressUntil(t *testing.T, vs sdk.VolumeSnapshotterV2, id string, done func(sdk.OperationProgress) bool) ([]int64, sdk.OperationProgress) {
 	t.Helper()
 	var seen []int64
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var last sdk.OperationProgress
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		p, err := vs.Progress(id)
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		if len(seen) == 0 || seen[len(seen)-1] != p.NCompleted {
 			seen = append(seen, p.NCompleted)
 		}
-		if done(p) {
-			return seen, p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("copy %s: no end after a minute: %+v", id, p)
-		}
-		time.Sleep(20 * time.Millisecond)
+		last = p
+		return done(p), nil
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v; last progress %+v", id, err, last)
 	}
+	return seen, last
 }
 
 func TestBackgroundCopyReportsProgressInBytes(t *testing.T) {
