@@ -321,7 +321,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		}
 		if out != nil {
 			// What the pass started runs on without it: stop it.
-			operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, backup: b}, reason)
+			operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
 			dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 		}
 		// Nothing of a stopped backup may look whole: remove what was uploaded.

@@ -86,27 +86,41 @@ func finalizingPhase(p salvorv1.BackupPhase) bool {
 	return p == salvorv1.BackupPhaseFinalizing || p == salvorv1.BackupPhaseFinalizingPartiallyFailed
 }
 
-// backupPlugins calls the BackupItemActions operations belong to.
-type backupPlugins struct {
-	m      *host.Manager
-	backup *salvorv1.Backup
+// operationAction is an item action whose operations run for the backup
+// or restore (O) it acted for.
+type operationAction[O any] interface {
+	host.Client
+	Progress(ctx context.Context, operationID string, of O) (api.OperationProgress, error)
+	Cancel(ctx context.Context, operationID string, of O) error
 }
 
-func (p backupPlugins) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
-	a, err := host.Get[host.BackupItemAction](ctx, p.m, plugin, nil)
+// actionPlugins calls the item actions (A) that operations belong to.
+type actionPlugins[A operationAction[O], O any] struct {
+	m  *host.Manager
+	of O
+}
+
+// backupPlugins and restorePlugins are the two kinds in use.
+type (
+	backupPlugins  = actionPlugins[host.BackupItemAction, *salvorv1.Backup]
+	restorePlugins = actionPlugins[host.RestoreItemAction, *salvorv1.Restore]
+)
+
+func (p actionPlugins[A, O]) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
+	a, err := host.Get[A](ctx, p.m, plugin, nil)
 	if err != nil {
 		return api.OperationProgress{}, err
 	}
-	return a.Progress(ctx, id, p.backup)
+	return a.Progress(ctx, id, p.of)
 }
 
-func (p backupPlugins) Cancel(ctx context.Context, plugin, id string) error {
-	a, err := host.Get[host.BackupItemAction](ctx, p.m, plugin, nil)
+func (p actionPlugins[A, O]) Cancel(ctx context.Context, plugin, id string) error {
+	a, err := host.Get[A](ctx, p.m, plugin, nil)
 	if err != nil {
 		return err
 	}
 	metrics.OperationCancels.WithLabelValues(plugin).Inc()
-	return a.Cancel(ctx, id, p.backup)
+	return a.Cancel(ctx, id, p.of)
 }
 
 func viewOf(ops []itemoperation.BackupOperation) []operations.Operation {
@@ -227,7 +241,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, r.failBackup(ctx, key, b, nil, fmt.Sprintf("reading the backup's operations from its location: %v", err))
 	}
-	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, backup: b}, snap: w.snap}
+	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, of: b}, snap: w.snap}
 	view := w.view()
 	if b.Annotations[CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")

@@ -15,11 +15,8 @@ import (
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/itemoperation"
-	"github.com/salvor-dev/salvor/pkg/metrics"
 	"github.com/salvor-dev/salvor/pkg/operations"
 	"github.com/salvor-dev/salvor/pkg/persistence"
-	"github.com/salvor-dev/salvor/pkg/plugin/api"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // RestoreOperationsReconciler follows the long-running operations of
@@ -50,28 +47,6 @@ func (r *RestoreOperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.state = map[string]*restoreWaiting{}
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore-operations").Complete(r)
-}
-
-type restorePlugins struct {
-	m       *host.Manager
-	restore *salvorv1.Restore
-}
-
-func (p restorePlugins) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
-	a, err := host.Get[host.RestoreItemAction](ctx, p.m, plugin, nil)
-	if err != nil {
-		return api.OperationProgress{}, err
-	}
-	return a.Progress(ctx, id, p.restore)
-}
-
-func (p restorePlugins) Cancel(ctx context.Context, plugin, id string) error {
-	a, err := host.Get[host.RestoreItemAction](ctx, p.m, plugin, nil)
-	if err != nil {
-		return err
-	}
-	metrics.OperationCancels.WithLabelValues(plugin).Inc()
-	return a.Cancel(ctx, id, p.restore)
 }
 
 func restoreView(ops []itemoperation.RestoreOperation) []operations.Operation {
@@ -114,7 +89,7 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, r.finish(ctx, key, rs, nil, fmt.Sprintf("reading the restore's operations: %v", err))
 	}
-	plugins := restorePlugins{m: r.Locations.Plugins, restore: rs}
+	plugins := restorePlugins{m: r.Locations.Plugins, of: rs}
 	view := restoreView(w.ops)
 	if rs.Annotations[CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")
