@@ -89,25 +89,11 @@ type run struct {
 	done      atomic.Int64
 
 	mu           sync.Mutex
-	results      persistence.Results
+	rec          persistence.Recorder
 	operations   []itemoperation.BackupOperation
 	resourceList map[string][]string
 	snapshotter  *Snapshotter
 	snapshots    []VolumeSnapshot
-}
-
-func (r *run) addError(namespace, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results.Errors.Add(false, namespace, msg)
-	r.log.Error(msg, "namespace", namespace)
-}
-
-func (r *run) addWarning(namespace, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results.Warnings.Add(false, namespace, msg)
-	r.log.Warn(msg, "namespace", namespace)
 }
 
 // Run backs up what b selects into store, calling onProgress about once a
@@ -128,7 +114,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, backup: b, log: log, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}, snapshotter: s}
+	r := &run{e: e, backup: b, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}, snapshotter: s}
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}
@@ -177,7 +163,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	}
 	out := &Outcome{
 		Progress:     Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())},
-		Results:      r.results,
+		Results:      r.rec.Results(),
 		Operations:   r.operations,
 		ResourceList: r.resourceList,
 		Snapshots:    r.snapshots,
@@ -185,8 +171,8 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if onProgress != nil {
 		onProgress(out.Progress)
 	}
-	log.Info("backup pass finished", "items", out.Progress.ItemsBackedUp, "errors", r.results.Errors.Count(),
-		"warnings", r.results.Warnings.Count(), "operations", len(r.operations))
+	log.Info("backup pass finished", "items", out.Progress.ItemsBackedUp, "errors", out.Results.Errors.Count(),
+		"warnings", out.Results.Warnings.Count(), "operations", len(r.operations))
 	return out, nil
 }
 
@@ -329,7 +315,7 @@ func (r *run) list(ctx context.Context, all []Resource, namespaces []string, sel
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
-					r.addError(ns, fmt.Sprintf("listing %s: %v", res, err))
+					r.rec.Error(ns, fmt.Sprintf("listing %s: %v", res, err))
 					break
 				}
 				for i := range page.Items {
@@ -402,7 +388,7 @@ func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.U
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.addError(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.a.Name(), err))
+			r.rec.Error(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.a.Name(), err))
 			return nil
 		}
 		if out.Item != nil {
@@ -419,7 +405,7 @@ func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.U
 	}
 	body, err := json.Marshal(item.Object)
 	if err != nil {
-		r.addError(ns, fmt.Sprintf("%s: encoding: %v", what, err))
+		r.rec.Error(ns, fmt.Sprintf("%s: encoding: %v", what, err))
 		return nil
 	}
 	if err := r.writer.WriteItem(res.GVR, ns, name, body); err != nil {
@@ -464,7 +450,7 @@ func (r *run) addOperation(plugin string, res Resource, ns, name string, out hos
 func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, from string) error {
 	res, ok := r.resources[id.GroupResource]
 	if !ok {
-		r.addWarning(id.Namespace, fmt.Sprintf("%s asked for %s, a resource this cluster does not serve", from, id))
+		r.rec.Warning(id.Namespace, fmt.Sprintf("%s asked for %s, a resource this cluster does not serve", from, id))
 		return nil
 	}
 	if dup := r.seen.has(itemKey(id.GroupResource, id.Namespace, id.Name)); dup {
@@ -472,14 +458,14 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 	}
 	item, err := r.e.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		r.addWarning(id.Namespace, fmt.Sprintf("%s asked for %s, which does not exist", from, id))
+		r.rec.Warning(id.Namespace, fmt.Sprintf("%s asked for %s, which does not exist", from, id))
 		return nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.addError(id.Namespace, fmt.Sprintf("getting %s for %s: %v", id, from, err))
+		r.rec.Error(id.Namespace, fmt.Sprintf("getting %s for %s: %v", id, from, err))
 		return nil
 	}
 	return r.backupItem(ctx, res, item, false)

@@ -76,7 +76,7 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 	s := r.snapshotter
 	volumeID, err := s.VS.GetVolumeID(ctx, pv)
 	if err != nil {
-		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not tell its volume ID: %v", what, s.Provider, err))
+		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not tell its volume ID: %v", what, s.Provider, err))
 		return
 	}
 	if volumeID == "" {
@@ -91,14 +91,14 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 	// to make a volume like it on restore.
 	volumeType, iops, err := s.VS.GetVolumeInfo(ctx, volumeID, az)
 	if err != nil {
-		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not describe volume %s: %v", what, s.Provider, volumeID, err))
+		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not describe volume %s: %v", what, s.Provider, volumeID, err))
 		return
 	}
 	snapshotID, err := s.VS.CreateSnapshot(ctx, volumeID, az, map[string]string{
 		"salvor.dev/backup": r.backup.Name, "velero.io/backup": r.backup.Name, "velero.io/pv": pv.GetName(),
 	})
 	if err != nil {
-		r.addError("", fmt.Sprintf("%s: VolumeSnapshotter %s could not snapshot volume %s: %v", what, s.Provider, volumeID, err))
+		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not snapshot volume %s: %v", what, s.Provider, volumeID, err))
 		return
 	}
 	now := metav1.Now()

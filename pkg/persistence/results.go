@@ -1,6 +1,10 @@
 package persistence
 
-import "sort"
+import (
+	"log/slog"
+	"sort"
+	"sync"
+)
 
 // Result lists messages: Salvor's own, cluster-scoped items', and each
 // namespace's. The JSON shape is Velero's.
@@ -68,4 +72,36 @@ func (r *Results) Normalize() {
 			x.Namespaces = map[string][]string{}
 		}
 	}
+}
+
+// Recorder collects a run's warnings and errors from concurrent workers,
+// logging each as it comes. The zero value needs only Log.
+type Recorder struct {
+	Log *slog.Logger
+
+	mu      sync.Mutex
+	results Results
+}
+
+// Error records an error about an item in namespace ("" for cluster-scoped).
+func (r *Recorder) Error(namespace, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Errors.Add(false, namespace, msg)
+	r.Log.Error(msg, "namespace", namespace)
+}
+
+// Warning records a warning about an item in namespace.
+func (r *Recorder) Warning(namespace, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Warnings.Add(false, namespace, msg)
+	r.Log.Warn(msg, "namespace", namespace)
+}
+
+// Results is what has been recorded so far.
+func (r *Recorder) Results() Results {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.results
 }

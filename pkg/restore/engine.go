@@ -166,7 +166,7 @@ type run struct {
 
 	mu         sync.Mutex
 	resources  map[schema.GroupResource]backup.Resource
-	results    persistence.Results
+	rec        persistence.Recorder
 	operations []itemoperation.RestoreOperation
 	restored   atomic.Int64
 	total      atomic.Int64
@@ -175,20 +175,6 @@ type run struct {
 type action struct {
 	a   host.RestoreItemAction
 	sel backup.Matcher
-}
-
-func (r *run) addError(ns, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results.Errors.Add(false, ns, msg)
-	r.log.Error(msg, "namespace", ns)
-}
-
-func (r *run) addWarning(ns, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.results.Warnings.Add(false, ns, msg)
-	r.log.Warn(msg, "namespace", ns)
 }
 
 // Run restores restore's selection of the tarball. A tarball that fails its
@@ -215,7 +201,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	r := &run{e: e, restore: rs, log: log, dir: dir, index: map[itemKey]uint32{}, tiers: tiers,
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, dir: dir, index: map[itemKey]uint32{}, tiers: tiers,
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
@@ -240,12 +226,12 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.results, Operations: r.operations}
+	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations}
 	if onProgress != nil {
 		onProgress(out.Progress)
 	}
 	log.Info("restore pass finished", "items", out.Progress.ItemsRestored, "of", out.Progress.TotalItems,
-		"errors", r.results.Errors.Count(), "warnings", r.results.Warnings.Count())
+		"errors", out.Results.Errors.Count(), "warnings", out.Results.Warnings.Count())
 	return out, nil
 }
 
@@ -493,7 +479,7 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		obj.SetName(target)
 		Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
 		if _, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			r.addError(target, fmt.Sprintf("creating namespace %s: %v", target, err))
+			r.rec.Error(target, fmt.Sprintf("creating namespace %s: %v", target, err))
 		}
 	}
 	return nil
@@ -509,7 +495,7 @@ func (r *run) waitEstablished(ctx context.Context, crds []*entry) {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				r.addWarning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", it.name))
+				r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", it.name))
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -548,7 +534,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 	obj, err := r.load(it)
 	what := describe(it.kind.gr, it.namespace, it.name)
 	if err != nil {
-		r.addError(it.namespace, fmt.Sprintf("%s: %v", what, err))
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
 		return
 	}
 	fromBackup := obj.DeepCopy()
@@ -579,7 +565,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		}
 		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
 		if err != nil {
-			r.addError(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.a.Name(), err))
+			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.a.Name(), err))
 			return
 		}
 		if res.SkipRestore {
@@ -593,7 +579,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		for _, extra := range res.AdditionalItems {
 			dep, ok := r.lookup(extra)
 			if !ok {
-				r.addWarning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
+				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
 				continue
 			}
 			r.restoreItem(ctx, dep, what)
@@ -609,7 +595,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
 		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
 		if err != nil {
-			r.addError("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
+			r.rec.Error("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
 			return
 		}
 		if ok {
@@ -633,7 +619,7 @@ func (r *run) cloneIfTaken(ctx context.Context, it *entry, pv *unstructured.Unst
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
 	if _, err := r.e.Dynamic.Resource(gvr).Get(ctx, pv.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		if err != nil {
-			r.addWarning("", fmt.Sprintf("%s: could not tell whether its name is taken: %v", what, err))
+			r.rec.Warning("", fmt.Sprintf("%s: could not tell whether its name is taken: %v", what, err))
 			return
 		}
 		clone := cloneName(r.restore.Name, pv.GetName())
@@ -666,11 +652,9 @@ func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool) {
 	if i, ok := r.index[key(id.GroupResource, id.Namespace, id.Name)]; ok {
 		return &r.entries[i], true
 	}
-	for from, to := range r.restore.Spec.NamespaceMapping {
-		if to == id.Namespace {
-			if i, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
-				return &r.entries[i], true
-			}
+	if from := r.backupNamespaceOf(id.Namespace); from != id.Namespace {
+		if i, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
+			return &r.entries[i], true
 		}
 	}
 	return nil, false
@@ -691,7 +675,7 @@ func (r *run) waitReady(ctx context.Context, a host.RestoreItemAction, res host.
 	for {
 		ready, err := a.AreAdditionalItemsReady(ctx, res.AdditionalItems, r.restore)
 		if err != nil {
-			r.addError(ns, fmt.Sprintf("%s: RestoreItemAction %s could not tell whether its additional items are ready: %v; restoring the item anyway", what, a.Name(), err))
+			r.rec.Error(ns, fmt.Sprintf("%s: RestoreItemAction %s could not tell whether its additional items are ready: %v; restoring the item anyway", what, a.Name(), err))
 			return
 		}
 		if ready {
@@ -699,7 +683,7 @@ func (r *run) waitReady(ctx context.Context, a host.RestoreItemAction, res host.
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			r.addError(ns, fmt.Sprintf("%s: the additional items RestoreItemAction %s waits for were not ready after %s; restoring the item anyway", what, a.Name(), timeout))
+			r.rec.Error(ns, fmt.Sprintf("%s: the additional items RestoreItemAction %s waits for were not ready after %s; restoring the item anyway", what, a.Name(), timeout))
 			return
 		}
 		select {
@@ -744,7 +728,7 @@ func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVer
 func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, what, ns string) {
 	gvr, namespaced, ok := r.gvrFor(it, obj)
 	if !ok {
-		r.addError(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
+		r.rec.Error(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
 		return
 	}
 	client := r.e.Dynamic.Resource(gvr)
@@ -765,7 +749,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.existing(ctx, ri, obj, what, ns)
 	default:
 		if ctx.Err() == nil {
-			r.addError(ns, fmt.Sprintf("%s: %v", what, err))
+			r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
 		}
 	}
 }
@@ -774,7 +758,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, ns string) {
 	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil {
-		r.addError(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
+		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
 		return
 	}
 	if reflect.DeepEqual(comparable(live), comparable(obj)) {
@@ -783,7 +767,7 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	}
 	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
 		// Handled as asked: counted, and said in the warnings.
-		r.addWarning(ns, fmt.Sprintf("%s already exists and differs from the backup; left as it is (existingResourcePolicy none)", what))
+		r.rec.Warning(ns, fmt.Sprintf("%s already exists and differs from the backup; left as it is (existingResourcePolicy none)", what))
 		r.restored.Add(1)
 		return
 	}
@@ -791,11 +775,11 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
 	body, err := json.Marshal(patch.Object)
 	if err != nil {
-		r.addError(ns, fmt.Sprintf("%s: %v", what, err))
+		r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
 		return
 	}
 	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		r.addError(ns, fmt.Sprintf("%s already exists and could not be updated: %v", what, err))
+		r.rec.Error(ns, fmt.Sprintf("%s already exists and could not be updated: %v", what, err))
 		return
 	}
 	r.restored.Add(1)
