@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,6 +119,25 @@ func (c *cluster) create(t testing.TB, objs ...client.Object) {
 		if err := c.client.Create(context.Background(), o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
+	}
+}
+
+// deleteForGood deletes objects and waits until they are gone, lifting
+// their finalizers: this control plane runs no controller that would (the
+// protection of volumes and claims, say).
+func (c *cluster) deleteForGood(t testing.TB, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.client.Delete(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "deleted "+o.GetName(), time.Minute, func() (bool, string) {
+			if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				return apierrors.IsNotFound(err), err.Error()
+			}
+			o.SetFinalizers(nil)
+			return false, fmt.Sprint(c.client.Update(context.Background(), o))
+		})
 	}
 }
 

@@ -108,16 +108,7 @@ func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
 	}
 
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "disk"}}
-	if err := c.client.Delete(context.Background(), pv); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "volume deleted", time.Minute, func() (bool, string) {
-		if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(pv), pv); err != nil {
-			return true, ""
-		}
-		pv.SetFinalizers(nil)
-		return false, fmt.Sprint(c.client.Update(context.Background(), pv))
-	})
+	c.deleteForGood(t, pv)
 	c.mustSalvor(t, "restore", "create", "vsnap", "--from-backup", "vsnap", "--include-resources", "persistentvolumes", "--restore-volumes", "--wait")
 	if rs := c.getRestore(t, "vsnap"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
 		t.Fatalf("restore status %+v", rs.Status)

@@ -58,6 +58,26 @@ func volume(t *testing.T, n, size int) string {
 	return dir
 }
 
+// hostPathVolume is a 1 GiB hostPath volume at path and, when claimNS is
+// set, a claim claimNS/claim bound to it (each naming the other, as a
+// bound pair does).
+func hostPathVolume(name, path, claimNS, claim string) []client.Object {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}},
+	}}
+	if claimNS == "" {
+		return []client.Object{pv}
+	}
+	pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: claimNS, Name: claim}
+	return []client.Object{pv, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: claimNS}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: name,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}}
+}
+
 // treeSums is the SHA-256 of every file under dir, by relative path: what
 // "the same bytes" means for a volume.
 func treeSums(t *testing.T, dir string) map[string]string {
@@ -101,18 +121,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	data := volume(t, 16, 64<<20) // 1 GiB
 	want := treeSums(t, data)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vol"}})
-	c.create(t,
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}, Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
-			ClaimRef:                      &corev1.ObjectReference{Namespace: "vol", Name: "data"},
-		}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}, Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "data-pv",
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}})
+	c.create(t, hostPathVolume("data-pv", data, "vol", "data")...)
 
 	c.mustSalvor(t, "backup", "create", "vol", "--include-namespaces", "vol")
 	// Watch the progress resource while the copy runs.
@@ -188,19 +197,8 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 
 	// Lose the claim and the volume (this control plane has no controller to
 	// lift their protection finalizers, so the test does), then restore.
-	for _, o := range []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}}} {
-		if err := c.client.Delete(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "deleted "+o.GetName(), time.Minute, func() (bool, string) {
-			if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
-				return true, ""
-			}
-			o.SetFinalizers(nil)
-			return false, fmt.Sprint(c.client.Update(context.Background(), o))
-		})
-	}
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vol"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}})
 	// Into another namespace: the volume's claim reference follows the claim.
 	c.mustSalvor(t, "restore", "create", "vol-restore", "--from-backup", "vol", "--restore-volumes", "--namespace-mappings", "vol:vol-copy", "--wait")
 	pv := &corev1.PersistentVolume{}
@@ -254,12 +252,8 @@ func TestHungSnapshotterIsCutOff(t *testing.T) {
 	c.startServer(t, "--plugin-dir", plugins, "--plugin-timeout", "VolumeSnapshotterV2.CreateSnapshot=2s", "--plugin-grace-period", "1s")
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.mustSalvor(t, "snapshot-location", "create", "stuck", "--provider", "test.salvor.dev/vs-v2", "--default")
-	c.create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "stuck-pv"}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		// The test plugin's volume ID is the path; this one makes it hang.
-		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "ignore-ctx"}},
-	}})
+	// The test plugin's volume ID is the path; this one makes it hang.
+	c.create(t, hostPathVolume("stuck-pv", "ignore-ctx", "", "")...)
 	c.mustSalvor(t, "backup", "create", "stuck", "--include-resources", "persistentvolumes", "--include-cluster-resources")
 	b := c.waitBackup(t, "stuck", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
 	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.VolumeSnapshotsAttempted != 0 {
@@ -285,11 +279,7 @@ func TestCancelDuringVolumeCopy(t *testing.T) {
 	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
 		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(4<<20))
 	data := volume(t, 4, 16<<20) // 64 MiB: 16 s at 4 MiB/s
-	c.create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "slow-pv"}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
-	}})
+	c.create(t, hostPathVolume("slow-pv", data, "", "")...)
 	c.mustSalvor(t, "backup", "create", "halted", "--include-resources", "persistentvolumes", "--include-cluster-resources")
 	var snapshotID string
 	eventually(t, "copy under way", time.Minute, func() (bool, string) {
@@ -339,16 +329,8 @@ func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
 	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
 		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(1<<20))
 	data := volume(t, 2, 16<<20) // 32 s at 1 MiB/s
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "first"}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "first-pv"}, Spec: corev1.PersistentVolumeSpec{
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
-		}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: "first"}, Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "first-pv",
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "first"}})
+	c.create(t, hostPathVolume("first-pv", data, "first", "claim")...)
 	// Listed after the claim (the API server serves core resources in name
 	// order), these keep the first pass going for seconds once the snapshot
 	// has begun — longer than a cancel takes to be seen (a second).
@@ -434,18 +416,8 @@ func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
 	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default", "--config", "snapshotDir="+snapshots)
 	data := volume(t, 4, 1<<20)
 	want := treeSums(t, data)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "orig-pv"}, Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: data}},
-			ClaimRef:                      &corev1.ObjectReference{Namespace: "orig", Name: "claim"},
-		}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: "orig"}, Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "orig-pv",
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}})
+	c.create(t, hostPathVolume("orig-pv", data, "orig", "claim")...)
 	c.mustSalvor(t, "backup", "create", "orig", "--include-namespaces", "orig", "--wait")
 	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "orig", "--namespace-mappings", "orig:copy", "--wait")
 	if rs := c.getRestore(t, "copy"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 {
