@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,49 +110,11 @@ func Validate(spec salvorv1.RestoreSpec) []string {
 	return problems
 }
 
-// entry is one item of the backup. Entries live in one slice, and what
-// repeats across items (resource, version, namespace) is shared, so a
-// restore's memory grows by about 120 bytes an item.
-type entry struct {
-	kind      *itemKind
-	namespace string // in the backup; interned
-	name      string
-	offset    int64
-	length    int32
-	tier      int16
-	selected  bool
-	// once restores the item once, however often it is asked for.
-	once sync.Once
-}
-
-// itemKind is what items of one resource and version share.
-type itemKind struct {
-	gr         schema.GroupResource
-	apiVersion string
-}
-
-// itemKey finds an item: a 128-bit hash of its resource, namespace and
-// name, instead of the strings.
-type itemKey [16]byte
-
-func key(gr schema.GroupResource, ns, name string) itemKey {
-	return itemKey(xxh3.HashString128(gr.Group + "\x00" + gr.Resource + "\x00" + ns + "\x00" + name).Bytes())
-}
-
-// compareEntries orders items by resource, namespace and name.
-func compareEntries(a, b *entry) int {
-	return cmp.Or(strings.Compare(a.kind.gr.Group, b.kind.gr.Group), strings.Compare(a.kind.gr.Resource, b.kind.gr.Resource),
-		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
-}
-
 type run struct {
 	e        *Engine
 	restore  *salvorv1.Restore
 	log      *slog.Logger
-	dir      string
-	spools   []*os.File
-	entries  []entry
-	index    map[itemKey]uint32 // → entries
+	spool    *spool
 	tiers    []string
 	actions  []action
 	policy   salvorv1.ExistingResourcePolicy
@@ -163,6 +123,16 @@ type run struct {
 	// clones maps a volume restored under a new name (its own was taken)
 	// to that name, for its claim.
 	clones sync.Map
+
+	// namespaces holds the backup namespaces of the selected items, and
+	// nsItems whether a selected Namespace object of the backup restores
+	// one: the others are made.
+	namespaces map[string]bool
+	nsItems    map[string]bool
+
+	// flights are the items being restored right now.
+	fmu     sync.Mutex
+	flights map[itemKey]*flight
 
 	mu         sync.Mutex
 	resources  map[schema.GroupResource]backup.Resource
@@ -201,17 +171,18 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, dir: dir, index: map[itemKey]uint32{}, tiers: tiers,
-		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes}
+	sp, err := newSpool(dir, len(tiers)+1)
+	if err != nil {
+		return nil, err
+	}
+	defer sp.close()
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers,
+		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
+		namespaces: map[string]bool{}, nsItems: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
 	}
-	defer func() {
-		for _, f := range r.spools {
-			f.Close()
-		}
-	}()
-	if err := r.spool(tarball); err != nil {
+	if err := r.read(tarball); err != nil {
 		return nil, err
 	}
 	if err := r.discover(); err != nil {
@@ -235,18 +206,8 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	return out, nil
 }
 
-// spool checks the whole tarball and writes its items, one file per tier.
-func (r *run) spool(tarball io.Reader) error {
-	n := len(r.tiers) + 1
-	offsets := make([]int64, n)
-	for i := 0; i < n; i++ {
-		f, err := os.Create(fmt.Sprintf("%s/tier-%02d.jsonl", r.dir, i))
-		if err != nil {
-			return err
-		}
-		r.spools = append(r.spools, f)
-	}
-	spec := r.restore.Spec
+// read checks the whole tarball and spools its items, tier by tier.
+func (r *run) read(tarball io.Reader) error {
 	interned := map[string]string{}
 	intern := func(s string) string {
 		if v, ok := interned[s]; ok {
@@ -256,7 +217,6 @@ func (r *run) spool(tarball io.Reader) error {
 		interned[s] = s
 		return s
 	}
-	kinds := map[itemKind]*itemKind{}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		if e.Version != "" {
 			return nil // the top-level copy is the one restored
@@ -266,41 +226,26 @@ func (r *run) spool(tarball io.Reader) error {
 		if err != nil {
 			return err
 		}
-		t := tierOf(r.tiers, gr)
-		if _, err := r.spools[t].Write(append(body, '\n')); err != nil {
-			return err
+		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
+		if selected && e.Namespace != "" {
+			r.namespaces[intern(e.Namespace)] = true
 		}
-		k := itemKind{gr: gr, apiVersion: e.Object.GetAPIVersion()}
-		kind, ok := kinds[k]
-		if !ok {
-			kind = &itemKind{gr: schema.GroupResource{Group: intern(gr.Group), Resource: intern(gr.Resource)}, apiVersion: intern(k.apiVersion)}
-			kinds[*kind] = kind
+		if gr == (schema.GroupResource{Resource: "namespaces"}) {
+			r.nsItems[intern(e.Name)] = selected
 		}
-		k2 := key(gr, e.Namespace, e.Name)
-		i, dup := r.index[k2]
-		if !dup {
-			i = uint32(len(r.entries))
-			r.index[k2] = i
-			r.entries = append(r.entries, entry{})
-		}
-		// Filled in place (a later copy of the same item wins). The name
-		// is cloned so the entry does not keep the tar header's whole path
-		// alive.
-		it := &r.entries[i]
-		it.kind, it.namespace, it.name, it.tier = kind, intern(e.Namespace), strings.Clone(e.Name), int16(t)
-		it.offset, it.length = offsets[t], int32(len(body))
-		offsets[t] += int64(len(body)) + 1
-		it.selected = r.selects(it, e.Object)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("backup %s: %w", spec.BackupName, err)
-	}
-	for i := range r.entries {
-		if r.entries[i].selected {
+		if selected {
 			r.total.Add(1)
 		}
+		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, body)
+	})
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", r.restore.Spec.BackupName, err)
 	}
+	replaced, err := r.spool.seal()
+	if err != nil {
+		return fmt.Errorf("spooling backup %s: %w", r.restore.Spec.BackupName, err)
+	}
+	r.total.Add(int64(-replaced))
 	return nil
 }
 
@@ -323,17 +268,16 @@ func nsMatches(names []string, ns string) bool {
 }
 
 // selects applies the restore's filters to an item of the backup.
-func (r *run) selects(it *entry, obj *unstructured.Unstructured) bool {
+func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
 	spec := r.restore.Spec
-	if matches(DefaultExcluded, it.kind.gr) && !matches(spec.IncludedResources, it.kind.gr) {
+	if matches(DefaultExcluded, gr) && !matches(spec.IncludedResources, gr) {
 		return false
 	}
-	if matches(spec.ExcludedResources, it.kind.gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, it.kind.gr)) {
+	if matches(spec.ExcludedResources, gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, gr)) {
 		return false
 	}
-	ns := it.namespace
-	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
-		ns = it.name
+	if gr == (schema.GroupResource{Resource: "namespaces"}) {
+		ns = name
 	}
 	if ns != "" {
 		if nsMatches(spec.ExcludedNamespaces, ns) || (len(spec.IncludedNamespaces) > 0 && !nsMatches(spec.IncludedNamespaces, ns)) {
@@ -395,25 +339,10 @@ func (r *run) targetNamespace(ns string) string {
 	return ns
 }
 
-func (r *run) load(it *entry) (*unstructured.Unstructured, error) {
-	buf := make([]byte, it.length)
-	if _, err := r.spools[it.tier].ReadAt(buf, it.offset); err != nil {
-		return nil, fmt.Errorf("reading %s from the spool: %w", it.name, err)
-	}
-	obj := &unstructured.Unstructured{}
-	return obj, json.Unmarshal(buf, &obj.Object)
-}
-
 // restoreAll restores tier by tier.
 func (r *run) restoreAll(ctx context.Context) error {
 	if err := r.ensureNamespaces(ctx); err != nil {
 		return err
-	}
-	byTier := make([][]*entry, len(r.tiers)+1)
-	for i := range r.entries {
-		if it := &r.entries[i]; it.selected {
-			byTier[it.tier] = append(byTier[it.tier], it)
-		}
 	}
 	workers := r.e.Workers
 	if workers <= 0 {
@@ -421,35 +350,44 @@ func (r *run) restoreAll(ctx context.Context) error {
 		// in flight lets etcd commit them in groups.
 		workers = 32 * runtime.NumCPU()
 	}
-	for t, items := range byTier {
-		if len(items) == 0 {
-			continue
-		}
-		slices.SortFunc(items, compareEntries)
+	for t := range len(r.tiers) + 1 {
+		crds := t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io"
+		var names []string
 		queue := make(chan *entry)
 		var wg sync.WaitGroup
-		for range min(workers, len(items)) {
+		for range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for it := range queue {
-					r.restoreItem(ctx, it, "")
+					r.restoreItem(ctx, it, &worker{})
 				}
 			}()
 		}
-		for _, it := range items {
+		err := r.spool.each(t, func(it *entry) error {
+			if !it.selected {
+				return nil
+			}
+			if crds {
+				names = append(names, it.name)
+			}
 			select {
 			case queue <- it:
+				return nil
 			case <-ctx.Done():
+				return context.Cause(ctx)
 			}
-		}
+		})
 		close(queue)
 		wg.Wait()
-		if err := ctx.Err(); err != nil {
+		if ctx.Err() != nil {
 			return fmt.Errorf("restore %s stopped: %w", r.restore.Name, context.Cause(ctx))
 		}
-		if t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io" {
-			r.waitEstablished(ctx, items)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", r.restore.Name, err)
+		}
+		if len(names) > 0 {
+			r.waitEstablished(ctx, names)
 			if err := r.discover(); err != nil {
 				return err
 			}
@@ -461,15 +399,9 @@ func (r *run) restoreAll(ctx context.Context) error {
 // ensureNamespaces creates the target namespaces that the backup does not
 // hold a Namespace object for (or whose object is not selected).
 func (r *run) ensureNamespaces(ctx context.Context) error {
-	need := map[string]bool{}
-	for i := range r.entries {
-		if it := &r.entries[i]; it.selected && it.namespace != "" {
-			need[it.namespace] = true
-		}
-	}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	for ns := range need {
-		if i, ok := r.index[key(schema.GroupResource{Resource: "namespaces"}, "", ns)]; ok && r.entries[i].selected {
+	for ns := range r.namespaces {
+		if r.nsItems[ns] {
 			continue // restored from the backup, mapped, in its tier
 		}
 		target := r.targetNamespace(ns)
@@ -485,17 +417,17 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) waitEstablished(ctx context.Context, crds []*entry) {
+func (r *run) waitEstablished(ctx context.Context, crds []string) {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	deadline := time.Now().Add(time.Minute)
-	for _, it := range crds {
+	for _, name := range crds {
 		for {
-			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, it.name, metav1.GetOptions{})
+			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 			if err == nil && established(obj) {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", it.name))
+				r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -521,22 +453,98 @@ func describe(gr schema.GroupResource, ns, name string) string {
 	return fmt.Sprintf("%s %s/%s", gr, ns, name)
 }
 
-// restoreItem restores one item (once, however often it is asked for).
-func (r *run) restoreItem(ctx context.Context, it *entry, requestedBy string) {
-	it.once.Do(func() { r.doRestore(ctx, it, requestedBy) })
+// worker is one chain of restores: an item, the additional items it
+// asks for, theirs, and so on.
+type worker struct {
+	// waiting is the flight this worker waits for, if any.
+	waiting *flight
 }
 
-func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
+// flight is an item being restored.
+type flight struct {
+	owner *worker
+	done  chan struct{}
+	at    location
+}
+
+// restoreItem restores one item once, however often it is asked for. A
+// copy of an item that a later one in the tarball replaced, or an item
+// restored already, is passed over; one another worker is restoring is
+// waited for, unless that worker waits (in the end) for this one.
+func (r *run) restoreItem(ctx context.Context, it *entry, w *worker) {
+	what := describe(it.kind.gr, it.namespace, it.name)
+	f, err := r.claim(ctx, it, w)
+	if err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
+	}
+	if f == nil {
+		return
+	}
+	r.doRestore(ctx, it, w, what)
+	if err := r.land(it, f); err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
+	}
+}
+
+// claim returns the flight w is to restore it in, or nil when it is not
+// w's to restore — after waiting, if another worker was restoring it.
+func (r *run) claim(ctx context.Context, it *entry, w *worker) (*flight, error) {
+	k := it.key()
+	r.fmu.Lock()
+	l, ok, err := r.spool.find(k)
+	if err != nil || !ok || l.tier != it.tier || l.offset != it.offset || l.done {
+		r.fmu.Unlock()
+		return nil, err
+	}
+	if f := r.flights[k]; f != nil {
+		for o := f.owner; o != nil; {
+			if o == w {
+				r.fmu.Unlock()
+				return nil, nil // a cycle of additional items: under way up this chain
+			}
+			if o.waiting == nil {
+				break
+			}
+			o = o.waiting.owner
+		}
+		w.waiting = f
+		r.fmu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+		}
+		r.fmu.Lock()
+		w.waiting = nil
+		r.fmu.Unlock()
+		return nil, nil
+	}
+	f := &flight{owner: w, done: make(chan struct{}), at: l}
+	r.flights[k] = f
+	r.fmu.Unlock()
+	return f, nil
+}
+
+// land ends it's flight: the item counts as restored for everyone asking
+// after this.
+func (r *run) land(it *entry, f *flight) error {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	delete(r.flights, it.key())
+	close(f.done)
+	return r.spool.markDone(f.at)
+}
+
+func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) {
 	if !it.selected {
 		// An additional item a plugin asked for, outside the filters.
 		r.total.Add(1)
 	}
-	obj, err := r.load(it)
-	what := describe(it.kind.gr, it.namespace, it.name)
-	if err != nil {
-		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(it.body, &obj.Object); err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: reading it back from the spool: %v", what, err))
 		return
 	}
+	it.body = nil
 	fromBackup := obj.DeepCopy()
 	target := r.targetNamespace(it.namespace)
 	if it.namespace != "" {
@@ -577,12 +585,16 @@ func (r *run) doRestore(ctx context.Context, it *entry, requestedBy string) {
 			obj = res.Item
 		}
 		for _, extra := range res.AdditionalItems {
-			dep, ok := r.lookup(extra)
+			dep, ok, err := r.lookup(extra)
+			if err != nil {
+				r.rec.Error(target, fmt.Sprintf("%s: finding additional item %s: %v", what, extra, err))
+				continue
+			}
 			if !ok {
 				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
 				continue
 			}
-			r.restoreItem(ctx, dep, what)
+			r.restoreItem(ctx, dep, w)
 		}
 		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {
 			r.waitReady(ctx, act.a, res, what, target)
@@ -648,16 +660,21 @@ func cloneName(restore, volume string) string {
 
 // lookup finds an additional item in the backup. Plugins see items in
 // their target namespace, so a mapped namespace is mapped back.
-func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool) {
-	if i, ok := r.index[key(id.GroupResource, id.Namespace, id.Name)]; ok {
-		return &r.entries[i], true
-	}
-	if from := r.backupNamespaceOf(id.Namespace); from != id.Namespace {
-		if i, ok := r.index[key(id.GroupResource, from, id.Name)]; ok {
-			return &r.entries[i], true
+func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool, error) {
+	for _, ns := range []string{id.Namespace, r.backupNamespaceOf(id.Namespace)} {
+		l, ok, err := r.spool.find(key(id.GroupResource, ns, id.Name))
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			it, err := r.spool.load(l)
+			if err != nil {
+				return nil, false, err
+			}
+			return it, true, nil
 		}
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // waitReady polls AreAdditionalItemsReady with backoff until the plugin's
