@@ -13,11 +13,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -120,6 +124,38 @@ func (c *cluster) create(t testing.TB, objs ...client.Object) {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
+}
+
+// asServiceAccount returns the cluster as service account ns/name sees
+// it: a kubeconfig and client holding only a token of the account, as an
+// installed server has.
+func (c *cluster) asServiceAccount(t testing.TB, ns, name string) *cluster {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for service account %s/%s: %v", ns, name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: c.restConfig.Host, CertificateAuthorityData: c.restConfig.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	kc.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "sa-kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(c.restConfig)
+	cfg.BearerToken = tok.Status.Token
+	cl, err := client.New(cfg, client.Options{Scheme: c.client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{env: c.env, kubeconfig: path, client: cl, restConfig: cfg}
 }
 
 // deleteForGood deletes objects and waits until they are gone, lifting

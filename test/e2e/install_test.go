@@ -2,17 +2,12 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -55,25 +50,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	}
 
 	// A kubeconfig with only the service account's token.
-	cs, err := kubernetes.NewForConfig(c.restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := cs.CoreV1().ServiceAccounts("salvor").CreateToken(context.Background(), "salvor",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for the service account: %v", err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: c.restConfig.Host, CertificateAuthorityData: c.restConfig.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "sa"
-	saKubeconfig := filepath.Join(t.TempDir(), "sa-kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, saKubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	sa := &cluster{env: c.env, kubeconfig: saKubeconfig, client: c.client, restConfig: c.restConfig}
+	sa := c.asServiceAccount(t, "salvor", "salvor")
 	sa.startServer(t)
 	c.waitLocation(t, "default", salvorv1.BackupStorageLocationPhaseAvailable)
 
