@@ -7,6 +7,14 @@
 // and its items spooled to local files, one per priority tier, before
 // anything is created. A tarball that fails any check creates nothing.
 //
+// # Memory
+//
+// A restore's memory does not grow with the number of items: the spool
+// also holds, on disk, a hash table from each item's key to its place and
+// whether it was restored, which is how an item a plugin asks for by name
+// is found and restored once. Memory holds one record per resource kind and
+// per namespace, and the items in flight.
+//
 // # Order and speed
 //
 // Items are restored tier by tier — custom resource definitions first (and
@@ -21,5 +29,7 @@
 // change it, skip it, name additional items to restore first and ask to wait
 // until those are ready, and start long-running operations. A wait never
 // stalls the other workers, and a wait that times out or fails is an error
-// in the results while the item is still restored.
+// in the results while the item is still restored. An item asked for while
+// another worker restores it is waited for, unless that worker is itself
+// waiting on the asker (a cycle of additional items), which would never end.
 package restore

@@ -110,7 +110,7 @@ func newSpool(dir string, tiers int) (*spool, error) {
 			s.close()
 			return nil, err
 		}
-		s.tiers = append(s.tiers, tierFile{f: f, w: bufio.NewWriterSize(f, 256<<10)})
+		s.tiers = append(s.tiers, tierFile{f: f, w: bufio.NewWriterSize(f, 32<<10)})
 	}
 	var err error
 	if s.locations, err = os.Create(filepath.Join(dir, "locations")); err != nil {
@@ -215,14 +215,16 @@ func decodeSlot(b []byte) (itemKey, location, bool) {
 // tarball replaces an earlier one. It returns how many of the replaced
 // copies were selected.
 func (s *spool) seal() (replacedSelected int, err error) {
-	for _, t := range s.tiers {
-		if err := t.w.Flush(); err != nil {
+	for i := range s.tiers {
+		if err := s.tiers[i].w.Flush(); err != nil {
 			return 0, err
 		}
+		s.tiers[i].w = nil
 	}
 	if err := s.locW.Flush(); err != nil {
 		return 0, err
 	}
+	s.locW = nil
 	s.slots = 1 << bits.Len64(uint64(2*s.frames))
 	if err := s.table.Truncate(int64(s.slots * slotSize)); err != nil {
 		return 0, err
@@ -308,7 +310,7 @@ func (s *spool) decode(frame []byte, tier int, offset int64) (*entry, error) {
 
 // each calls fn for every item in a tier's file, in the order written.
 func (s *spool) each(tier int, fn func(*entry) error) error {
-	in := bufio.NewReaderSize(io.NewSectionReader(s.tiers[tier].f, 0, s.tiers[tier].end), 256<<10)
+	in := bufio.NewReaderSize(io.NewSectionReader(s.tiers[tier].f, 0, s.tiers[tier].end), 64<<10)
 	var offset int64
 	for offset < s.tiers[tier].end {
 		var h [frameHeader]byte
