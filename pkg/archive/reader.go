@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,9 @@ type Entry struct {
 	Resource, Group, Version string
 	Namespace, Name          string
 	Object                   *unstructured.Unstructured
+	// Raw is the entry's JSON as the tarball holds it: it parsed into
+	// Object.
+	Raw []byte
 }
 
 // Read reads a whole tarball, calling fn for every item entry, after
@@ -56,16 +60,19 @@ func Read(r io.Reader, fn func(Entry) error) (string, error) {
 		if hdr.Typeflag == tar.TypeDir {
 			continue
 		}
-		body, err := io.ReadAll(io.LimitReader(tr, MaxEntrySize+1))
+		// The header's size is checked above; the read stays bounded even
+		// if the entry holds more than it says.
+		body := bytes.NewBuffer(make([]byte, 0, hdr.Size+bytes.MinRead))
+		_, err = body.ReadFrom(io.LimitReader(tr, MaxEntrySize+1))
 		if err != nil {
 			return "", fmt.Errorf("%w: reading %s: %v", ErrInvalid, hdr.Name, err)
 		}
-		if len(body) > MaxEntrySize {
+		if body.Len() > MaxEntrySize {
 			return "", fmt.Errorf("%w: entry %s is larger than %d bytes", ErrInvalid, hdr.Name, MaxEntrySize)
 		}
 		name := path.Clean(hdr.Name)
 		if name == VersionFile {
-			version = strings.TrimSpace(string(body))
+			version = strings.TrimSpace(body.String())
 			if !supported(version) {
 				return "", fmt.Errorf("%w: format version %q is not one Salvor reads (1.x)", ErrInvalid, version)
 			}
@@ -79,13 +86,13 @@ func Read(r io.Reader, fn func(Entry) error) (string, error) {
 			continue
 		}
 		obj := &unstructured.Unstructured{}
-		if err := json.Unmarshal(body, &obj.Object); err != nil {
+		if err := json.Unmarshal(body.Bytes(), &obj.Object); err != nil {
 			return "", fmt.Errorf("%w: entry %s is not valid JSON: %v", ErrInvalid, hdr.Name, err)
 		}
 		if obj.Object == nil || obj.GetKind() == "" || obj.GetName() == "" {
 			return "", fmt.Errorf("%w: entry %s is not a Kubernetes object (no kind or name)", ErrInvalid, hdr.Name)
 		}
-		e.Object = obj
+		e.Object, e.Raw = obj, body.Bytes()
 		if err := fn(e); err != nil {
 			return "", err
 		}

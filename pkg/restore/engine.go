@@ -222,10 +222,6 @@ func (r *run) read(tarball io.Reader) error {
 			return nil // the top-level copy is the one restored
 		}
 		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
-		body, err := json.Marshal(e.Object.Object)
-		if err != nil {
-			return err
-		}
 		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
 		if selected && e.Namespace != "" {
 			r.namespaces[intern(e.Namespace)] = true
@@ -236,7 +232,7 @@ func (r *run) read(tarball io.Reader) error {
 		if selected {
 			r.total.Add(1)
 		}
-		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, body)
+		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
 	})
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", r.restore.Spec.BackupName, err)
