@@ -324,7 +324,9 @@ func (r *run) reportProgress(onProgress func(Progress)) func() {
 	if onProgress == nil {
 		return func() {}
 	}
-	return periodic.Every(time.Second, func() { onProgress(Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}) })
+	report := func() { onProgress(Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}) }
+	report() // the total, as soon as the backup is read
+	return periodic.Every(time.Second, report)
 }
 
 // targetNamespace maps a backup namespace to the one restored into.

@@ -155,6 +155,21 @@ func progress(rs *salvorv1.Restore) (int, int) {
 	return 0, 0
 }
 
+// progressLine is what `restore create --wait` prints of a restore.
+func progressLine(rs *salvorv1.Restore) string {
+	done, total := progress(rs)
+	line := fmt.Sprintf("%s: %d of %d items restored", phase(rs), done, total)
+	if rs.Status.Phase == salvorv1.RestorePhaseInProgress && total == 0 {
+		// The server checks and spools the whole backup before it counts
+		// the items to restore.
+		line = fmt.Sprintf("%s: reading backup %s", phase(rs), rs.Spec.BackupName)
+	}
+	if n := rs.Status.RestoreItemOperationsAttempted; n > 0 {
+		line += fmt.Sprintf("; operations %d of %d completed, %d failed", rs.Status.RestoreItemOperationsCompleted, n, rs.Status.RestoreItemOperationsFailed)
+	}
+	return line
+}
+
 func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Writer) (*salvorv1.Restore, error) {
 	last := ""
 	for {
@@ -162,11 +177,7 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
 			return nil, fmt.Errorf("watching restore %s: %w", rs.Name, err)
 		}
-		done, total := progress(cur)
-		line := fmt.Sprintf("%s: %d of %d items restored", phase(cur), done, total)
-		if n := cur.Status.RestoreItemOperationsAttempted; n > 0 {
-			line += fmt.Sprintf("; operations %d of %d completed, %d failed", cur.Status.RestoreItemOperationsCompleted, n, cur.Status.RestoreItemOperationsFailed)
-		}
+		line := progressLine(cur)
 		if line != last {
 			fmt.Fprintln(out, line)
 			last = line
