@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,10 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
-	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/backup"
 )
@@ -23,26 +20,7 @@ import (
 // Salvor's CRDs and returns a client for them.
 func controlPlane(t *testing.T) client.Client {
 	t.Helper()
-	assets, err := testbed.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testbed.Binary(t, "kube-apiserver")
-	testbed.Binary(t, "etcd")
-	root, err := testbin.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testbed.ControlPlane(t)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,40 @@
+package testbed
+
+import (
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/salvor-dev/salvor/internal/testbin"
+)
+
+// ControlPlane starts a kube-apiserver and etcd of the test's own, with
+// Salvor's CRDs installed, stops them when the test ends, and returns an
+// administrator's client config.
+func ControlPlane(t testing.TB) *rest.Config {
+	t.Helper()
+	assets, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	Binary(t, "kube-apiserver")
+	Binary(t, "etcd")
+	root, err := testbin.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg
+}
