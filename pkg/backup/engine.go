@@ -106,6 +106,9 @@ func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence
 // RunWithSnapshots is Run that also snapshots the persistent volumes backed
 // up (unless the backup's snapshotVolumes is false) with s.
 func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, s *Snapshotter, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	// The run reads its own copy: the caller goes on writing progress into
+	// b (and the API server's answer with it) while items are backed up.
+	b = b.DeepCopy()
 	selector, err := metaLabelSelector(b.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
@@ -187,7 +190,9 @@ func (r *run) reportProgress(onProgress func(Progress)) func() {
 	if onProgress == nil {
 		return func() {}
 	}
-	return periodic.Every(time.Second, func() { onProgress(Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())}) })
+	report := func() { onProgress(Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())}) }
+	report() // under way: the totals grow as resources are listed
+	return periodic.Every(time.Second, report)
 }
 
 func (r *run) loadActions(ctx context.Context) error {

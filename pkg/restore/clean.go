@@ -1,6 +1,9 @@
 package restore
 
 import (
+	"reflect"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -8,12 +11,15 @@ import (
 const (
 	BackupNameLabel  = "salvor.dev/backup-name"
 	RestoreNameLabel = "salvor.dev/restore-name"
+
+	namespaceNameLabel = "kubernetes.io/metadata.name"
 )
 
 // Clean makes a backed-up object creatable: it drops what the API server
 // owns or would refuse (identity, versions, timestamps, managed fields,
 // owner references to objects whose UIDs are gone, status, a Service's
-// allocated IPs and node ports), and labels it with the backup and restore.
+// allocated IPs and node ports, a Namespace's name label), and labels it
+// with the backup and restore.
 func Clean(obj *unstructured.Unstructured, backup, restore string) {
 	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
 		"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink", "ownerReferences"} {
@@ -44,6 +50,11 @@ func Clean(obj *unstructured.Unstructured, backup, restore string) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	if obj.GroupVersionKind().GroupKind().String() == "Namespace" {
+		// The API server sets it to the namespace's name, which a mapped
+		// namespace changes.
+		delete(labels, namespaceNameLabel)
+	}
 	labels[BackupNameLabel] = backup
 	labels[RestoreNameLabel] = restore
 	obj.SetLabels(labels)
@@ -63,4 +74,41 @@ func comparable(obj *unstructured.Unstructured) map[string]any {
 	}
 	c.SetLabels(labels)
 	return c.Object
+}
+
+// differences names the fields in which live differs from what a restore
+// would create, beyond what comparable strips: metadata's fields one by
+// one (metadata.labels, ...), the others whole (data, spec, ...). None
+// means the live object is what the restore would have made.
+func differences(live, restored *unstructured.Unstructured) []string {
+	a, b := comparable(live), comparable(restored)
+	var out []string
+	for k := range merged(a, b) {
+		if k == "metadata" {
+			am, _ := a[k].(map[string]any)
+			bm, _ := b[k].(map[string]any)
+			for mk := range merged(am, bm) {
+				if !reflect.DeepEqual(am[mk], bm[mk]) {
+					out = append(out, "metadata."+mk)
+				}
+			}
+			continue
+		}
+		if !reflect.DeepEqual(a[k], b[k]) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func merged(a, b map[string]any) map[string]bool {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -155,6 +154,11 @@ func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reade
 
 // RunWithVolumes is Run that recreates snapshotted volumes with volumes.
 func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, volumes VolumeRestorer, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+	// The run reads its own copy: the caller goes on writing progress into
+	// rs (and the API server's answer with it) while items are restored;
+	// a namespace mapping read half-written would restore into the
+	// original namespace.
+	rs = rs.DeepCopy()
 	sel := labels.Everything()
 	if rs.Spec.LabelSelector != nil {
 		var err error
@@ -776,13 +780,14 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
 		return
 	}
-	if reflect.DeepEqual(comparable(live), comparable(obj)) {
+	diff := differences(live, obj)
+	if len(diff) == 0 {
 		r.restored.Add(1)
 		return
 	}
 	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
 		// Handled as asked: counted, and said in the warnings.
-		r.rec.Warning(ns, fmt.Sprintf("%s already exists and differs from the backup; left as it is (existingResourcePolicy none)", what))
+		r.rec.Warning(ns, fmt.Sprintf("%s already exists and differs from the backup in %s; left as it is (existingResourcePolicy none)", what, strings.Join(diff, ", ")))
 		r.restored.Add(1)
 		return
 	}

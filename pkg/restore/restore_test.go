@@ -70,3 +70,29 @@ func TestTiers(t *testing.T) {
 		t.Errorf("tiers crd %d ns %d cm %d other %d", crd, ns, cm, other)
 	}
 }
+
+func TestDifferences(t *testing.T) {
+	obj := func(meta, data map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}}
+	}
+	restored := obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{BackupNameLabel: "b", RestoreNameLabel: "r"}},
+		map[string]any{"k": "v"})
+	for _, tc := range []struct {
+		name string
+		live *unstructured.Unstructured
+		want string
+	}{
+		{"as restored, with what the server adds", obj(map[string]any{"name": "c", "namespace": "n", "uid": "u", "resourceVersion": "3",
+			"creationTimestamp": "t", "managedFields": []any{}, "labels": map[string]any{BackupNameLabel: "b", RestoreNameLabel: "r"}}, map[string]any{"k": "v"}), ""},
+		{"restored by another restore", obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{BackupNameLabel: "b0", RestoreNameLabel: "r0"}},
+			map[string]any{"k": "v"}), ""},
+		{"made by hand", obj(map[string]any{"name": "c", "namespace": "n"}, map[string]any{"k": "v"}), ""},
+		{"data changed", obj(map[string]any{"name": "c", "namespace": "n"}, map[string]any{"k": "w"}), "data"},
+		{"annotated and relabelled", obj(map[string]any{"name": "c", "namespace": "n", "annotations": map[string]any{"a": "1"}, "labels": map[string]any{"x": "y"}},
+			map[string]any{"k": "v"}), "metadata.annotations metadata.labels"},
+	} {
+		if got := strings.Join(differences(tc.live, restored), " "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -431,5 +432,69 @@ func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
 	details := c.mustSalvor(t, "restore", "describe", "long", "--details")
 	if !strings.Contains(details, "timed out after 3s") || !strings.Contains(details, "Item operations: 0 of 1 completed, 1 failed") {
 		t.Errorf("describe:\n%s", details)
+	}
+}
+
+// TestServerRestartDuringRestore kills the server while a restore creates
+// items; the next server runs the restore again to its end: every item
+// there once, the ones the first run created found equal and counted, no
+// warning, the restore Completed.
+func TestServerRestartDuringRestore(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	// One worker, so that the restore takes seconds and is seen under way.
+	s := c.startServer(t, "--restore-workers", "1")
+	c.s3Location(t, minio, "primary", "backups", true)
+	const n = 4000
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "again"}})
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			return c.client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "again"},
+				Data: map[string]string{"i": fmt.Sprint(i)}})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup", "create", "again", "--include-namespaces", "again", "--wait")
+	c.mustSalvor(t, "restore", "create", "again", "--from-backup", "again", "--namespace-mappings", "again:again-copy")
+	eventually(t, "restore under way", time.Minute, func() (bool, string) {
+		rs := c.getRestore(t, "again")
+		p := rs.Status.Progress
+		return rs.Status.Phase == salvorv1.RestorePhaseInProgress && p != nil && p.ItemsRestored >= 100, fmt.Sprintf("%s %+v", rs.Status.Phase, p)
+	})
+	s.kill()
+	if rs := c.getRestore(t, "again"); rs.Status.Phase != salvorv1.RestorePhaseInProgress {
+		t.Fatalf("the restore ended (%s) before the server was killed: the test needs it under way", rs.Status.Phase)
+	}
+	copies := &corev1.ConfigMapList{}
+	if err := c.client.List(context.Background(), copies, client.InNamespace("again-copy")); err != nil {
+		t.Fatal(err)
+	}
+	if len(copies.Items) == 0 || len(copies.Items) >= n {
+		t.Fatalf("%d of %d config maps restored when the server was killed: want some, not all", len(copies.Items), n)
+	}
+	t.Logf("%d of %d config maps restored when the server was killed", len(copies.Items), n)
+
+	c.startServer(t)
+	rs := c.waitRestore(t, "again", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 || rs.Status.Errors != 0 ||
+		rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != rs.Status.Progress.TotalItems || rs.Status.Progress.TotalItems != n+1 {
+		t.Fatalf("after the restart: %+v %+v\n%s", rs.Status, rs.Status.Progress, c.mustSalvor(t, "restore", "logs", "again"))
+	}
+	if err := c.client.List(context.Background(), copies, client.InNamespace("again-copy")); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, cm := range copies.Items {
+		seen[cm.Name] = true
+		if want := strings.TrimPrefix(cm.Name, "cm-"); strings.TrimLeft(want, "0") != strings.TrimLeft(cm.Data["i"], "0") || cm.Labels["salvor.dev/restore-name"] != "again" {
+			t.Errorf("%s: data %v labels %v", cm.Name, cm.Data, cm.Labels)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d config maps in again-copy, want %d", len(seen), n)
 	}
 }

@@ -1,0 +1,99 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/archive"
+)
+
+// TestRunOnARealAPIServer restores a namespace under another name, twice,
+// on a real API server, while the caller scribbles over its Restore on
+// every progress report (as the controller does when it records progress
+// and reads back the API server's answer). The run works from its own copy
+// of the Restore, so every item lands in the mapped namespace with the
+// restore's labels; the second run finds every object as it would have
+// made it, with no warning — a mapped Namespace included, whose name label
+// the API server rewrites.
+func TestRunOnARealAPIServer(t *testing.T) {
+	cfg := testbed.ControlPlane(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	creates, err := NewCreateClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Dynamic: dynamic.NewForConfigOrDie(cfg), REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}
+
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := func(gvr schema.GroupVersionResource, ns, name, body string) {
+		if err := w.WriteItem(gvr, ns, name, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "src",
+		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"src","uid":"u","labels":{"kubernetes.io/metadata.name":"src","team":"a"}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`)
+	const n = 200
+	for i := range n {
+		item(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "src", fmt.Sprintf("cm-%03d", i),
+			fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%03d","namespace":"src","uid":"u%d","resourceVersion":"9"},"data":{"i":"%d"}}`, i, i, i))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for run := range 2 {
+		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "salvor"},
+			Spec: salvorv1.RestoreSpec{BackupName: "b1", NamespaceMapping: map[string]string{"src": "dst"}}}
+		out, err := e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), func(Progress) {
+			rs.Spec = salvorv1.RestoreSpec{}
+			rs.Name = ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Progress.ItemsRestored != n+1 || out.Progress.TotalItems != n+1 || out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 {
+			t.Fatalf("run %d: %+v, errors %v, warnings %v", run, out.Progress, out.Results.Errors, out.Results.Warnings)
+		}
+	}
+
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "dst", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := ns.Labels; l[namespaceNameLabel] != "dst" || l["team"] != "a" || l[BackupNameLabel] != "b1" || l[RestoreNameLabel] != "r1" {
+		t.Errorf("namespace dst labels %v", l)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "src", metav1.GetOptions{}); err == nil {
+		t.Error("namespace src was made: the mapping was not followed")
+	}
+	cms, err := cs.CoreV1().ConfigMaps("dst").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != n {
+		t.Errorf("%d config maps in dst, want %d", len(cms.Items), n)
+	}
+	for _, cm := range cms.Items {
+		var i int
+		if _, err := fmt.Sscanf(cm.Name, "cm-%03d", &i); err != nil || cm.Data["i"] != fmt.Sprint(i) ||
+			cm.Labels[BackupNameLabel] != "b1" || cm.Labels[RestoreNameLabel] != "r1" {
+			t.Errorf("%s: data %v labels %v", cm.Name, cm.Data, cm.Labels)
+		}
+	}
+}
