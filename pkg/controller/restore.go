@@ -224,5 +224,7 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	if timeout <= 0 {
 		timeout = 4 * time.Hour
 	}
-	return &volumeRestorer{c: r.Client, restore: rs, backup: b, snaps: byPV, snap: snap, timeout: timeout}, nil
+	// A copy: rs takes the API server's answers to progress updates while
+	// volumes are restored.
+	return &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, snap: snap, timeout: timeout}, nil
 }
