@@ -117,9 +117,11 @@ func Get[T Client](ctx context.Context, m *Manager, name string, config map[stri
 	if err != nil {
 		return zero, err
 	}
-	c := clientOf[p.Kind](conn{m.processFor(p, config)}, name)
+	proc := m.processFor(p, config)
+	c := clientOf[p.Kind](conn{proc}, name)
 	if i, ok := c.(initer); ok {
-		if err := i.init(ctx, config); err != nil {
+		// The process is this plugin's with this config alone (processFor).
+		if err := proc.initOnce(name, func() error { return i.init(ctx, config) }); err != nil {
 			return zero, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -399,5 +401,54 @@ func TestNotAPlugin(t *testing.T) {
 	err := m.Discover(ctxT(t), dir)
 	if err == nil || !strings.Contains(err.Error(), script) || !strings.Contains(err.Error(), "I am not a plugin") {
 		t.Errorf("discovering a binary that is not a plugin: %v", err)
+	}
+}
+
+// TestObjectStoreInitialisedOnce gets the same store for many callers at
+// once: its process sees one Init (another while calls are in flight would
+// race with them in most plugins), and a restarted process one again.
+func TestObjectStoreInitialisedOnce(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	inits := func(s ObjectStore) string {
+		t.Helper()
+		rc, err := s.GetObject(ctx, "_meta", "inits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var g errgroup.Group
+	stores := make([]ObjectStore, 16)
+	for i := range stores {
+		g.Go(func() (err error) {
+			stores[i], err = Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "once/"})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inits(stores[0]); n != "1" {
+		t.Errorf("%s Inits for 16 callers of one store, want 1", n)
+	}
+	pid := storePID(t, m)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, pid)
+	if n := inits(stores[1]); n != "1" {
+		t.Errorf("%s Inits in the restarted process, want 1", n)
+	}
+	if _, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "once/"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := inits(stores[2]); n != "1" {
+		t.Errorf("%s Inits after one more caller in the restarted process, want 1", n)
 	}
 }

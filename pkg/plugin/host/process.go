@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,9 +63,11 @@ type process struct {
 	gen      int
 	restarts int
 	inits    []initCall
-	stderr   *stderrTail
-	closed   bool
-	exit     *exitWatch
+	// initMu makes callers that would Init a plugin wait for one doing so.
+	initMu sync.Mutex
+	stderr *stderrTail
+	closed bool
+	exit   *exitWatch
 	// oldWatches are the watches of earlier generations, released on close.
 	oldWatches []*exitWatch
 }
@@ -213,6 +216,23 @@ func (p *process) start() error {
 	p.gen++
 	p.stderr.reset()
 	return nil
+}
+
+// initOnce calls init unless plugin was initialised in this process
+// already (a restarted process gets it again from the record). An Init
+// runs while other calls of the same plugin may be in flight, and plugins
+// — Velero's among them — set their configuration in Init without a lock:
+// calling it again for every use would race with those calls.
+func (p *process) initOnce(plugin string, init func() error) error {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	p.mu.Lock()
+	done := slices.ContainsFunc(p.inits, func(ic initCall) bool { return ic.plugin == plugin })
+	p.mu.Unlock()
+	if done {
+		return nil
+	}
+	return init()
 }
 
 // recordInit remembers a successful Init so a restarted process gets it again.

@@ -234,10 +234,12 @@ func (dia) Execute(in *sdk.DeleteItemActionExecuteInput) error {
 }
 
 // memStore keeps objects in memory; Init's config "fail" makes Init fail.
+// Object _meta/inits holds how many times Init was called.
 type memStore struct {
 	mu      sync.Mutex
 	config  map[string]string
 	objects map[string][]byte
+	inits   int
 }
 
 func (s *memStore) Init(config map[string]string) error {
@@ -247,6 +249,7 @@ func (s *memStore) Init(config map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.config = config
+	s.inits++
 	return nil
 }
 
@@ -283,6 +286,9 @@ func (s *memStore) ObjectExists(bucket, key string) (bool, error) {
 func (s *memStore) GetObject(bucket, key string) (io.ReadCloser, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if bucket == "_meta" && key == "inits" {
+		return io.NopCloser(strings.NewReader(fmt.Sprint(s.inits))), nil
+	}
 	b, ok := s.objects[s.key(bucket, key)]
 	if !ok {
 		return nil, fmt.Errorf("object %s/%s not found", bucket, key)
