@@ -13,7 +13,7 @@ CONTROLLER_GEN_VERSION := v0.21.0
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
-.PHONY: all build demo tools testbed generate check-generated vet test test-unit test-compat bench clean
+.PHONY: all build demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
@@ -73,6 +73,11 @@ test: testbed check-generated vet test-unit test-compat
 
 bench:
 	hack/bench.sh
+
+# The end-to-end tests with everything built with the race detector
+# (about twice as slow as test; not part of it).
+test-race:
+	hack/race.sh
 
 clean:
 	rm -rf $(BIN)
