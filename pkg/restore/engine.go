@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,10 +40,10 @@ import (
 // Engine runs restores.
 type Engine struct {
 	Dynamic dynamic.Interface
-	// REST, when set, is used for creates: it posts the object and reads
-	// back only the status, where the dynamic client would decode the
-	// whole object the API server returns — a fifth of the engine's CPU
-	// in a restore of many small objects. See NewCreateClient.
+	// REST creates the items (NewCreateClient): it posts the object and
+	// reads back only the status, where the dynamic client would decode
+	// the whole object the API server returns — a fifth of the engine's
+	// CPU in a restore of many small objects.
 	REST      rest.Interface
 	Discovery discovery.DiscoveryInterface
 	Plugins   *host.Manager
@@ -159,6 +160,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	// a namespace mapping read half-written would restore into the
 	// original namespace.
 	rs = rs.DeepCopy()
+	if e.REST == nil {
+		return nil, fmt.Errorf("restore %s: the engine has no client for creates (see NewCreateClient)", rs.Name)
+	}
 	sel := labels.Everything()
 	if rs.Spec.LabelSelector != nil {
 		var err error
@@ -212,15 +216,6 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 
 // read checks the whole tarball and spools its items, tier by tier.
 func (r *run) read(tarball io.Reader) error {
-	interned := map[string]string{}
-	intern := func(s string) string {
-		if v, ok := interned[s]; ok {
-			return v
-		}
-		s = strings.Clone(s)
-		interned[s] = s
-		return s
-	}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		if e.Version != "" {
 			return nil // the top-level copy is the one restored
@@ -228,10 +223,10 @@ func (r *run) read(tarball io.Reader) error {
 		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
 		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
 		if selected && e.Namespace != "" {
-			r.namespaces[intern(e.Namespace)] = true
+			r.namespaces[e.Namespace] = true
 		}
 		if gr == (schema.GroupResource{Resource: "namespaces"}) {
-			r.nsItems[intern(e.Name)] = selected
+			r.nsItems[e.Name] = selected
 		}
 		if selected {
 			r.total.Add(1)
@@ -466,6 +461,7 @@ type worker struct {
 type flight struct {
 	owner *worker
 	done  chan struct{}
+	key   itemKey
 	at    location
 }
 
@@ -483,7 +479,7 @@ func (r *run) restoreItem(ctx context.Context, it *entry, w *worker) {
 		return
 	}
 	r.doRestore(ctx, it, w, what)
-	if err := r.land(it, f); err != nil {
+	if err := r.land(f); err != nil {
 		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
 	}
 }
@@ -520,18 +516,18 @@ func (r *run) claim(ctx context.Context, it *entry, w *worker) (*flight, error) 
 		r.fmu.Unlock()
 		return nil, nil
 	}
-	f := &flight{owner: w, done: make(chan struct{}), at: l}
+	f := &flight{owner: w, done: make(chan struct{}), key: k, at: l}
 	r.flights[k] = f
 	r.fmu.Unlock()
 	return f, nil
 }
 
-// land ends it's flight: the item counts as restored for everyone asking
-// after this.
-func (r *run) land(it *entry, f *flight) error {
+// land ends an item's flight: the item counts as restored for everyone
+// asking after this.
+func (r *run) land(f *flight) error {
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
-	delete(r.flights, it.key())
+	delete(r.flights, f.key)
 	close(f.done)
 	return r.spool.markDone(f.at)
 }
@@ -663,7 +659,7 @@ func cloneName(restore, volume string) string {
 // lookup finds an additional item in the backup. Plugins see items in
 // their target namespace, so a mapped namespace is mapped back.
 func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool, error) {
-	for _, ns := range []string{id.Namespace, r.backupNamespaceOf(id.Namespace)} {
+	for _, ns := range slices.Compact([]string{id.Namespace, r.backupNamespaceOf(id.Namespace)}) {
 		l, ok, err := r.spool.find(key(id.GroupResource, ns, id.Name))
 		if err != nil {
 			return nil, false, err
@@ -750,21 +746,15 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.rec.Error(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
 		return
 	}
-	client := r.e.Dynamic.Resource(gvr)
-	var ri dynamic.ResourceInterface = client
-	if namespaced {
-		ri = client.Namespace(obj.GetNamespace())
-	}
-	var err error
-	if r.e.REST != nil {
-		err = postObject(ctx, r.e.REST, gvr, namespaced, obj)
-	} else {
-		_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
-	}
-	switch {
+	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj); {
 	case err == nil:
 		r.restored.Add(1)
 	case apierrors.IsAlreadyExists(err):
+		res := r.e.Dynamic.Resource(gvr)
+		var ri dynamic.ResourceInterface = res
+		if namespaced {
+			ri = res.Namespace(obj.GetNamespace())
+		}
 		r.existing(ctx, ri, obj, what, ns)
 	default:
 		if ctx.Err() == nil {

@@ -223,7 +223,7 @@ func TestClaim(t *testing.T) {
 		t.Fatal("w1 stopped waiting before y landed")
 	default:
 	}
-	if err := r.land(y, fy); err != nil {
+	if err := r.land(fy); err != nil {
 		t.Fatal(err)
 	}
 	<-waited
@@ -237,7 +237,7 @@ func TestClaim(t *testing.T) {
 	}); err != nil {
 		t.Fatal("w3 never waited for x")
 	}
-	if err := r.land(x, fx); err != nil {
+	if err := r.land(fx); err != nil {
 		t.Fatal(err)
 	}
 	if f := <-w3done; f != nil {
