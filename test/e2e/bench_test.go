@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -134,36 +133,13 @@ func populate(b *testing.B, c *cluster, n int) {
 		}
 	}
 	payload := strings.Repeat("x", 900)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var failed error
-	var mu sync.Mutex
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				err := c.client.Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%10)},
-					Data:       map[string]string{"payload": payload},
-				})
-				if err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-				}
-			}
-		}()
-	}
 	start := time.Now()
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if failed != nil {
-		b.Fatal(failed)
-	}
+	c.createMany(b, n, func(i int) client.Object {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%10)},
+			Data:       map[string]string{"payload": payload},
+		}
+	})
 	b.Logf("created %d config maps in %s", n, time.Since(start).Round(time.Millisecond))
 }
 

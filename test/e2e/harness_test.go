@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -123,6 +124,25 @@ func (c *cluster) create(t testing.TB, objs ...client.Object) {
 		if err := c.client.Create(context.Background(), o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
+	}
+}
+
+// createMany creates n objects, obj(0) to obj(n-1), 16 at a time.
+func (c *cluster) createMany(t testing.TB, n int, obj func(i int) client.Object) {
+	t.Helper()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			o := obj(i)
+			if err := c.client.Create(context.Background(), o); err != nil {
+				return fmt.Errorf("creating %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

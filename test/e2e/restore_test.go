@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -447,17 +446,10 @@ func TestServerRestartDuringRestore(t *testing.T) {
 	c.s3Location(t, minio, "primary", "backups", true)
 	const n = 4000
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "again"}})
-	var g errgroup.Group
-	g.SetLimit(16)
-	for i := range n {
-		g.Go(func() error {
-			return c.client.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "again"},
-				Data: map[string]string{"i": fmt.Sprint(i)}})
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	c.createMany(t, n, func(i int) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "again"},
+			Data: map[string]string{"i": fmt.Sprint(i)}}
+	})
 	c.mustSalvor(t, "backup", "create", "again", "--include-namespaces", "again", "--wait")
 	c.mustSalvor(t, "restore", "create", "again", "--from-backup", "again", "--namespace-mappings", "again:again-copy")
 	eventually(t, "restore under way", time.Minute, func() (bool, string) {

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +77,27 @@ func hostPathVolume(name, path, claimNS, claim string) []client.Object {
 	}}}
 }
 
+// withLocalVolumes starts a control plane, MinIO and a server (with
+// serverArgs), with a default backup location and a default
+// salvor.dev/local-volume snapshot location writing into a fresh
+// directory, its config extended by config ("key=value,..."). It returns
+// the cluster, MinIO, the backup location's config and the snapshot
+// directory.
+func withLocalVolumes(t *testing.T, config string, serverArgs ...string) (*cluster, *testbed.MinIO, map[string]string, string) {
+	t.Helper()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, serverArgs...)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	if config != "" {
+		config = "," + config
+	}
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
+		"--config", "snapshotDir="+snapshots+config)
+	return c, minio, cfg, snapshots
+}
+
 // treeSums is the SHA-256 of every file under dir, by relative path: what
 // "the same bytes" means for a volume.
 func treeSums(t *testing.T, dir string) map[string]string {
@@ -106,14 +126,8 @@ func treeSums(t *testing.T, dir string) map[string]string {
 }
 
 func TestVolumeSnapshotWithProgressResources(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--item-operation-sync-frequency", "1s")
-	cfg := c.s3Location(t, minio, "primary", "backups", true)
-	snapshots := t.TempDir()
-	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
-		// About 5 s for the 1 GiB volume, so the progress can be watched.
-		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(200<<20))
+	// About 5 s for the 1 GiB volume, so the progress can be watched.
+	c, minio, cfg, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(200<<20), "--item-operation-sync-frequency", "1s")
 	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
 		t.Errorf("snapshot-location get:\n%s", out)
 	}
@@ -271,13 +285,7 @@ func TestHungSnapshotterIsCutOff(t *testing.T) {
 // copied: the snapshotter is told to stop, nothing of the snapshot is left,
 // and the progress resource says how it ended.
 func TestCancelDuringVolumeCopy(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--item-operation-sync-frequency", "1s")
-	cfg := c.s3Location(t, minio, "primary", "backups", true)
-	snapshots := t.TempDir()
-	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
-		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(4<<20))
+	c, _, cfg, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(4<<20), "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 16<<20) // 64 MiB: 16 s at 4 MiB/s
 	c.create(t, hostPathVolume("slow-pv", data, "", "")...)
 	c.mustSalvor(t, "backup", "create", "halted", "--include-resources", "persistentvolumes", "--include-cluster-resources")
@@ -321,29 +329,16 @@ func TestCancelDuringVolumeCopy(t *testing.T) {
 // listing: the snapshot is cancelled and deleted, not left copying for a
 // backup that no longer exists.
 func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--workers", "1")
-	c.s3Location(t, minio, "primary", "backups", true)
-	snapshots := t.TempDir()
-	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default",
-		"--config", "snapshotDir="+snapshots+",bytesPerSecond="+fmt.Sprint(1<<20))
+	c, _, _, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(1<<20), "--workers", "1")
 	data := volume(t, 2, 16<<20) // 32 s at 1 MiB/s
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "first"}})
 	c.create(t, hostPathVolume("first-pv", data, "first", "claim")...)
 	// Listed after the claim (the API server serves core resources in name
 	// order), these keep the first pass going for seconds once the snapshot
 	// has begun — longer than a cancel takes to be seen (a second).
-	var g errgroup.Group
-	g.SetLimit(16)
-	for i := range 8000 {
-		g.Go(func() error {
-			return c.client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "first"}})
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	c.createMany(t, 8000, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "first"}}
+	})
 	c.mustSalvor(t, "backup", "create", "first", "--include-namespaces", "first")
 	var snapshotID string
 	eventually(t, "snapshot started in the first pass", time.Minute, func() (bool, string) {
@@ -408,12 +403,7 @@ func getTable(t *testing.T, c *cluster, path string) map[string]any {
 // the restored volume gets a name of its own, its claim in the new
 // namespace is bound to it, and the original is untouched.
 func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--item-operation-sync-frequency", "1s")
-	c.s3Location(t, minio, "primary", "backups", true)
-	snapshots := t.TempDir()
-	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default", "--config", "snapshotDir="+snapshots)
+	c, _, _, _ := withLocalVolumes(t, "", "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 1<<20)
 	want := treeSums(t, data)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}})
