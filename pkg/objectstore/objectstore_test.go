@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 var salvor string

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 )
 
 // item returns a ConfigMap whose JSON is about size bytes.

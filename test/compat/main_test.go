@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 )
 
 var (

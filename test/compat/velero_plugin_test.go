@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 )
 

@@ -18,12 +18,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/archive"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/persistence"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // s3Location creates a location on MinIO through the CLI and waits until

@@ -23,10 +23,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/backup"
 )
 
 // volume writes n files of size random bytes under a new directory.

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/itemoperation"
 )
 
 func waiting(p salvorv1.BackupPhase) bool {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 )
 
 type listOptions struct {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/testbin"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 func TestList(t *testing.T) {

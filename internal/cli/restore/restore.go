@@ -15,8 +15,8 @@ import (
 	clibackup "github.com/salvor-dev/salvor/internal/cli/backup"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/controller"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/controller"
 )
 
 // NewCommand returns `salvor restore` and its verbs.

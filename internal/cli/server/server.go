@@ -18,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/controller"
-	"github.com/salvor-dev/salvor/pkg/metrics"
-	"github.com/salvor-dev/salvor/pkg/operations"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
-	"github.com/salvor-dev/salvor/pkg/restore"
+	"github.com/salvor-dev/salvor/internal/controller"
+	"github.com/salvor-dev/salvor/internal/metrics"
+	"github.com/salvor-dev/salvor/internal/operations"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/restore"
 )
 
 type options struct {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 )
 
 // Start builds the plugin's main package pkg (as `go build` takes it,

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 func TestStart(t *testing.T) {

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	salvorPlugin = filepath.Join(tmp, "testplugin")
-	cmd := exec.Command("go", "build", "-o", salvorPlugin, "./pkg/plugin/host/testdata/testplugin")
+	cmd := exec.Command("go", "build", "-o", salvorPlugin, "./internal/plugin/host/testdata/testplugin")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building Salvor's test plugin: %v\n%s", err, out)

@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/metrics"
+	"github.com/salvor-dev/salvor/internal/operations"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/itemoperation"
-	"github.com/salvor-dev/salvor/pkg/metrics"
-	"github.com/salvor-dev/salvor/pkg/operations"
-	"github.com/salvor-dev/salvor/pkg/persistence"
 )
 
 // Labels and annotations Salvor puts on Backups.

@@ -13,11 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/itemoperation"
-	"github.com/salvor-dev/salvor/pkg/persistence"
-	"github.com/salvor-dev/salvor/pkg/restore"
 )
 
 // RestoreReconciler runs restores.

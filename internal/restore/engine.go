@@ -27,14 +27,14 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/periodic"
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/archive"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/itemoperation"
-	"github.com/salvor-dev/salvor/pkg/persistence"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // Engine runs restores.

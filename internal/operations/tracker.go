@@ -9,9 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/salvor-dev/salvor/pkg/itemoperation"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // Operation is one operation to follow: who started it, and its status,

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // TopLevelDirs are the directories a location may hold; anything else

@@ -12,11 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/archive"
-	"github.com/salvor-dev/salvor/pkg/backup"
-	"github.com/salvor-dev/salvor/pkg/persistence"
-	"github.com/salvor-dev/salvor/pkg/plugin/host"
 )
 
 // GCReconciler deletes expired backups and, when a Backup is deleted, runs

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if _, err := testbin.Build(pluginDir, "testplugin", "./pkg/plugin/host/testdata/testplugin"); err != nil {
+	if _, err := testbin.Build(pluginDir, "testplugin", "./internal/plugin/host/testdata/testplugin"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
