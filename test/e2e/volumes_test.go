@@ -258,7 +258,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 // restarted, and the backup says which plugin, method and volume.
 func TestHungSnapshotterIsCutOff(t *testing.T) {
 	plugins := t.TempDir()
-	if _, err := testbin.Build(plugins, "testplugin", "./pkg/plugin/host/testdata/testplugin"); err != nil {
+	if _, err := testbin.Build(plugins, "testplugin", "./internal/plugin/host/testdata/testplugin"); err != nil {
 		t.Fatal(err)
 	}
 	c := startCluster(t)
