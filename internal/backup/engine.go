@@ -30,12 +30,6 @@ import (
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
-// Labels and annotations that keep an item out of every backup.
-const (
-	ExcludeLabel       = "salvor.dev/exclude-from-backup"
-	VeleroExcludeLabel = "velero.io/exclude-from-backup"
-)
-
 // Engine runs backups. Its fields are set once; Run may be called
 // concurrently for different backups.
 type Engine struct {
@@ -350,7 +344,7 @@ func itemKey(gr schema.GroupResource, ns, name string) string {
 }
 
 func excluded(item *unstructured.Unstructured) bool {
-	for _, k := range []string{ExcludeLabel, VeleroExcludeLabel} {
+	for _, k := range []string{salvorv1.ExcludeLabel, salvorv1.VeleroExcludeLabel} {
 		if item.GetLabels()[k] == "true" || item.GetAnnotations()[k] == "true" {
 			return true
 		}

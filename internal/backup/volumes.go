@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
@@ -95,7 +96,7 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 		return
 	}
 	snapshotID, err := s.VS.CreateSnapshot(ctx, volumeID, az, map[string]string{
-		"salvor.dev/backup": r.backup.Name, "velero.io/backup": r.backup.Name, "velero.io/pv": pv.GetName(),
+		salvorv1.SnapshotBackupTag: r.backup.Name, salvorv1.VeleroSnapshotBackupTag: r.backup.Name, salvorv1.VeleroSnapshotPVTag: pv.GetName(),
 	})
 	if err != nil {
 		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not snapshot volume %s: %v", what, s.Provider, volumeID, err))

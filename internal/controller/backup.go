@@ -26,16 +26,6 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// Labels and annotations Salvor puts on Backups.
-const (
-	LocationLabel = "salvor.dev/storage-location"
-	// SyncedAnnotation marks a Backup created by sync from object storage:
-	// it is a record of a finished backup, never one to run.
-	SyncedAnnotation = "salvor.dev/synced-from-location"
-	// FilesFinalizer keeps a Backup until its files are deleted.
-	FilesFinalizer = "salvor.dev/backup-files"
-)
-
 // BackupReconciler runs backups.
 type BackupReconciler struct {
 	Client client.Client
@@ -90,12 +80,12 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) || b.Annotations[SyncedAnnotation] != "" {
+	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) || b.Annotations[salvorv1.SyncedAnnotation] != "" {
 		return ctrl.Result{}, nil
 	}
 	key := req.String()
 	if cancel, mine := r.running.Load(key); mine {
-		if b.Annotations[CancelAnnotation] != "" {
+		if b.Annotations[salvorv1.CancelAnnotation] != "" {
 			cancel.(context.CancelCauseFunc)(errCancelled)
 		}
 		return ctrl.Result{}, nil
@@ -126,7 +116,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	if b.Annotations[CancelAnnotation] != "" {
+	if b.Annotations[salvorv1.CancelAnnotation] != "" {
 		return ctrl.Result{}, r.fail(ctx, b, "cancelled by user before it started")
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -158,8 +148,8 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, r.fail(ctx, b, err.Error())
 	}
 	b.Spec.StorageLocation = bsl.Name
-	b.Labels[LocationLabel] = bsl.Name
-	controllerutil.AddFinalizer(b, FilesFinalizer)
+	b.Labels[salvorv1.LocationLabel] = bsl.Name
+	controllerutil.AddFinalizer(b, salvorv1.FilesFinalizer)
 	status := b.Status
 	if err := r.Client.Update(ctx, b); err != nil {
 		return ctrl.Result{}, err
@@ -310,7 +300,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		// The patch returns the object as the API server has it: a cancel
 		// request shows here within a second. (Reconcile cannot see it: it
 		// is busy with this very backup.)
-		if b.Annotations[CancelAnnotation] != "" {
+		if b.Annotations[salvorv1.CancelAnnotation] != "" {
 			cancel(errCancelled)
 		}
 	})

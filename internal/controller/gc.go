@@ -41,7 +41,7 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.DeletionTimestamp != nil {
-		if !controllerutil.ContainsFinalizer(b, FilesFinalizer) {
+		if !controllerutil.ContainsFinalizer(b, salvorv1.FilesFinalizer) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, r.deleteFiles(ctx, b)
@@ -87,7 +87,7 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		}
 		r.Log.Info("deleted a backup's files", "backup", b.Name, "location", bsl.Name)
 	}
-	controllerutil.RemoveFinalizer(b, FilesFinalizer)
+	controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
 }
 
@@ -158,7 +158,7 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 		}
 	}
 	vpbs := &salvorv1.VolumePluginBackupList{}
-	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{"salvor.dev/backup-name": b.Name}); err == nil {
+	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err == nil {
 		for i := range vpbs.Items {
 			_ = r.Client.Delete(ctx, &vpbs.Items[i])
 		}

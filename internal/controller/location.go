@@ -90,7 +90,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		if b := have[name]; b != nil {
 			// A synced backup whose status was not written yet (the server
 			// stopped in between) gets it now.
-			if b.Annotations[SyncedAnnotation] != "" && b.Status.Phase == "" {
+			if b.Annotations[salvorv1.SyncedAnnotation] != "" && b.Status.Phase == "" {
 				if stored, err := store.GetBackup(ctx, name); err == nil {
 					b.Status = stored.Status
 					if err := updateStatus(ctx, r.Client, b); err != nil {
@@ -109,9 +109,9 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
 				Namespace:   bsl.Namespace,
-				Labels:      map[string]string{LocationLabel: bsl.Name},
-				Annotations: map[string]string{SyncedAnnotation: bsl.Name},
-				Finalizers:  []string{FilesFinalizer},
+				Labels:      map[string]string{salvorv1.LocationLabel: bsl.Name},
+				Annotations: map[string]string{salvorv1.SyncedAnnotation: bsl.Name},
+				Finalizers:  []string{salvorv1.FilesFinalizer},
 			},
 			Spec: stored.Spec,
 		}

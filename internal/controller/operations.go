@@ -30,9 +30,6 @@ import (
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
-// CancelAnnotation asks the server to stop a backup (`salvor backup cancel`).
-const CancelAnnotation = "salvor.dev/cancel-requested"
-
 // OperationsReconciler follows the long-running plugin operations of backups
 // waiting for them, then finalizes the backups: the post-operation items
 // are backed up again, the tarball rewritten and the backup completed. It
@@ -243,7 +240,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, of: b}, snap: w.snap}
 	view := w.view()
-	if b.Annotations[CancelAnnotation] != "" {
+	if b.Annotations[salvorv1.CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")
 		return ctrl.Result{}, r.failBackup(ctx, key, b, w, "cancelled by user")
 	}
@@ -449,7 +446,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 			return err
 		}
 		vpbs := &salvorv1.VolumePluginBackupList{}
-		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{"salvor.dev/backup-name": b.Name}); err != nil {
+		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
 			return err
 		}
 		if err := w.store.PutJSON(ctx, b.Name, "-volumepluginbackups.json.gz", vpbs.Items); err != nil {

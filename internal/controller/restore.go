@@ -58,7 +58,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	key := req.String()
 	if cancel, mine := r.running.Load(key); mine {
 		rs := &salvorv1.Restore{}
-		if err := r.Client.Get(ctx, req.NamespacedName, rs); err == nil && rs.Annotations[CancelAnnotation] != "" {
+		if err := r.Client.Get(ctx, req.NamespacedName, rs); err == nil && rs.Annotations[salvorv1.CancelAnnotation] != "" {
 			cancel.(context.CancelCauseFunc)(errCancelled)
 		}
 		return ctrl.Result{}, nil
@@ -90,7 +90,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		rs.Status.Phase, rs.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
 		return ctrl.Result{}, updateRestoreStatus(ctx, r.Client, rs)
 	}
-	if rs.Annotations[CancelAnnotation] != "" {
+	if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 		return ctrl.Result{}, r.fail(ctx, rs, "cancelled by user before it started")
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -151,7 +151,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		if err := r.Client.Status().Patch(ctx, rs, patch); err != nil {
 			r.Log.Warn("recording restore progress", "restore", rs.Name, "error", err)
 		}
-		if rs.Annotations[CancelAnnotation] != "" {
+		if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 			cancel(errCancelled)
 		}
 	})

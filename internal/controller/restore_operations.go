@@ -91,7 +91,7 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	plugins := restorePlugins{m: r.Locations.Plugins, of: rs}
 	view := restoreView(w.ops)
-	if rs.Annotations[CancelAnnotation] != "" {
+	if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")
 		return ctrl.Result{}, r.finish(ctx, key, rs, w, "cancelled by user")
 	}

@@ -330,7 +330,7 @@ func (d *demo) snapshot(ctx context.Context, k ref) (map[string]any, error) {
 	unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
 	labels := u.GetLabels()
 	// Salvor's labels, and the one the example RestoreItemAction adds.
-	for _, l := range []string{"salvor.dev/backup-name", "salvor.dev/restore-name", "example.io/restored-by"} {
+	for _, l := range []string{salvorv1.BackupNameLabel, salvorv1.RestoreNameLabel, "example.io/restored-by"} {
 		delete(labels, l)
 	}
 	if len(labels) == 0 {

@@ -5,15 +5,12 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// Labels Salvor puts on what it restores.
-const (
-	BackupNameLabel  = "salvor.dev/backup-name"
-	RestoreNameLabel = "salvor.dev/restore-name"
-
-	namespaceNameLabel = "kubernetes.io/metadata.name"
-)
+// namespaceNameLabel is set by the API server on every Namespace.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
 
 // Clean makes a backed-up object creatable: it drops what the API server
 // owns or would refuse (identity, versions, timestamps, managed fields,
@@ -55,8 +52,8 @@ func Clean(obj *unstructured.Unstructured, backup, restore string) {
 		// namespace changes.
 		delete(labels, namespaceNameLabel)
 	}
-	labels[BackupNameLabel] = backup
-	labels[RestoreNameLabel] = restore
+	labels[salvorv1.BackupNameLabel] = backup
+	labels[salvorv1.RestoreNameLabel] = restore
 	obj.SetLabels(labels)
 }
 
@@ -67,8 +64,8 @@ func comparable(obj *unstructured.Unstructured) map[string]any {
 	c := obj.DeepCopy()
 	Clean(c, "", "")
 	labels := c.GetLabels()
-	delete(labels, BackupNameLabel)
-	delete(labels, RestoreNameLabel)
+	delete(labels, salvorv1.BackupNameLabel)
+	delete(labels, salvorv1.RestoreNameLabel)
 	if len(labels) == 0 {
 		labels = nil
 	}

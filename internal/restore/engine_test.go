@@ -76,7 +76,7 @@ func TestRunOnARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := ns.Labels; l[namespaceNameLabel] != "dst" || l["team"] != "a" || l[BackupNameLabel] != "b1" || l[RestoreNameLabel] != "r1" {
+	if l := ns.Labels; l[namespaceNameLabel] != "dst" || l["team"] != "a" || l[salvorv1.BackupNameLabel] != "b1" || l[salvorv1.RestoreNameLabel] != "r1" {
 		t.Errorf("namespace dst labels %v", l)
 	}
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, "src", metav1.GetOptions{}); err == nil {
@@ -92,7 +92,7 @@ func TestRunOnARealAPIServer(t *testing.T) {
 	for _, cm := range cms.Items {
 		var i int
 		if _, err := fmt.Sscanf(cm.Name, "cm-%03d", &i); err != nil || cm.Data["i"] != fmt.Sprint(i) ||
-			cm.Labels[BackupNameLabel] != "b1" || cm.Labels[RestoreNameLabel] != "r1" {
+			cm.Labels[salvorv1.BackupNameLabel] != "b1" || cm.Labels[salvorv1.RestoreNameLabel] != "r1" {
 			t.Errorf("%s: data %v labels %v", cm.Name, cm.Data, cm.Labels)
 		}
 	}

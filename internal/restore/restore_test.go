@@ -30,7 +30,7 @@ func TestClean(t *testing.T) {
 	if _, ok := ports[0].(map[string]any)["nodePort"]; ok || ports[0].(map[string]any)["port"] != int64(80) {
 		t.Errorf("ports %v", ports)
 	}
-	if l := svc.GetLabels(); l["app"] != "web" || l[BackupNameLabel] != "b1" || l[RestoreNameLabel] != "r1" {
+	if l := svc.GetLabels(); l["app"] != "web" || l[salvorv1.BackupNameLabel] != "b1" || l[salvorv1.RestoreNameLabel] != "r1" {
 		t.Errorf("labels %v", l)
 	}
 	headless := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "h"},
@@ -75,7 +75,7 @@ func TestDifferences(t *testing.T) {
 	obj := func(meta, data map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}}
 	}
-	restored := obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{BackupNameLabel: "b", RestoreNameLabel: "r"}},
+	restored := obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{salvorv1.BackupNameLabel: "b", salvorv1.RestoreNameLabel: "r"}},
 		map[string]any{"k": "v"})
 	for _, tc := range []struct {
 		name string
@@ -83,8 +83,8 @@ func TestDifferences(t *testing.T) {
 		want string
 	}{
 		{"as restored, with what the server adds", obj(map[string]any{"name": "c", "namespace": "n", "uid": "u", "resourceVersion": "3",
-			"creationTimestamp": "t", "managedFields": []any{}, "labels": map[string]any{BackupNameLabel: "b", RestoreNameLabel: "r"}}, map[string]any{"k": "v"}), ""},
-		{"restored by another restore", obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{BackupNameLabel: "b0", RestoreNameLabel: "r0"}},
+			"creationTimestamp": "t", "managedFields": []any{}, "labels": map[string]any{salvorv1.BackupNameLabel: "b", salvorv1.RestoreNameLabel: "r"}}, map[string]any{"k": "v"}), ""},
+		{"restored by another restore", obj(map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{salvorv1.BackupNameLabel: "b0", salvorv1.RestoreNameLabel: "r0"}},
 			map[string]any{"k": "v"}), ""},
 		{"made by hand", obj(map[string]any{"name": "c", "namespace": "n"}, map[string]any{"k": "v"}), ""},
 		{"data changed", obj(map[string]any{"name": "c", "namespace": "n"}, map[string]any{"k": "w"}), "data"},

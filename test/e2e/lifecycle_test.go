@@ -205,7 +205,7 @@ func TestSyncIntoAnotherClusterAndDelete(t *testing.T) {
 	second.startServer(t)
 	second.s3Location(t, minio, "primary", "backups", true)
 	synced := second.waitBackup(t, "shared", salvorv1.BackupPhaseCompleted)
-	if synced.Status.Progress == nil || synced.Status.Progress.ItemsBackedUp != 2 || synced.Annotations["salvor.dev/synced-from-location"] != "primary" {
+	if synced.Status.Progress == nil || synced.Status.Progress.ItemsBackedUp != 2 || synced.Annotations[salvorv1.SyncedAnnotation] != "primary" {
 		t.Errorf("synced backup %+v %v", synced.Status, synced.Annotations)
 	}
 

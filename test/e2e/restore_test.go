@@ -88,8 +88,8 @@ func comparableObj(t *testing.T, c *cluster, gvk schema.GroupVersionKind, ns, na
 	unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
 	unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
 	labels := u.GetLabels()
-	delete(labels, "salvor.dev/backup-name")
-	delete(labels, "salvor.dev/restore-name")
+	delete(labels, salvorv1.BackupNameLabel)
+	delete(labels, salvorv1.RestoreNameLabel)
 	if len(labels) == 0 {
 		labels = nil
 	}
@@ -162,7 +162,7 @@ func TestRestoreRoundTripMappingAndPolicies(t *testing.T) {
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "settings"}, cm); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels["salvor.dev/backup-name"] != "shop" || cm.Labels["salvor.dev/restore-name"] != "back" {
+	if cm.Labels[salvorv1.BackupNameLabel] != "shop" || cm.Labels[salvorv1.RestoreNameLabel] != "back" {
 		t.Errorf("restored object not labelled: %v", cm.Labels)
 	}
 
@@ -482,7 +482,7 @@ func TestServerRestartDuringRestore(t *testing.T) {
 	seen := map[string]bool{}
 	for _, cm := range copies.Items {
 		seen[cm.Name] = true
-		if want := strings.TrimPrefix(cm.Name, "cm-"); strings.TrimLeft(want, "0") != strings.TrimLeft(cm.Data["i"], "0") || cm.Labels["salvor.dev/restore-name"] != "again" {
+		if want := strings.TrimPrefix(cm.Name, "cm-"); strings.TrimLeft(want, "0") != strings.TrimLeft(cm.Data["i"], "0") || cm.Labels[salvorv1.RestoreNameLabel] != "again" {
 			t.Errorf("%s: data %v labels %v", cm.Name, cm.Data, cm.Labels)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
-	"github.com/salvor-dev/salvor/internal/controller"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -36,7 +35,7 @@ running plugin operations get Cancel, and the backup ends Failed with
 			if b.Annotations == nil {
 				b.Annotations = map[string]string{}
 			}
-			b.Annotations[controller.CancelAnnotation] = "true"
+			b.Annotations[salvorv1.CancelAnnotation] = "true"
 			if err := c.Patch(cmd.Context(), b, patch); err != nil {
 				return fmt.Errorf("cancelling backup %s: %w", b.Name, err)
 			}

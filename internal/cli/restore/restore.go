@@ -15,7 +15,6 @@ import (
 	clibackup "github.com/salvor-dev/salvor/internal/cli/backup"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
-	"github.com/salvor-dev/salvor/internal/controller"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -314,7 +313,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 // and time left, and the new volume's ID.
 func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salvorv1.Restore) {
 	list := &salvorv1.VolumePluginRestoreList{}
-	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{"salvor.dev/restore-name": rs.Name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: rs.Name}); err != nil {
 		fmt.Fprintf(w, "\nVolumes: not available (%v)\n", err)
 		return
 	}
@@ -377,7 +376,7 @@ func newCancel(k *kube.Options) *cobra.Command {
 			if rs.Annotations == nil {
 				rs.Annotations = map[string]string{}
 			}
-			rs.Annotations[controller.CancelAnnotation] = "true"
+			rs.Annotations[salvorv1.CancelAnnotation] = "true"
 			if err := c.Patch(cmd.Context(), rs, patch); err != nil {
 				return err
 			}

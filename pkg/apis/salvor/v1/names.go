@@ -1,0 +1,39 @@
+package v1
+
+// The labels, annotations and finalizers Salvor owns, in one place so that
+// the server, the CLI and users' tooling agree on them. Velero's names are
+// listed where Salvor honours them too, so Velero users' objects keep
+// working unchanged.
+const (
+	// BackupNameLabel names the Backup that wrote an object: a restored
+	// item, a VolumePluginBackup.
+	BackupNameLabel = "salvor.dev/backup-name"
+	// RestoreNameLabel names the Restore that created an object: a
+	// restored item, a VolumePluginRestore.
+	RestoreNameLabel = "salvor.dev/restore-name"
+	// LocationLabel names the BackupStorageLocation a Backup is stored in.
+	LocationLabel = "salvor.dev/storage-location"
+
+	// ExcludeLabel keeps an item out of every backup.
+	ExcludeLabel = "salvor.dev/exclude-from-backup"
+	// VeleroExcludeLabel is Velero's name for ExcludeLabel, honoured too.
+	VeleroExcludeLabel = "velero.io/exclude-from-backup"
+
+	// SyncedAnnotation marks a Backup created by sync from object storage:
+	// it is a record of a finished backup, never one to run. Its value is
+	// the location it was read from.
+	SyncedAnnotation = "salvor.dev/synced-from-location"
+	// CancelAnnotation asks the server to stop a backup or restore
+	// (`salvor backup cancel`, `salvor restore cancel`).
+	CancelAnnotation = "salvor.dev/cancel-requested"
+
+	// FilesFinalizer keeps a Backup until its files are deleted.
+	FilesFinalizer = "salvor.dev/backup-files"
+
+	// SnapshotBackupTag, VeleroSnapshotBackupTag and VeleroSnapshotPVTag
+	// are the tags a volume snapshot is created with: Salvor's, and the
+	// ones Velero's VolumeSnapshotters expect.
+	SnapshotBackupTag       = "salvor.dev/backup"
+	VeleroSnapshotBackupTag = "velero.io/backup"
+	VeleroSnapshotPVTag     = "velero.io/pv"
+)
