@@ -1,27 +1,20 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/protobuf/proto"
@@ -70,45 +63,6 @@ type process struct {
 	exit   *exitWatch
 	// oldWatches are the watches of earlier generations, released on close.
 	oldWatches []*exitWatch
-}
-
-// exitWatch tells whether a process has exited from a pidfd, which the
-// kernel makes readable the moment its process ends (zombie or not): one
-// non-blocking poll per call, exact, where reading /proc would take several
-// system calls and parsing.
-type exitWatch struct {
-	fd int // -1: no pidfd (old kernel, other OS); alive falls back to /proc
-}
-
-func watchExit(c *goplugin.Client) *exitWatch {
-	rc := c.ReattachConfig()
-	if rc == nil || rc.Pid <= 0 {
-		return &exitWatch{fd: -1}
-	}
-	fd, err := unix.PidfdOpen(rc.Pid, 0)
-	if err != nil {
-		return &exitWatch{fd: -1}
-	}
-	return &exitWatch{fd: fd}
-}
-
-func (w *exitWatch) alive(c *goplugin.Client) bool {
-	if w == nil || w.fd < 0 {
-		return processAlive(c)
-	}
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}, 0)
-	if err != nil {
-		return processAlive(c)
-	}
-	return n == 0
-}
-
-// release closes the pidfd; the watch then falls back to /proc.
-func (w *exitWatch) release() {
-	if w != nil && w.fd >= 0 {
-		_ = unix.Close(w.fd)
-		w.fd = -1
-	}
 }
 
 func newProcess(cmd Command, opts *Options) *process {
@@ -257,7 +211,9 @@ func (p *process) kill(gen int) {
 		return
 	}
 	if rc := p.client.ReattachConfig(); rc != nil && rc.Pid > 0 {
-		_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
+		if proc, err := os.FindProcess(rc.Pid); err == nil {
+			_ = proc.Kill()
+		}
 	}
 	p.client.Kill()
 }
@@ -285,29 +241,6 @@ func (p *process) exited(gen int) (bool, string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// processAlive tells whether the process is still running, before go-plugin has
-// noticed its death: a plugin killed between two calls is then restarted
-// before the next call is sent, instead of failing it. A killed child that
-// is not yet reaped is a zombie, which still answers signal 0.
-func processAlive(c *goplugin.Client) bool {
-	rc := c.ReattachConfig()
-	if rc == nil || rc.Pid <= 0 || syscall.Kill(rc.Pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(rc.Pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, fs.ErrNotExist) || runtime.GOOS != "linux"
-	}
-	// The state follows the command name, which is in parentheses.
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
-		switch stat[i+2] {
-		case 'Z', 'X':
-			return false
-		}
-	}
-	return true
 }
 
 // pid is the current process's ID, for tests and diagnostics.

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -100,9 +99,7 @@ func (t *treeCopy) plan() (*treePlan, error) {
 			return err
 		}
 		n := node{rel: rel, mode: info.Mode(), uid: -1, gid: -1, size: info.Size()}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			n.uid, n.gid = int(st.Uid), int(st.Gid)
-		}
+		n.uid, n.gid = owner(info)
 		switch {
 		case d.IsDir():
 			p.dirs = append(p.dirs, n)
@@ -125,8 +122,10 @@ func (t *treeCopy) plan() (*treePlan, error) {
 func keepMeta(path string, n node) error {
 	// Owner first: a change of owner clears the set-user and set-group ID
 	// bits.
-	if err := os.Lchown(path, n.uid, n.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
-		return err
+	if n.uid >= 0 {
+		if err := os.Lchown(path, n.uid, n.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return err
+		}
 	}
 	if n.mode&fs.ModeSymlink == 0 {
 		return os.Chmod(path, n.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
