@@ -343,7 +343,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	}
 	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
 	if len(out.Snapshots) > 0 {
-		if err := store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", out.Snapshots); err != nil {
+		if err := store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, out.Snapshots); err != nil {
 			_ = store.DeleteBackup(ctx, b.Name)
 			_ = r.fail(ctx, b, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
 			return

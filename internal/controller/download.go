@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -31,12 +32,12 @@ func (r *DownloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.DownloadRequest{}).Named("downloadrequest").Complete(r)
 }
 
-var downloadSuffix = map[salvorv1.DownloadTargetKind]string{
-	salvorv1.DownloadTargetBackupLog:            "-logs.gz",
-	salvorv1.DownloadTargetBackupResults:        "-results.gz",
-	salvorv1.DownloadTargetBackupResourceList:   "-resource-list.json.gz",
-	salvorv1.DownloadTargetBackupItemOperations: "-itemoperations.json.gz",
-	salvorv1.DownloadTargetBackupContents:       ".tar.gz",
+var downloadFiles = map[salvorv1.DownloadTargetKind]persistence.File{
+	salvorv1.DownloadTargetBackupLog:            persistence.LogFile,
+	salvorv1.DownloadTargetBackupResults:        persistence.ResultsFile,
+	salvorv1.DownloadTargetBackupResourceList:   persistence.ResourceListFile,
+	salvorv1.DownloadTargetBackupItemOperations: persistence.ItemOperationsFile,
+	salvorv1.DownloadTargetBackupContents:       persistence.TarballFile,
 }
 
 func (r *DownloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -63,14 +64,14 @@ func (r *DownloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: time.Hour}, nil
 }
 
-var restoreSuffix = map[salvorv1.DownloadTargetKind]string{
-	salvorv1.DownloadTargetRestoreLog:        "-logs.gz",
-	salvorv1.DownloadTargetRestoreResults:    "-results.gz",
-	salvorv1.DownloadTargetRestoreOperations: "-itemoperations.json.gz",
+var restoreFiles = map[salvorv1.DownloadTargetKind]persistence.File{
+	salvorv1.DownloadTargetRestoreLog:        persistence.LogFile,
+	salvorv1.DownloadTargetRestoreResults:    persistence.ResultsFile,
+	salvorv1.DownloadTargetRestoreOperations: persistence.ItemOperationsFile,
 }
 
 func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadRequest) (string, error) {
-	if suffix, ok := restoreSuffix[d.Spec.Target.Kind]; ok {
+	if file, ok := restoreFiles[d.Spec.Target.Kind]; ok {
 		rs := &salvorv1.Restore{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.Target.Name}, rs); err != nil {
 			return "", fmt.Errorf("restore %s: %w", d.Spec.Target.Name, err)
@@ -87,9 +88,9 @@ func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadReque
 		if err != nil {
 			return "", err
 		}
-		return store.RestoreSignedURL(ctx, rs.Name, suffix, r.TTL)
+		return store.RestoreSignedURL(ctx, rs.Name, file, r.TTL)
 	}
-	suffix, ok := downloadSuffix[d.Spec.Target.Kind]
+	file, ok := downloadFiles[d.Spec.Target.Kind]
 	if !ok {
 		return "", fmt.Errorf("target kind %q is not one the server serves", d.Spec.Target.Kind)
 	}
@@ -105,5 +106,5 @@ func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadReque
 	if err != nil {
 		return "", err
 	}
-	return store.SignedURL(ctx, b.Name, suffix, r.TTL)
+	return store.SignedURL(ctx, b.Name, file, r.TTL)
 }

@@ -141,7 +141,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 // the volumes' progress is visible from any cluster that sees the backup.
 func (r *LocationReconciler) syncProgressResources(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup) {
 	var vpbs []salvorv1.VolumePluginBackup
-	if err := store.GetBackupJSON(ctx, b.Name, "-volumepluginbackups.json.gz", &vpbs); err != nil {
+	if err := store.GetBackupJSON(ctx, b.Name, persistence.VolumePluginBackupsFile, &vpbs); err != nil {
 		return // a backup without volumes has no such file
 	}
 	for _, v := range vpbs {

@@ -257,11 +257,11 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		changed, next := r.Tracker.Step(ctx, key, view, timeout, plugins)
 		syncSnapshots(w.snaps, w.snapStatus)
 		if changed {
-			if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+			if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 				r.Log.Warn("writing a backup's operations", "backup", key, "error", err)
 			}
 			if len(w.snaps) > 0 {
-				if err := w.store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", w.snaps); err != nil {
+				if err := w.store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, w.snaps); err != nil {
 					r.Log.Warn("writing a backup's volume snapshots", "backup", key, "error", err)
 				}
 			}
@@ -346,7 +346,7 @@ func (r *OperationsReconciler) load(ctx context.Context, key string, b *salvorv1
 // never looks whole.
 func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *salvorv1.Backup, w *waiting, reason string) error {
 	if w != nil {
-		if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+		if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 			r.Log.Warn("writing a failed backup's operations", "backup", key, "error", err)
 		}
 		syncSnapshots(w.snaps, w.snapStatus)
@@ -442,14 +442,14 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 		}
 	}
 	if len(w.snaps) > 0 {
-		if err := w.store.PutJSON(ctx, b.Name, "-volumesnapshots.json.gz", w.snaps); err != nil {
+		if err := w.store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, w.snaps); err != nil {
 			return err
 		}
 		vpbs := &salvorv1.VolumePluginBackupList{}
 		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
 			return err
 		}
-		if err := w.store.PutJSON(ctx, b.Name, "-volumepluginbackups.json.gz", vpbs.Items); err != nil {
+		if err := w.store.PutJSON(ctx, b.Name, persistence.VolumePluginBackupsFile, vpbs.Items); err != nil {
 			return err
 		}
 		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
@@ -465,10 +465,10 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	if b.Status.Errors > 0 {
 		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed
 	}
-	if err := w.store.PutJSON(ctx, b.Name, "-results.gz", results); err != nil {
+	if err := w.store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
 		return err
 	}
-	if err := w.store.PutJSON(ctx, b.Name, "-itemoperations.json.gz", w.ops); err != nil {
+	if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 		return err
 	}
 	if err := w.store.PutMetadata(ctx, b); err != nil {

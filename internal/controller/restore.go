@@ -193,13 +193,13 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 		store.PutRestoreLogs(ctx, rs.Name, logs)
 	}
 	results.Normalize()
-	if err := store.PutRestoreJSON(ctx, rs.Name, "-results.gz", results); err != nil {
+	if err := store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
 		return err
 	}
 	if ops == nil {
 		ops = []itemoperation.RestoreOperation{}
 	}
-	return store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", ops)
+	return store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, ops)
 }
 
 // volumes returns what restores the backup's snapshotted volumes, or nil.

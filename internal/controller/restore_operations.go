@@ -101,7 +101,7 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	changed, next := r.Tracker.Step(ctx, key, view, timeout, plugins)
 	if changed {
-		if err := w.store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", w.ops); err != nil {
+		if err := w.store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 			r.Log.Warn("writing a restore's operations", "restore", key, "error", err)
 		}
 	}
@@ -136,7 +136,7 @@ func (r *RestoreOperationsReconciler) load(ctx context.Context, key string, rs *
 		return nil, err
 	}
 	w = &restoreWaiting{store: store}
-	if err := store.GetRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", &w.ops); err != nil {
+	if err := store.GetRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, &w.ops); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
@@ -153,7 +153,7 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 	rs.Status.CompletionTimestamp = &now
 	if w != nil {
 		results := &persistence.Results{}
-		if err := w.store.GetRestoreJSON(ctx, rs.Name, "-results.gz", results); err != nil {
+		if err := w.store.GetRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
 			r.Log.Warn("reading a restore's results", "restore", key, "error", err)
 		}
 		for _, op := range w.ops {
@@ -164,8 +164,8 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 			}
 		}
 		results.Normalize()
-		_ = w.store.PutRestoreJSON(ctx, rs.Name, "-results.gz", results)
-		_ = w.store.PutRestoreJSON(ctx, rs.Name, "-itemoperations.json.gz", w.ops)
+		_ = w.store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results)
+		_ = w.store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, w.ops)
 		rs.Status.Errors, rs.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
 		_, failed, _ := operations.Counts(restoreView(w.ops))
 		rs.Status.RestoreItemOperationsFailed = failed

@@ -42,15 +42,15 @@ func New(store host.ObjectStore, bucket, prefix string) *BackupStore {
 
 func (s *BackupStore) key(parts ...string) string { return s.prefix + path.Join(parts...) }
 
-// Files of a backup, by suffix.
+// A backup's metadata, by name: the presence of MetadataFile makes a backup.
 const (
 	MetadataFile       = "velero-backup.json"
 	SalvorMetadataFile = "salvor-backup.json"
 )
 
-// BackupFile is the key of one of a backup's files, e.g. BackupFile("b1", "-logs.gz").
-func (s *BackupStore) BackupFile(name, suffix string) string {
-	return s.key("backups", name, name+suffix)
+// BackupFile is the key of one of a backup's files, e.g. BackupFile("b1", LogFile).
+func (s *BackupStore) BackupFile(name string, f File) string {
+	return s.key("backups", name, name+f.Suffix())
 }
 
 // Check lists the location's top-level directories and refuses unknown ones.
@@ -96,12 +96,12 @@ func (s *BackupStore) ListBackups(ctx context.Context) ([]string, error) {
 
 // PutTarball streams the backup's tarball.
 func (s *BackupStore) PutTarball(ctx context.Context, name string, r io.Reader) error {
-	return s.store.PutObject(ctx, s.bucket, s.BackupFile(name, ".tar.gz"), r)
+	return s.store.PutObject(ctx, s.bucket, s.BackupFile(name, TarballFile), r)
 }
 
 // GetTarball opens the backup's tarball.
 func (s *BackupStore) GetTarball(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, ".tar.gz"))
+	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, TarballFile))
 }
 
 func gzipJSON(v any) ([]byte, error) {
@@ -153,38 +153,38 @@ func (s *BackupStore) PutFiles(ctx context.Context, f Finish) error {
 	name := f.Backup.Name
 	if f.Logs != nil {
 		// Logs are best effort, as in Velero: a backup is not lost for them.
-		_ = s.store.PutObject(ctx, s.bucket, s.BackupFile(name, "-logs.gz"), f.Logs)
+		_ = s.store.PutObject(ctx, s.bucket, s.BackupFile(name, LogFile), f.Logs)
 	}
 	results := f.Results
 	if results == nil {
 		results = &Results{}
 	}
 	results.Normalize()
-	if err := s.PutJSON(ctx, name, "-results.gz", results); err != nil {
+	if err := s.PutJSON(ctx, name, ResultsFile, results); err != nil {
 		return err
 	}
 	if f.ResourceList != nil {
-		if err := s.PutJSON(ctx, name, "-resource-list.json.gz", f.ResourceList); err != nil {
+		if err := s.PutJSON(ctx, name, ResourceListFile, f.ResourceList); err != nil {
 			return err
 		}
 	}
-	if err := s.PutJSON(ctx, name, "-itemoperations.json.gz", f.ItemOperations); err != nil {
+	if err := s.PutJSON(ctx, name, ItemOperationsFile, f.ItemOperations); err != nil {
 		return err
 	}
 	if f.VolumeSnapshots != nil {
-		return s.PutJSON(ctx, name, "-volumesnapshots.json.gz", f.VolumeSnapshots)
+		return s.PutJSON(ctx, name, VolumeSnapshotsFile, f.VolumeSnapshots)
 	}
 	return nil
 }
 
 // PutJSON writes one of a backup's gzip'd JSON files.
-func (s *BackupStore) PutJSON(ctx context.Context, name, suffix string, v any) error {
+func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) error {
 	b, err := gzipJSON(v)
 	if err != nil {
-		return fmt.Errorf("encoding %s%s: %w", name, suffix, err)
+		return fmt.Errorf("encoding %s%s: %w", name, f, err)
 	}
-	if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, suffix), bytes.NewReader(b)); err != nil {
-		return fmt.Errorf("writing %s%s: %w", name, suffix, err)
+	if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, f), bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("writing %s%s: %w", name, f, err)
 	}
 	return nil
 }
@@ -260,23 +260,23 @@ func (s *BackupStore) GetBackup(ctx context.Context, name string) (*salvorv1.Bac
 // GetResults reads a backup's results.
 func (s *BackupStore) GetResults(ctx context.Context, name string) (*Results, error) {
 	r := &Results{}
-	return r, s.getJSON(ctx, s.BackupFile(name, "-results.gz"), true, r)
+	return r, s.getJSON(ctx, s.BackupFile(name, ResultsFile), true, r)
 }
 
 // GetResourceList reads a backup's resource list.
 func (s *BackupStore) GetResourceList(ctx context.Context, name string) (map[string][]string, error) {
 	var r map[string][]string
-	return r, s.getJSON(ctx, s.BackupFile(name, "-resource-list.json.gz"), true, &r)
+	return r, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, &r)
 }
 
 // GetItemOperations reads a backup's item operations into v.
 func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any) error {
-	return s.getJSON(ctx, s.BackupFile(name, "-itemoperations.json.gz"), true, v)
+	return s.getJSON(ctx, s.BackupFile(name, ItemOperationsFile), true, v)
 }
 
 // GetLogs opens a backup's gzip'd log.
 func (s *BackupStore) GetLogs(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, "-logs.gz"))
+	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, LogFile))
 }
 
 // DeleteBackup removes a backup's files, its metadata first.
@@ -300,55 +300,55 @@ func (s *BackupStore) DeleteBackup(ctx context.Context, name string) error {
 }
 
 // SignedURL returns a URL, valid for ttl, of one of a backup's files.
-func (s *BackupStore) SignedURL(ctx context.Context, name, suffix string, ttl time.Duration) (string, error) {
-	key := s.BackupFile(name, suffix)
+func (s *BackupStore) SignedURL(ctx context.Context, name string, f File, ttl time.Duration) (string, error) {
+	key := s.BackupFile(name, f)
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("backup %s has no %s%s file in its location", name, name, suffix)
+		return "", fmt.Errorf("backup %s has no %s%s file in its location", name, name, f)
 	}
 	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }
 
 // RestoreFile is the key of one of a restore's files, e.g.
-// RestoreFile("r1", "-results.gz") is restores/r1/restore-r1-results.gz.
-func (s *BackupStore) RestoreFile(name, suffix string) string {
-	return s.key("restores", name, "restore-"+name+suffix)
+// RestoreFile("r1", ResultsFile) is restores/r1/restore-r1-results.gz.
+func (s *BackupStore) RestoreFile(name string, f File) string {
+	return s.key("restores", name, "restore-"+name+f.Suffix())
 }
 
 // PutRestoreJSON writes one of a restore's gzip'd JSON files.
-func (s *BackupStore) PutRestoreJSON(ctx context.Context, name, suffix string, v any) error {
+func (s *BackupStore) PutRestoreJSON(ctx context.Context, name string, f File, v any) error {
 	b, err := gzipJSON(v)
 	if err != nil {
-		return fmt.Errorf("encoding restore-%s%s: %w", name, suffix, err)
+		return fmt.Errorf("encoding restore-%s%s: %w", name, f, err)
 	}
-	if err := s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, suffix), bytes.NewReader(b)); err != nil {
-		return fmt.Errorf("writing restore-%s%s: %w", name, suffix, err)
+	if err := s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, f), bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("writing restore-%s%s: %w", name, f, err)
 	}
 	return nil
 }
 
 // PutRestoreLogs writes a restore's gzip'd log (best effort).
 func (s *BackupStore) PutRestoreLogs(ctx context.Context, name string, r io.Reader) {
-	_ = s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, "-logs.gz"), r)
+	_ = s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, LogFile), r)
 }
 
 // GetRestoreJSON reads one of a restore's gzip'd JSON files into v.
-func (s *BackupStore) GetRestoreJSON(ctx context.Context, name, suffix string, v any) error {
-	return s.getJSON(ctx, s.RestoreFile(name, suffix), true, v)
+func (s *BackupStore) GetRestoreJSON(ctx context.Context, name string, f File, v any) error {
+	return s.getJSON(ctx, s.RestoreFile(name, f), true, v)
 }
 
 // RestoreSignedURL returns a URL, valid for ttl, of one of a restore's files.
-func (s *BackupStore) RestoreSignedURL(ctx context.Context, name, suffix string, ttl time.Duration) (string, error) {
-	key := s.RestoreFile(name, suffix)
+func (s *BackupStore) RestoreSignedURL(ctx context.Context, name string, f File, ttl time.Duration) (string, error) {
+	key := s.RestoreFile(name, f)
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("restore %s has no restore-%s%s file in its location", name, name, suffix)
+		return "", fmt.Errorf("restore %s has no restore-%s%s file in its location", name, name, f)
 	}
 	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }
@@ -356,7 +356,7 @@ func (s *BackupStore) RestoreSignedURL(ctx context.Context, name, suffix string,
 // GetVolumeSnapshots reads a backup's volume snapshots into v; a backup
 // without the file has none (ok false).
 func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any) (bool, error) {
-	key := s.BackupFile(name, "-volumesnapshots.json.gz")
+	key := s.BackupFile(name, VolumeSnapshotsFile)
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil || !ok {
 		return false, err
@@ -365,6 +365,6 @@ func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any
 }
 
 // GetBackupJSON reads one of a backup's gzip'd JSON files into v.
-func (s *BackupStore) GetBackupJSON(ctx context.Context, name, suffix string, v any) error {
-	return s.getJSON(ctx, s.BackupFile(name, suffix), true, v)
+func (s *BackupStore) GetBackupJSON(ctx context.Context, name string, f File, v any) error {
+	return s.getJSON(ctx, s.BackupFile(name, f), true, v)
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -337,7 +338,7 @@ func TestRestoreVeleroBackupAndRejectMaliciousTarball(t *testing.T) {
 	if err := store.PutTarball(ctx, "velero-made", bytes.NewReader(velero)); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutJSON(ctx, "velero-made", "-itemoperations.json.gz", []any{}); err != nil {
+	if err := store.PutJSON(ctx, "velero-made", persistence.ItemOperationsFile, []any{}); err != nil {
 		t.Fatal(err)
 	}
 	meta := map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup", "metadata": map[string]any{"name": "velero-made", "namespace": "velero"},
@@ -419,7 +420,7 @@ func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
 		t.Errorf("restore with a timed-out operation: %+v", rs.Status)
 	}
 	var ops []itemoperation.RestoreOperation
-	if err := openStore(t, cfg).GetRestoreJSON(context.Background(), "long", "-itemoperations.json.gz", &ops); err != nil || len(ops) != 1 {
+	if err := openStore(t, cfg).GetRestoreJSON(context.Background(), "long", persistence.ItemOperationsFile, &ops); err != nil || len(ops) != 1 {
 		t.Fatalf("stored restore operations %v, %v", ops, err)
 	}
 	if ops[0].Status.Error != "timed out after 3s" {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -181,7 +182,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Errorf("volume snapshots file: %+v, %v, %v", snaps, ok, err)
 	}
 	var stored []salvorv1.VolumePluginBackup
-	if err := store.GetBackupJSON(context.Background(), "vol", "-volumepluginbackups.json.gz", &stored); err != nil || len(stored) != 1 {
+	if err := store.GetBackupJSON(context.Background(), "vol", persistence.VolumePluginBackupsFile, &stored); err != nil || len(stored) != 1 {
 		t.Errorf("stored progress resources: %v, %v", stored, err)
 	}
 	items := tarball(t, store, "vol")

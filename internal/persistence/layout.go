@@ -1,0 +1,43 @@
+package persistence
+
+import "fmt"
+
+// File is one of the files a backup or a restore keeps in its directory of
+// a location. Only the values below exist, so a file name cannot be
+// misspelt at a call site: the compiler refuses it.
+type File int
+
+// The files of a backup (backups/<name>/<name><suffix>) and of a restore
+// (restores/<name>/restore-<name><suffix>), in Velero's layout. A restore
+// keeps only LogFile, ResultsFile and ItemOperationsFile.
+const (
+	TarballFile File = iota + 1
+	LogFile
+	ResultsFile
+	ResourceListFile
+	ItemOperationsFile
+	VolumeSnapshotsFile
+	VolumePluginBackupsFile
+)
+
+var suffixes = map[File]string{
+	TarballFile:             ".tar.gz",
+	LogFile:                 "-logs.gz",
+	ResultsFile:             "-results.gz",
+	ResourceListFile:        "-resource-list.json.gz",
+	ItemOperationsFile:      "-itemoperations.json.gz",
+	VolumeSnapshotsFile:     "-volumesnapshots.json.gz",
+	VolumePluginBackupsFile: "-volumepluginbackups.json.gz",
+}
+
+// Suffix is what follows the backup's name in the file's name.
+func (f File) Suffix() string {
+	s, ok := suffixes[f]
+	if !ok {
+		panic(fmt.Sprintf("persistence: file %d is not in the layout", int(f)))
+	}
+	return s
+}
+
+// String is the suffix, for messages.
+func (f File) String() string { return f.Suffix() }
