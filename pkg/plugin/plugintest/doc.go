@@ -3,8 +3,11 @@
 // restarts and error reporting as in production.
 //
 //	func TestMyAction(t *testing.T) {
-//		m := plugintest.Start(t, ".", host.Options{})
-//		a, err := host.Get[host.BackupItemAction](context.Background(), m, "example.io/my-action", nil)
+//		m := plugintest.Start(t, ".", plugintest.Options{})
+//		a, err := plugintest.Get[plugintest.BackupItemAction](context.Background(), m, "example.io/my-action", nil)
 //		...
 //	}
+//
+// It imports nothing a plugin author cannot: the types a test needs are
+// named here (Options, Get, BackupItemAction, RestoreInput, ...).
 package plugintest

@@ -15,7 +15,7 @@ import (
 // relative to the test's working directory: "." for the package under test)
 // and returns a Manager that has discovered it. The Manager, its plugin
 // processes and the binary go away when the test ends.
-func Start(t testing.TB, pkg string, opts host.Options) *host.Manager {
+func Start(t testing.TB, pkg string, opts Options) *Manager {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "plugin")

@@ -6,23 +6,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
 func TestStart(t *testing.T) {
-	m := Start(t, "../../../examples/restore-action", host.Options{})
+	m := Start(t, "../../../examples/restore-action", Options{})
 	if l := m.List(); len(l) != 1 || l[0].Name != "example.io/restore-label" {
 		t.Fatalf("discovered %v", l)
 	}
-	a, err := host.Get[host.RestoreItemAction](context.Background(), m, "example.io/restore-label", nil)
+	a, err := Get[RestoreItemAction](context.Background(), m, "example.io/restore-label", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	item := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
 	restore := &api.Restore{}
 	restore.Name = "r"
-	res, err := a.Execute(context.Background(), host.RestoreInput{Item: item, ItemFromBackup: item, Restore: restore})
+	res, err := a.Execute(context.Background(), RestoreInput{Item: item, ItemFromBackup: item, Restore: restore})
 	if err != nil || res.Item.GetLabels()["example.io/restored-by"] != "r" {
 		t.Errorf("Execute = %+v, %v", res, err)
 	}
