@@ -10,15 +10,24 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 CONTROLLER_GEN_VERSION := v0.21.0
+STATICCHECK_VERSION := v0.8.2
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
-.PHONY: all build demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: all build cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/salvor ./cmd/salvor
+
+# cross builds the CLI for the desktops platform engineers use: only
+# `salvor server` and `salvor run-plugins` need Linux to run, but the binary
+# must build everywhere.
+CROSS := darwin/arm64 darwin/amd64 windows/amd64 windows/arm64 linux/arm64
+cross:
+	@for t in $(CROSS); do echo "building salvor for $$t"; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/salvor || exit 1; done
 
 # demo tells a disaster-recovery story on a local control plane; it needs
 # nothing but Go (the first run builds the testbed: several minutes).
@@ -34,8 +43,10 @@ $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck
 
 # testbed builds kube-apiserver, etcd and MinIO from the Go module proxy into
 # bin/testbed (once; later runs reuse them). Tests start them as real servers.
@@ -60,8 +71,20 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "not gofmt'ed: $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 
+# lint runs staticcheck (pinned above) over the main module.
+lint: $(BIN)/staticcheck
+	staticcheck ./...
+
+# test-unit runs every package's own tests with the race detector: they run
+# in process (a package's tests may start an API server, MinIO or plugin
+# subprocesses, but the code under test is in the test binary).
 test-unit:
-	$(GO) test -count=1 -p 2 -timeout 30m ./...
+	$(GO) test -race -count=1 -p 2 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+
+# test-e2e runs the end-to-end tests: the built salvor server, CLI and
+# plugins on the testbed.
+test-e2e: testbed
+	$(GO) test -count=1 -timeout 40m ./test/e2e
 
 # The compatibility tests live in their own modules (test/compat, and
 # test/compat/velero which links Velero), so Salvor never depends on Velero.
@@ -69,7 +92,7 @@ test-compat:
 	cd test/compat && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/compat/velero && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-test: testbed check-generated vet test-unit test-compat
+test: testbed check-generated vet lint cross test-unit test-e2e test-compat
 
 bench:
 	hack/bench.sh

@@ -19,6 +19,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -282,17 +283,13 @@ func (c *cluster) mustSalvor(t testing.TB, args ...string) string {
 // eventually polls cond until it holds.
 func eventually(t testing.TB, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	last := ""
-	for {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ok, state := cond()
-		if ok {
-			return
-		}
 		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
 	}
 }

@@ -238,7 +238,7 @@ func Print(w io.Writer, objs []*unstructured.Unstructured, format string) error 
 // Apply creates or updates each object with server-side apply.
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, out io.Writer) error {
 	for _, o := range objs {
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("salvor-install"), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("salvor-install"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		fmt.Fprintf(out, "%s/%s applied\n", strings.ToLower(o.GetKind()), o.GetName())
