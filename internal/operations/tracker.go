@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/utils/clock"
+
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -44,6 +46,9 @@ type Tracker struct {
 	First, Ceiling time.Duration
 	// Parallel bounds concurrent Progress calls (default 16).
 	Parallel int
+	// Clock tells the time (default the real one): schedules, timeouts and
+	// the times written into statuses all read it, so tests can move it.
+	Clock clock.PassiveClock
 
 	mu    sync.Mutex
 	sched map[string]*schedule
@@ -66,6 +71,9 @@ func (t *Tracker) defaults() {
 	}
 	if t.sched == nil {
 		t.sched = map[string]*schedule{}
+	}
+	if t.Clock == nil {
+		t.Clock = clock.RealClock{}
 	}
 }
 
@@ -90,7 +98,7 @@ func (t *Tracker) Step(ctx context.Context, owner string, ops []Operation, timeo
 	t.mu.Lock()
 	t.defaults()
 	t.mu.Unlock()
-	now := time.Now()
+	now := t.Clock.Now()
 	var (
 		wg      sync.WaitGroup
 		sem     = make(chan struct{}, t.Parallel)
@@ -131,7 +139,7 @@ func (t *Tracker) Step(ctx context.Context, owner string, ops []Operation, timeo
 				phaseChanged = t.poll(ctx, op, p)
 			}
 			t.mu.Lock()
-			sc.next = time.Now().Add(sc.interval)
+			sc.next = t.Clock.Now().Add(sc.interval)
 			sc.interval = min(2*sc.interval, t.Ceiling)
 			t.mu.Unlock()
 			if phaseChanged {
@@ -147,7 +155,7 @@ func (t *Tracker) Step(ctx context.Context, owner string, ops []Operation, timeo
 
 func (t *Tracker) timeOut(ctx context.Context, op Operation, timeout time.Duration, p Plugin) bool {
 	err := p.Cancel(ctx, op.Plugin, op.OperationID)
-	now := metav1.Now()
+	now := metav1.NewTime(t.Clock.Now())
 	op.Status.Phase = itemoperation.PhaseFailed
 	op.Status.Error = fmt.Sprintf("timed out after %s", timeout)
 	if err != nil {
@@ -160,7 +168,7 @@ func (t *Tracker) timeOut(ctx context.Context, op Operation, timeout time.Durati
 func (t *Tracker) poll(ctx context.Context, op Operation, p Plugin) bool {
 	before := op.Status.Phase
 	prog, err := p.Progress(ctx, op.Plugin, op.OperationID)
-	now := metav1.Now()
+	now := metav1.NewTime(t.Clock.Now())
 	switch {
 	case err != nil && transient(err):
 		return false
@@ -191,7 +199,7 @@ func (t *Tracker) nextDue(owner string, ops []Operation, timeout time.Duration) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	next := t.Ceiling
-	now := time.Now()
+	now := t.Clock.Now()
 	for _, op := range ops {
 		if Terminal(op.Status) {
 			continue

@@ -1,0 +1,193 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+// plugin answers Progress from a table and records every call.
+type plugin struct {
+	mu        sync.Mutex
+	progress  map[string]api.OperationProgress
+	err       map[string]error
+	cancelErr error
+	polls     map[string]int
+	cancels   []string
+}
+
+func newPlugin() *plugin {
+	return &plugin{progress: map[string]api.OperationProgress{}, err: map[string]error{}, polls: map[string]int{}}
+}
+
+func (p *plugin) Progress(_ context.Context, _, id string) (api.OperationProgress, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.polls[id]++
+	return p.progress[id], p.err[id]
+}
+
+func (p *plugin) Cancel(_ context.Context, _, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cancels = append(p.cancels, id)
+	return p.cancelErr
+}
+
+func op(id string, created time.Time) Operation {
+	c := metav1.NewTime(created)
+	return Operation{Plugin: "example.io/p", OperationID: id, Item: "ns/" + id,
+		Status: &itemoperation.Status{Phase: itemoperation.PhaseNew, Created: &c}}
+}
+
+var start = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+func TestTrackerBacksOffUpToTheCeiling(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{First: time.Second, Ceiling: 4 * time.Second, Clock: clk}
+	p := newPlugin()
+	p.progress["a"] = api.OperationProgress{NCompleted: 1, NTotal: 10}
+	ops := []Operation{op("a", start)}
+
+	// The first Step polls at once; then the gaps are 1s, 2s, 4s, 4s.
+	var polledAt []time.Duration
+	for elapsed := time.Duration(0); elapsed <= 16*time.Second; elapsed += 500 * time.Millisecond {
+		clk.SetTime(start.Add(elapsed))
+		before := p.polls["a"]
+		tr.Step(context.Background(), "b1", ops, 0, p)
+		if p.polls["a"] != before {
+			polledAt = append(polledAt, elapsed)
+		}
+	}
+	want := []time.Duration{0, 1 * time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second, 15 * time.Second}
+	if fmt.Sprint(polledAt) != fmt.Sprint(want) {
+		t.Errorf("polled at %v, want %v", polledAt, want)
+	}
+	if s := ops[0].Status; s.Phase != itemoperation.PhaseInProgress || s.NCompleted != 1 || s.NTotal != 10 || !s.Updated.Time.Equal(start.Add(15*time.Second)) {
+		t.Errorf("status %+v", s)
+	}
+}
+
+func TestTrackerPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		progress api.OperationProgress
+		err      error
+		phase    itemoperation.Phase
+		errText  string
+		changed  bool
+	}{
+		{name: "running", progress: api.OperationProgress{NCompleted: 3}, phase: itemoperation.PhaseInProgress, changed: true},
+		{name: "completed", progress: api.OperationProgress{Completed: true, NCompleted: 5, NTotal: 5}, phase: itemoperation.PhaseCompleted, changed: true},
+		{name: "completed with an error", progress: api.OperationProgress{Completed: true, Err: "disk full"}, phase: itemoperation.PhaseFailed, errText: "disk full", changed: true},
+		{name: "plugin error", err: errors.New("no such operation"), phase: itemoperation.PhaseFailed, errText: "no such operation", changed: true},
+		{name: "crashed plugin: ask again later", err: fmt.Errorf("call: %w", host.ErrPluginCrashed), phase: itemoperation.PhaseNew},
+		{name: "hung plugin: ask again later", err: fmt.Errorf("call: %w", host.ErrPluginHung), phase: itemoperation.PhaseNew},
+		{name: "deadline: ask again later", err: context.DeadlineExceeded, phase: itemoperation.PhaseNew},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(start)
+			tr := &Tracker{Clock: clk}
+			p := newPlugin()
+			p.progress["a"], p.err["a"] = tc.progress, tc.err
+			ops := []Operation{op("a", start)}
+			changed, _ := tr.Step(context.Background(), "b1", ops, time.Hour, p)
+			if changed != tc.changed || ops[0].Status.Phase != tc.phase || ops[0].Status.Error != tc.errText {
+				t.Errorf("changed %v, status %+v; want changed %v, phase %s, error %q", changed, ops[0].Status, tc.changed, tc.phase, tc.errText)
+			}
+			if len(p.cancels) != 0 {
+				t.Errorf("cancelled %v", p.cancels)
+			}
+		})
+	}
+}
+
+func TestTrackerTimesOutWithCancel(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{Clock: clk}
+	p := newPlugin()
+	p.cancelErr = errors.New("plugin gone")
+	ops := []Operation{op("old", start.Add(-2*time.Minute)), op("young", start)}
+
+	changed, next := tr.Step(context.Background(), "b1", ops, time.Minute, p)
+	if !changed {
+		t.Error("a timed-out operation did not count as a change")
+	}
+	old, young := ops[0].Status, ops[1].Status
+	if old.Phase != itemoperation.PhaseFailed || old.Error != "timed out after 1m0s (and Cancel failed: plugin gone)" {
+		t.Errorf("old: %+v", old)
+	}
+	if p.polls["old"] != 0 || fmt.Sprint(p.cancels) != "[old]" {
+		t.Errorf("polls %v, cancels %v: a timed-out operation is cancelled, not polled", p.polls, p.cancels)
+	}
+	if young.Phase == itemoperation.PhaseFailed || p.polls["young"] != 1 {
+		t.Errorf("young: %+v, polled %d times", young, p.polls["young"])
+	}
+	if next != time.Second {
+		t.Errorf("next due in %s, want the young one's first interval, 1s", next)
+	}
+
+	// Terminal operations are left alone from then on.
+	clk.SetTime(start.Add(2 * time.Minute))
+	tr.Step(context.Background(), "b1", ops, time.Minute, p)
+	if fmt.Sprint(p.cancels) != "[old young]" || p.polls["old"] != 0 {
+		t.Errorf("polls %v, cancels %v", p.polls, p.cancels)
+	}
+}
+
+func TestTrackerNextDueHonoursTimeout(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{First: 10 * time.Second, Ceiling: time.Minute, Clock: clk}
+	p := newPlugin()
+	ops := []Operation{op("a", start.Add(-57*time.Second))}
+	_, next := tr.Step(context.Background(), "b1", ops, time.Minute, p)
+	if next != 3*time.Second {
+		t.Errorf("next due in %s, want 3s: the timeout comes before the next poll", next)
+	}
+}
+
+func TestTrackerForgetStartsOver(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{Clock: clk}
+	p := newPlugin()
+	ops := []Operation{op("a", start)}
+	tr.Step(context.Background(), "b1", ops, 0, p)
+	tr.Step(context.Background(), "b1", ops, 0, p)
+	if p.polls["a"] != 1 {
+		t.Fatalf("polled %d times before its interval passed", p.polls["a"])
+	}
+	tr.Forget("b1", ops)
+	tr.Step(context.Background(), "b1", ops, 0, p)
+	if p.polls["a"] != 2 {
+		t.Errorf("polled %d times; a forgotten operation is due at once", p.polls["a"])
+	}
+}
+
+func TestCancelAllAndCounts(t *testing.T) {
+	p := newPlugin()
+	done := op("done", start)
+	done.Status.Phase = itemoperation.PhaseCompleted
+	ops := []Operation{done, op("a", start), op("b", start)}
+	CancelAll(context.Background(), ops, p, "backup deleted")
+	if len(p.cancels) != 2 {
+		t.Errorf("cancelled %v; a completed operation is not cancelled", p.cancels)
+	}
+	for _, o := range ops[1:] {
+		if o.Status.Phase != itemoperation.PhaseFailed || o.Status.Error != "backup deleted" {
+			t.Errorf("%s: %+v", o.OperationID, o.Status)
+		}
+	}
+	if c, f, r := Counts(ops); c != 1 || f != 2 || r != 0 {
+		t.Errorf("Counts = %d, %d, %d", c, f, r)
+	}
+}

@@ -1,0 +1,215 @@
+package persistence
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
+)
+
+// fsStore calls Salvor's own filesystem object store in process, as the
+// host would through its plugin process, and can be told to fail writes.
+type fsStore struct {
+	*filesystem.Store
+	failPut func(key string) error
+}
+
+func (s *fsStore) Name() string { return filesystem.Name }
+func (s *fsStore) PutObject(ctx context.Context, bucket, key string, body io.Reader) error {
+	if s.failPut != nil {
+		if err := s.failPut(key); err != nil {
+			return err
+		}
+	}
+	return s.Store.PutObjectWithContext(ctx, bucket, key, body)
+}
+func (s *fsStore) ObjectExists(_ context.Context, bucket, key string) (bool, error) {
+	return s.Store.ObjectExists(bucket, key)
+}
+func (s *fsStore) GetObject(_ context.Context, bucket, key string) (io.ReadCloser, error) {
+	return s.Store.GetObject(bucket, key)
+}
+func (s *fsStore) ListCommonPrefixes(ctx context.Context, bucket, prefix, delim string) ([]string, error) {
+	return s.Store.ListCommonPrefixesWithContext(ctx, bucket, prefix, delim)
+}
+func (s *fsStore) ListObjects(ctx context.Context, bucket, prefix string) ([]string, error) {
+	return s.Store.ListObjectsWithContext(ctx, bucket, prefix)
+}
+func (s *fsStore) DeleteObject(_ context.Context, bucket, key string) error {
+	return s.Store.DeleteObject(bucket, key)
+}
+func (s *fsStore) CreateSignedURL(_ context.Context, bucket, key string, ttl time.Duration) (string, error) {
+	return s.Store.CreateSignedURL(bucket, key, ttl)
+}
+
+func newStore(t *testing.T, prefix string) (*BackupStore, *fsStore) {
+	t.Helper()
+	fs := &fsStore{Store: &filesystem.Store{}}
+	if err := fs.Init(map[string]string{"root": t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	return New(fs, "bkt", prefix), fs
+}
+
+// TestLayoutIsVelero pins every file's key to Velero's layout: Velero reads
+// Salvor's locations and Salvor reads Velero's.
+func TestLayoutIsVelero(t *testing.T) {
+	s, _ := newStore(t, "/team-a/")
+	for f, want := range map[File]string{
+		TarballFile:             "team-a/backups/b1/b1.tar.gz",
+		LogFile:                 "team-a/backups/b1/b1-logs.gz",
+		ResultsFile:             "team-a/backups/b1/b1-results.gz",
+		ResourceListFile:        "team-a/backups/b1/b1-resource-list.json.gz",
+		ItemOperationsFile:      "team-a/backups/b1/b1-itemoperations.json.gz",
+		VolumeSnapshotsFile:     "team-a/backups/b1/b1-volumesnapshots.json.gz",
+		VolumePluginBackupsFile: "team-a/backups/b1/b1-volumepluginbackups.json.gz",
+	} {
+		if got := s.BackupFile("b1", f); got != want {
+			t.Errorf("BackupFile(%s) = %s, want %s", f, got, want)
+		}
+	}
+	for f, want := range map[File]string{
+		LogFile:            "team-a/restores/r1/restore-r1-logs.gz",
+		ResultsFile:        "team-a/restores/r1/restore-r1-results.gz",
+		ItemOperationsFile: "team-a/restores/r1/restore-r1-itemoperations.json.gz",
+	} {
+		if got := s.RestoreFile("r1", f); got != want {
+			t.Errorf("RestoreFile(%s) = %s, want %s", f, got, want)
+		}
+	}
+	noPrefix, _ := newStore(t, "")
+	if got := noPrefix.BackupFile("b1", TarballFile); got != "backups/b1/b1.tar.gz" {
+		t.Errorf("without a prefix: %s", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a file outside the layout did not panic")
+		}
+	}()
+	_ = File(99).Suffix()
+}
+
+func backup(name string) *salvorv1.Backup {
+	return &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", ResourceVersion: "7"},
+		Spec: salvorv1.BackupSpec{StorageLocation: "default", IncludedNamespaces: []string{"app"}}}
+}
+
+// TestABackupIsWholeOnlyWithItsMetadata: files written before the metadata
+// do not make a backup; the metadata does, in Salvor's and Velero's form.
+func TestABackupIsWholeOnlyWithItsMetadata(t *testing.T) {
+	ctx := context.Background()
+	s, fs := newStore(t, "")
+	if err := s.PutTarball(ctx, "b1", strings.NewReader("tar")); err != nil {
+		t.Fatal(err)
+	}
+	f := Finish{Backup: backup("b1"), Logs: strings.NewReader("log"), Results: &Results{},
+		ResourceList: map[string][]string{"v1/ConfigMap": {"app/c"}}, ItemOperations: []any{}}
+	if err := s.PutFiles(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.ListBackups(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("before its metadata the backup is listed: %v, %v", l, err)
+	}
+	if _, err := s.GetBackup(ctx, "b1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetBackup before the metadata: %v", err)
+	}
+	if err := s.PutMetadata(ctx, f.Backup); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.ListBackups(ctx); err != nil || !slices.Equal(l, []string{"b1"}) {
+		t.Fatalf("ListBackups = %v, %v", l, err)
+	}
+	got, err := s.GetBackup(ctx, "b1")
+	if err != nil || got.Spec.IncludedNamespaces[0] != "app" || got.ResourceVersion != "" || got.Kind != "Backup" {
+		t.Fatalf("GetBackup = %+v, %v", got, err)
+	}
+	// Velero's copy says velero.io/v1.
+	rc, err := fs.GetObject(ctx, "bkt", "backups/b1/"+MetadataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Contains(raw, []byte(`"apiVersion":"velero.io/v1"`)) {
+		t.Errorf("%s: %s", MetadataFile, raw)
+	}
+	if rl, err := s.GetResourceList(ctx, "b1"); err != nil || rl["v1/ConfigMap"][0] != "app/c" {
+		t.Errorf("GetResourceList = %v, %v", rl, err)
+	}
+	r, err := s.GetResults(ctx, "b1")
+	if err != nil || r.Errors.Namespaces == nil || r.Warnings.Velero == nil {
+		t.Errorf("results are written normalised, as Velero writes them: %+v, %v", r, err)
+	}
+	lr, err := s.GetLogs(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr.Close()
+	if _, err := s.SignedURL(ctx, "b1", VolumeSnapshotsFile, time.Minute); err == nil || !strings.Contains(err.Error(), "b1-volumesnapshots.json.gz") {
+		t.Errorf("a signed URL for a missing file: %v", err)
+	}
+
+	if err := s.DeleteBackup(ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "backups/"); len(keys) != 0 {
+		t.Errorf("left after DeleteBackup: %v", keys)
+	}
+}
+
+// TestFinishBackupLeavesNoHalfBackup: a write that fails leaves nothing
+// that could be mistaken for a backup.
+func TestFinishBackupLeavesNoHalfBackup(t *testing.T) {
+	ctx := context.Background()
+	s, fs := newStore(t, "")
+	fs.failPut = func(key string) error {
+		if strings.HasSuffix(key, MetadataFile) {
+			return errors.New("503 Slow Down")
+		}
+		return nil
+	}
+	err := s.FinishBackup(ctx, Finish{Backup: backup("b2"), Results: &Results{}, ItemOperations: []any{}})
+	if err == nil || !strings.Contains(err.Error(), "503 Slow Down") {
+		t.Fatalf("FinishBackup = %v", err)
+	}
+	if l, _ := s.ListBackups(ctx); len(l) != 0 {
+		t.Errorf("listed after a failed finish: %v", l)
+	}
+}
+
+func TestRestoreFilesRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, fs := newStore(t, "p")
+	in := &Results{}
+	in.Warnings.Add(false, "app", "configmap app/c already exists")
+	if err := s.PutRestoreJSON(ctx, "r1", ResultsFile, in); err != nil {
+		t.Fatal(err)
+	}
+	out := &Results{}
+	if err := s.GetRestoreJSON(ctx, "r1", ResultsFile, out); err != nil || len(out.Warnings.Namespaces["app"]) != 1 {
+		t.Fatalf("GetRestoreJSON = %+v, %v", out, err)
+	}
+	// Stored gzip'd, under Velero's name.
+	rc, err := fs.GetObject(ctx, "bkt", "p/restores/r1/restore-r1-results.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := gzip.NewReader(rc); err != nil {
+		t.Errorf("not gzip: %v", err)
+	}
+	s.PutRestoreLogs(ctx, "r1", strings.NewReader("log"))
+	if _, err := s.RestoreSignedURL(ctx, "r1", LogFile, time.Minute); err != nil {
+		t.Errorf("RestoreSignedURL(logs) = %v", err)
+	}
+}
