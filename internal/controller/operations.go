@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -14,12 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
@@ -38,10 +32,10 @@ type OperationsReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Locations *Locations
-	Dynamic   dynamic.Interface
-	Discovery discovery.DiscoveryInterface
-	Log       *slog.Logger
-	Tracker   *operations.Tracker
+	// Engine makes a backup whole once its operations have ended.
+	Engine  *backup.Engine
+	Log     *slog.Logger
+	Tracker *operations.Tracker
 	// DefaultTimeout bounds operations of backups without itemOperationTimeout (default 4h).
 	DefaultTimeout time.Duration
 
@@ -371,109 +365,27 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 	return updateStatus(ctx, r.Client, b)
 }
 
-// finalize backs up the post-operation items again, rewrites the tarball
-// and writes the rest of the backup, the metadata last.
+// finalize hands a backup whose operations have all ended to the engine,
+// which makes it whole, then records the outcome.
 func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup, w *waiting) error {
-	results, err := w.store.GetResults(ctx, b.Name)
-	if err != nil {
-		return fmt.Errorf("reading results: %w", err)
-	}
-	fresh := map[string][]byte{}
-	resources, err := backup.Discover(r.Discovery)
-	if err != nil {
-		return err
-	}
-	byGR := map[schema.GroupResource]backup.Resource{}
-	for _, res := range resources {
-		byGR[res.GVR.GroupResource()] = res
-	}
-	type freshItem struct {
-		res       backup.Resource
-		namespace string
-		name      string
-		body      []byte
-	}
-	var items []freshItem
-	for _, op := range w.ops {
-		if op.Status.Phase == itemoperation.PhaseFailed {
-			id := op.Spec.ResourceIdentifier
-			results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
-				op.Spec.OperationID, op.Spec.BackupItemAction, schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name, op.Status.Error))
-			continue
-		}
-		for _, id := range op.Spec.PostOperationItems {
-			res, ok := byGR[schema.GroupResource{Group: id.Group, Resource: id.Resource}]
-			if !ok {
-				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s/%s of resource %s.%s is not served by the cluster", id.Namespace, id.Name, id.Resource, id.Group))
-				continue
-			}
-			obj, err := r.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
-			if err != nil {
-				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s %s/%s: %v", res, id.Namespace, id.Name, err))
-				continue
-			}
-			body, err := json.Marshal(obj.Object)
-			if err != nil {
-				return err
-			}
-			fresh[archive.ItemPath(res.GVR.GroupResource(), id.Namespace, id.Name)] = body
-			items = append(items, freshItem{res: res, namespace: id.Namespace, name: id.Name, body: body})
-		}
-	}
-	if len(items) > 0 {
-		if err := r.rewriteTarball(ctx, b.Name, w.store, items2paths(items, func(i freshItem) (schema.GroupVersionResource, string, string) {
-			return i.res.GVR, i.namespace, i.name
-		}), func(aw *archive.Writer) error {
-			for _, it := range items {
-				if err := aw.WriteItem(it.res.GVR, it.namespace, it.name, it.body); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
 	syncSnapshots(w.snaps, w.snapStatus)
-	for _, sn := range w.snaps {
-		if sn.Status.Phase == string(itemoperation.PhaseFailed) {
-			results.Errors.Add(false, "", fmt.Sprintf("snapshot %s of persistentvolume %s by %s failed: %s",
-				sn.Status.ProviderSnapshotID, sn.Spec.PersistentVolumeName, sn.Spec.Provider, sn.Status.Error))
-		}
-	}
+	f := backup.Finalization{Backup: b.DeepCopy(), Store: w.store, Operations: w.ops, Snapshots: w.snaps}
 	if len(w.snaps) > 0 {
-		if err := w.store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, w.snaps); err != nil {
-			return err
-		}
 		vpbs := &salvorv1.VolumePluginBackupList{}
 		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
 			return err
 		}
-		if err := w.store.PutJSON(ctx, b.Name, persistence.VolumePluginBackupsFile, vpbs.Items); err != nil {
-			return err
-		}
+		f.VolumePluginBackups = vpbs.Items
 		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
-		b.Status.VolumeSnapshotsCompleted = snapsDone
+		f.Backup.Status.VolumeSnapshotsCompleted = snapsDone
 	}
 	completed, failed, _ := operations.Counts(viewOf(w.ops))
-	now := metav1.Now()
-	b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
-	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
-	b.Status.CompletionTimestamp = &now
-	b.Status.RunningOperations = nil
-	b.Status.Phase = salvorv1.BackupPhaseCompleted
-	if b.Status.Errors > 0 {
-		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed
-	}
-	if err := w.store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
+	f.Backup.Status.BackupItemOperationsCompleted, f.Backup.Status.BackupItemOperationsFailed = completed, failed
+	updated, err := r.Engine.Finalize(ctx, f)
+	if err != nil {
 		return err
 	}
-	if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
-		return err
-	}
-	if err := w.store.PutMetadata(ctx, b); err != nil {
-		return err
-	}
+	b.Status = f.Backup.Status
 	if err := updateStatus(ctx, r.Client, b); err != nil {
 		return err
 	}
@@ -481,78 +393,6 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	if b.Status.StartTimestamp != nil {
 		metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
 	}
-	r.Log.Info("backup finalized", "backup", b.Namespace+"/"+b.Name, "phase", b.Status.Phase, "operations", len(w.ops), "updated items", len(items))
+	r.Log.Info("backup finalized", "backup", b.Namespace+"/"+b.Name, "phase", b.Status.Phase, "operations", len(w.ops), "updated items", updated)
 	return nil
-}
-
-func items2paths[T any](items []T, f func(T) (schema.GroupVersionResource, string, string)) map[string]bool {
-	out := map[string]bool{}
-	for _, it := range items {
-		gvr, ns, name := f(it)
-		out[archive.ItemPath(gvr.GroupResource(), ns, name)] = true
-		out[archive.PreferredVersionPath(gvr, ns, name)] = true
-	}
-	return out
-}
-
-// rewriteTarball copies the backup's tarball through a local temporary file
-// (never memory), leaving out the entries in replace, and writes the new
-// items with add.
-func (r *OperationsReconciler) rewriteTarball(ctx context.Context, name string, store *persistence.BackupStore, replace map[string]bool, add func(*archive.Writer) error) error {
-	tmp, err := os.CreateTemp("", "salvor-tarball-*.tar.gz")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	rc, err := store.GetTarball(ctx, name)
-	if err != nil {
-		return fmt.Errorf("reading the tarball: %w", err)
-	}
-	_, err = io.Copy(tmp, rc)
-	rc.Close()
-	if err != nil {
-		return fmt.Errorf("copying the tarball: %w", err)
-	}
-	if _, err := tmp.Seek(0, 0); err != nil {
-		return err
-	}
-	pr, pw := io.Pipe()
-	uploaded := make(chan error, 1)
-	go func() {
-		err := store.PutTarball(ctx, name, pr)
-		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOrClosed(err)))
-		uploaded <- err
-	}()
-	aw, err := archive.NewWriter(pw)
-	if err == nil {
-		_, err = archive.Read(tmp, func(e archive.Entry) error {
-			if replace[e.Path] {
-				return nil
-			}
-			body, err := json.Marshal(e.Object.Object)
-			if err != nil {
-				return err
-			}
-			return aw.WriteEntry(e.Path, body)
-		})
-	}
-	if err == nil {
-		err = add(aw)
-	}
-	if err == nil {
-		err = aw.Close()
-	}
-	pw.CloseWithError(err)
-	if uerr := <-uploaded; err == nil {
-		err = uerr
-	}
-	return err
-}
-
-func errOrClosed(err error) error {
-	if err != nil {
-		return err
-	}
-	return io.ErrClosedPipe
 }

@@ -167,11 +167,12 @@ func (o *options) run(ctx context.Context) error {
 		return err
 	}
 	locations := &controller.Locations{Client: mgr.GetClient(), Plugins: plugins, Namespace: o.kube.Namespace}
+	backups := &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
-			Engine:        &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers},
+			Engine:        backups,
 			Locations:     locations,
 			Log:           logger,
 			MaxConcurrent: o.maxConcurrentBackups,
@@ -191,7 +192,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
-			Dynamic: dyn, Discovery: disc, Log: logger,
+			Engine: backups, Log: logger,
 			Tracker:        &operations.Tracker{Ceiling: o.operationSync},
 			DefaultTimeout: o.operationTimeout,
 		},

@@ -33,9 +33,9 @@ var validKeys = []string{
 
 // Store talks to one S3 endpoint; see the package doc.
 type Store struct {
-	log      *slog.Logger
-	client   *s3.Client
-	public   *s3.Client
+	log    *slog.Logger
+	client *s3.Client
+	public *s3.Client
 	//lint:ignore SA1019 transfermanager is a separate, younger module; manager still does multipart uploads of unknown length, which is all Salvor needs
 	uploader *manager.Uploader
 }
