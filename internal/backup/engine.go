@@ -26,6 +26,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -58,16 +59,18 @@ type Outcome struct {
 	Snapshots    []VolumeSnapshot
 }
 
-func metaLabelSelector(spec salvorv1.BackupSpec) (labels.Selector, error) {
-	if spec.LabelSelector == nil {
-		return labels.Everything(), nil
+// filters are the backup's include/exclude lists and label selector.
+func filters(spec salvorv1.BackupSpec) resources.Filters {
+	return resources.Filters{
+		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
+		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources,
+		LabelSelector: spec.LabelSelector,
 	}
-	return metav1.LabelSelectorAsSelector(spec.LabelSelector)
 }
 
 type action struct {
 	a   host.BackupItemAction
-	sel actionSelector
+	sel resources.ActionSelector
 }
 
 // run is one backup in progress.
@@ -75,7 +78,7 @@ type run struct {
 	e         *Engine
 	backup    *salvorv1.Backup
 	log       *slog.Logger
-	resources map[schema.GroupResource]Resource
+	resources map[schema.GroupResource]resources.Resource
 	actions   []action
 	writer    *archive.Writer
 	seen      seenSet
@@ -103,15 +106,16 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	// The run reads its own copy: the caller goes on writing progress into
 	// b (and the API server's answer with it) while items are backed up.
 	b = b.DeepCopy()
-	selector, err := metaLabelSelector(b.Spec)
+	selector, err := filters(b.Spec).Selector()
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
 	}
-	all, err := Discover(e.Discovery)
+	all, unavailable, err := resources.Discover(e.Discovery)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, backup: b, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]Resource{}, resourceList: map[string][]string{}, snapshotter: s}
+	r := &run{e: e, backup: b, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{}, resourceList: map[string][]string{}, snapshotter: s}
+	ReportUnavailable(&r.rec, unavailable, b.Spec.IncludedResources)
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}
@@ -202,7 +206,7 @@ func (r *run) loadActions(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("asking BackupItemAction %s what it applies to: %w", a.Name(), err)
 		}
-		compiled, err := compileSelector(sel)
+		compiled, err := resources.CompileSelector(sel)
 		if err != nil {
 			return fmt.Errorf("BackupItemAction %s: %w", a.Name(), err)
 		}
@@ -220,7 +224,7 @@ func (r *run) namespaces(ctx context.Context) ([]string, error) {
 	var out []string
 	spec := r.backup.Spec
 	for _, ns := range list.Items {
-		if includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, nameMatcher(ns.GetName())) {
+		if resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(ns.GetName())) {
 			out = append(out, ns.GetName())
 		}
 	}
@@ -241,12 +245,12 @@ func (r *run) wantsClusterResources() bool {
 }
 
 type work struct {
-	res  Resource
+	res  resources.Resource
 	item *unstructured.Unstructured
 }
 
 // walk lists every selected item and processes it on the workers.
-func (r *run) walk(ctx context.Context, all []Resource, namespaces []string, selector labels.Selector) error {
+func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []string, selector labels.Selector) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	workers := r.e.Workers
@@ -278,7 +282,7 @@ func (r *run) walk(ctx context.Context, all []Resource, namespaces []string, sel
 	return listErr
 }
 
-func (r *run) list(ctx context.Context, all []Resource, namespaces []string, selector labels.Selector, queue chan<- work) error {
+func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []string, selector labels.Selector, queue chan<- work) error {
 	spec := r.backup.Spec
 	pageSize := r.e.PageSize
 	if pageSize <= 0 {
@@ -290,7 +294,7 @@ func (r *run) list(ctx context.Context, all []Resource, namespaces []string, sel
 	}
 	for _, res := range all {
 		isNamespaceResource := res.GVR.Group == "" && res.GVR.Resource == "namespaces"
-		if !isNamespaceResource && !includes(spec.IncludedResources, spec.ExcludedResources, res.matchesAny) {
+		if !isNamespaceResource && !resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny) {
 			continue
 		}
 		if !res.Namespaced && !isNamespaceResource && !r.wantsClusterResources() {
@@ -353,7 +357,7 @@ func excluded(item *unstructured.Unstructured) bool {
 }
 
 // describe names an item in messages.
-func describe(res Resource, ns, name string) string {
+func describe(res resources.Resource, ns, name string) string {
 	if ns == "" {
 		return fmt.Sprintf("%s %s", res, name)
 	}
@@ -362,7 +366,7 @@ func describe(res Resource, ns, name string) string {
 
 // backupItem runs the actions on an item, backs up what they add, and writes
 // the item. It returns an error only when the backup cannot go on.
-func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.Unstructured, listed bool) error {
+func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, listed bool) error {
 	ns, name := item.GetNamespace(), item.GetName()
 	if dup := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name)); dup {
 		if listed {
@@ -379,7 +383,7 @@ func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.U
 	}
 	what := describe(res, ns, name)
 	for _, act := range r.actions {
-		if !act.sel.applies(res, ns, item.GetLabels()) {
+		if !act.sel.Applies(res, ns, item.GetLabels()) {
 			continue
 		}
 		out, err := act.a.Execute(ctx, item, r.backup)
@@ -425,7 +429,7 @@ func (r *run) backupItem(ctx context.Context, res Resource, item *unstructured.U
 	return nil
 }
 
-func (r *run) addOperation(plugin string, res Resource, ns, name string, out host.BackupResult) {
+func (r *run) addOperation(plugin string, res resources.Resource, ns, name string, out host.BackupResult) {
 	now := metav1.Now()
 	op := itemoperation.BackupOperation{
 		Spec: itemoperation.BackupOperationSpec{
@@ -468,4 +472,36 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 		return nil
 	}
 	return r.backupItem(ctx, res, item, false)
+}
+
+// Validate checks a Backup's spec, returning what to fix.
+func Validate(spec salvorv1.BackupSpec) []string {
+	problems := filters(spec).Validate()
+	if spec.TTL.Duration < 0 {
+		problems = append(problems, "ttl must not be negative")
+	}
+	if spec.ItemOperationTimeout.Duration < 0 {
+		problems = append(problems, "itemOperationTimeout must not be negative")
+	}
+	return problems
+}
+
+// ReportUnavailable records the API groups discovery could not describe:
+// a warning each, or an error where the user asked by name for a resource
+// the group would serve (what they asked for is then missing).
+func ReportUnavailable(rec *persistence.Recorder, unavailable []resources.Unavailable, asked []string) {
+	for _, u := range unavailable {
+		wanted := ""
+		for _, name := range asked {
+			if u.Names(name) {
+				wanted = name
+				break
+			}
+		}
+		if wanted != "" {
+			rec.RunError(fmt.Sprintf("%s was asked for, but %s", wanted, u))
+		} else {
+			rec.RunWarning(u.String())
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -46,12 +47,15 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading results: %w", err)
 	}
-	resources, err := Discover(e.Discovery)
+	all, unavailable, err := resources.Discover(e.Discovery)
 	if err != nil {
 		return 0, err
 	}
-	byGR := map[schema.GroupResource]Resource{}
-	for _, res := range resources {
+	for _, u := range unavailable {
+		results.Warnings.Add(true, "", "finalizing: "+u.String())
+	}
+	byGR := map[schema.GroupResource]resources.Resource{}
+	for _, res := range all {
 		byGR[res.GVR.GroupResource()] = res
 	}
 	var items []freshItem

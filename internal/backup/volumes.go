@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -59,7 +60,7 @@ var (
 )
 
 // afterWrite snapshots a persistent volume, and brings in a claim's volume.
-func (r *run) afterWrite(ctx context.Context, res Resource, item *unstructured.Unstructured, what string) error {
+func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, what string) error {
 	switch res.GVR.GroupResource() {
 	case pvcResource:
 		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {

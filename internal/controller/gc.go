@@ -16,6 +16,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -106,7 +107,7 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 		if err != nil {
 			return fmt.Errorf("asking DeleteItemAction %s what it applies to: %w", a.Name(), err)
 		}
-		m, err := backup.NewMatcher(sel)
+		m, err := resources.NewMatcher(sel)
 		if err != nil {
 			return fmt.Errorf("DeleteItemAction %s: %w", a.Name(), err)
 		}

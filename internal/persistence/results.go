@@ -91,6 +91,22 @@ func (r *Recorder) Error(namespace, msg string) {
 	r.Log.Error(msg, "namespace", namespace)
 }
 
+// RunError records an error about the run as a whole, not one item.
+func (r *Recorder) RunError(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Errors.Add(true, "", msg)
+	r.Log.Error(msg)
+}
+
+// RunWarning records a warning about the run as a whole, not one item.
+func (r *Recorder) RunWarning(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results.Warnings.Add(true, "", msg)
+	r.Log.Warn(msg)
+}
+
 // Warning records a warning about an item in namespace.
 func (r *Recorder) Warning(namespace, msg string) {
 	r.mu.Lock()

@@ -28,11 +28,11 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/salvor-dev/salvor/internal/archive"
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -76,18 +76,22 @@ type Outcome struct {
 	Operations []itemoperation.RestoreOperation
 }
 
+// filters are the restore's include/exclude lists and label selector.
+func filters(spec salvorv1.RestoreSpec) resources.Filters {
+	return resources.Filters{
+		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
+		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources,
+		LabelSelector: spec.LabelSelector,
+	}
+}
+
 // Validate checks a Restore's spec, returning what to fix.
 func Validate(spec salvorv1.RestoreSpec) []string {
 	var problems []string
 	if spec.BackupName == "" {
 		problems = append(problems, "backupName is required")
 	}
-	if p := backup.Validate(salvorv1.BackupSpec{
-		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
-		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources, LabelSelector: spec.LabelSelector,
-	}); len(p) > 0 {
-		problems = append(problems, p...)
-	}
+	problems = append(problems, filters(spec).Validate()...)
 	targets := map[string]string{}
 	for from, to := range spec.NamespaceMapping {
 		if from == "" || to == "" {
@@ -134,8 +138,11 @@ type run struct {
 	fmu     sync.Mutex
 	flights map[itemKey]*flight
 
-	mu         sync.Mutex
-	resources  map[schema.GroupResource]backup.Resource
+	mu        sync.Mutex
+	resources map[schema.GroupResource]resources.Resource
+	// reported are the unavailable API groups already warned about
+	// (discovery runs again after each tier that adds CRDs).
+	reported   map[schema.GroupVersion]bool
 	rec        persistence.Recorder
 	operations []itemoperation.RestoreOperation
 	restored   atomic.Int64
@@ -144,7 +151,7 @@ type run struct {
 
 type action struct {
 	a   host.RestoreItemAction
-	sel backup.Matcher
+	sel resources.Matcher
 }
 
 // Run restores restore's selection of the tarball. A tarball that fails its
@@ -184,7 +191,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	defer sp.close()
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers,
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
@@ -283,11 +290,17 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 }
 
 func (r *run) discover() error {
-	all, err := backup.Discover(r.e.Discovery)
+	all, unavailable, err := resources.Discover(r.e.Discovery)
 	if err != nil {
 		return err
 	}
-	m := map[schema.GroupResource]backup.Resource{}
+	for _, u := range unavailable {
+		if !r.reported[u.GroupVersion] {
+			r.reported[u.GroupVersion] = true
+			r.rec.RunWarning(u.String() + " (items of its resources in the backup are not restored)")
+		}
+	}
+	m := map[schema.GroupResource]resources.Resource{}
 	for _, res := range all {
 		m[res.GVR.GroupResource()] = res
 	}
@@ -310,7 +323,7 @@ func (r *run) loadActions(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("asking RestoreItemAction %s what it applies to: %w", a.Name(), err)
 		}
-		m, err := backup.NewMatcher(sel)
+		m, err := resources.NewMatcher(sel)
 		if err != nil {
 			return fmt.Errorf("RestoreItemAction %s: %w", a.Name(), err)
 		}

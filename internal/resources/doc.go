@@ -1,0 +1,11 @@
+// Package resources knows the cluster's resources as backups and restores
+// need them: discovery of what the API server serves (tolerating API groups
+// that cannot be described, which are reported, not fatal), the many names a
+// resource answers to ("secrets", "secret", "Secret", "crb",
+// "rolebindings.rbac.authorization.k8s.io"), and selection: the
+// include/exclude lists and label selectors of a Backup or Restore spec, and
+// a plugin's AppliesTo.
+//
+// It exists so the backup and restore engines share one meaning of every
+// filter; neither imports the other.
+package resources

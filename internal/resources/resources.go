@@ -1,0 +1,224 @@
+package resources
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+// Resource is one listable resource at its preferred version.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	names      []string // every name it may be referred to by
+}
+
+func (r Resource) String() string { return r.GVR.GroupResource().String() }
+
+// Unavailable is an API group version the API server listed but could not
+// describe: an aggregated API whose backend is down (a broken
+// metrics-server is the everyday case) or a CRD version being removed.
+type Unavailable struct {
+	GroupVersion schema.GroupVersion
+	Err          error
+}
+
+func (u Unavailable) String() string {
+	return fmt.Sprintf("API group %s is unavailable, its resources are left out: %v", u.GroupVersion, u.Err)
+}
+
+// Discover returns the cluster's listable resources at their preferred
+// versions, sorted by group and resource, and the group versions that could
+// not be discovered: one unavailable group must not stop a backup or a
+// restore of everything else, so those are for the caller to report (as a
+// warning, or an error where the user asked for them). Only a failure of
+// discovery as a whole is an error.
+func Discover(d discovery.DiscoveryInterface) ([]Resource, []Unavailable, error) {
+	lists, err := d.ServerPreferredResources()
+	var unavailable []Unavailable
+	if err != nil {
+		failed, ok := err.(*discovery.ErrGroupDiscoveryFailed)
+		if !ok {
+			return nil, nil, fmt.Errorf("discovering the cluster's resources: %w", err)
+		}
+		for gv, gerr := range failed.Groups {
+			unavailable = append(unavailable, Unavailable{GroupVersion: gv, Err: gerr})
+		}
+		sort.Slice(unavailable, func(i, j int) bool {
+			return unavailable[i].GroupVersion.String() < unavailable[j].GroupVersion.String()
+		})
+	}
+	var out []Resource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, nil, fmt.Errorf("discovering the cluster's resources: group version %q: %w", l.GroupVersion, err)
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !sets.New(r.Verbs...).HasAll("list", "get") {
+				continue
+			}
+			res := Resource{
+				GVR:        gv.WithResource(r.Name),
+				Kind:       r.Kind,
+				Namespaced: r.Namespaced,
+			}
+			gr := res.GVR.GroupResource().String()
+			res.names = append([]string{r.Name, gr, strings.ToLower(r.Kind), r.SingularName}, r.ShortNames...)
+			if gv.Group != "" {
+				res.names = append(res.names, strings.ToLower(r.Kind)+"."+gv.Group)
+			}
+			out = append(out, res)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].GVR, out[j].GVR
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		return a.Resource < b.Resource
+	})
+	return out, unavailable, nil
+}
+
+// Names reports whether a user-given resource name (of includedResources,
+// say) could mean a resource of an unavailable group: "metrics.k8s.io" or
+// "podmetrics.metrics.k8s.io" for group metrics.k8s.io.
+func (u Unavailable) Names(name string) bool {
+	g := strings.ToLower(u.GroupVersion.Group)
+	n := strings.ToLower(name)
+	return g != "" && (n == g || strings.HasSuffix(n, "."+g) || strings.HasSuffix(n, "."+g+"/"+u.GroupVersion.Version))
+}
+
+// MatchesAny tells whether a resource answers to one of the given names
+// ("*" matches everything).
+func (r Resource) MatchesAny(names []string) bool {
+	for _, n := range names {
+		n = strings.ToLower(n)
+		if n == "*" {
+			return true
+		}
+		for _, own := range r.names {
+			if own != "" && n == strings.ToLower(own) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Includes is the include/exclude rule shared by backups and actions: empty
+// or "*" includes means everything; excludes win.
+func Includes(included, excluded []string, match func([]string) bool) bool {
+	if match(excluded) {
+		return false
+	}
+	return len(included) == 0 || match(included)
+}
+
+func NameMatcher(name string) func([]string) bool {
+	return func(list []string) bool {
+		for _, n := range list {
+			if n == "*" || n == name {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Filters are the include/exclude lists and label selector that backups
+// and restores share.
+type Filters struct {
+	IncludedNamespaces, ExcludedNamespaces []string
+	IncludedResources, ExcludedResources   []string
+	LabelSelector                          *metav1.LabelSelector
+}
+
+// Validate checks filters, returning what to fix.
+func (f Filters) Validate() []string {
+	var problems []string
+	inc := sets.New(f.IncludedResources...)
+	for _, r := range f.ExcludedResources {
+		if inc.Has(r) {
+			problems = append(problems, fmt.Sprintf("resource %q is both included and excluded: remove it from includedResources or excludedResources", r))
+		}
+	}
+	incNS := sets.New(f.IncludedNamespaces...)
+	for _, ns := range f.ExcludedNamespaces {
+		if incNS.Has(ns) {
+			problems = append(problems, fmt.Sprintf("namespace %q is both included and excluded: remove it from includedNamespaces or excludedNamespaces", ns))
+		}
+	}
+	if _, err := f.Selector(); err != nil {
+		problems = append(problems, fmt.Sprintf("labelSelector is invalid: %v", err))
+	}
+	return problems
+}
+
+// Selector is the label selector compiled; none selects everything.
+func (f Filters) Selector() (labels.Selector, error) {
+	if f.LabelSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(f.LabelSelector)
+}
+
+// ActionSelector is a BackupItemAction's AppliesTo, compiled.
+type ActionSelector struct {
+	sel    api.ResourceSelector
+	labels labels.Selector
+}
+
+func CompileSelector(sel api.ResourceSelector) (ActionSelector, error) {
+	ls := labels.Everything()
+	if sel.LabelSelector != "" {
+		var err error
+		if ls, err = labels.Parse(sel.LabelSelector); err != nil {
+			return ActionSelector{}, fmt.Errorf("label selector %q: %w", sel.LabelSelector, err)
+		}
+	}
+	return ActionSelector{sel: sel, labels: ls}, nil
+}
+
+func (a ActionSelector) Applies(r Resource, namespace string, l labels.Set) bool {
+	if r.Namespaced && !Includes(a.sel.IncludedNamespaces, a.sel.ExcludedNamespaces, NameMatcher(namespace)) {
+		return false
+	}
+	if !r.Namespaced && len(a.sel.IncludedNamespaces) > 0 && !NameMatcher("*")(a.sel.IncludedNamespaces) {
+		// An action for some namespaces only is not for cluster-scoped items.
+		return false
+	}
+	return Includes(a.sel.IncludedResources, a.sel.ExcludedResources, r.MatchesAny) && a.labels.Matches(l)
+}
+
+// Matcher is an action's AppliesTo selector compiled once, for actions run
+// over items outside a backup's listing (restores, deletions).
+type Matcher struct{ sel ActionSelector }
+
+// NewMatcher compiles an action's selector.
+func NewMatcher(sel api.ResourceSelector) (Matcher, error) {
+	compiled, err := CompileSelector(sel)
+	return Matcher{sel: compiled}, err
+}
+
+// Matches tells whether the selector covers an item of resource gr (kind
+// k) in namespace ns ("" for cluster-scoped) with labels l.
+func (m Matcher) Matches(gr schema.GroupResource, k, ns string, l map[string]string) bool {
+	res := Resource{
+		GVR:        gr.WithVersion(""),
+		Kind:       k,
+		Namespaced: ns != "",
+		names:      []string{gr.Resource, gr.String(), strings.ToLower(k), strings.ToLower(k) + "." + gr.Group},
+	}
+	return m.sel.Applies(res, ns, l)
+}

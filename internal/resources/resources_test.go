@@ -1,0 +1,85 @@
+package resources
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+func TestUnavailableNames(t *testing.T) {
+	u := Unavailable{GroupVersion: schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}, Err: errors.New("stale")}
+	for name, want := range map[string]bool{
+		"podmetrics.metrics.k8s.io":          true,
+		"PodMetrics.metrics.k8s.io":          true,
+		"metrics.k8s.io":                     true,
+		"nodemetrics.metrics.k8s.io/v1beta1": true,
+		"configmaps":                         false,
+		"metrics":                            false,
+		"foometrics.k8s.io":                  false,
+		"*":                                  false,
+	} {
+		if got := u.Names(name); got != want {
+			t.Errorf("Names(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if s := u.String(); !strings.Contains(s, "metrics.k8s.io/v1beta1") || !strings.Contains(s, "stale") {
+		t.Errorf("String() = %q: it must name the group and the reason", s)
+	}
+	core := Unavailable{GroupVersion: schema.GroupVersion{Version: "v1"}}
+	if core.Names("configmaps") {
+		t.Error("the core group matched a name")
+	}
+}
+
+func TestFiltersValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    Filters
+		want []string
+	}{
+		{"empty", Filters{}, nil},
+		{"resource both ways", Filters{IncludedResources: []string{"secrets"}, ExcludedResources: []string{"secrets"}},
+			[]string{`resource "secrets" is both included and excluded`}},
+		{"namespace both ways", Filters{IncludedNamespaces: []string{"app"}, ExcludedNamespaces: []string{"app"}},
+			[]string{`namespace "app" is both included and excluded`}},
+		{"bad selector", Filters{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
+			[]string{"labelSelector is invalid"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.f.Validate()
+			if len(got) != len(tc.want) {
+				t.Fatalf("Validate() = %q, want %d problems", got, len(tc.want))
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %q does not say %q", got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestMatcherAnswersToEveryName(t *testing.T) {
+	m, err := NewMatcher(api.ResourceSelector{IncludedResources: []string{"rolebinding.rbac.authorization.k8s.io"}, LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}
+	if !m.Matches(gr, "RoleBinding", "ns", map[string]string{"app": "web"}) {
+		t.Error("a rolebinding with the label did not match")
+	}
+	if m.Matches(gr, "RoleBinding", "ns", map[string]string{"app": "db"}) {
+		t.Error("the label selector was ignored")
+	}
+	if m.Matches(schema.GroupResource{Resource: "secrets"}, "Secret", "ns", map[string]string{"app": "web"}) {
+		t.Error("a secret matched a selector for rolebindings")
+	}
+	if _, err := NewMatcher(api.ResourceSelector{LabelSelector: "a in ("}); err == nil {
+		t.Error("a bad label selector compiled")
+	}
+}
