@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +44,12 @@ type Finalization struct {
 // end.
 func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 	b := f.Backup
+	// An earlier attempt that wrote the metadata made the backup whole; it
+	// failed after (recording the status), so only the status is taken.
+	if done, err := f.Store.GetBackup(ctx, b.Name); err == nil && done.Status.CompletionTimestamp != nil {
+		b.Status = done.Status
+		return 0, nil
+	}
 	results, err := f.Store.GetResults(ctx, b.Name)
 	if err != nil {
 		return 0, fmt.Errorf("reading results: %w", err)
@@ -52,7 +59,7 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 		return 0, err
 	}
 	for _, u := range unavailable {
-		results.Warnings.Add(true, "", "finalizing: "+u.String())
+		addOnce(&results.Warnings, "", "finalizing: "+u.String())
 	}
 	byGR := map[schema.GroupResource]resources.Resource{}
 	for _, res := range all {
@@ -62,19 +69,19 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 	for _, op := range f.Operations {
 		if op.Status.Phase == itemoperation.PhaseFailed {
 			id := op.Spec.ResourceIdentifier
-			results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
+			addOnce(&results.Errors, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
 				op.Spec.OperationID, op.Spec.BackupItemAction, schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name, op.Status.Error))
 			continue
 		}
 		for _, id := range op.Spec.PostOperationItems {
 			res, ok := byGR[schema.GroupResource{Group: id.Group, Resource: id.Resource}]
 			if !ok {
-				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s/%s of resource %s.%s is not served by the cluster", id.Namespace, id.Name, id.Resource, id.Group))
+				addOnce(&results.Warnings, id.Namespace, fmt.Sprintf("post-operation item %s/%s of resource %s.%s is not served by the cluster", id.Namespace, id.Name, id.Resource, id.Group))
 				continue
 			}
 			obj, err := e.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
 			if err != nil {
-				results.Warnings.Add(false, id.Namespace, fmt.Sprintf("post-operation item %s %s/%s: %v", res, id.Namespace, id.Name, err))
+				addOnce(&results.Warnings, id.Namespace, fmt.Sprintf("post-operation item %s %s/%s: %v", res, id.Namespace, id.Name, err))
 				continue
 			}
 			body, err := json.Marshal(obj.Object)
@@ -91,7 +98,7 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 	}
 	for _, sn := range f.Snapshots {
 		if sn.Status.Phase == string(itemoperation.PhaseFailed) {
-			results.Errors.Add(false, "", fmt.Sprintf("snapshot %s of persistentvolume %s by %s failed: %s",
+			addOnce(&results.Errors, "", fmt.Sprintf("snapshot %s of persistentvolume %s by %s failed: %s",
 				sn.Status.ProviderSnapshotID, sn.Spec.PersistentVolumeName, sn.Spec.Provider, sn.Status.Error))
 		}
 	}
@@ -121,6 +128,15 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 		return 0, err
 	}
 	return len(items), nil
+}
+
+// addOnce adds a message unless an earlier attempt at finalizing, whose
+// results file this one read, added it already.
+func addOnce(r *persistence.Result, namespace, msg string) {
+	if slices.Contains(r.All(), msg) {
+		return
+	}
+	r.Add(false, namespace, msg)
 }
 
 // freshItem is a post-operation item as the cluster has it now.

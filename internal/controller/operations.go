@@ -38,11 +38,17 @@ type OperationsReconciler struct {
 	Tracker *operations.Tracker
 	// DefaultTimeout bounds operations of backups without itemOperationTimeout (default 4h).
 	DefaultTimeout time.Duration
+	// FinalizeAttempts bounds how often a failing finalisation is tried
+	// (default 8), FinalizeBackoff is the delay after the first failure
+	// (default 2s), doubled after each, up to a minute.
+	FinalizeAttempts int
+	FinalizeBackoff  time.Duration
 
-	mu       sync.Mutex
-	state    map[string]*waiting
-	inFlight map[string]map[string]int
-	seenEnd  map[string]bool
+	mu            sync.Mutex
+	finalizeTries map[string]int
+	state         map[string]*waiting
+	inFlight      map[string]map[string]int
+	seenEnd       map[string]bool
 }
 
 type waiting struct {
@@ -53,6 +59,8 @@ type waiting struct {
 	snaps      []backup.VolumeSnapshot
 	snapStatus []itemoperation.Status
 	snap       *backup.Snapshotter
+	// finalizeErr is why finalizing was given up, once it was.
+	finalizeErr string
 }
 
 // view is every operation the backup waits for: its plugins' and its snapshots'.
@@ -135,6 +143,8 @@ func (r *OperationsReconciler) forget(key string) {
 		r.Tracker.Forget(key, viewOf(w.ops))
 		delete(r.state, key)
 	}
+	delete(r.finalizeTries, key)
+	delete(r.finalizeTries, key+"\x00record")
 	r.setInFlight(key, nil)
 }
 
@@ -230,7 +240,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	w, err := r.load(ctx, key, b)
 	if err != nil {
-		return ctrl.Result{}, r.failBackup(ctx, key, b, nil, fmt.Sprintf("reading the backup's operations from its location: %v", err))
+		return r.loadFailed(ctx, key, b, err)
 	}
 	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, of: b}, snap: w.snap}
 	view := w.view()
@@ -286,11 +296,132 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	}
+	if w.finalizeErr != "" {
+		// Finalizing was given up; what is left is to record the first pass.
+		return r.recordFirstPass(ctx, key, b, w)
+	}
 	if err := r.finalize(ctx, b, w); err != nil {
-		return ctrl.Result{}, r.failBackup(ctx, key, b, w, fmt.Sprintf("finalizing: %v", err))
+		return r.finalizeFailed(ctx, key, b, w, err)
 	}
 	r.forget(key)
 	return ctrl.Result{}, nil
+}
+
+// retry counts a failed attempt at key's backup and says after how long to
+// try again, or false once the attempts are spent.
+func (r *OperationsReconciler) retry(key string) (time.Duration, int, bool) {
+	r.mu.Lock()
+	if r.finalizeTries == nil {
+		r.finalizeTries = map[string]int{}
+	}
+	r.finalizeTries[key]++
+	tries := r.finalizeTries[key]
+	r.mu.Unlock()
+	attempts, delay := r.FinalizeAttempts, r.FinalizeBackoff
+	if attempts <= 0 {
+		attempts = 8
+	}
+	if delay <= 0 {
+		delay = 2 * time.Second
+	}
+	return min(delay<<(tries-1), time.Minute), tries, tries < attempts
+}
+
+// loadFailed: the backup's operations could not be read from its location
+// (after a restart, with the object store down). That is tried again; once
+// the attempts are spent the backup ends Failed, but its files stay: they
+// hold a whole first pass that a later look may still recover.
+func (r *OperationsReconciler) loadFailed(ctx context.Context, key string, b *salvorv1.Backup, lerr error) (ctrl.Result, error) {
+	if delay, tries, again := r.retry(key); again {
+		r.Log.Warn("reading a backup's operations from its location failed; trying again", "backup", key, "attempt", tries, "retry_in", delay, "error", lerr)
+		return ctrl.Result{RequeueAfter: delay}, nil
+	}
+	r.forget(key)
+	now := metav1.Now()
+	b.Status.Phase, b.Status.CompletionTimestamp, b.Status.RunningOperations = salvorv1.BackupPhaseFailed, &now, nil
+	b.Status.FailureReason = fmt.Sprintf("reading the backup's operations from its location failed: %v; its files are kept in the location, not deleted", lerr)
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	r.Log.Error("backup failed", "backup", key, "reason", b.Status.FailureReason)
+	return ctrl.Result{}, updateStatus(ctx, r.Client, b)
+}
+
+// finalizeFailed decides what a failed finalisation leaves. Its first pass
+// is whole in the location, so nothing is deleted: the finalisation is
+// tried again with a growing delay (an object store returning 5xx or
+// restarting, an API server busy), and once those attempts are spent the
+// backup is recorded as its first pass made it — PartiallyFailed, with the
+// reason among its errors and its metadata written, so it restores. That
+// record is itself tried as often; only if it cannot be written does the
+// backup end Failed, its files kept.
+func (r *OperationsReconciler) finalizeFailed(ctx context.Context, key string, b *salvorv1.Backup, w *waiting, ferr error) (ctrl.Result, error) {
+	delay, tries, again := r.retry(key)
+	if again {
+		r.Log.Warn("finalizing a backup failed; trying again", "backup", key, "attempt", tries, "retry_in", delay, "error", ferr)
+		return ctrl.Result{RequeueAfter: delay}, nil
+	}
+	reason := fmt.Sprintf("finalizing failed %d times, last: %v", tries, ferr)
+	if w.finalizeErr == "" {
+		w.finalizeErr = reason
+	}
+	return r.recordFirstPass(ctx, key, b, w)
+}
+
+// recordFirstPass writes the backup as its first pass made it, trying again
+// while the attempts last.
+func (r *OperationsReconciler) recordFirstPass(ctx context.Context, key string, b *salvorv1.Backup, w *waiting) (ctrl.Result, error) {
+	err := r.keepFirstPass(ctx, b, w, w.finalizeErr)
+	if err == nil {
+		r.forget(key)
+		metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+		r.Log.Error("backup recorded as its first pass made it", "backup", key, "reason", w.finalizeErr)
+		return ctrl.Result{}, updateStatus(ctx, r.Client, b)
+	}
+	if delay, tries, again := r.retry(key + "\x00record"); again {
+		r.Log.Warn("recording a backup as its first pass made it failed; trying again", "backup", key, "attempt", tries, "retry_in", delay, "error", err)
+		return ctrl.Result{RequeueAfter: delay}, nil
+	}
+	r.forget(key)
+	now := metav1.Now()
+	b.Status.Phase, b.Status.CompletionTimestamp, b.Status.RunningOperations = salvorv1.BackupPhaseFailed, &now, nil
+	b.Status.FailureReason = fmt.Sprintf("%s; recording the backup as its first pass made it failed too (%v); its files are kept in the location, not deleted", w.finalizeErr, err)
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	r.Log.Error("backup failed", "backup", key, "reason", b.Status.FailureReason)
+	return ctrl.Result{}, updateStatus(ctx, r.Client, b)
+}
+
+// keepFirstPass records a backup whose finalisation could not be done as
+// its first pass wrote it: the first-pass tarball stays (a finalisation
+// replaces it only once its new one is whole), and the results say why the
+// post-operation items are not in their final state.
+func (r *OperationsReconciler) keepFirstPass(ctx context.Context, b *salvorv1.Backup, w *waiting, reason string) error {
+	results, err := w.store.GetResults(ctx, b.Name)
+	if err != nil {
+		return fmt.Errorf("reading results: %w", err)
+	}
+	results.Errors.Add(true, "", reason+"; the backup holds its items as the first pass backed them up")
+	syncSnapshots(w.snaps, w.snapStatus)
+	completed, failed, _ := operations.Counts(viewOf(w.ops))
+	next := b.DeepCopy()
+	now := metav1.Now()
+	next.Status.BackupItemOperationsCompleted, next.Status.BackupItemOperationsFailed = completed, failed
+	next.Status.Errors, next.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
+	next.Status.Phase, next.Status.CompletionTimestamp, next.Status.RunningOperations = salvorv1.BackupPhasePartiallyFailed, &now, nil
+	if err := w.store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
+		return err
+	}
+	if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
+		return err
+	}
+	if len(w.snaps) > 0 {
+		if err := w.store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, w.snaps); err != nil {
+			return err
+		}
+	}
+	if err := w.store.PutMetadata(ctx, next); err != nil {
+		return err
+	}
+	b.Status = next.Status
+	return nil
 }
 
 // load returns the backup's operations, reading them from its location the

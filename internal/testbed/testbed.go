@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/salvor-dev/salvor/internal/testbin"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Dir returns bin/testbed, where `make testbed` puts the binaries.
@@ -54,54 +56,70 @@ type MinIO struct {
 	AccessKey string
 	SecretKey string
 	DataDir   string
-	cmd       *exec.Cmd
+
+	port, console int
+	cmd           *exec.Cmd
+	logs          *os.File
 }
 
 // StartMinIO starts MinIO on a loopback port with a fresh data directory
 // holding the given buckets, and stops it when the test ends.
 func StartMinIO(t testing.TB, buckets ...string) *MinIO {
 	t.Helper()
-	bin := Binary(t, "minio")
 	m := &MinIO{AccessKey: "salvor-test", SecretKey: "salvor-test-secret", DataDir: t.TempDir()}
 	for _, b := range buckets {
 		if err := os.MkdirAll(filepath.Join(m.DataDir, b), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	port, console := FreePort(t), FreePort(t)
-	m.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
-	m.cmd = exec.Command(bin, "server", m.DataDir,
-		"--address", fmt.Sprintf("127.0.0.1:%d", port), "--console-address", fmt.Sprintf("127.0.0.1:%d", console), "--quiet")
+	m.port, m.console = FreePort(t), FreePort(t)
+	m.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", m.port)
+	t.Cleanup(m.Stop)
+	m.Start(t)
+	return m
+}
+
+// Start starts (again) the MinIO that StartMinIO set up, on the same port
+// and data, and waits until it is ready: a fault test stops it with Stop and
+// brings it back.
+func (m *MinIO) Start(t testing.TB) {
+	t.Helper()
+	m.cmd = exec.Command(Binary(t, "minio"), "server", m.DataDir,
+		"--address", fmt.Sprintf("127.0.0.1:%d", m.port), "--console-address", fmt.Sprintf("127.0.0.1:%d", m.console), "--quiet")
 	m.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.AccessKey, "MINIO_ROOT_PASSWORD="+m.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
 	logs, err := os.Create(filepath.Join(t.TempDir(), "minio.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.logs = logs
 	m.cmd.Stdout, m.cmd.Stderr = logs, logs
 	if err := m.cmd.Start(); err != nil {
 		t.Fatalf("starting minio: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = m.cmd.Process.Kill()
-		_ = m.cmd.Wait()
-		logs.Close()
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		resp, err := http.Get(m.Endpoint + "/minio/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return m
-			}
+		if err != nil {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logs.Name())
-			t.Fatalf("minio did not become ready: %v\n%s", err, b)
-		}
-		time.Sleep(100 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		b, _ := os.ReadFile(logs.Name())
+		t.Fatalf("minio did not become ready: %v\n%s", err, b)
 	}
+}
+
+// Stop kills MinIO at once, as a crash or a network partition would end it.
+func (m *MinIO) Stop() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	m.logs.Close()
+	m.cmd = nil
 }
 
 // CredentialsFile writes an AWS shared-credentials file for the server.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,132 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return sorted(out)
+}
+
+// waitingBackup starts a backup of one ConfigMap whose plugin operation
+// runs for seconds and whose item the operation backs up again, and waits
+// until the backup waits for it; then it changes the item, so a finished
+// finalisation shows in the tarball.
+func waitingBackup(t *testing.T, c *cluster, name string) {
+	t.Helper()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: name, Annotations: opMap("3", false)}, Data: map[string]string{"version": "1"}})
+	c.mustSalvor(t, "backup", "create", name, "--include-namespaces", name)
+	c.waitBackup(t, name, salvorv1.BackupPhaseWaitingForPluginOperations)
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "op"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["version"] = "2"
+	if err := c.client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *server) waitLog(t *testing.T, what string) {
+	t.Helper()
+	eventually(t, "server log line "+what, 2*time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(s.logs)
+		return strings.Contains(string(b), what), ""
+	})
+}
+
+// TestFaultObjectStoreDownDuringFinalize: MinIO goes away while a backup
+// waits on a plugin operation and comes back while finalizing is retried:
+// the backup completes, whole, with the post-operation item as it is now.
+func TestFaultObjectStoreDownDuringFinalize(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	waitingBackup(t, c, "fin")
+
+	minio.Stop()
+	srv.waitLog(t, `"msg":"finalizing a backup failed; trying again"`)
+	minio.Start(t)
+
+	b := c.waitBackup(t, "fin", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Errors != 0 {
+		t.Fatalf("backup after the object store came back: phase %s (%s), %d errors", b.Status.Phase, b.Status.FailureReason, b.Status.Errors)
+	}
+	store := openStore(t, cfg)
+	if names, _ := store.ListBackups(context.Background()); !contains(names, "fin") {
+		t.Errorf("the backup is not whole in its location: %v", names)
+	}
+	items := tarball(t, store, "fin")
+	if cm := items["configmaps/fin/op"]; cm == nil || cm.Object["data"].(map[string]any)["version"] != "2" {
+		t.Errorf("the post-operation item was not backed up again: %v", cm)
+	}
+}
+
+// TestFaultObjectStoreDownThroughFinalize: MinIO stays away through every
+// attempt at finalizing and comes back while the backup is being recorded
+// as its first pass made it: the backup ends PartiallyFailed, whole and
+// restorable, with the first pass's copy of the item and the reason.
+func TestFaultObjectStoreDownThroughFinalize(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-attempts", "2", "--finalize-backoff", "5s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	waitingBackup(t, c, "first")
+
+	minio.Stop()
+	srv.waitLog(t, `"msg":"recording a backup as its first pass made it failed; trying again"`)
+	minio.Start(t)
+
+	b := c.waitBackup(t, "first", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.Errors != 1 {
+		t.Fatalf("phase %s (%s), %d errors", b.Status.Phase, b.Status.FailureReason, b.Status.Errors)
+	}
+	store := openStore(t, cfg)
+	results, err := store.GetResults(context.Background(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := strings.Join(results.Errors.All(), "\n"); !strings.Contains(e, "finalizing failed 2 times") || !strings.Contains(e, "as the first pass backed them up") {
+		t.Errorf("the error does not say what happened: %q", e)
+	}
+	if names, _ := store.ListBackups(context.Background()); !contains(names, "first") {
+		t.Fatalf("the backup is not whole in its location: %v", names)
+	}
+	items := tarball(t, store, "first")
+	if cm := items["configmaps/first/op"]; cm == nil || cm.Object["data"].(map[string]any)["version"] != "1" {
+		t.Errorf("the first pass's copy of the item is not kept: %v", cm)
+	}
+
+	// It restores.
+	c.deleteForGood(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "first"}})
+	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "first", "--wait")
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "first", Name: "op"}, cm); err != nil || cm.Data["version"] != "1" {
+		t.Errorf("restored item: %v %v", cm.Data, err)
+	}
+}
+
+// TestFaultObjectStoreGoneThroughFinalize: MinIO never comes back while the
+// server tries: the backup ends Failed saying so, and nothing of it is
+// deleted — once MinIO is back, the first pass is still in the location.
+func TestFaultObjectStoreGoneThroughFinalize(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-attempts", "2", "--finalize-backoff", "200ms")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	waitingBackup(t, c, "gone")
+	minio.Stop()
+
+	b := c.waitBackup(t, "gone", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "its files are kept in the location, not deleted") {
+		t.Fatalf("phase %s (%s)", b.Status.Phase, b.Status.FailureReason)
+	}
+	minio.Start(t)
+	store := openStore(t, cfg)
+	if items := tarball(t, store, "gone"); items["configmaps/gone/op"] == nil {
+		t.Errorf("the first pass's tarball was lost: %v", sortedKeys(items))
+	}
+	if _, err := store.GetResults(context.Background(), "gone"); err != nil {
+		t.Errorf("the first pass's results were lost: %v", err)
+	}
 }

@@ -46,6 +46,8 @@ type options struct {
 	restoreWorkers       int
 	restoreTiers         []string
 	operationTimeout     time.Duration
+	finalizeAttempts     int
+	finalizeBackoff      time.Duration
 }
 
 // NewCommand returns `salvor server`.
@@ -82,6 +84,8 @@ process, restarted if it dies.`,
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
+	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it")
+	f.DurationVar(&o.finalizeBackoff, "finalize-backoff", 2*time.Second, "delay after a failed finalisation, doubled after each failure up to a minute")
 	return cmd
 }
 
@@ -192,7 +196,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
-			Engine: backups, Log: logger,
+			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
 			Tracker:        &operations.Tracker{Ceiling: o.operationSync},
 			DefaultTimeout: o.operationTimeout,
 		},
