@@ -32,4 +32,16 @@
 // in the results while the item is still restored. An item asked for while
 // another worker restores it is waited for, unless that worker is itself
 // waiting on the asker (a cycle of additional items), which would never end.
+//
+// # Files
+//
+// One job each: engine.go runs a restore tier by tier; validate.go checks a
+// spec; plan.go reads and spools the backup and decides what the restore
+// selects, where it goes and what the cluster serves (through package
+// resources, shared with backups); pipeline.go is the item pipeline —
+// claims, plugins, additional items, readiness waits, operations;
+// create.go writes to the API server (create, or compare and update what
+// exists); clean.go makes a backed-up object creatable; volumes.go restores
+// a volume beside its original; spool.go and tiers.go are the on-disk index
+// and the order of resources.
 package restore

@@ -1,0 +1,259 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+func describe(gr schema.GroupResource, ns, name string) string {
+	if ns == "" {
+		return fmt.Sprintf("%s %s", gr, name)
+	}
+	return fmt.Sprintf("%s %s/%s", gr, ns, name)
+}
+
+// worker is one chain of restores: an item, the additional items it
+// asks for, theirs, and so on.
+type worker struct {
+	// waiting is the flight this worker waits for, if any.
+	waiting *flight
+}
+
+// flight is an item being restored.
+type flight struct {
+	owner *worker
+	done  chan struct{}
+	key   itemKey
+	at    location
+}
+
+// restoreItem restores one item once, however often it is asked for. A
+// copy of an item that a later one in the tarball replaced, or an item
+// restored already, is passed over; one another worker is restoring is
+// waited for, unless that worker waits (in the end) for this one.
+func (r *run) restoreItem(ctx context.Context, it *entry, w *worker) {
+	what := describe(it.kind.gr, it.namespace, it.name)
+	f, err := r.claim(ctx, it, w)
+	if err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
+	}
+	if f == nil {
+		return
+	}
+	r.doRestore(ctx, it, w, what)
+	if err := r.land(f); err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: %v", what, err))
+	}
+}
+
+// claim returns the flight w is to restore it in, or nil when it is not
+// w's to restore — after waiting, if another worker was restoring it.
+func (r *run) claim(ctx context.Context, it *entry, w *worker) (*flight, error) {
+	k := it.key()
+	r.fmu.Lock()
+	l, ok, err := r.spool.find(k)
+	if err != nil || !ok || l.tier != it.tier || l.offset != it.offset || l.done {
+		r.fmu.Unlock()
+		return nil, err
+	}
+	if f := r.flights[k]; f != nil {
+		for o := f.owner; o != nil; {
+			if o == w {
+				r.fmu.Unlock()
+				return nil, nil // a cycle of additional items: under way up this chain
+			}
+			if o.waiting == nil {
+				break
+			}
+			o = o.waiting.owner
+		}
+		w.waiting = f
+		r.fmu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+		}
+		r.fmu.Lock()
+		w.waiting = nil
+		r.fmu.Unlock()
+		return nil, nil
+	}
+	f := &flight{owner: w, done: make(chan struct{}), key: k, at: l}
+	r.flights[k] = f
+	r.fmu.Unlock()
+	return f, nil
+}
+
+// land ends an item's flight: the item counts as restored for everyone
+// asking after this.
+func (r *run) land(f *flight) error {
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	delete(r.flights, f.key)
+	close(f.done)
+	return r.spool.markDone(f.at)
+}
+
+func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) {
+	if !it.selected {
+		// An additional item a plugin asked for, outside the filters.
+		r.total.Add(1)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(it.body, &obj.Object); err != nil {
+		r.rec.Error(it.namespace, fmt.Sprintf("%s: reading it back from the spool: %v", what, err))
+		return
+	}
+	it.body = nil
+	fromBackup := obj.DeepCopy()
+	target := r.targetNamespace(it.namespace)
+	if it.namespace != "" {
+		obj.SetNamespace(target)
+	}
+	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
+		obj.SetName(r.targetNamespace(it.name))
+	}
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
+			if clone, ok := r.clones.Load(pv); ok {
+				_ = unstructured.SetNestedField(obj.Object, clone.(string), "spec", "volumeName")
+			}
+		}
+	}
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
+		// A volume follows its claim into the namespace it is mapped to,
+		// or the claim restored there could never bind to it.
+		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
+			_ = unstructured.SetNestedField(obj.Object, r.targetNamespace(ns), "spec", "claimRef", "namespace")
+		}
+	}
+	for _, act := range r.actions {
+		if !act.sel.Matches(it.kind.gr, obj.GetKind(), target, obj.GetLabels()) {
+			continue
+		}
+		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
+		if err != nil {
+			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.a.Name(), err))
+			return
+		}
+		if res.SkipRestore {
+			r.log.Info("skipped by a plugin", "item", what, "plugin", act.a.Name())
+			r.restored.Add(1)
+			return
+		}
+		if res.Item != nil {
+			obj = res.Item
+		}
+		for _, extra := range res.AdditionalItems {
+			dep, ok, err := r.lookup(extra)
+			if err != nil {
+				r.rec.Error(target, fmt.Sprintf("%s: finding additional item %s: %v", what, extra, err))
+				continue
+			}
+			if !ok {
+				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
+				continue
+			}
+			r.restoreItem(ctx, dep, w)
+		}
+		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {
+			r.waitReady(ctx, act.a, res, what, target)
+		}
+		if res.OperationID != "" {
+			r.addOperation(act.a.Name(), it, target, res.OperationID)
+		}
+	}
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
+		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
+		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
+		if err != nil {
+			r.rec.Error("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
+			return
+		}
+		if ok {
+			obj = restored
+			r.cloneIfTaken(ctx, it, obj, what)
+		}
+	}
+	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+	r.create(ctx, it, obj, what, target)
+}
+
+// lookup finds an additional item in the backup. Plugins see items in
+// their target namespace, so a mapped namespace is mapped back.
+func (r *run) lookup(id api.ResourceIdentifier) (*entry, bool, error) {
+	for _, ns := range slices.Compact([]string{id.Namespace, r.backupNamespaceOf(id.Namespace)}) {
+		l, ok, err := r.spool.find(key(id.GroupResource, ns, id.Name))
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			it, err := r.spool.load(l)
+			if err != nil {
+				return nil, false, err
+			}
+			return it, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// waitReady polls AreAdditionalItemsReady with backoff until the plugin's
+// timeout (or the server's); only this worker waits.
+func (r *run) waitReady(ctx context.Context, a host.RestoreItemAction, res host.RestoreResult, what, ns string) {
+	timeout := res.AdditionalItemsReadyTimeout
+	if timeout <= 0 {
+		timeout = r.e.ReadyTimeout
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	interval := 100 * time.Millisecond
+	for {
+		ready, err := a.AreAdditionalItemsReady(ctx, res.AdditionalItems, r.restore)
+		if err != nil {
+			r.rec.Error(ns, fmt.Sprintf("%s: RestoreItemAction %s could not tell whether its additional items are ready: %v; restoring the item anyway", what, a.Name(), err))
+			return
+		}
+		if ready {
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			r.rec.Error(ns, fmt.Sprintf("%s: the additional items RestoreItemAction %s waits for were not ready after %s; restoring the item anyway", what, a.Name(), timeout))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(interval, left)):
+		}
+		interval = min(2*interval, 5*time.Second)
+	}
+}
+
+func (r *run) addOperation(plugin string, it *entry, ns, id string) {
+	now := metav1.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.operations = append(r.operations, itemoperation.RestoreOperation{
+		Spec: itemoperation.RestoreOperationSpec{
+			RestoreName: r.restore.Name, RestoreUID: string(r.restore.UID), RestoreItemAction: plugin,
+			ResourceIdentifier: itemoperation.ResourceIdentifier{Group: it.kind.gr.Group, Resource: it.kind.gr.Resource, Namespace: ns, Name: it.name},
+			OperationID:        id,
+		},
+		Status: itemoperation.Status{Phase: itemoperation.PhaseNew, Created: &now},
+	})
+}

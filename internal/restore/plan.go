@@ -1,0 +1,197 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
+)
+
+// read checks the whole tarball and spools its items, tier by tier.
+func (r *run) read(tarball io.Reader) error {
+	_, err := archive.Read(tarball, func(e archive.Entry) error {
+		if e.Version != "" {
+			return nil // the top-level copy is the one restored
+		}
+		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
+		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
+		if selected && e.Namespace != "" {
+			r.namespaces[e.Namespace] = true
+		}
+		if gr == (schema.GroupResource{Resource: "namespaces"}) {
+			r.nsItems[e.Name] = selected
+		}
+		if selected {
+			r.total.Add(1)
+		}
+		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
+	})
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", r.restore.Spec.BackupName, err)
+	}
+	replaced, err := r.spool.seal()
+	if err != nil {
+		return fmt.Errorf("spooling backup %s: %w", r.restore.Spec.BackupName, err)
+	}
+	r.total.Add(int64(-replaced))
+	return nil
+}
+
+func matches(names []string, gr schema.GroupResource) bool {
+	for _, n := range names {
+		if n == "*" || n == gr.Resource || n == gr.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func nsMatches(names []string, ns string) bool {
+	for _, n := range names {
+		if n == "*" || n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// selects applies the restore's filters to an item of the backup.
+func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
+	spec := r.restore.Spec
+	if matches(DefaultExcluded, gr) && !matches(spec.IncludedResources, gr) {
+		return false
+	}
+	if matches(spec.ExcludedResources, gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, gr)) {
+		return false
+	}
+	if gr == (schema.GroupResource{Resource: "namespaces"}) {
+		ns = name
+	}
+	if ns != "" {
+		if nsMatches(spec.ExcludedNamespaces, ns) || (len(spec.IncludedNamespaces) > 0 && !nsMatches(spec.IncludedNamespaces, ns)) {
+			return false
+		}
+	}
+	return r.selector.Matches(labels.Set(obj.GetLabels()))
+}
+
+func (r *run) discover() error {
+	all, unavailable, err := resources.Discover(r.e.Discovery)
+	if err != nil {
+		return err
+	}
+	for _, u := range unavailable {
+		if !r.reported[u.GroupVersion] {
+			r.reported[u.GroupVersion] = true
+			r.rec.RunWarning(u.String() + " (items of its resources in the backup are not restored)")
+		}
+	}
+	m := map[schema.GroupResource]resources.Resource{}
+	for _, res := range all {
+		m[res.GVR.GroupResource()] = res
+	}
+	r.mu.Lock()
+	r.resources = m
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *run) loadActions(ctx context.Context) error {
+	if r.e.Plugins == nil {
+		return nil
+	}
+	all, err := host.All[host.RestoreItemAction](ctx, r.e.Plugins)
+	if err != nil {
+		return err
+	}
+	for _, a := range all {
+		sel, err := a.AppliesTo(ctx)
+		if err != nil {
+			return fmt.Errorf("asking RestoreItemAction %s what it applies to: %w", a.Name(), err)
+		}
+		m, err := resources.NewMatcher(sel)
+		if err != nil {
+			return fmt.Errorf("RestoreItemAction %s: %w", a.Name(), err)
+		}
+		r.actions = append(r.actions, action{a: a, sel: m})
+	}
+	return nil
+}
+
+// targetNamespace maps a backup namespace to the one restored into.
+func (r *run) targetNamespace(ns string) string {
+	if to, ok := r.restore.Spec.NamespaceMapping[ns]; ok {
+		return to
+	}
+	return ns
+}
+
+// ensureNamespaces creates the target namespaces that the backup does not
+// hold a Namespace object for (or whose object is not selected).
+func (r *run) ensureNamespaces(ctx context.Context) error {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	for ns := range r.namespaces {
+		if r.nsItems[ns] {
+			continue // restored from the backup, mapped, in its tier
+		}
+		target := r.targetNamespace(ns)
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind("Namespace")
+		obj.SetName(target)
+		Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+		if _, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.rec.Error(target, fmt.Sprintf("creating namespace %s: %v", target, err))
+		}
+	}
+	return nil
+}
+
+func (r *run) waitEstablished(ctx context.Context, crds []string) {
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	deadline := time.Now().Add(time.Minute)
+	for _, name := range crds {
+		for {
+			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && established(obj) {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func established(obj *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// backupNamespaceOf is the backup namespace mapped to ns, or ns.
+func (r *run) backupNamespaceOf(ns string) string {
+	for from, to := range r.restore.Spec.NamespaceMapping {
+		if to == ns {
+			return from
+		}
+	}
+	return ns
+}

@@ -1,0 +1,62 @@
+package restore
+
+import (
+	"fmt"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// filters are the restore's include/exclude lists and label selector.
+func filters(spec salvorv1.RestoreSpec) resources.Filters {
+	return resources.Filters{
+		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
+		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources,
+		LabelSelector: spec.LabelSelector,
+	}
+}
+
+// Validate checks a Restore's spec, returning what to fix.
+func Validate(spec salvorv1.RestoreSpec) []string {
+	var problems []string
+	if spec.BackupName == "" {
+		problems = append(problems, "backupName is required")
+	}
+	problems = append(problems, filters(spec).Validate()...)
+	targets := map[string]string{}
+	for from, to := range spec.NamespaceMapping {
+		if from == "" || to == "" {
+			problems = append(problems, fmt.Sprintf("namespaceMapping %q→%q: both sides must be namespace names", from, to))
+			continue
+		}
+		if errs := validationDNSLabel(to); errs != "" {
+			problems = append(problems, fmt.Sprintf("namespaceMapping %s:%s: %q is not a valid namespace name: %s", from, to, to, errs))
+		}
+		if other, dup := targets[to]; dup {
+			problems = append(problems, fmt.Sprintf("namespaceMapping maps both %s and %s to %s: map each to its own namespace", other, from, to))
+		}
+		targets[to] = from
+	}
+	switch spec.ExistingResourcePolicy {
+	case "", salvorv1.ExistingResourcePolicyNone, salvorv1.ExistingResourcePolicyUpdate:
+	default:
+		problems = append(problems, fmt.Sprintf("existingResourcePolicy %q: must be none or update", spec.ExistingResourcePolicy))
+	}
+	return problems
+}
+
+func validationDNSLabel(s string) string {
+	if len(s) > 63 {
+		return "longer than 63 characters"
+	}
+	for i, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(s)-1
+		if !ok {
+			return "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+		}
+	}
+	if s == "" {
+		return "empty"
+	}
+	return ""
+}
