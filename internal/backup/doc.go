@@ -13,7 +13,17 @@
 // # Failures
 //
 // A plugin error, or an item that cannot be read, is recorded against the
-// item in the results and the backup goes on (it ends PartiallyFailed). What
-// makes the backup itself impossible — the object store failing, discovery
-// failing, the context being cancelled — is returned as the error of Run.
+// item in the results and the backup goes on (it ends PartiallyFailed). An
+// API group that cannot be discovered is a warning (an error only when the
+// spec names its resources). What makes the backup itself impossible — the
+// object store failing, discovery failing as a whole, the context being
+// cancelled — is returned as the error of Run.
+//
+// # Finalisation
+//
+// A backup whose plugins started long-running operations is finished by
+// Finalize once they end: the operations' post-operation items are read
+// again and replace their first-pass copies in a rewritten tarball, which
+// replaces the first one only once it is whole, and the metadata is written
+// last. Finalize can be called again after a failure.
 package backup

@@ -1,6 +1,11 @@
-// Package controller holds the server's reconcilers: backups, backup
-// storage locations (availability and sync), and backup expiry and deletion.
-// They are thin: the backup engine (package backup) and the location layout
-// (package persistence) do the work; reconcilers move objects between
-// phases and record what happened.
+// Package controller holds the server's reconcilers: backups (and the
+// plugin operations they wait for), restores (and theirs), backup storage
+// locations (availability and sync), download requests, and backup expiry
+// and deletion.
+//
+// They are thin: the engines (packages backup, restore and operations) do
+// the work, including a backup's finalisation, and the location layout
+// (package persistence) holds the keys; reconcilers move objects between
+// phases, decide what a failure leaves (retry, record what the first pass
+// made, or fail), and record what happened in status and metrics.
 package controller
