@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,8 +84,9 @@ func Read(r io.Reader, fn func(Entry) error) (string, error) {
 		if !ok {
 			continue
 		}
-		obj := &unstructured.Unstructured{}
-		if err := json.Unmarshal(body.Bytes(), &obj.Object); err != nil {
+		fields, err := DecodeObject(body.Bytes())
+		obj := &unstructured.Unstructured{Object: fields}
+		if err != nil {
 			return "", fmt.Errorf("%w: entry %s is not valid JSON: %v", ErrInvalid, hdr.Name, err)
 		}
 		if obj.Object == nil || obj.GetKind() == "" || obj.GetName() == "" {

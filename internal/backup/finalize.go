@@ -187,11 +187,8 @@ func rewriteTarball(ctx context.Context, name string, store *persistence.BackupS
 			if replace[e.Path] {
 				return nil
 			}
-			body, err := json.Marshal(e.Object.Object)
-			if err != nil {
-				return err
-			}
-			return aw.WriteEntry(e.Path, body)
+			// As the first pass wrote it, byte for byte.
+			return aw.WriteEntry(e.Path, e.Raw)
 		})
 	}
 	for _, it := range items {

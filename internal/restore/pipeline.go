@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -110,8 +110,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		// An additional item a plugin asked for, outside the filters.
 		r.total.Add(1)
 	}
-	obj := &unstructured.Unstructured{}
-	if err := json.Unmarshal(it.body, &obj.Object); err != nil {
+	fields, err := archive.DecodeObject(it.body)
+	obj := &unstructured.Unstructured{Object: fields}
+	if err != nil {
 		r.rec.Error(it.namespace, fmt.Sprintf("%s: reading it back from the spool: %v", what, err))
 		return
 	}

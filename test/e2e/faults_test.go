@@ -261,3 +261,56 @@ func TestFaultObjectStoreGoneThroughFinalize(t *testing.T) {
 		t.Errorf("the first pass's results were lost: %v", err)
 	}
 }
+
+// TestFaultNumbersKeepTheirValue: integers above 2^53 (where a float64
+// rounds them) come back exactly, through a backup whose tarball is
+// rewritten at finalisation and through a restore.
+func TestFaultNumbersKeepTheirValue(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, widgetCRD())
+	eventually(t, "widgets served", time.Minute, func() (bool, string) {
+		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
+		return err == nil, errString(err)
+	})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
+	const (
+		above53 = int64(1)<<53 + 1 // a float64 makes it ...992
+		maxInt  = int64(9223372036854775807)
+	)
+	plain := widget("big", "plain", above53)
+	plain.Object["spec"].(map[string]any)["max"] = maxInt
+	plain.Object["spec"].(map[string]any)["ratio"] = 0.1
+	// An operation on another item makes finalisation rewrite the tarball
+	// around the plain widget.
+	withOp := widget("big", "with-op", above53+2)
+	withOp.SetAnnotations(opMap("1", false))
+	c.create(t, plain, withOp)
+
+	c.mustSalvor(t, "backup", "create", "big", "--include-namespaces", "big")
+	b := c.waitBackup(t, "big", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Fatalf("backup: phase %s (%s), %d operations completed", b.Status.Phase, b.Status.FailureReason, b.Status.BackupItemOperationsCompleted)
+	}
+
+	c.deleteForGood(t, widget("big", "plain", 0), widget("big", "with-op", 0))
+	c.mustSalvor(t, "restore", "create", "big", "--from-backup", "big", "--wait")
+	for name, want := range map[string]map[string]any{
+		"plain":   {"size": above53, "max": maxInt, "ratio": 0.1},
+		"with-op": {"size": above53 + 2},
+	} {
+		got := widget("big", name, 0)
+		if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(got), got); err != nil {
+			t.Fatal(err)
+		}
+		spec := got.Object["spec"].(map[string]any)
+		for k, v := range want {
+			if spec[k] != v {
+				t.Errorf("widget %s: spec.%s = %v (%T), want %v", name, k, spec[k], spec[k], v)
+			}
+		}
+	}
+}
