@@ -168,12 +168,27 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // validate returns what is wrong with a new Backup's spec.
 func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
 	problems := backup.Validate(b.Spec)
-	if _, err := r.Locations.Get(ctx, b.Spec.StorageLocation); err != nil {
-		if apierrors.IsNotFound(err) {
-			problems = append(problems, fmt.Sprintf("backup storage location %q does not exist in namespace %s: create it, or name an existing one",
-				b.Spec.StorageLocation, r.Locations.Namespace))
-		} else {
-			problems = append(problems, err.Error())
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	switch {
+	case apierrors.IsNotFound(err):
+		problems = append(problems, fmt.Sprintf("backup storage location %q does not exist in namespace %s: create it, or name an existing one",
+			b.Spec.StorageLocation, r.Locations.Namespace))
+	case err != nil:
+		problems = append(problems, err.Error())
+	case bsl.Spec.ReadOnly():
+		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
+	default:
+		// A name in a location belongs to whoever wrote it first: another
+		// cluster sharing the bucket, or an earlier backup of this one.
+		store, err := r.Locations.Store(ctx, bsl)
+		if err == nil {
+			var taken bool
+			if taken, err = store.HasBackup(ctx, b.Name); err == nil && taken {
+				problems = append(problems, fmt.Sprintf("a backup named %s already exists in location %s: choose another name (its files are left as they are)", b.Name, bsl.Name))
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("could not check that the name %s is free in location %s: %v", b.Name, bsl.Name, err))
 		}
 	}
 	return problems
@@ -315,7 +330,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 			dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 		}
 		// Nothing of a stopped backup may look whole: remove what was uploaded.
-		if derr := store.DeleteBackup(ctx, b.Name); derr != nil {
+		if derr := store.DeleteRunFiles(ctx, b.Name); derr != nil {
 			r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", derr)
 		}
 		_ = r.fail(ctx, b, reason)
@@ -344,7 +359,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
 	if len(out.Snapshots) > 0 {
 		if err := store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, out.Snapshots); err != nil {
-			_ = store.DeleteBackup(ctx, b.Name)
+			_ = store.DeleteRunFiles(ctx, b.Name)
 			_ = r.fail(ctx, b, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
 			return
 		}
@@ -365,7 +380,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		}
 		err = store.PutFiles(ctx, persistence.Finish{Backup: b, Logs: logs, Results: &out.Results, ResourceList: out.ResourceList, ItemOperations: ops})
 		if err != nil {
-			_ = store.DeleteBackup(ctx, b.Name)
+			_ = store.DeleteRunFiles(ctx, b.Name)
 			_ = r.fail(ctx, b, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
 			return
 		}

@@ -72,6 +72,8 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		r.Log.Warn("backup's location is gone; its files, if any, stay where they are", "backup", b.Name, "location", b.Spec.StorageLocation)
 	case err != nil:
 		return err
+	case bsl.Spec.ReadOnly():
+		r.Log.Info("backup's location is ReadOnly; only the Backup object goes, its files and snapshots stay", "backup", b.Name, "location", bsl.Name)
 	default:
 		store, err := r.Locations.Store(ctx, bsl)
 		if err != nil {

@@ -105,6 +105,11 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			r.Log.Warn("reading a backup's metadata during sync", "location", bsl.Name, "backup", name, "error", err)
 			continue
 		}
+		if exp := stored.Status.Expiration; bsl.Spec.ReadOnly() && exp != nil && exp.Time.Before(time.Now()) {
+			// Its writer expires it; here it would only be created to be
+			// deleted again.
+			continue
+		}
 		b := &salvorv1.Backup{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,

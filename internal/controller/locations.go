@@ -18,6 +18,9 @@ type Locations struct {
 	Client    client.Client
 	Plugins   *host.Manager
 	Namespace string
+
+	// scratch keeps the files of restores from ReadOnly locations.
+	scratch persistence.Scratch
 }
 
 // Provider turns a location's provider into a plugin name: a name with a
@@ -86,6 +89,9 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), locationConfig(bsl))
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	if bsl.Spec.ReadOnly() {
+		return persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch), nil
 	}
 	return persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix), nil
 }

@@ -130,12 +130,12 @@ type Finish struct {
 }
 
 // FinishBackup writes everything but the tarball, the metadata last. On
-// failure it removes the backup's files, so no half backup remains.
+// failure it removes the files this run writes, so no half backup remains.
 func (s *BackupStore) FinishBackup(ctx context.Context, f Finish) (err error) {
 	name := f.Backup.Name
 	defer func() {
 		if err != nil {
-			if derr := s.DeleteBackup(context.WithoutCancel(ctx), name); derr != nil {
+			if derr := s.DeleteRunFiles(context.WithoutCancel(ctx), name); derr != nil {
 				err = fmt.Errorf("%w (and removing what was written failed: %v)", err, derr)
 			}
 		}
@@ -290,6 +290,33 @@ func (s *BackupStore) DeleteBackup(ctx context.Context, name string) error {
 	keys, err := s.store.ListObjects(ctx, s.bucket, s.key("backups", name)+"/")
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {
+			return fmt.Errorf("deleting %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// HasBackup tells whether anything is stored under a backup's name: its
+// metadata, or the files of a run that is writing it (perhaps another
+// cluster's, sharing the bucket) or that stopped half way.
+func (s *BackupStore) HasBackup(ctx context.Context, name string) (bool, error) {
+	keys, err := s.store.ListObjects(ctx, s.bucket, s.key("backups", name)+"/")
+	if err != nil {
+		return false, fmt.Errorf("listing backup %s in bucket %s: %w", name, s.bucket, err)
+	}
+	return len(keys) > 0, nil
+}
+
+// DeleteRunFiles removes the files a run of a backup writes, and nothing
+// else under its name: what a failed or cancelled run leaves behind. The
+// metadata goes first, so the backup never looks whole while going.
+func (s *BackupStore) DeleteRunFiles(ctx context.Context, name string) error {
+	keys := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}
+	for f := range suffixes {
+		keys = append(keys, s.BackupFile(name, f))
 	}
 	for _, k := range keys {
 		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {

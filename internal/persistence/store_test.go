@@ -213,3 +213,66 @@ func TestRestoreFilesRoundTrip(t *testing.T) {
 		t.Errorf("RestoreSignedURL(logs) = %v", err)
 	}
 }
+
+// TestReadOnlyLocationIsNeverWritten: every write and delete is refused in
+// the bucket; a restore's files live in memory instead.
+func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
+	ctx := context.Background()
+	rw, fs := newStore(t, "")
+	if err := rw.PutTarball(ctx, "b1", strings.NewReader("tar")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.PutMetadata(ctx, backup("b1")); err != nil {
+		t.Fatal(err)
+	}
+	scratch := &Scratch{}
+	ro := NewReadOnly(fs, "bkt", "", scratch)
+
+	for what, err := range map[string]error{
+		"PutTarball":     ro.PutTarball(ctx, "b2", strings.NewReader("tar")),
+		"PutMetadata":    ro.PutMetadata(ctx, backup("b2")),
+		"PutJSON":        ro.PutJSON(ctx, "b1", ResultsFile, &Results{}),
+		"DeleteBackup":   ro.DeleteBackup(ctx, "b1"),
+		"DeleteRunFiles": ro.DeleteRunFiles(ctx, "b1"),
+		"FinishBackup":   ro.FinishBackup(ctx, Finish{Backup: backup("b3"), Results: &Results{}}),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s on a ReadOnly location: %v", what, err)
+		}
+	}
+	if l, err := ro.ListBackups(ctx); err != nil || !slices.Equal(l, []string{"b1"}) {
+		t.Errorf("reading a ReadOnly location: %v, %v", l, err)
+	}
+
+	in := &Results{}
+	in.Errors.Add(false, "app", "boom")
+	if err := ro.PutRestoreJSON(ctx, "r1", ResultsFile, in); err != nil {
+		t.Fatalf("a restore's results: %v", err)
+	}
+	out := &Results{}
+	if err := ro.GetRestoreJSON(ctx, "r1", ResultsFile, out); err != nil || out.Errors.Count() != 1 {
+		t.Errorf("a restore's results read back: %+v, %v", out, err)
+	}
+	keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "")
+	if want := []string{"backups/b1/b1.tar.gz", "backups/b1/salvor-backup.json", "backups/b1/velero-backup.json"}; !slices.Equal(keys, want) {
+		t.Errorf("the bucket holds %v; want only what the ReadWrite store wrote, %v", keys, want)
+	}
+	if _, err := ro.RestoreSignedURL(ctx, "r1", ResultsFile, time.Minute); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("a signed URL for a file in memory: %v", err)
+	}
+}
+
+func TestScratchIsBounded(t *testing.T) {
+	s := &Scratch{MaxBytes: 10}
+	s.put("a", []byte("12345"))
+	s.put("b", []byte("12345"))
+	s.put("c", []byte("1"))
+	if _, ok := s.get("a"); ok {
+		t.Error("the oldest file was kept past the bound")
+	}
+	for _, k := range []string{"b", "c"} {
+		if _, ok := s.get(k); !ok {
+			t.Errorf("%s was dropped", k)
+		}
+	}
+}

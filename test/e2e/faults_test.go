@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -312,5 +313,122 @@ func TestFaultNumbersKeepTheirValue(t *testing.T) {
 				t.Errorf("widget %s: spec.%s = %v (%T), want %v", name, k, spec[k], spec[k], v)
 			}
 		}
+	}
+}
+
+// TestFaultSharedBucketSameName: two clusters share a bucket; while one
+// writes backup "nightly" (waiting on a plugin operation, so no metadata
+// yet), the other asks for a backup of the same name. It fails validation
+// naming the location, and the first backup completes whole.
+func TestFaultSharedBucketSameName(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	minio := testbed.StartMinIO(t, "shared")
+	a, b := startCluster(t), startCluster(t)
+	a.startServer(t, "--item-operation-sync-frequency", "1s")
+	b.startServer(t)
+	cfgA := a.s3Location(t, minio, "primary", "shared", true)
+	b.s3Location(t, minio, "primary", "shared", true)
+	for _, c := range []*cluster{a, b} {
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "app", Annotations: opMap("4", false)}})
+	}
+	a.mustSalvor(t, "backup", "create", "nightly", "--include-namespaces", "app")
+	a.waitBackup(t, "nightly", salvorv1.BackupPhaseWaitingForPluginOperations)
+
+	b.mustSalvor(t, "backup", "create", "nightly", "--include-namespaces", "app")
+	got := b.waitBackup(t, "nightly", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseInProgress,
+		salvorv1.BackupPhaseWaitingForPluginOperations, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
+	if got.Status.Phase != salvorv1.BackupPhaseFailedValidation ||
+		!strings.Contains(strings.Join(got.Status.ValidationErrors, "\n"), "a backup named nightly already exists in location primary") {
+		t.Fatalf("the second cluster's backup: phase %s, %q", got.Status.Phase, got.Status.ValidationErrors)
+	}
+
+	done := a.waitBackup(t, "nightly", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if done.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("the first cluster's backup: phase %s (%s)", done.Status.Phase, done.Status.FailureReason)
+	}
+	store := openStore(t, cfgA)
+	stored, err := store.GetBackup(context.Background(), "nightly")
+	if err != nil || stored.UID != done.UID {
+		t.Fatalf("the metadata in the bucket is not the first cluster's backup: %v", err)
+	}
+	if items := tarball(t, store, "nightly"); items["configmaps/app/slow"] == nil {
+		t.Errorf("the first cluster's tarball lost its item: %v", sortedKeys(items))
+	}
+}
+
+// TestFaultReadOnlyLocation: a disaster-recovery cluster reads another
+// cluster's bucket through a ReadOnly location. Backing up to it fails
+// validation; restoring from it works and writes nothing to the bucket;
+// when a synced backup expires only the Backup object goes, the files
+// stay, and sync does not bring the expired backup back.
+func TestFaultReadOnlyLocation(t *testing.T) {
+	minio := testbed.StartMinIO(t, "shared")
+	prod, dr := startCluster(t), startCluster(t)
+	prodServer := prod.startServer(t)
+	cfg := prod.s3Location(t, minio, "primary", "shared", true)
+	prod.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}, Data: map[string]string{"colour": "blue"}})
+	prod.mustSalvor(t, "backup", "create", "short", "--include-namespaces", "app", "--ttl", "25s", "--wait")
+	prod.mustSalvor(t, "backup", "create", "long", "--include-namespaces", "app", "--wait")
+	// The writer stops: only the reader's expiry is under test.
+	prodServer.stop()
+
+	dr.startServer(t)
+	dr.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", "shared", "--default",
+		"--access-mode", "ReadOnly", "--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true,credentialsFile="+minio.CredentialsFile(t))
+	dr.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	if out := dr.mustSalvor(t, "backup-location", "get"); !strings.Contains(out, "ReadOnly") {
+		t.Errorf("backup-location get does not show the access mode:\n%s", out)
+	}
+	store := openStore(t, cfg)
+	keysBefore, err := openObjectStore(t, cfg).ListObjects(context.Background(), "shared", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Backing up to it fails validation.
+	dr.mustSalvor(t, "backup", "create", "dr-backup")
+	got := dr.waitBackup(t, "dr-backup", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
+	if got.Status.Phase != salvorv1.BackupPhaseFailedValidation || !strings.Contains(strings.Join(got.Status.ValidationErrors, " "), `"primary" is ReadOnly`) {
+		t.Errorf("a backup to a ReadOnly location: %s %q", got.Status.Phase, got.Status.ValidationErrors)
+	}
+
+	// Restoring from it works.
+	dr.waitBackup(t, "long", salvorv1.BackupPhaseCompleted)
+	dr.mustSalvor(t, "restore", "create", "back", "--from-backup", "long", "--wait")
+	cm := &corev1.ConfigMap{}
+	if err := dr.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "settings"}, cm); err != nil || cm.Data["colour"] != "blue" {
+		t.Errorf("restored configmap: %v %v", cm.Data, err)
+	}
+
+	// The synced short backup expires: the object goes, the files stay.
+	dr.waitBackup(t, "short", salvorv1.BackupPhaseCompleted)
+	eventually(t, "the expired backup gone from the cluster", time.Minute, func() (bool, string) {
+		err := dr.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "short"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
+	// Two more syncs, and it is not back.
+	bsl := dr.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	synced := bsl.Status.LastSyncedTime.Time
+	for range 2 {
+		eventually(t, "a sync", time.Minute, func() (bool, string) {
+			bsl = dr.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+			return bsl.Status.LastSyncedTime != nil && bsl.Status.LastSyncedTime.Time.After(synced), ""
+		})
+		synced = bsl.Status.LastSyncedTime.Time
+	}
+	if err := dr.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "short"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("sync brought the expired backup back: %v", err)
+	}
+	keysAfter, err := openObjectStore(t, cfg).ListObjects(context.Background(), "shared", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(keysAfter, "\n") != strings.Join(keysBefore, "\n") {
+		t.Errorf("the reader changed the bucket:\nbefore %v\nafter  %v", keysBefore, keysAfter)
+	}
+	if names, _ := store.ListBackups(context.Background()); !contains(names, "short") || !contains(names, "long") {
+		t.Errorf("backups in the bucket: %v", names)
 	}
 }

@@ -30,6 +30,7 @@ type createOptions struct {
 	provider, bucket, prefix string
 	config                   map[string]string
 	isDefault                bool
+	accessMode               string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -39,11 +40,17 @@ func newCreate(k *kube.Options) *cobra.Command {
 		Short: "Create a backup storage location",
 		Example: `  salvor backup-location create default --provider salvor.dev/filesystem --bucket backups --config root=/var/lib/salvor --default
   salvor backup-location create s3 --provider salvor.dev/s3 --bucket backups --prefix cluster-a \
+      --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
+  salvor backup-location create primary-dr --provider salvor.dev/s3 --bucket backups --prefix cluster-a --access-mode ReadOnly \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.provider == "" || o.bucket == "" {
 				return fmt.Errorf("--provider and --bucket are required")
+			}
+			mode := salvorv1.BackupStorageLocationAccessMode(o.accessMode)
+			if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
+				return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", o.accessMode)
 			}
 			c, err := k.Client()
 			if err != nil {
@@ -62,6 +69,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 					Config:        o.config,
 					ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.bucket, Prefix: o.prefix},
 					Default:       o.isDefault,
+					AccessMode:    mode,
 				},
 			}
 			if err := c.Create(ctx, bsl); err != nil {
@@ -77,6 +85,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.prefix, "prefix", "", "path inside the bucket")
 	f.StringToStringVar(&o.config, "config", nil, "plugin config as key=value pairs, comma-separated")
 	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
+	f.StringVar(&o.accessMode, "access-mode", string(salvorv1.BackupStorageLocationAccessModeReadWrite),
+		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")
 	return cmd
 }
 
@@ -153,9 +163,13 @@ func newGet(k *kube.Options) *cobra.Command {
 				if bsl.Spec.Default {
 					def = "true"
 				}
-				rows = append(rows, []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix, phase, def, bsl.Status.Message})
+				mode := string(bsl.Spec.AccessMode)
+				if mode == "" {
+					mode = string(salvorv1.BackupStorageLocationAccessModeReadWrite)
+				}
+				rows = append(rows, []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix, phase, def, mode, bsl.Status.Message})
 			}
-			return output.Table(cmd.OutOrStdout(), []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "MESSAGE"}, rows)
+			return output.Table(cmd.OutOrStdout(), []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "ACCESS MODE", "MESSAGE"}, rows)
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)

@@ -35,6 +35,29 @@ type BackupStorageLocationSpec struct {
 	// Default marks the location used by backups that name none.
 	// +optional
 	Default bool `json:"default,omitempty"`
+	// AccessMode is ReadWrite (the default) or ReadOnly. A ReadOnly location
+	// is never written to or deleted from: backups to it fail validation,
+	// restores from it keep their logs and results in the cluster only, and
+	// deleting or expiring one of its backups removes only the Backup
+	// object. A disaster-recovery cluster reading another cluster's bucket
+	// uses it.
+	// +optional
+	// +kubebuilder:validation:Enum=ReadWrite;ReadOnly
+	// +kubebuilder:default=ReadWrite
+	AccessMode BackupStorageLocationAccessMode `json:"accessMode,omitempty"`
+}
+
+// BackupStorageLocationAccessMode says whether Salvor may write to a location.
+type BackupStorageLocationAccessMode string
+
+const (
+	BackupStorageLocationAccessModeReadWrite BackupStorageLocationAccessMode = "ReadWrite"
+	BackupStorageLocationAccessModeReadOnly  BackupStorageLocationAccessMode = "ReadOnly"
+)
+
+// ReadOnly tells whether Salvor must not write to or delete from the location.
+func (s BackupStorageLocationSpec) ReadOnly() bool {
+	return s.AccessMode == BackupStorageLocationAccessModeReadOnly
 }
 
 // BackupStorageLocationStatus is what the server last found out about the location.
@@ -61,6 +84,7 @@ type BackupStorageLocationStatus struct {
 // +kubebuilder:printcolumn:name="Bucket",type=string,JSONPath=`.spec.objectStorage.bucket`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
+// +kubebuilder:printcolumn:name="Access Mode",type=string,JSONPath=`.spec.accessMode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BackupStorageLocation struct {
 	metav1.TypeMeta   `json:",inline"`
