@@ -42,8 +42,9 @@ type BackupReconciler struct {
 	// MaxAttempts bounds how often a backup interrupted by a server restart
 	// is started again (default 3).
 	MaxAttempts int
-
-	running sync.Map // backup key → its context's cancel, while this process runs it
+	// Runs is shared with the garbage collector, which cancels a backup
+	// deleted while it runs and waits for it to stop.
+	Runs *Runs
 }
 
 // SetupWithManager registers the reconciler.
@@ -56,6 +57,9 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.MaxAttempts <= 0 {
 		r.MaxAttempts = 3
+	}
+	if r.Runs == nil {
+		r.Runs = &Runs{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&salvorv1.Backup{}).
@@ -84,9 +88,9 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	key := req.String()
-	if cancel, mine := r.running.Load(key); mine {
+	if r.Runs.running(key) {
 		if b.Annotations[salvorv1.CancelAnnotation] != "" {
-			cancel.(context.CancelCauseFunc)(errCancelled)
+			r.Runs.cancel(key, errCancelled)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -121,8 +125,14 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.running.Store(key, cancel)
-	defer r.running.Delete(key)
+	r.Runs.start(key, cancel)
+	defer r.Runs.done(key)
+	// Deleted between the look above and the start: the garbage collector
+	// may have seen no run and removed the files; writing them now would
+	// bring the backup back.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil || b.DeletionTimestamp != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	if t := b.Spec.Timeout.Duration; t > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeoutCause(runCtx, t, fmt.Errorf("the backup timed out after %s", t))
@@ -273,7 +283,10 @@ func (t teeHandler) WithGroup(g string) slog.Handler {
 	return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)}
 }
 
-var errCancelled = errors.New("cancelled by user")
+var (
+	errCancelled = errors.New("cancelled by user")
+	errDeleted   = errors.New("the backup was deleted while it ran")
+)
 
 // run does the backup under runCtx (cancelled by the user or the backup's
 // timeout) and records its end with ctx.
@@ -315,7 +328,10 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		// The patch returns the object as the API server has it: a cancel
 		// request shows here within a second. (Reconcile cannot see it: it
 		// is busy with this very backup.)
-		if b.Annotations[salvorv1.CancelAnnotation] != "" {
+		switch {
+		case b.DeletionTimestamp != nil:
+			cancel(errDeleted)
+		case b.Annotations[salvorv1.CancelAnnotation] != "":
 			cancel(errCancelled)
 		}
 	})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
@@ -26,10 +28,16 @@ type GCReconciler struct {
 	Client    client.Client
 	Locations *Locations
 	Log       *slog.Logger
+	// Runs are the backups being worked on: a deleted one is cancelled
+	// and waited for before its files go.
+	Runs *Runs
 }
 
 // SetupWithManager registers the reconciler.
 func (r *GCReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Runs == nil {
+		r.Runs = &Runs{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&salvorv1.Backup{}).
 		Named("backup-gc").
@@ -44,6 +52,13 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if b.DeletionTimestamp != nil {
 		if !controllerutil.ContainsFinalizer(b, salvorv1.FilesFinalizer) {
 			return ctrl.Result{}, nil
+		}
+		key := req.String()
+		// A run still going would write the files again after they are
+		// removed: stop it first, and come back once it has.
+		if r.Runs.cancel(key, errDeleted) || r.Runs.running(key+operationsRun) {
+			r.Log.Info("backup deleted while it runs: stopping it before removing its files", "backup", key)
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{}, r.deleteFiles(ctx, b)
 	}
@@ -79,6 +94,7 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		if err != nil {
 			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 		}
+		r.cancelOperations(ctx, b, store)
 		if err := r.runDeleteActions(ctx, b, store); err != nil {
 			return err
 		}
@@ -144,6 +160,16 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 	return nil
 }
 
+// cancelOperations cancels the plugin operations a deleted backup was still
+// waiting for: they would run on for a backup that is gone.
+func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) {
+	var ops []itemoperation.BackupOperation
+	if err := store.GetItemOperations(ctx, b.Name, &ops); err != nil {
+		return // none recorded (or a Velero backup's): nothing runs
+	}
+	operations.CancelAll(ctx, viewOf(ops), backupPlugins{m: r.Locations.Plugins, of: b}, errDeleted.Error())
+}
+
 // deleteSnapshots deletes the backup's volume snapshots through their snapshotter.
 func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
 	var snaps []backup.VolumeSnapshot
@@ -155,6 +181,12 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 		if err != nil || snap == nil {
 			r.Log.Warn("cannot delete a snapshot: its location is gone", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
 			continue
+		}
+		if s.Status.Phase != string(itemoperation.PhaseCompleted) && s.Status.Phase != string(itemoperation.PhaseFailed) {
+			// A snapshot still copying is stopped before it is deleted.
+			if err := snap.VS.Cancel(ctx, s.Status.ProviderSnapshotID); err != nil {
+				r.Log.Warn("cancelling a deleted backup's snapshot", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
+			}
 		}
 		if err := snap.VS.DeleteSnapshot(ctx, s.Status.ProviderSnapshotID); err != nil {
 			return fmt.Errorf("deleting snapshot %s of backup %s: %w", s.Status.ProviderSnapshotID, b.Name, err)

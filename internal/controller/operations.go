@@ -43,6 +43,9 @@ type OperationsReconciler struct {
 	// (default 2s), doubled after each, up to a minute.
 	FinalizeAttempts int
 	FinalizeBackoff  time.Duration
+	// Runs is shared with the garbage collector, which waits for a step
+	// in progress before removing a deleted backup's files.
+	Runs *Runs
 
 	mu            sync.Mutex
 	finalizeTries map[string]int
@@ -74,6 +77,9 @@ func (r *OperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.DefaultTimeout = 4 * time.Hour
 	}
 	r.state = map[string]*waiting{}
+	if r.Runs == nil {
+		r.Runs = &Runs{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Backup{}).Named("backup-operations").Complete(r)
 }
 
@@ -227,6 +233,10 @@ func (r *OperationsReconciler) setInFlight(key string, counts map[string]int) {
 
 func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.String()
+	// Marked busy before the backup is read, so a delete either shows in
+	// what is read or waits for this step (see Runs).
+	r.Runs.start(key+operationsRun, nil)
+	defer r.Runs.done(key + operationsRun)
 	b := &salvorv1.Backup{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -430,5 +432,79 @@ func TestFaultReadOnlyLocation(t *testing.T) {
 	}
 	if names, _ := store.ListBackups(context.Background()); !contains(names, "short") || !contains(names, "long") {
 		t.Errorf("backups in the bucket: %v", names)
+	}
+}
+
+// goneForGood checks that a deleted backup left nothing in its location
+// and that two syncs later it has not come back.
+func goneForGood(t *testing.T, c *cluster, cfg map[string]string, name string) {
+	t.Helper()
+	eventually(t, "backup "+name+" gone from the cluster", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
+	bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	synced := bsl.Status.LastSyncedTime.Time
+	for range 2 {
+		eventually(t, "a sync", time.Minute, func() (bool, string) {
+			bsl = c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+			return bsl.Status.LastSyncedTime != nil && bsl.Status.LastSyncedTime.Time.After(synced), ""
+		})
+		synced = bsl.Status.LastSyncedTime.Time
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("backup %s came back: %v", name, err)
+	}
+	keys, err := openObjectStore(t, cfg).ListObjects(context.Background(), cfg["bucket"], "backups/"+name+"/")
+	if err != nil || len(keys) != 0 {
+		t.Errorf("left in the location: %v %v", keys, err)
+	}
+}
+
+// TestFaultDeleteDuringFirstPass: deleting a backup while its first pass
+// runs stops the pass, removes what it uploaded, and nothing brings it
+// back: not the run (which would write its metadata after the delete),
+// not sync.
+func TestFaultDeleteDuringFirstPass(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--workers", "1")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
+	c.createMany(t, 8000, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
+	})
+	c.mustSalvor(t, "backup", "create", "doomed", "--include-namespaces", "many")
+	eventually(t, "the first pass under way", time.Minute, func() (bool, string) {
+		b := c.getBackup(t, "doomed")
+		return b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
+	})
+	if b := c.getBackup(t, "doomed"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("the first pass ended before the test could delete it: %s", b.Status.Phase)
+	}
+	c.mustSalvor(t, "backup", "delete", "doomed")
+	goneForGood(t, c, cfg, "doomed")
+	srv.waitLog(t, "the backup was deleted while it ran")
+}
+
+// TestFaultDeleteWhileWaitingForOperations: deleting a backup that waits
+// on a plugin operation cancels the operation, removes the files, and
+// nothing brings the backup back.
+func TestFaultDeleteWhileWaitingForOperations(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "slow", Annotations: opMap("600", false)}})
+	c.mustSalvor(t, "backup", "create", "slow", "--include-namespaces", "slow")
+	c.waitBackup(t, "slow", salvorv1.BackupPhaseWaitingForPluginOperations)
+	c.mustSalvor(t, "backup", "delete", "slow")
+	goneForGood(t, c, cfg, "slow")
+	markers, _ := filepath.Glob(filepath.Join(state, "*.cancelled"))
+	if len(markers) != 1 {
+		t.Errorf("the operation of the deleted backup was not cancelled: %v", markers)
 	}
 }

@@ -171,19 +171,21 @@ func (o *options) run(ctx context.Context) error {
 		return err
 	}
 	locations := &controller.Locations{Client: mgr.GetClient(), Plugins: plugins, Namespace: o.kube.Namespace}
+	runs := &controller.Runs{}
 	backups := &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
 			Engine:        backups,
+			Runs:          runs,
 			Locations:     locations,
 			Log:           logger,
 			MaxConcurrent: o.maxConcurrentBackups,
 			DefaultTTL:    o.defaultTTL,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
-		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
+		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Runs: runs},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
@@ -196,7 +198,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
-			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
+			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff, Runs: runs,
 			Tracker:        &operations.Tracker{Ceiling: o.operationSync},
 			DefaultTimeout: o.operationTimeout,
 		},
