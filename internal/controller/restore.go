@@ -28,6 +28,9 @@ type RestoreReconciler struct {
 	Locations     *Locations
 	Log           *slog.Logger
 	MaxConcurrent int
+	// MaxAttempts bounds how often a restore interrupted by a server
+	// restart is started again (default 3).
+	MaxAttempts int
 
 	running sync.Map
 }
@@ -36,6 +39,9 @@ type RestoreReconciler struct {
 func (r *RestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrent <= 0 {
 		r.MaxConcurrent = 2
+	}
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = 3
 	}
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).Complete(r)
@@ -93,12 +99,21 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 		return ctrl.Result{}, r.fail(ctx, rs, "cancelled by user before it started")
 	}
+	if rs.Status.Phase == salvorv1.RestorePhaseInProgress {
+		// Not running here: a server that ran it stopped, perhaps because
+		// of it. Start it again, a bounded number of times.
+		if rs.Status.Attempts >= r.MaxAttempts {
+			return ctrl.Result{}, r.fail(ctx, rs, fmt.Sprintf("the server stopped during the restore %d times; giving up (what it restored stays)", rs.Status.Attempts))
+		}
+		r.Log.Info("starting again a restore interrupted by a server restart", "restore", key, "attempt", rs.Status.Attempts+1)
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.running.Store(key, cancel)
 	defer r.running.Delete(key)
 	now := metav1.Now()
 	rs.Status.Phase, rs.Status.StartTimestamp, rs.Status.Progress = salvorv1.RestorePhaseInProgress, &now, &salvorv1.RestoreProgress{}
+	rs.Status.Attempts++
 	if err := updateRestoreStatus(ctx, r.Client, rs); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -508,3 +508,35 @@ func TestFaultDeleteWhileWaitingForOperations(t *testing.T) {
 		t.Errorf("the operation of the deleted backup was not cancelled: %v", markers)
 	}
 }
+
+// TestFaultRestoreCrashLoopIsBounded: a restore during which the server
+// dies every time is started again only a bounded number of times, then
+// fails saying so, instead of taking the server down for ever.
+func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t, "--restore-workers", "1")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loop"}})
+	c.createMany(t, 4000, func(i int) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "loop"}}
+	})
+	c.mustSalvor(t, "backup", "create", "loop", "--include-namespaces", "loop", "--wait")
+	c.mustSalvor(t, "restore", "create", "loop", "--from-backup", "loop", "--namespace-mappings", "loop:loop-copy")
+	// The server dies in each of three attempts, as one a restore crashes would.
+	for attempt := 1; attempt <= 3; attempt++ {
+		eventually(t, fmt.Sprintf("attempt %d under way", attempt), time.Minute, func() (bool, string) {
+			rs := c.getRestore(t, "loop")
+			return rs.Status.Phase == salvorv1.RestorePhaseInProgress && rs.Status.Attempts == attempt, fmt.Sprintf("%s, attempt %d", rs.Status.Phase, rs.Status.Attempts)
+		})
+		s.kill()
+		if attempt < 3 {
+			s = c.startServer(t, "--restore-workers", "1")
+		}
+	}
+	c.startServer(t)
+	rs := c.waitRestore(t, "loop", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseFailed || rs.Status.Attempts != 3 || !strings.Contains(rs.Status.FailureReason, "the server stopped during the restore 3 times") {
+		t.Fatalf("after three crashes: phase %s, attempts %d, reason %q", rs.Status.Phase, rs.Status.Attempts, rs.Status.FailureReason)
+	}
+}

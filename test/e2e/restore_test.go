@@ -473,7 +473,7 @@ func TestServerRestartDuringRestore(t *testing.T) {
 
 	c.startServer(t)
 	rs := c.waitRestore(t, "again", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
-	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 || rs.Status.Errors != 0 ||
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 || rs.Status.Errors != 0 || rs.Status.Attempts != 2 ||
 		rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != rs.Status.Progress.TotalItems || rs.Status.Progress.TotalItems != n+1 {
 		t.Fatalf("after the restart: %+v %+v\n%s", rs.Status, rs.Status.Progress, c.mustSalvor(t, "restore", "logs", "again"))
 	}

@@ -86,6 +86,11 @@ type RestoreStatus struct {
 	Errors int `json:"errors,omitempty"`
 	// +optional
 	FailureReason string `json:"failureReason,omitempty"`
+	// Attempts counts the times the restore was started; a server restart
+	// during a restore starts it again, up to a bound, so a restore that
+	// brings the server down does not do so for ever.
+	// +optional
+	Attempts int `json:"attempts,omitempty"`
 	// +optional
 	RestoreItemOperationsAttempted int `json:"restoreItemOperationsAttempted,omitempty"`
 	// +optional
