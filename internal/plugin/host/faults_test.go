@@ -452,3 +452,45 @@ func TestObjectStoreInitialisedOnce(t *testing.T) {
 		t.Errorf("%s Inits after one more caller in the restarted process, want 1", n)
 	}
 }
+
+// TestCrashingPluginBacksOff: a plugin that crashes on every call is not
+// restarted for every item: after the second crash in a row, calls fail at
+// once, naming the binary and its last stderr lines, until the backoff has
+// passed; then a call that works ends the streak.
+func TestCrashingPluginBacksOff(t *testing.T) {
+	restarts := 0
+	m, _ := newManager(t, Options{RestartBackoff: 2 * time.Second, RestartBackoffMax: time.Minute,
+		OnRestart: func(string) { restarts++ }})
+	a := biaV2(t, m)
+	for i := range 2 {
+		if _, err := a.Execute(ctxT(t), configMap(fmt.Sprintf("crash-%d", i), do("crash")), backup); !errors.Is(err, ErrPluginCrashed) {
+			t.Fatalf("crash %d: %v", i, err)
+		}
+	}
+	// Two crashes in a row: the next calls fail fast, without a process.
+	var fast []time.Duration
+	for i := range 20 {
+		start := time.Now()
+		_, err := a.Execute(ctxT(t), configMap(fmt.Sprintf("item-%d", i), nil), backup)
+		fast = append(fast, time.Since(start))
+		if !errors.Is(err, ErrPluginCrashed) || !strings.Contains(err.Error(), "crashed 2 times in a row") ||
+			!strings.Contains(err.Error(), testBinary()) || !strings.Contains(err.Error(), "panic: the test asked for a crash") {
+			t.Fatalf("call %d during the backoff: %v", i, err)
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("restarts = %d during the backoff, want 1 (the first crash's)", restarts)
+	}
+	// After the backoff a call starts the plugin again and works.
+	err := wait.PollUntilContextTimeout(ctxT(t), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := a.Execute(ctx, configMap("after", nil), backup)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the plugin never came back after its backoff: %v", err)
+	}
+	if restarts != 2 {
+		t.Errorf("restarts = %d, want 2", restarts)
+	}
+	t.Logf("calls during the backoff took %v", fast)
+}

@@ -40,6 +40,13 @@ type Options struct {
 	// ExitWait is how long a failed call waits to see whether the process
 	// died, to tell a crash from a network error. Default 2s.
 	ExitWait time.Duration
+	// RestartBackoff is how long a plugin process that died twice in a row
+	// waits before it is started again (the first restart is at once);
+	// the wait doubles with each crash in a row, up to RestartBackoffMax,
+	// and calls in between fail at once with ErrPluginCrashed, naming the
+	// binary and its last stderr lines. A process that lives longer than
+	// RestartBackoffMax ends the streak. Defaults 200ms and 30s.
+	RestartBackoff, RestartBackoffMax time.Duration
 	// OnRestart, if set, is called with the binary's path whenever a plugin
 	// process is restarted (for metrics).
 	OnRestart func(binary string)
@@ -71,6 +78,12 @@ func (o *Options) withDefaults() *Options {
 	}
 	if out.ExitWait <= 0 {
 		out.ExitWait = 2 * time.Second
+	}
+	if out.RestartBackoff <= 0 {
+		out.RestartBackoff = 200 * time.Millisecond
+	}
+	if out.RestartBackoffMax <= 0 {
+		out.RestartBackoffMax = 30 * time.Second
 	}
 	return &out
 }

@@ -55,6 +55,12 @@ type process struct {
 	conn     *grpc.ClientConn
 	gen      int
 	restarts int
+	// started is when the current process started; streak counts the
+	// processes in a row that died young (see backoff).
+	started time.Time
+	streak  int
+	diedAt  time.Time
+	counted int // the generation whose death streak counts
 	inits    []initCall
 	// initMu makes callers that would Init a plugin wait for one doing so.
 	initMu sync.Mutex
@@ -106,9 +112,15 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 		return p.conn, p.gen, nil
 	}
 	if p.client != nil {
+		if wait := p.backoff(time.Now()); wait > 0 {
+			// Crashing again and again: fail fast, without a new process,
+			// until the backoff has passed.
+			return nil, 0, fmt.Errorf("%w: plugin binary %s crashed %d times in a row; not started again for %s%s",
+				ErrPluginCrashed, p.cmd.Path, p.streak, wait.Round(time.Millisecond), p.stderr.suffix())
+		}
 		p.client.Kill()
 		p.restarts++
-		p.log.Warn("restarting plugin process", "restarts", p.restarts)
+		p.log.Warn("restarting plugin process", "restarts", p.restarts, "crashes_in_a_row", p.streak)
 		if p.opts.OnRestart != nil {
 			p.opts.OnRestart(p.cmd.Path)
 		}
@@ -116,6 +128,7 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 	if err := p.start(); err != nil {
 		return nil, 0, err
 	}
+	p.started = time.Now()
 	for _, ic := range p.inits {
 		ictx, cancel := context.WithTimeout(ctx, p.opts.timeout(ic.method))
 		err := p.conn.Invoke(ictx, ic.method, ic.req, &pb.Empty{})
@@ -170,6 +183,26 @@ func (p *process) start() error {
 	p.gen++
 	p.stderr.reset()
 	return nil
+}
+
+// backoff says how long to wait before starting again a process that died
+// at now: nothing for the first crash, then RestartBackoff, doubling, up to
+// RestartBackoffMax. A process that lived longer than RestartBackoffMax
+// ends the streak. It counts the crash once per dead process.
+func (p *process) backoff(now time.Time) time.Duration {
+	if p.counted != p.gen {
+		p.counted = p.gen
+		if now.Sub(p.started) > p.opts.RestartBackoffMax {
+			p.streak = 0
+		}
+		p.streak++
+		p.diedAt = now
+	}
+	if p.streak < 2 {
+		return 0
+	}
+	wait := min(p.opts.RestartBackoff<<(p.streak-2), p.opts.RestartBackoffMax)
+	return max(p.diedAt.Add(wait).Sub(now), 0)
 }
 
 // initOnce calls init unless plugin was initialised in this process
