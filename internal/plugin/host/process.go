@@ -61,7 +61,7 @@ type process struct {
 	streak  int
 	diedAt  time.Time
 	counted int // the generation whose death streak counts
-	inits    []initCall
+	inits   []initCall
 	// initMu makes callers that would Init a plugin wait for one doing so.
 	initMu sync.Mutex
 	stderr *stderrTail
