@@ -3,9 +3,11 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -47,6 +49,13 @@ type call struct {
 	cancel   context.CancelFunc
 	stopWait func() bool
 	gen      int
+
+	// A stream has no deadline as a whole: its deadline bounds each wait
+	// on the plugin (a send it does not take, an answer it does not give).
+	// A wait past it cancels the stream alone: stalled says so.
+	stream  bool
+	idle    time.Duration
+	stalled atomic.Bool
 }
 
 // begin prepares a call: the plugin's deadline is the caller's, or the
@@ -113,6 +122,8 @@ func outcome(err error) string {
 		return "hung"
 	case errors.Is(err, ErrPluginCrashed):
 		return "crashed"
+	case errors.Is(err, ErrStalled):
+		return "stalled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline"
 	case errors.Is(err, context.Canceled):
@@ -146,6 +157,17 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 		ce.notStarted = true
 	case errors.Is(context.Cause(callerCtx), context.Canceled):
 		ce.cause = context.Canceled
+	case cl.stream && cl.stalled.Load():
+		// The stream alone ends; the process and its other calls go on.
+		ce.cause = ErrStalled
+		ce.Message = fmt.Sprintf("no progress for %s", cl.idle)
+	case cl.stream:
+		ce.cause = causeOf(ce.Code)
+		if ce.Code == codes.Unavailable || ce.Code == codes.Internal && strings.Contains(ce.Message, "EOF") {
+			if dead, how := p.exited(cl.gen); dead {
+				ce.cause, ce.Message, ce.Stderr = ErrPluginCrashed, how, p.stderr.last()
+			}
+		}
 	case cl.pastHardDeadline():
 		p.kill(cl.gen)
 		ce.cause = ErrPluginHung
@@ -196,10 +218,37 @@ func (c conn) invoke(ctx context.Context, method string, args, reply any, opts .
 	return nil
 }
 
-// NewStream opens a stream (ObjectStore PutObject and GetObject). The
-// deadline covers the whole stream.
+// beginStream prepares a stream: cancelled with the caller's context, and
+// otherwise bounded by progress (see call.idle), never by its length — an
+// upload of any size that keeps moving is never cut.
+func (c conn) beginStream(ctx context.Context, fullMethod string) (*call, *grpc.ClientConn, error) {
+	m := c.p.opts.method(fullMethod)
+	info, _ := ctx.Value(callInfoKey{}).(callInfo)
+	cl := &call{desc: m.desc, method: m.name, info: info, start: time.Now(), stopWait: noop, stream: true, idle: m.timeout}
+	cl.ctx, cl.cancel = context.WithCancel(ctx)
+	cc, gen, err := c.p.get(ctx)
+	if err != nil {
+		cl.end()
+		return nil, nil, cl.fail(c.p, ctx, err, false)
+	}
+	cl.gen = gen
+	return cl, cc, nil
+}
+
+// wait runs one wait on the plugin under the stream's idle deadline.
+func (cl *call) wait(f func() error) error {
+	t := time.AfterFunc(cl.idle, func() {
+		cl.stalled.Store(true)
+		cl.cancel()
+	})
+	defer t.Stop()
+	return f()
+}
+
+// NewStream opens a stream (ObjectStore PutObject and GetObject). Its
+// deadline bounds each wait on the plugin, not the whole stream.
 func (c conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	cl, cc, err := c.begin(ctx, method)
+	cl, cc, err := c.beginStream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +280,7 @@ func (s *stream) finishWith(err error) {
 }
 
 func (s *stream) SendMsg(m any) error {
-	if err := s.ClientStream.SendMsg(m); err != nil {
+	if err := s.cl.wait(func() error { return s.ClientStream.SendMsg(m) }); err != nil {
 		if errors.Is(err, io.EOF) {
 			// The server ended the stream; RecvMsg has the reason.
 			return err
@@ -244,7 +293,7 @@ func (s *stream) SendMsg(m any) error {
 }
 
 func (s *stream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
+	err := s.cl.wait(func() error { return s.ClientStream.RecvMsg(m) })
 	switch {
 	case err == nil:
 		if !s.serverStreams {

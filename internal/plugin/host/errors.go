@@ -19,6 +19,9 @@ var (
 	// ErrPluginHung: the plugin was still running a call at its deadline plus
 	// the grace period; its process was killed and will be restarted.
 	ErrPluginHung = errors.New("salvor: plugin ignored its deadline")
+	// ErrStalled: a stream (an upload or download) made no progress within
+	// its deadline; the stream was cancelled, the process left running.
+	ErrStalled = errors.New("salvor: plugin stream stalled")
 	// ErrPluginCrashed: the plugin's process died during the call.
 	ErrPluginCrashed = errors.New("salvor: plugin process died")
 	// ErrNotSupported: a v1 plugin was asked for a v2-only feature.

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -493,4 +494,74 @@ func TestCrashingPluginBacksOff(t *testing.T) {
 		t.Errorf("restarts = %d, want 2", restarts)
 	}
 	t.Logf("calls during the backoff took %v", fast)
+}
+
+// dribble is a body that yields a chunk every gap: an upload that keeps
+// moving, slowly.
+type dribble struct {
+	chunks int
+	gap    time.Duration
+}
+
+func (d *dribble) Read(p []byte) (int, error) {
+	if d.chunks == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(d.gap)
+	d.chunks--
+	n := min(len(p), 1024)
+	for i := range n {
+		p[i] = 'x'
+	}
+	return n, nil
+}
+
+// TestStreamsAreBoundedByProgress: an upload that keeps moving runs well
+// past its deadline and succeeds; one the plugin stops taking fails alone
+// once it makes no progress for its deadline, and the plugin's process —
+// and another caller's call to it — live on.
+func TestStreamsAreBoundedByProgress(t *testing.T) {
+	m, _ := newManager(t, Options{Grace: 200 * time.Millisecond,
+		Timeouts: map[string]time.Duration{"ObjectStore.PutObject": 500 * time.Millisecond}})
+	ctx := ctxT(t)
+	store, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 chunks, 100ms apart: 3s, six times the deadline.
+	start := time.Now()
+	if err := store.PutObject(ctx, "bucket", "slow", &dribble{chunks: 30, gap: 100 * time.Millisecond}); err != nil {
+		t.Fatalf("an upload that keeps moving failed after %s: %v", time.Since(start), err)
+	}
+	rc, err := store.GetObject(ctx, "bucket", "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if len(got) != 30*1024 {
+		t.Errorf("the slow upload stored %d bytes, want %d", len(got), 30*1024)
+	}
+
+	pid := m.PID(testBinary())
+	// The plugin waits on its context before reading a byte: the upload
+	// stalls once gRPC's window is full.
+	stalled := make(chan error, 1)
+	go func() {
+		stalled <- store.PutObject(ctx, "bucket", "wait-ctx", bytes.NewReader(make([]byte, 32<<20)))
+	}()
+	// Meanwhile another caller's call to the same process works.
+	if ok, err := store.ObjectExists(ctx, "bucket", "slow"); !ok || err != nil {
+		t.Errorf("another call during the stalled upload: %v, %v", ok, err)
+	}
+	err = <-stalled
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no progress for 500ms") {
+		t.Fatalf("a stalled upload: %v", err)
+	}
+	if m.PID(testBinary()) != pid || m.Restarts(testBinary()) != 0 {
+		t.Errorf("the process was killed for a stalled stream (pid %d → %d, %d restarts)", pid, m.PID(testBinary()), m.Restarts(testBinary()))
+	}
+	if ok, err := store.ObjectExists(ctx, "bucket", "slow"); !ok || err != nil {
+		t.Errorf("a call after the stalled upload: %v, %v", ok, err)
+	}
 }

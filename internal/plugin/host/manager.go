@@ -51,7 +51,7 @@ type Options struct {
 	// process is restarted (for metrics).
 	OnRestart func(binary string)
 	// OnCall, if set, is called after every plugin call with its kind,
-	// method, outcome ("ok", "error", "deadline", "hung", "crashed",
+	// method, outcome ("ok", "error", "deadline", "hung", "crashed", "stalled",
 	// "cancelled") and duration (for metrics).
 	OnCall func(k kind.Kind, method, outcome string, took time.Duration)
 
