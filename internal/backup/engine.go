@@ -77,6 +77,7 @@ type action struct {
 type run struct {
 	e         *Engine
 	backup    *salvorv1.Backup
+	store     *persistence.BackupStore
 	log       *slog.Logger
 	resources map[schema.GroupResource]resources.Resource
 	actions   []action
@@ -114,7 +115,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, backup: b, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{}, resourceList: map[string][]string{}, snapshotter: s}
+	r := &run{e: e, backup: b, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{}, resourceList: map[string][]string{}, snapshotter: s}
 	ReportUnavailable(&r.rec, unavailable, b.Spec.IncludedResources)
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
@@ -398,7 +399,7 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 			item = out.Item
 		}
 		if out.OperationID != "" {
-			r.addOperation(act.a.Name(), res, ns, name, out)
+			r.addOperation(ctx, act.a.Name(), res, ns, name, out)
 		}
 		for _, extra := range out.AdditionalItems {
 			if err := r.backupAdditional(ctx, extra, what); err != nil {
@@ -429,7 +430,11 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 	return nil
 }
 
-func (r *run) addOperation(plugin string, res resources.Resource, ns, name string, out host.BackupResult) {
+func (r *run) addOperation(ctx context.Context, plugin string, res resources.Resource, ns, name string, out host.BackupResult) {
+	what := res.String() + " " + ns + "/" + name
+	if err := r.store.Journal(ctx, r.backup.Name, persistence.JournalEntry{Kind: persistence.JournalOperation, Plugin: plugin, ID: out.OperationID, Item: what}); err != nil {
+		r.rec.Error(ns, fmt.Sprintf("%s: operation %s of BackupItemAction %s could not be journaled: %v", what, out.OperationID, plugin, err))
+	}
 	now := metav1.Now()
 	op := itemoperation.BackupOperation{
 		Spec: itemoperation.BackupOperationSpec{

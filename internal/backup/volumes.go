@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -102,6 +103,9 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 	if err != nil {
 		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not snapshot volume %s: %v", what, s.Provider, volumeID, err))
 		return
+	}
+	if err := r.store.Journal(ctx, r.backup.Name, persistence.JournalEntry{Kind: persistence.JournalSnapshot, Location: s.Location, ID: snapshotID, Item: "persistentvolume " + pv.GetName()}); err != nil {
+		r.rec.Error("", fmt.Sprintf("%s: snapshot %s of volume %s could not be journaled: %v", what, snapshotID, volumeID, err))
 	}
 	now := metav1.Now()
 	r.mu.Lock()

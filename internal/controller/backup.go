@@ -214,6 +214,56 @@ func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason 
 	return updateStatus(ctx, r.Client, b)
 }
 
+// abandon ends a first pass that cannot be completed: what it started runs
+// on without it, so its operations are cancelled and its snapshots
+// cancelled and deleted; and nothing of it may look whole, so the files a
+// run writes are removed.
+func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *backup.Snapshotter, out *backup.Outcome, reason string) {
+	if out != nil {
+		operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
+		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
+	}
+	if err := store.DeleteRunFiles(ctx, b.Name); err != nil {
+		r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", err)
+	}
+	_ = r.fail(ctx, b, reason)
+}
+
+// recoverJournal stops what an earlier attempt of b, lost with its server,
+// started: the operations it journaled are cancelled, the snapshots
+// cancelled and deleted. The attempt about to run starts its own.
+func (r *BackupReconciler) recoverJournal(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup, log *slog.Logger) error {
+	entries, err := store.ReadJournal(ctx, b.Name)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	plugins := backupPlugins{m: r.Locations.Plugins, of: b}
+	for _, e := range entries {
+		switch e.Kind {
+		case persistence.JournalOperation:
+			if err := plugins.Cancel(ctx, e.Plugin, e.ID); err != nil {
+				log.Warn("cancelling an operation a lost attempt started", "plugin", e.Plugin, "operation", e.ID, "item", e.Item, "error", err)
+				continue
+			}
+		case persistence.JournalSnapshot:
+			snap, err := r.Locations.Snapshotter(ctx, e.Location)
+			if err != nil || snap == nil {
+				log.Warn("a snapshot a lost attempt started cannot be deleted: its location is gone", "snapshot", e.ID, "location", e.Location, "error", err)
+				continue
+			}
+			if err := snap.VS.Cancel(ctx, e.ID); err != nil {
+				log.Warn("cancelling a snapshot a lost attempt started", "snapshot", e.ID, "error", err)
+			}
+			if err := snap.VS.DeleteSnapshot(ctx, e.ID); err != nil {
+				log.Warn("deleting a snapshot a lost attempt started", "snapshot", e.ID, "error", err)
+				continue
+			}
+		}
+		log.Info("stopped what a lost attempt started", "kind", e.Kind, "id", e.ID, "item", e.Item)
+	}
+	return store.ClearJournal(ctx, b.Name)
+}
+
 // backupLog is a backup's own log: JSON lines, gzip'd into a temporary
 // file (not memory), uploaded with the backup.
 type backupLog struct {
@@ -315,6 +365,10 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		_ = r.fail(ctx, b, err.Error())
 		return
 	}
+	if err := r.recoverJournal(ctx, store, b, log.Logger); err != nil {
+		_ = r.fail(ctx, b, fmt.Sprintf("stopping what an earlier attempt started: %v", err))
+		return
+	}
 	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)
 	var progressMu sync.Mutex
 	out, err := r.Engine.RunWithSnapshots(runCtx, b, store, snap, log.Logger, func(p backup.Progress) {
@@ -340,16 +394,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		if cause := context.Cause(runCtx); cause != nil {
 			reason = cause.Error()
 		}
-		if out != nil {
-			// What the pass started runs on without it: stop it.
-			operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
-			dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
-		}
-		// Nothing of a stopped backup may look whole: remove what was uploaded.
-		if derr := store.DeleteRunFiles(ctx, b.Name); derr != nil {
-			r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", derr)
-		}
-		_ = r.fail(ctx, b, reason)
+		r.abandon(ctx, b, store, snap, out, reason)
 		return
 	}
 	now := metav1.Now()
@@ -375,8 +420,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
 	if len(out.Snapshots) > 0 {
 		if err := store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, out.Snapshots); err != nil {
-			_ = store.DeleteRunFiles(ctx, b.Name)
-			_ = r.fail(ctx, b, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
+			r.abandon(ctx, b, store, snap, out, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
 			return
 		}
 		for _, s := range out.Snapshots {
@@ -396,9 +440,13 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		}
 		err = store.PutFiles(ctx, persistence.Finish{Backup: b, Logs: logs, Results: &out.Results, ResourceList: out.ResourceList, ItemOperations: ops})
 		if err != nil {
-			_ = store.DeleteRunFiles(ctx, b.Name)
-			_ = r.fail(ctx, b, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
+			r.abandon(ctx, b, store, snap, out, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
 			return
+		}
+		// The operations and snapshots are in the location's files now,
+		// where the operations controller reads them after a restart.
+		if err := store.ClearJournal(ctx, b.Name); err != nil {
+			r.Log.Warn("clearing a backup's journal", "backup", b.Name, "error", err)
 		}
 		if err := updateStatus(ctx, r.Client, b); err != nil {
 			r.Log.Error("recording a backup waiting for operations", "backup", b.Name, "error", err)

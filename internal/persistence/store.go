@@ -323,7 +323,7 @@ func (s *BackupStore) DeleteRunFiles(ctx context.Context, name string) error {
 			return fmt.Errorf("deleting %s: %w", k, err)
 		}
 	}
-	return nil
+	return s.ClearJournal(ctx, name)
 }
 
 // SignedURL returns a URL, valid for ttl, of one of a backup's files.

@@ -540,3 +540,55 @@ func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
 		t.Fatalf("after three crashes: phase %s, attempts %d, reason %q", rs.Status.Phase, rs.Status.Attempts, rs.Status.FailureReason)
 	}
 }
+
+// TestFaultServerKilledAfterFirstPassStartedWork: the server dies during a
+// first pass that has started a plugin operation. The operation was
+// journaled in the location as it started, so the next attempt cancels it
+// before it starts its own, instead of leaving it running for a backup
+// attempt that no longer exists.
+func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t, "--workers", "1", "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "journal"}},
+		// Config maps are listed before secrets: the operation starts first.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "journal", Annotations: opMap("600", false)}})
+	c.createMany(t, 8000, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "journal"}}
+	})
+	c.mustSalvor(t, "backup", "create", "journal", "--include-namespaces", "journal")
+
+	store := openStore(t, cfg)
+	var lost string
+	eventually(t, "the operation journaled", time.Minute, func() (bool, string) {
+		entries, err := store.ReadJournal(context.Background(), "journal")
+		if err != nil || len(entries) == 0 {
+			return false, errString(err)
+		}
+		lost = entries[0].ID
+		return true, ""
+	})
+	s.kill()
+	if b := c.getBackup(t, "journal"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("the first pass ended (%s) before the server was killed: the test needs it under way", b.Status.Phase)
+	}
+
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	b := c.waitBackup(t, "journal", salvorv1.BackupPhaseWaitingForPluginOperations, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
+	if b.Status.Phase != salvorv1.BackupPhaseWaitingForPluginOperations || b.Status.Attempts != 2 {
+		t.Fatalf("after the restart: phase %s (%s), attempt %d", b.Status.Phase, b.Status.FailureReason, b.Status.Attempts)
+	}
+	if _, err := os.Stat(filepath.Join(state, lost+".cancelled")); err != nil {
+		t.Errorf("the lost attempt's operation %s was not cancelled: %v", lost, err)
+	}
+	ops := storedOps(t, cfg, "journal")
+	if len(ops) != 1 || ops[0].Spec.OperationID == lost {
+		t.Errorf("the second attempt's operations: %+v", ops)
+	}
+	if entries, err := store.ReadJournal(context.Background(), "journal"); err != nil || len(entries) != 0 {
+		t.Errorf("the journal after the first pass: %v, %v", entries, err)
+	}
+}
