@@ -1,12 +1,10 @@
 package controller
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -264,75 +262,6 @@ func (r *BackupReconciler) recoverJournal(ctx context.Context, store *persistenc
 	return store.ClearJournal(ctx, b.Name)
 }
 
-// backupLog is a backup's own log: JSON lines, gzip'd into a temporary
-// file (not memory), uploaded with the backup.
-type backupLog struct {
-	file *os.File
-	gz   *gzip.Writer
-	mu   sync.Mutex
-	*slog.Logger
-}
-
-func newBackupLog(server *slog.Logger, backup string) (*backupLog, error) {
-	f, err := os.CreateTemp("", "salvor-backup-log-*.gz")
-	if err != nil {
-		return nil, err
-	}
-	l := &backupLog{file: f, gz: gzip.NewWriter(f)}
-	own := slog.NewJSONHandler(lockedWriter{l}, &slog.HandlerOptions{Level: slog.LevelInfo})
-	l.Logger = slog.New(teeHandler{own, server.Handler()}).With("backup", backup)
-	return l, nil
-}
-
-type lockedWriter struct{ l *backupLog }
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.l.mu.Lock()
-	defer w.l.mu.Unlock()
-	return w.l.gz.Write(p)
-}
-
-// finish closes the gzip stream and rewinds the file for upload.
-func (l *backupLog) finish() (*os.File, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.gz.Close(); err != nil {
-		return nil, err
-	}
-	_, err := l.file.Seek(0, 0)
-	return l.file, err
-}
-
-func (l *backupLog) remove() {
-	l.file.Close()
-	os.Remove(l.file.Name())
-}
-
-// teeHandler sends records to the backup's log and the server's.
-type teeHandler struct{ a, b slog.Handler }
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
-}
-
-func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	if t.a.Enabled(ctx, r.Level) {
-		_ = t.a.Handle(ctx, r.Clone())
-	}
-	if t.b.Enabled(ctx, r.Level) {
-		return t.b.Handle(ctx, r)
-	}
-	return nil
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
-}
-
-func (t teeHandler) WithGroup(g string) slog.Handler {
-	return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)}
-}
-
 var (
 	errCancelled = errors.New("cancelled by user")
 	errDeleted   = errors.New("the backup was deleted while it ran")
@@ -342,7 +271,7 @@ var (
 // timeout) and records its end with ctx.
 func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation, cancel context.CancelCauseFunc) {
 	started := time.Now()
-	log, err := newBackupLog(r.Log, b.Name)
+	log, err := newRunLog(r.Log, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, b, fmt.Sprintf("creating the backup's log: %v", err))
 		return

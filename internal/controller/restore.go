@@ -129,7 +129,7 @@ func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reas
 }
 
 func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup, cancel context.CancelCauseFunc) {
-	log, err := newBackupLog(r.Log, b.Name)
+	log, err := newRunLog(r.Log, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
 		return
@@ -203,7 +203,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	}
 }
 
-func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, log *backupLog, results *persistence.Results, ops []itemoperation.RestoreOperation) error {
+func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, log *runLog, results *persistence.Results, ops []itemoperation.RestoreOperation) error {
 	if logs, err := log.finish(); err == nil {
 		store.PutRestoreLogs(ctx, rs.Name, logs)
 	}
