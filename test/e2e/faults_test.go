@@ -592,3 +592,50 @@ func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 		t.Errorf("the journal after the first pass: %v, %v", entries, err)
 	}
 }
+
+// TestFaultServerKilledWhileFinalizing: the server dies while a backup is
+// Finalizing (held there by an object store that is down); the next server
+// finalizes it once the store is back.
+func TestFaultServerKilledWhileFinalizing(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	waitingBackup(t, c, "fin")
+	minio.Stop()
+	srv.waitLog(t, `"msg":"finalizing a backup failed; trying again"`)
+	if b := c.getBackup(t, "fin"); b.Status.Phase != salvorv1.BackupPhaseFinalizing {
+		t.Fatalf("phase %s, want Finalizing", b.Status.Phase)
+	}
+	srv.kill()
+	minio.Start(t)
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	b := c.waitBackup(t, "fin", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("phase %s (%s)", b.Status.Phase, b.Status.FailureReason)
+	}
+	if cm := tarball(t, openStore(t, cfg), "fin")["configmaps/fin/op"]; cm == nil || cm.Object["data"].(map[string]any)["version"] != "2" {
+		t.Errorf("the post-operation item was not backed up again: %v", cm)
+	}
+}
+
+// TestFaultServerKilledWhileDeleting: the server dies while a backup is
+// Deleting (held there by an object store that is down); the next server
+// finishes the delete once the store is back, and nothing is left.
+func TestFaultServerKilledWhileDeleting(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "app"}})
+	c.mustSalvor(t, "backup", "create", "old", "--include-namespaces", "app", "--wait")
+	minio.Stop()
+	c.mustSalvor(t, "backup", "delete", "old")
+	c.waitBackup(t, "old", salvorv1.BackupPhaseDeleting)
+	srv.kill()
+	minio.Start(t)
+	c.startServer(t)
+	goneForGood(t, c, cfg, "old")
+}
