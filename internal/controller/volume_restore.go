@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,22 +35,49 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	if !ok || v.snap == nil || s.Status.Phase != "Completed" {
 		return nil, false, nil
 	}
-	volumeID, err := v.snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
-	if err != nil {
-		return nil, false, fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
-	}
+	// The VolumePluginRestore is named for the restore and the volume, and
+	// records the new volume's ID as soon as there is one: a restore run
+	// again after the server died picks up the copy it started (the
+	// snapshotter resumes it) instead of starting a second one.
 	sum := sha256.Sum256([]byte(v.restore.Name + "/" + pv.GetName()))
 	vpr := &salvorv1.VolumePluginRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: v.restore.Name + "-" + hex.EncodeToString(sum[:4]), Namespace: v.restore.Namespace,
 			Labels: map[string]string{salvorv1.RestoreNameLabel: v.restore.Name}},
 		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: v.snap.Provider},
 	}
-	if err := v.c.Create(ctx, vpr); err != nil {
+	err := v.c.Create(ctx, vpr)
+	if apierrors.IsAlreadyExists(err) {
+		err = v.c.Get(ctx, client.ObjectKeyFromObject(vpr), vpr)
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("creating the VolumePluginRestore: %w", err)
 	}
-	now := metav1.Now()
-	vpr.Status = salvorv1.VolumePluginRestoreStatus{Phase: "InProgress", VolumeID: volumeID, StartTimestamp: &now, Updated: &now}
-	_ = v.c.Status().Update(ctx, vpr)
+	volumeID := vpr.Status.VolumeID
+	if volumeID != "" && vpr.Status.Phase == "Completed" {
+		updated, err := v.snap.VS.SetVolumeID(ctx, pv, volumeID)
+		if err != nil {
+			return nil, false, fmt.Errorf("SetVolumeID %s: %w", volumeID, err)
+		}
+		return updated, true, nil
+	}
+	if volumeID != "" {
+		if _, err := v.snap.VS.Progress(ctx, volumeID); err != nil && !errors.Is(err, host.ErrNotSupported) {
+			// The copy cannot be followed: start a new one.
+			volumeID = ""
+		}
+	}
+	if volumeID == "" {
+		id, err := v.snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
+		if err != nil {
+			return nil, false, fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
+		}
+		now := metav1.Now()
+		volumeID = id
+		vpr.Status = salvorv1.VolumePluginRestoreStatus{Phase: "InProgress", VolumeID: volumeID, StartTimestamp: &now, Updated: &now}
+		if err := v.c.Status().Update(ctx, vpr); err != nil {
+			return nil, false, fmt.Errorf("recording volume %s in the VolumePluginRestore: %w", volumeID, err)
+		}
+	}
 	deadline := time.Now().Add(v.timeout)
 	for {
 		p, err := v.snap.VS.Progress(ctx, volumeID)

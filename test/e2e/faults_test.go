@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -638,4 +639,48 @@ func TestFaultServerKilledWhileDeleting(t *testing.T) {
 	minio.Start(t)
 	c.startServer(t)
 	goneForGood(t, c, cfg, "old")
+}
+
+// TestFaultServerKilledDuringVolumeRestore: the server dies while a restore
+// copies a volume out of its snapshot. The restore run again follows the
+// copy it started (recorded in its VolumePluginRestore) instead of starting
+// a second one, and ends with the volume whole.
+func TestFaultServerKilledDuringVolumeRestore(t *testing.T) {
+	c, _, _, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(2<<20), "--item-operation-sync-frequency", "1s")
+	data := volume(t, 4, 2<<20) // 8 MiB: 4 s at 2 MiB/s
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vol"}})
+	c.create(t, hostPathVolume("vol-pv", data, "vol", "claim")...)
+	c.mustSalvor(t, "backup", "create", "vol", "--include-namespaces", "vol", "--wait")
+	c.mustSalvor(t, "restore", "create", "vol", "--from-backup", "vol", "--namespace-mappings", "vol:vol-copy")
+
+	var vpr salvorv1.VolumePluginRestore
+	eventually(t, "the volume copy under way", time.Minute, func() (bool, string) {
+		list := &salvorv1.VolumePluginRestoreList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprint(len(list.Items), err)
+		}
+		vpr = list.Items[0]
+		return vpr.Status.Phase == "InProgress" && vpr.Status.Progress.BytesDone > 0, fmt.Sprintf("%s %d", vpr.Status.Phase, vpr.Status.Progress.BytesDone)
+	})
+	// The first server is the one withLocalVolumes started: kill it and
+	// its plugins, mid-copy.
+	c.killServers()
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+
+	rs := c.waitRestore(t, "vol", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Attempts != 2 {
+		t.Fatalf("restore after the restart: %s (%s), attempt %d, %d errors", rs.Status.Phase, rs.Status.FailureReason, rs.Status.Attempts, rs.Status.Errors)
+	}
+	copies, _ := filepath.Glob(filepath.Join(snapshots, "restored", "vol-*"))
+	if len(copies) != 1 || copies[0] != vpr.Status.VolumeID {
+		t.Errorf("volume copies %v, want only the first attempt's %s", copies, vpr.Status.VolumeID)
+	}
+	if got := treeSums(t, vpr.Status.VolumeID); !maps.Equal(got, want) {
+		t.Errorf("the restored volume holds %v, want %v", got, want)
+	}
+	final := &salvorv1.VolumePluginRestore{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(&vpr), final); err != nil || final.Status.Phase != "Completed" {
+		t.Errorf("VolumePluginRestore after the restart: %+v, %v", final.Status, err)
+	}
 }

@@ -72,6 +72,7 @@ type cluster struct {
 	kubeconfig string
 	client     client.Client
 	restConfig *rest.Config
+	servers    []*server // every server started for it
 }
 
 func startCluster(t testing.TB) *cluster {
@@ -220,6 +221,7 @@ func (c *cluster) startServer(t testing.TB, extra ...string) *server {
 		t.Fatal(err)
 	}
 	s := &server{cmd: cmd, logs: logs}
+	c.servers = append(c.servers, s)
 	t.Cleanup(func() {
 		s.stop()
 		f.Close()
@@ -251,6 +253,13 @@ func (s *server) stop() {
 func (s *server) kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	_ = s.cmd.Wait()
+}
+
+// killServers kills every server started for the cluster, and their plugins.
+func (c *cluster) killServers() {
+	for _, s := range c.servers {
+		s.kill()
+	}
 }
 
 func tail(s string, n int) string {
