@@ -185,6 +185,8 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []s
 		problems = append(problems, err.Error())
 	case bsl.Spec.ReadOnly():
 		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
+	case bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseUnavailable:
+		// The run fails saying why the location cannot be reached.
 	default:
 		// A name in a location belongs to whoever wrote it first: another
 		// cluster sharing the bucket, or an earlier backup of this one.
