@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,6 +40,12 @@ type Engine struct {
 	Plugins   *host.Manager
 	// Workers per tier; 0 means 32 per CPU.
 	Workers int
+	// MemoryBudget bounds the bytes of items in flight at once (0 means
+	// DefaultMemoryBudget): an item costs a few times its size while it is
+	// decoded, cleaned and sent, so workers wait for budget, not only for
+	// a free worker, and a backup of large items cannot exhaust memory. An
+	// item larger than the whole budget is restored alone.
+	MemoryBudget int64
 	// Tiers overrides DefaultTiers.
 	Tiers []string
 	// ReadyTimeout bounds waits for additional items when the plugin names
@@ -183,6 +190,15 @@ func (r *run) reportProgress(onProgress func(Progress)) func() {
 }
 
 // restoreAll restores tier by tier.
+// DefaultMemoryBudget is Engine.MemoryBudget's default.
+const DefaultMemoryBudget = 256 << 20
+
+// itemCost is what an item of n bytes of JSON holds in memory while it is
+// restored: its JSON, the decoded object (maps and strings take about
+// twice the JSON), the copy kept for plugins, and the JSON sent to the API
+// server.
+func itemCost(n int) int64 { return 5*int64(n) + 4<<10 }
+
 func (r *run) restoreAll(ctx context.Context) error {
 	if err := r.ensureNamespaces(ctx); err != nil {
 		return err
@@ -193,17 +209,27 @@ func (r *run) restoreAll(ctx context.Context) error {
 		// in flight lets etcd commit them in groups.
 		workers = 32 * runtime.NumCPU()
 	}
+	budget := r.e.MemoryBudget
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	inFlight := semaphore.NewWeighted(budget)
 	for t := range len(r.tiers) + 1 {
 		crds := t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io"
 		var names []string
-		queue := make(chan *entry)
+		type queued struct {
+			it   *entry
+			cost int64
+		}
+		queue := make(chan queued)
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for it := range queue {
-					r.restoreItem(ctx, it, &worker{})
+				for q := range queue {
+					r.restoreItem(ctx, q.it, &worker{})
+					inFlight.Release(q.cost)
 				}
 			}()
 		}
@@ -214,10 +240,15 @@ func (r *run) restoreAll(ctx context.Context) error {
 			if crds {
 				names = append(names, it.name)
 			}
+			cost := min(itemCost(len(it.body)), budget)
+			if err := inFlight.Acquire(ctx, cost); err != nil {
+				return context.Cause(ctx)
+			}
 			select {
-			case queue <- it:
+			case queue <- queued{it, cost}:
 				return nil
 			case <-ctx.Done():
+				inFlight.Release(cost)
 				return context.Cause(ctx)
 			}
 		})

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -682,5 +687,90 @@ func TestFaultServerKilledDuringVolumeRestore(t *testing.T) {
 	final := &salvorv1.VolumePluginRestore{}
 	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(&vpr), final); err != nil || final.Status.Phase != "Completed" {
 		t.Errorf("VolumePluginRestore after the restart: %+v, %v", final.Status, err)
+	}
+}
+
+// peakRSS is a process's high-water mark of resident memory, in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			kib, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kib << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// TestFaultRestoreOfLargeItemsStaysInBudget: a backup of 64 items of
+// 15 MiB each (written straight into the bucket, as another tool or an
+// attacker could) is restored by a server under GOMEMLIMIT. Items wait for
+// the restore's memory budget, not only for one of its 64 workers, so the
+// server lives and its memory stays bounded; the API server refuses items
+// that large, which the restore reports one by one.
+func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
+	const items, size = 64, 15 << 20
+	t.Setenv("GOMEMLIMIT", "512MiB")
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--restore-memory-budget", "128Mi")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+
+	store := openStore(t, cfg)
+	ctx := context.Background()
+	pr, pw := io.Pipe()
+	go func() {
+		aw, err := archive.NewWriter(pw)
+		blob := strings.Repeat("x", size-200)
+		gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+		for i := 0; err == nil && i < items; i++ {
+			cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": fmt.Sprintf("big-%02d", i), "namespace": "big"},
+				"data":     map[string]any{"blob": blob}}
+			var body []byte
+			if body, err = json.Marshal(cm); err == nil {
+				err = aw.WriteItem(gvr, "big", fmt.Sprintf("big-%02d", i), body)
+			}
+		}
+		if err == nil {
+			err = aw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	if err := store.PutTarball(ctx, "big", pr); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	meta := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "salvor"},
+		Spec:   salvorv1.BackupSpec{StorageLocation: "primary"},
+		Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, FormatVersion: "1.1.0", StartTimestamp: &now, CompletionTimestamp: &now}}
+	if err := store.FinishBackup(ctx, persistence.Finish{Backup: meta, Results: &persistence.Results{}, ItemOperations: []any{}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitBackup(t, "big", salvorv1.BackupPhaseCompleted)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
+
+	_, _ = c.salvor(t, "restore", "create", "big", "--from-backup", "big", "--wait")
+	rs := c.waitRestore(t, "big", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != items || rs.Status.Attempts != 1 {
+		t.Fatalf("restore of %d items of %d MiB: phase %s (%s), %d errors, attempt %d", items, size>>20, rs.Status.Phase, rs.Status.FailureReason, rs.Status.Errors, rs.Status.Attempts)
+	}
+	if srv.cmd.ProcessState != nil {
+		t.Fatalf("the server died: %v", srv.cmd.ProcessState)
+	}
+	peak := peakRSS(t, srv.cmd.Process.Pid)
+	t.Logf("server peak RSS %d MiB", peak>>20)
+	// Measured here: 4.9 GiB without the budget (64 workers each holding
+	// an item), 470 MiB with it.
+	if peak > 800<<20 {
+		t.Errorf("server peak RSS %d MiB: the memory budget did not bound the restore", peak>>20)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -46,6 +47,7 @@ type options struct {
 	restoreWorkers       int
 	restoreTiers         []string
 	operationTimeout     time.Duration
+	restoreMemory        string
 	finalizeAttempts     int
 	finalizeBackoff      time.Duration
 }
@@ -82,6 +84,7 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
 	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, "the order resources are restored in, e.g. customresourcedefinitions.apiextensions.k8s.io,namespaces,secrets (default: Salvor's list; unlisted resources come last)")
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
+	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it")
@@ -97,6 +100,11 @@ func (o *options) run(ctx context.Context) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
+	budget, err := resource.ParseQuantity(o.restoreMemory)
+	if err != nil || budget.Value() <= 0 {
+		return fmt.Errorf("--restore-memory-budget %q: want a size such as 256Mi or 1Gi", o.restoreMemory)
+	}
+	memoryBudget := budget.Value()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
 	log.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	timeouts := map[string]time.Duration{}
@@ -189,7 +197,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
-			Engine:        &restore.Engine{Dynamic: dyn, REST: creates, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers},
+			Engine:        &restore.Engine{Dynamic: dyn, REST: creates, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{
