@@ -774,3 +774,60 @@ func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 		t.Errorf("server peak RSS %d MiB: the memory budget did not bound the restore", peak>>20)
 	}
 }
+
+// TestFaultAggregatedAPIDownWhileWaiting: an aggregated API goes down while
+// a backup waits on a plugin operation; finalizing warns about the group
+// and completes the backup.
+func TestFaultAggregatedAPIDownWhileWaiting(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	waitingBackup(t, c, "agg")
+	c.brokenAggregatedAPI(t)
+	b := c.waitBackup(t, "agg", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Warnings < 1 {
+		t.Fatalf("phase %s (%s), %d warnings", b.Status.Phase, b.Status.FailureReason, b.Status.Warnings)
+	}
+	store := openStore(t, cfg)
+	results, err := store.GetResults(context.Background(), "agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(results.Warnings.All(), "\n"); !strings.Contains(w, "finalizing: API group metrics.k8s.io/v1beta1 is unavailable") {
+		t.Errorf("warnings: %q", w)
+	}
+	if cm := tarball(t, store, "agg")["configmaps/agg/op"]; cm == nil || cm.Object["data"].(map[string]any)["version"] != "2" {
+		t.Errorf("the post-operation item was not backed up again: %v", cm)
+	}
+}
+
+// TestFaultObjectStoreDownDuringFirstPass: MinIO goes away while a first
+// pass uploads its tarball. The backup fails saying so, and once MinIO is
+// back nothing in the location looks like a whole backup.
+func TestFaultObjectStoreDownDuringFirstPass(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--workers", "1")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
+	c.createMany(t, 8000, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
+	})
+	c.mustSalvor(t, "backup", "create", "cut", "--include-namespaces", "many")
+	eventually(t, "the first pass under way", time.Minute, func() (bool, string) {
+		b := c.getBackup(t, "cut")
+		return b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
+	})
+	minio.Stop()
+	b := c.waitBackup(t, "cut", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "uploading the tarball") {
+		t.Fatalf("phase %s (%s)", b.Status.Phase, b.Status.FailureReason)
+	}
+	minio.Start(t)
+	store := openStore(t, cfg)
+	if names, err := store.ListBackups(context.Background()); err != nil || contains(names, "cut") {
+		t.Errorf("a backup cut off by its object store looks whole: %v, %v", names, err)
+	}
+}
