@@ -70,6 +70,19 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.rec.Error(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
 		return
 	}
+	// The backup is untrusted: an item filed under the other scope than
+	// its resource has would slip past the namespace filters and mapping
+	// (a namespaced item under a cluster path lands in whatever namespace
+	// its JSON names; a cluster-scoped one under a namespace path is
+	// selected by that namespace).
+	if namespaced != (it.namespace != "") {
+		scope, filed := "cluster-scoped", "a namespace"
+		if namespaced {
+			scope, filed = "namespaced", "the cluster-scoped items"
+		}
+		r.rec.Error(ns, fmt.Sprintf("%s: resource %s is %s but the backup files this item under %s; not restored", what, it.kind.gr, scope, filed))
+		return
+	}
 	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj); {
 	case err == nil:
 		r.restored.Add(1)

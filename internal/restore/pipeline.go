@@ -119,9 +119,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	it.body = nil
 	fromBackup := obj.DeepCopy()
 	target := r.targetNamespace(it.namespace)
-	if it.namespace != "" {
-		obj.SetNamespace(target)
-	}
+	// Where the item goes is where the backup files it (mapped), never
+	// what its JSON says.
+	obj.SetNamespace(target)
 	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -829,5 +830,74 @@ func TestFaultObjectStoreDownDuringFirstPass(t *testing.T) {
 	store := openStore(t, cfg)
 	if names, err := store.ListBackups(context.Background()); err != nil || contains(names, "cut") {
 		t.Errorf("a backup cut off by its object store looks whole: %v, %v", names, err)
+	}
+}
+
+// TestRestoreRefusesItemsFiledUnderTheWrongScope: a bucket is untrusted.
+// A namespaced item filed under the cluster-scoped path, naming
+// kube-system in its JSON, and a ClusterRoleBinding filed under the
+// namespace the restore selects, are not restored; the restore reports
+// both and restores the rest into the mapped namespace.
+func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	store := openStore(t, cfg)
+	ctx := context.Background()
+
+	entries := map[string]map[string]any{
+		"resources/configmaps/namespaces/app/fine.json": {"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "fine", "namespace": "app"}, "data": map[string]any{"k": "v"}},
+		"resources/configmaps/cluster/evil.json": {"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "evil", "namespace": "kube-system"}, "data": map[string]any{"k": "planted"}},
+		"resources/clusterrolebindings.rbac.authorization.k8s.io/namespaces/app/grab.json": {
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "grab"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+			"subjects": []any{map[string]any{"kind": "User", "name": "mallory", "apiGroup": "rbac.authorization.k8s.io"}}},
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		aw, err := archive.NewWriter(pw)
+		for path, obj := range entries {
+			var body []byte
+			if err == nil {
+				body, err = json.Marshal(obj)
+			}
+			if err == nil {
+				err = aw.WriteEntry(path, body)
+			}
+		}
+		if err == nil {
+			err = aw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	if err := store.PutTarball(ctx, "planted", pr); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	meta := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: "salvor"},
+		Spec:   salvorv1.BackupSpec{StorageLocation: "primary"},
+		Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, FormatVersion: "1.1.0", StartTimestamp: &now, CompletionTimestamp: &now}}
+	if err := store.FinishBackup(ctx, persistence.Finish{Backup: meta, Results: &persistence.Results{}, ItemOperations: []any{}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+
+	_, _ = c.salvor(t, "restore", "create", "r", "--from-backup", "planted", "--include-namespaces", "app", "--namespace-mappings", "app:app-copy", "--wait")
+	rs := c.waitRestore(t, "r", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 2 {
+		t.Errorf("restore: phase %s (%s), %d errors", rs.Status.Phase, rs.Status.FailureReason, rs.Status.Errors)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "evil"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the planted config map reached kube-system: %v", err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "grab"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the planted cluster role binding was created: %v", err)
+	}
+	fine := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app-copy", Name: "fine"}, fine); err != nil || fine.Data["k"] != "v" {
+		t.Errorf("the legitimate item: %v %v", fine.Data, err)
 	}
 }
