@@ -156,10 +156,11 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
 	}
-	if err := r.read(tarball); err != nil {
+	// Discovery first: reading checks each item's scope against it.
+	if err := r.discover(); err != nil {
 		return nil, err
 	}
-	if err := r.discover(); err != nil {
+	if err := r.read(tarball); err != nil {
 		return nil, err
 	}
 	if err := r.loadActions(ctx); err != nil {

@@ -18,12 +18,59 @@ import (
 )
 
 // read checks the whole tarball and spools its items, tier by tier.
+// scopeSeen is where a resource's items are filed in a backup: an entry
+// under a namespace and one under the cluster-scoped path, if any.
+type scopeSeen struct {
+	namespaced, cluster string
+}
+
+var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+
+// checkScope refuses an entry filed under the other scope than its
+// resource has. The backup is untrusted: such an item would slip past the
+// namespace filters and mapping, so nothing from the backup is restored.
+func checkScope(gr schema.GroupResource, namespaced bool, path string, filedNamespaced bool) error {
+	if namespaced == filedNamespaced {
+		return nil
+	}
+	if namespaced {
+		return fmt.Errorf("%w: entry %s is filed as cluster-scoped, but resource %s is namespaced; nothing from this backup is restored", archive.ErrInvalid, path, gr)
+	}
+	return fmt.Errorf("%w: entry %s is filed under a namespace, but resource %s is cluster-scoped; nothing from this backup is restored", archive.ErrInvalid, path, gr)
+}
+
 func (r *run) read(tarball io.Reader) error {
+	// Scopes of resources the cluster does not serve yet are checked
+	// against the backup's own CRDs once the whole tarball is read.
+	unserved := map[schema.GroupResource]scopeSeen{}
+	crdScopes := map[schema.GroupResource]bool{}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		if e.Version != "" {
 			return nil // the top-level copy is the one restored
 		}
 		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
+		r.mu.Lock()
+		res, served := r.resources[gr]
+		r.mu.Unlock()
+		if served {
+			if err := checkScope(gr, res.Namespaced, e.Path, e.Namespace != ""); err != nil {
+				return err
+			}
+		} else {
+			seen := unserved[gr]
+			if e.Namespace != "" {
+				seen.namespaced = e.Path
+			} else {
+				seen.cluster = e.Path
+			}
+			unserved[gr] = seen
+		}
+		if gr == crdResource {
+			group, _, _ := unstructured.NestedString(e.Object.Object, "spec", "group")
+			plural, _, _ := unstructured.NestedString(e.Object.Object, "spec", "names", "plural")
+			scope, _, _ := unstructured.NestedString(e.Object.Object, "spec", "scope")
+			crdScopes[schema.GroupResource{Group: group, Resource: plural}] = scope == "Namespaced"
+		}
 		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
@@ -36,6 +83,21 @@ func (r *run) read(tarball io.Reader) error {
 		}
 		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
 	})
+	if err == nil {
+		for gr, seen := range unserved {
+			namespaced, ok := crdScopes[gr]
+			switch {
+			case !ok:
+			case namespaced && seen.cluster != "":
+				err = checkScope(gr, true, seen.cluster, false)
+			case !namespaced && seen.namespaced != "":
+				err = checkScope(gr, false, seen.namespaced, true)
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", r.restore.Spec.BackupName, err)
 	}
