@@ -241,6 +241,9 @@ func (s *snapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, volumeAZ 
 // CreateVolumeFromSnapshotWithContext copies a snapshot into a new directory,
 // whose path is the new volume's ID (and, for v2, the operation ID).
 func (s *snapshotter) CreateVolumeFromSnapshotWithContext(ctx context.Context, snapshotID, _, _ string, _ *int64) (string, error) {
+	if err := checkSnapshotID(snapshotID); err != nil {
+		return "", err
+	}
 	st, err := s.readState(snapshotID)
 	if err != nil {
 		return "", err
@@ -257,6 +260,9 @@ func (s *snapshotter) GetVolumeInfo(string, string) (string, *int64, error) {
 }
 
 func (s *snapshotter) DeleteSnapshot(snapshotID string) error {
+	if err := checkSnapshotID(snapshotID); err != nil {
+		return err
+	}
 	s.cancel(snapshotID)
 	if err := os.RemoveAll(filepath.Join(s.snapshotDir, snapshotID)); err != nil {
 		return err
@@ -285,6 +291,9 @@ func (s *snapshotter) GetVolumeID(pv runtime.Unstructured) (string, error) {
 }
 
 func (s *snapshotter) SetVolumeID(pv runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
+	if err := s.checkCopyID(volumeID); err != nil || checkSnapshotID(volumeID) == nil {
+		return nil, fmt.Errorf("volume ID %q is not a volume salvor.dev/local-volume restored under %s", volumeID, s.restoreDir)
+	}
 	obj := pv.(*unstructured.Unstructured).DeepCopy()
 	return obj, unstructured.SetNestedField(obj.Object, volumeID, volumePath(pv)...)
 }
@@ -300,6 +309,9 @@ func (s *snapshotter) cancel(id string) bool {
 }
 
 func (s *snapshotterV2) Progress(id string) (sdk.OperationProgress, error) {
+	if err := s.checkCopyID(id); err != nil {
+		return sdk.OperationProgress{}, err
+	}
 	st, err := s.readState(id)
 	if err != nil {
 		return sdk.OperationProgress{}, err
@@ -334,6 +346,9 @@ func (s *snapshotterV2) Progress(id string) (sdk.OperationProgress, error) {
 }
 
 func (s *snapshotterV2) Cancel(id string) error {
+	if err := s.checkCopyID(id); err != nil {
+		return err
+	}
 	st, err := s.readState(id)
 	if err != nil {
 		return err

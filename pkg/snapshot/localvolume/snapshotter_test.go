@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -227,7 +228,7 @@ func TestBackgroundCopyReportsProgressInBytes(t *testing.T) {
 	if p, err := again.Progress(id); err != nil || !p.Completed || p.NCompleted != 4<<20 {
 		t.Errorf("progress from a new process: %+v, %v", p, err)
 	}
-	if _, err := again.Progress("snap-unknown"); err == nil || !strings.Contains(err.Error(), `no copy with ID "snap-unknown"`) {
+	if _, err := again.Progress("snap-0123456789abcdef"); err == nil || !strings.Contains(err.Error(), `no copy with ID "snap-0123456789abcdef"`) {
 		t.Errorf("progress of an unknown copy: %v", err)
 	}
 }
@@ -361,5 +362,43 @@ func TestFileRemovedDuringTheCopyIsLeftOut(t *testing.T) {
 	}
 	if _, ok := tc.sums["tmp/wal"]; ok || len(tc.sums) != 1 {
 		t.Errorf("checksums %v", tc.sums)
+	}
+}
+
+// TestIDsFromTheBucketNeverLeaveItsDirectories: an ID read back from the
+// bucket or the cluster is refused unless this snapshotter could have made
+// it, so it never becomes a path outside its directories.
+func TestIDsFromTheBucketNeverLeaveItsDirectories(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(root, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "keep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := map[string]string{"snapshotDir": filepath.Join(root, "snapshots")}
+	s := newV2(t, config)
+	for _, id := range []string{"../outside", "../outside/keep", "/etc", "snap-0123456789abcdef/../../outside", "snap-short", ""} {
+		if err := s.DeleteSnapshot(id); err == nil {
+			t.Errorf("DeleteSnapshot(%q) was accepted", id)
+		}
+		if _, err := s.CreateVolumeFromSnapshot(id, "", "", nil); err == nil {
+			t.Errorf("CreateVolumeFromSnapshot(%q) was accepted", id)
+		}
+		if _, err := s.Progress(id); err == nil {
+			t.Errorf("Progress(%q) was accepted", id)
+		}
+		if err := s.Cancel(id); err == nil {
+			t.Errorf("Cancel(%q) was accepted", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+		t.Errorf("a directory outside the snapshotter's was touched: %v", err)
+	}
+	pv := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"hostPath": map[string]any{"path": "/data"}}}}
+	if _, err := s.SetVolumeID(pv, "/etc"); err == nil {
+		t.Error("SetVolumeID pointed a volume at /etc")
+	}
+	good := filepath.Join(root, "snapshots", "restored", "vol-0123456789abcdef")
+	if out, err := s.SetVolumeID(pv, good); err != nil || out.(*unstructured.Unstructured).Object["spec"].(map[string]any)["hostPath"].(map[string]any)["path"] != good {
+		t.Errorf("SetVolumeID of a restored volume: %v", err)
 	}
 }
