@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,9 +110,22 @@ func (r *run) read(tarball io.Reader) error {
 	return nil
 }
 
-func matches(names []string, gr schema.GroupResource) bool {
+// matches tells whether one of names (of includedResources, say) means
+// resource gr: through discovery every name the resource answers to
+// (plural, singular, kind, short names, with or without group, any case),
+// as backups read them; for a resource the cluster does not serve yet (a
+// custom resource whose CRD the restore brings), its resource and kind.
+func (r *run) matches(names []string, gr schema.GroupResource, kind string) bool {
+	r.mu.Lock()
+	res, served := r.resources[gr]
+	r.mu.Unlock()
+	if served {
+		return res.MatchesAny(names)
+	}
 	for _, n := range names {
-		if n == "*" || n == gr.Resource || n == gr.String() {
+		n = strings.ToLower(n)
+		k := strings.ToLower(kind)
+		if n == "*" || n == gr.Resource || n == gr.String() || (k != "" && (n == k || n == k+"."+gr.Group)) {
 			return true
 		}
 	}
@@ -130,10 +144,11 @@ func nsMatches(names []string, ns string) bool {
 // selects applies the restore's filters to an item of the backup.
 func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
 	spec := r.restore.Spec
-	if matches(DefaultExcluded, gr) && !matches(spec.IncludedResources, gr) {
+	kind := obj.GetKind()
+	if r.matches(DefaultExcluded, gr, kind) && !r.matches(spec.IncludedResources, gr, kind) {
 		return false
 	}
-	if matches(spec.ExcludedResources, gr) || (len(spec.IncludedResources) > 0 && !matches(spec.IncludedResources, gr)) {
+	if r.matches(spec.ExcludedResources, gr, kind) || (len(spec.IncludedResources) > 0 && !r.matches(spec.IncludedResources, gr, kind)) {
 		return false
 	}
 	if gr == (schema.GroupResource{Resource: "namespaces"}) {

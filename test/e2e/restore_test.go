@@ -491,3 +491,33 @@ func TestServerRestartDuringRestore(t *testing.T) {
 		t.Errorf("%d config maps in again-copy, want %d", len(seen), n)
 	}
 }
+
+// TestRestoreFiltersUseEveryResourceName: a restore's resource filters read
+// names as backups do — singular, kind, short name, any case — not only
+// the plural: `--exclude-resources secret` restores no Secret.
+func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "names"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "names"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "names"}, StringData: map[string]string{"p": "x"}})
+	c.mustSalvor(t, "backup", "create", "names", "--include-namespaces", "names", "--wait")
+	for i, filter := range [][]string{
+		{"--exclude-resources", "secret"},
+		{"--exclude-resources", "Secret"},
+		{"--include-resources", "cm,namespaces"},
+		{"--include-resources", "ConfigMap,namespace"},
+	} {
+		target := fmt.Sprintf("names-%d", i)
+		args := append([]string{"restore", "create", target, "--from-backup", "names", "--namespace-mappings", "names:" + target, "--wait"}, filter...)
+		c.mustSalvor(t, args...)
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: target, Name: "settings"}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("%v: the config map was not restored: %v", filter, err)
+		}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: target, Name: "creds"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%v: the secret was restored: %v", filter, err)
+		}
+	}
+}
