@@ -145,7 +145,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	sp, err := newSpool(dir, len(tiers)+1)
+	sp, err := newSpool(dir, tierCount(tiers))
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (r *run) restoreAll(ctx context.Context) error {
 		budget = DefaultMemoryBudget
 	}
 	inFlight := semaphore.NewWeighted(budget)
-	for t := range len(r.tiers) + 1 {
+	for t := range tierCount(r.tiers) {
 		crds := t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io"
 		var names []string
 		type queued struct {

@@ -66,8 +66,20 @@ func TestTiers(t *testing.T) {
 	ns := tierOf(DefaultTiers, schema.GroupResource{Resource: "namespaces"})
 	cm := tierOf(DefaultTiers, schema.GroupResource{Resource: "configmaps"})
 	other := tierOf(DefaultTiers, schema.GroupResource{Group: "example.io", Resource: "widgets"})
+	webhook := tierOf(DefaultTiers, schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"})
+	apiService := tierOf(DefaultTiers, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"})
 	if !(crd < ns && ns < cm && cm < other && other == len(DefaultTiers)) {
 		t.Errorf("tiers crd %d ns %d cm %d other %d", crd, ns, cm, other)
+	}
+	// Admission objects come after everything else: they must not block
+	// the restore of their own backends.
+	if webhook != other+1 || apiService != other+1 || tierCount(DefaultTiers) != other+2 {
+		t.Errorf("webhook tier %d, APIService tier %d, other %d, %d tiers", webhook, apiService, other, tierCount(DefaultTiers))
+	}
+	// A server's own list places them where it says.
+	custom := []string{"apiservices.apiregistration.k8s.io", "namespaces"}
+	if got := tierOf(custom, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}); got != 0 {
+		t.Errorf("a listed admission resource went to tier %d", got)
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -519,5 +521,49 @@ func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
 		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: target, Name: "creds"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%v: the secret was restored: %v", filter, err)
 		}
+	}
+}
+
+// TestFailingWebhookDoesNotBlockRestore: a backup holds a validating
+// webhook (failurePolicy Fail) for network policies, whose backend is not
+// there. Network policies are restored in the last ordinary tier, beside
+// every resource not listed; admission objects come after it, so the
+// policy the webhook guards is restored instead of being refused by it.
+func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "guarded", Labels: map[string]string{"guarded": "yes"}}})
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	path := "/validate"
+	webhook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "guard.example.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "guarded", Name: "absent", Path: &path}},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"networkpolicies"}}}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	c.create(t, webhook)
+	c.mustSalvor(t, "backup", "create", "guarded", "--include-namespaces", "guarded", "--include-cluster-resources", "--wait")
+	c.deleteForGood(t, webhook, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "guarded"}})
+
+	c.mustSalvor(t, "restore", "create", "guarded", "--from-backup", "guarded", "--include-namespaces", "guarded", "--wait")
+	rs := c.getRestore(t, "guarded")
+	if rs.Status.Errors != 0 {
+		t.Errorf("restore: phase %s, %d errors\n%s", rs.Status.Phase, rs.Status.Errors, c.mustSalvor(t, "restore", "logs", "guarded"))
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "guarded", Name: "deny"}, &networkingv1.NetworkPolicy{}); err != nil {
+		t.Errorf("the guarded network policy was not restored: %v", err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "guard"}, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
+		t.Errorf("the webhook was not restored: %v", err)
 	}
 }
