@@ -19,6 +19,27 @@ import (
 )
 
 // read checks the whole tarball and spools its items, tier by tier.
+const tokenSecretType = "kubernetes.io/service-account-token"
+
+// revokedToken tells whether obj is a service-account token Secret the
+// restore leaves out: unless the restore names secrets in its
+// includedResources, a legacy token an admin deleted to revoke it must not
+// come back with the backup.
+func (r *run) revokedToken(gr schema.GroupResource, obj *unstructured.Unstructured) bool {
+	if gr != (schema.GroupResource{Resource: "secrets"}) {
+		return false
+	}
+	if t, _, _ := unstructured.NestedString(obj.Object, "type"); t != tokenSecretType {
+		return false
+	}
+	for _, n := range r.restore.Spec.IncludedResources {
+		if n != "*" && r.matches([]string{n}, gr, obj.GetKind()) {
+			return false
+		}
+	}
+	return true
+}
+
 // scopeSeen is where a resource's items are filed in a backup: an entry
 // under a namespace and one under the cluster-scoped path, if any.
 type scopeSeen struct {
@@ -73,6 +94,10 @@ func (r *run) read(tarball io.Reader) error {
 			crdScopes[schema.GroupResource{Group: group, Resource: plural}] = scope == "Namespaced"
 		}
 		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
+		if selected && r.revokedToken(gr, e.Object) {
+			selected = false
+			r.rec.Warning(e.Namespace, fmt.Sprintf("secret %s/%s is a service account token (%s): not restored — the cluster issues tokens anew, and one deleted to revoke it stays revoked; name secrets in includedResources to restore it", e.Namespace, e.Name, tokenSecretType))
+		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
 		}

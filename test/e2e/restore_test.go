@@ -567,3 +567,41 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 		t.Errorf("the webhook was not restored: %v", err)
 	}
 }
+
+// TestTokenSecretsAreNotRestoredUnlessAsked: a service-account token
+// Secret in a backup is left out with a warning — a legacy token an admin
+// deleted to revoke it stays revoked — unless the restore names secrets.
+func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tok"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "tok"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-token", Namespace: "tok", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
+			Type: corev1.SecretTypeServiceAccountToken},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "tok"}, StringData: map[string]string{"p": "x"}})
+	c.mustSalvor(t, "backup", "create", "tok", "--include-namespaces", "tok", "--wait")
+
+	c.mustSalvor(t, "restore", "create", "plain", "--from-backup", "tok", "--namespace-mappings", "tok:tok-plain", "--wait")
+	rs := c.getRestore(t, "plain")
+	if rs.Status.Warnings < 1 {
+		t.Errorf("no warning for the token left out: %+v", rs.Status)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-plain", Name: "app-token"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the token secret was restored: %v", err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-plain", Name: "creds"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the ordinary secret was not restored: %v", err)
+	}
+	logs := c.mustSalvor(t, "restore", "logs", "plain")
+	if !strings.Contains(logs, "secret tok/app-token is a service account token") {
+		t.Errorf("the restore's log does not say why the token was left out:\n%s", logs)
+	}
+
+	c.mustSalvor(t, "restore", "create", "asked", "--from-backup", "tok", "--namespace-mappings", "tok:tok-asked",
+		"--include-resources", "namespaces,serviceaccounts,secrets", "--wait")
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-asked", Name: "app-token"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the token secret was not restored when secrets were named: %v", err)
+	}
+}
