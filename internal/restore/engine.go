@@ -99,6 +99,10 @@ type run struct {
 
 	mu        sync.Mutex
 	resources map[schema.GroupResource]resources.Resource
+	// candidates are the cluster-scoped items includeClusterResources left
+	// out, and needed those of them a restored namespaced item needs (by
+	// resource/name): they are restored after all.
+	candidates, needed map[string]bool
 	// reported are the unavailable API groups already warned about
 	// (discovery runs again after each tier that adds CRDs).
 	reported   map[schema.GroupVersion]bool
@@ -150,7 +154,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	defer sp.close()
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{},
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
@@ -235,9 +239,10 @@ func (r *run) restoreAll(ctx context.Context) error {
 			}()
 		}
 		err := r.spool.each(t, func(it *entry) error {
-			if !it.selected {
+			if !it.selected && !r.needed[it.kind.gr.String()+"/"+it.name] {
 				return nil
 			}
+			it.selected = true
 			if crds {
 				names = append(names, it.name)
 			}

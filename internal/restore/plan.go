@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,29 @@ func (r *run) revokedToken(gr schema.GroupResource, obj *unstructured.Unstructur
 		}
 	}
 	return true
+}
+
+// clusterResourcesWanted applies includeClusterResources: true always,
+// false never, unset only when the restore includes every namespace.
+func (r *run) clusterResourcesWanted() bool {
+	spec := r.restore.Spec
+	if spec.IncludeClusterResources != nil {
+		return *spec.IncludeClusterResources
+	}
+	return len(spec.IncludedNamespaces) == 0 || slices.Contains(spec.IncludedNamespaces, "*")
+}
+
+// needs records the cluster-scoped items a restored namespaced item needs
+// to work: a claim's volume, a custom resource's definition.
+func (r *run) needs(gr schema.GroupResource, obj *unstructured.Unstructured) {
+	if gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
+			r.needed["persistentvolumes/"+pv] = true
+		}
+	}
+	if gr.Group != "" {
+		r.needed[crdResource.String()+"/"+gr.String()] = true
+	}
 }
 
 // scopeSeen is where a resource's items are filed in a backup: an entry
@@ -100,6 +124,9 @@ func (r *run) read(tarball io.Reader) error {
 		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
+			if !r.clusterResourcesWanted() && r.restore.Spec.IncludeClusterResources == nil {
+				r.needs(gr, e.Object)
+			}
 		}
 		if gr == (schema.GroupResource{Resource: "namespaces"}) {
 			r.nsItems[e.Name] = selected
@@ -127,6 +154,15 @@ func (r *run) read(tarball io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", r.restore.Spec.BackupName, err)
 	}
+	// A cluster-scoped item left out by includeClusterResources comes
+	// back when a restored item needs it; one needed but not a candidate
+	// (not in the backup, or refused by the resource filters) does not.
+	for key := range r.needed {
+		if !r.candidates[key] {
+			delete(r.needed, key)
+		}
+	}
+	r.total.Add(int64(len(r.needed)))
 	replaced, err := r.spool.seal()
 	if err != nil {
 		return fmt.Errorf("spooling backup %s: %w", r.restore.Spec.BackupName, err)
@@ -178,6 +214,12 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 	}
 	if gr == (schema.GroupResource{Resource: "namespaces"}) {
 		ns = name
+	}
+	if ns == "" && !r.clusterResourcesWanted() {
+		// Cluster-scoped, and the restore does not want those as such; a
+		// restored namespaced item may still need it (see needs).
+		r.candidates[gr.String()+"/"+name] = true
+		return false
 	}
 	if ns != "" {
 		if nsMatches(spec.ExcludedNamespaces, ns) || (len(spec.IncludedNamespaces) > 0 && !nsMatches(spec.IncludedNamespaces, ns)) {

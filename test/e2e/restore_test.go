@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -555,7 +556,7 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "guarded", "--include-namespaces", "guarded", "--include-cluster-resources", "--wait")
 	c.deleteForGood(t, webhook, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "guarded"}})
 
-	c.mustSalvor(t, "restore", "create", "guarded", "--from-backup", "guarded", "--include-namespaces", "guarded", "--wait")
+	c.mustSalvor(t, "restore", "create", "guarded", "--from-backup", "guarded", "--include-namespaces", "guarded", "--include-cluster-resources", "--wait")
 	rs := c.getRestore(t, "guarded")
 	if rs.Status.Errors != 0 {
 		t.Errorf("restore: phase %s, %d errors\n%s", rs.Status.Phase, rs.Status.Errors, c.mustSalvor(t, "restore", "logs", "guarded"))
@@ -603,5 +604,45 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 		"--include-resources", "namespaces,serviceaccounts,secrets", "--wait")
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-asked", Name: "app-token"}, &corev1.Secret{}); err != nil {
 		t.Errorf("the token secret was not restored when secrets were named: %v", err)
+	}
+}
+
+// TestRestoreIncludeClusterResources: a restore of one namespace does not
+// create the backup's cluster-scoped objects (a ClusterRoleBinding) unless
+// asked with --include-cluster-resources; the definition of a custom
+// resource it restores comes along all the same, since the item needs it.
+func TestRestoreIncludeClusterResources(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, widgetCRD())
+	eventually(t, "widgets served", time.Minute, func() (bool, string) {
+		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
+		return err == nil, fmt.Sprint(err)
+	})
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "app-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: "app"}}}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, crb, widget("app", "w", 3))
+	c.mustSalvor(t, "backup", "create", "all", "--include-namespaces", "app", "--include-cluster-resources", "--wait")
+	c.deleteForGood(t, crb, widget("app", "w", 0))
+	c.deleteForGood(t, widgetCRD())
+
+	c.mustSalvor(t, "restore", "create", "ns-only", "--from-backup", "all", "--include-namespaces", "app", "--wait")
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "app-admin"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a namespace restore created the backup's ClusterRoleBinding: %v", err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(widget("app", "w", 0)), widget("app", "w", 0)); err != nil {
+		t.Errorf("the widget (whose definition it needs) was not restored: %v", err)
+	}
+
+	c.mustSalvor(t, "restore", "create", "with-cluster", "--from-backup", "all", "--include-namespaces", "app", "--include-cluster-resources", "--wait")
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "app-admin"}, &rbacv1.ClusterRoleBinding{}); err != nil {
+		t.Errorf("--include-cluster-resources did not restore the ClusterRoleBinding: %v", err)
+	}
+	rs := c.getRestore(t, "with-cluster")
+	if rs.Spec.IncludeClusterResources == nil || !*rs.Spec.IncludeClusterResources {
+		t.Errorf("restore spec: %+v", rs.Spec)
 	}
 }

@@ -33,6 +33,7 @@ type createOptions struct {
 	mappings                             []string
 	existing                             string
 	restoreVolumes                       string
+	includeClusterResources              string
 	itemOperationTimeout                 time.Duration
 	wait                                 bool
 }
@@ -85,6 +86,14 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 				rs.Spec.LabelSelector = sel
 			}
+			switch o.includeClusterResources {
+			case "":
+			case "true", "false":
+				v := o.includeClusterResources == "true"
+				rs.Spec.IncludeClusterResources = &v
+			default:
+				return fmt.Errorf("--include-cluster-resources=%q: want true or false", o.includeClusterResources)
+			}
 			if o.restoreVolumes != "" {
 				v := o.restoreVolumes == "true"
 				if o.restoreVolumes != "true" && o.restoreVolumes != "false" {
@@ -122,6 +131,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to restore (default: all)")
 	f.StringSliceVar(&o.excludeResources, "exclude-resources", nil, "resources to leave out")
+	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "restore cluster-scoped items: true, false, or unset for \"when all namespaces are restored, or when a restored item needs them\"")
+	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
 	f.StringVarP(&o.selector, "selector", "l", "", "restore only items whose labels match")
 	f.StringSliceVar(&o.mappings, "namespace-mappings", nil, "restore namespaces under other names: from:to pairs, comma-separated")
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")

@@ -41,6 +41,13 @@ type RestoreSpec struct {
 	IncludedResources []string `json:"includedResources,omitempty"`
 	// +optional
 	ExcludedResources []string `json:"excludedResources,omitempty"`
+	// IncludeClusterResources says whether cluster-scoped items are
+	// restored (Velero's field): true always; false never; unset only when
+	// the restore includes every namespace, or when a restored namespaced
+	// item needs them (a claim's volume, a custom resource's definition).
+	// +optional
+	// +nullable
+	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
 	// +optional
 	// +nullable
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`

@@ -519,6 +519,11 @@ func (in *RestoreSpec) DeepCopyInto(out *RestoreSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.IncludeClusterResources != nil {
+		in, out := &in.IncludeClusterResources, &out.IncludeClusterResources
+		*out = new(bool)
+		**out = **in
+	}
 	if in.LabelSelector != nil {
 		in, out := &in.LabelSelector, &out.LabelSelector
 		*out = new(metav1.LabelSelector)
