@@ -691,6 +691,35 @@ func TestFaultServerKilledDuringVolumeRestore(t *testing.T) {
 	}
 }
 
+// plantBackup writes a whole backup straight into a location, as another
+// tool (or someone with write access to the bucket) could: a tarball of
+// what write puts in it, and a Completed backup's files and metadata.
+func plantBackup(t *testing.T, store *persistence.BackupStore, name string, write func(*archive.Writer) error) {
+	t.Helper()
+	ctx := context.Background()
+	pr, pw := io.Pipe()
+	go func() {
+		aw, err := archive.NewWriter(pw)
+		if err == nil {
+			err = write(aw)
+		}
+		if err == nil {
+			err = aw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	if err := store.PutTarball(ctx, name, pr); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	meta := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor"},
+		Spec:   salvorv1.BackupSpec{StorageLocation: "primary"},
+		Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, FormatVersion: "1.1.0", StartTimestamp: &now, CompletionTimestamp: &now}}
+	if err := store.FinishBackup(ctx, persistence.Finish{Backup: meta, Results: &persistence.Results{}, ItemOperations: []any{}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // peakRSS is a process's high-water mark of resident memory, in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
@@ -725,37 +754,22 @@ func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 	srv := c.startServer(t, "--restore-memory-budget", "128Mi")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 
-	store := openStore(t, cfg)
-	ctx := context.Background()
-	pr, pw := io.Pipe()
-	go func() {
-		aw, err := archive.NewWriter(pw)
-		blob := strings.Repeat("x", size-200)
+	blob := strings.Repeat("x", size-200)
+	plantBackup(t, openStore(t, cfg), "big", func(aw *archive.Writer) error {
 		gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
-		for i := 0; err == nil && i < items; i++ {
-			cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		for i := range items {
+			body, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"name": fmt.Sprintf("big-%02d", i), "namespace": "big"},
-				"data":     map[string]any{"blob": blob}}
-			var body []byte
-			if body, err = json.Marshal(cm); err == nil {
+				"data":     map[string]any{"blob": blob}})
+			if err == nil {
 				err = aw.WriteItem(gvr, "big", fmt.Sprintf("big-%02d", i), body)
 			}
+			if err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = aw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	if err := store.PutTarball(ctx, "big", pr); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.Now()
-	meta := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "salvor"},
-		Spec:   salvorv1.BackupSpec{StorageLocation: "primary"},
-		Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, FormatVersion: "1.1.0", StartTimestamp: &now, CompletionTimestamp: &now}}
-	if err := store.FinishBackup(ctx, persistence.Finish{Backup: meta, Results: &persistence.Results{}, ItemOperations: []any{}}); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	c.waitBackup(t, "big", salvorv1.BackupPhaseCompleted)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
 
@@ -856,33 +870,18 @@ func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
 			"subjects": []any{map[string]any{"kind": "User", "name": "mallory", "apiGroup": "rbac.authorization.k8s.io"}}},
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		aw, err := archive.NewWriter(pw)
+	plantBackup(t, store, "planted", func(aw *archive.Writer) error {
 		for path, obj := range entries {
-			var body []byte
-			if err == nil {
-				body, err = json.Marshal(obj)
-			}
+			body, err := json.Marshal(obj)
 			if err == nil {
 				err = aw.WriteEntry(path, body)
 			}
+			if err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = aw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	if err := store.PutTarball(ctx, "planted", pr); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.Now()
-	meta := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: "salvor"},
-		Spec:   salvorv1.BackupSpec{StorageLocation: "primary"},
-		Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, FormatVersion: "1.1.0", StartTimestamp: &now, CompletionTimestamp: &now}}
-	if err := store.FinishBackup(ctx, persistence.Finish{Backup: meta, Results: &persistence.Results{}, ItemOperations: []any{}}); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
 
 	_, _ = c.salvor(t, "restore", "create", "r", "--from-backup", "planted", "--include-namespaces", "app", "--namespace-mappings", "app:app-copy", "--wait")

@@ -88,6 +88,12 @@ func (c conn) begin(ctx context.Context, fullMethod string) (*call, *grpc.Client
 		})
 	}
 	cl.ctx = wire.WithTimeoutHeader(cl.ctx, time.Until(deadline))
+	return c.connect(ctx, cl)
+}
+
+// connect gives a prepared call its process's connection, starting the
+// process if need be.
+func (c conn) connect(ctx context.Context, cl *call) (*call, *grpc.ClientConn, error) {
 	cc, gen, err := c.p.get(ctx)
 	if err != nil {
 		cl.end()
@@ -226,13 +232,7 @@ func (c conn) beginStream(ctx context.Context, fullMethod string) (*call, *grpc.
 	info, _ := ctx.Value(callInfoKey{}).(callInfo)
 	cl := &call{desc: m.desc, method: m.name, info: info, start: time.Now(), stopWait: noop, stream: true, idle: m.timeout}
 	cl.ctx, cl.cancel = context.WithCancel(ctx)
-	cc, gen, err := c.p.get(ctx)
-	if err != nil {
-		cl.end()
-		return nil, nil, cl.fail(c.p, ctx, err, false)
-	}
-	cl.gen = gen
-	return cl, cc, nil
+	return c.connect(ctx, cl)
 }
 
 // wait runs one wait on the plugin under the stream's idle deadline.
