@@ -166,6 +166,10 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
 				continue
 			}
+			if !dep.selected && !r.additionalAllowed(dep) {
+				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which the restore's filters leave out; not restored", what, act.a.Name(), extra))
+				continue
+			}
 			r.restoreItem(ctx, dep, w)
 		}
 		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {

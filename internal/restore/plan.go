@@ -204,12 +204,7 @@ func nsMatches(names []string, ns string) bool {
 
 // selects applies the restore's filters to an item of the backup.
 func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
-	spec := r.restore.Spec
-	kind := obj.GetKind()
-	if r.matches(DefaultExcluded, gr, kind) && !r.matches(spec.IncludedResources, gr, kind) {
-		return false
-	}
-	if r.matches(spec.ExcludedResources, gr, kind) || (len(spec.IncludedResources) > 0 && !r.matches(spec.IncludedResources, gr, kind)) {
+	if !r.resourceAllowed(gr, obj.GetKind()) {
 		return false
 	}
 	if gr == (schema.GroupResource{Resource: "namespaces"}) {
@@ -221,12 +216,47 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 		r.candidates[gr.String()+"/"+name] = true
 		return false
 	}
-	if ns != "" {
-		if nsMatches(spec.ExcludedNamespaces, ns) || (len(spec.IncludedNamespaces) > 0 && !nsMatches(spec.IncludedNamespaces, ns)) {
-			return false
-		}
+	if ns != "" && !r.namespaceAllowed(ns) {
+		return false
 	}
 	return r.selector.Matches(labels.Set(obj.GetLabels()))
+}
+
+// resourceAllowed applies the restore's resource filters and the default
+// exclusions (which only naming the resource lifts).
+func (r *run) resourceAllowed(gr schema.GroupResource, kind string) bool {
+	spec := r.restore.Spec
+	if r.matches(DefaultExcluded, gr, kind) && !r.matches(spec.IncludedResources, gr, kind) {
+		return false
+	}
+	return !r.matches(spec.ExcludedResources, gr, kind) && (len(spec.IncludedResources) == 0 || r.matches(spec.IncludedResources, gr, kind))
+}
+
+// namespaceAllowed applies the restore's namespace filters to a namespace
+// of the backup.
+func (r *run) namespaceAllowed(ns string) bool {
+	spec := r.restore.Spec
+	return !nsMatches(spec.ExcludedNamespaces, ns) && (len(spec.IncludedNamespaces) == 0 || nsMatches(spec.IncludedNamespaces, ns))
+}
+
+// additionalAllowed tells whether an item a plugin asks for, outside what
+// the restore selects, passes its filters: resources, default exclusions
+// and namespaces (not the label selector: a plugin names the very item it
+// needs). A cluster-scoped one is refused only when includeClusterResources
+// is false.
+func (r *run) additionalAllowed(it *entry) bool {
+	ns := it.namespace
+	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
+		ns = it.name
+	}
+	if !r.resourceAllowed(it.kind.gr, "") {
+		return false
+	}
+	if ns == "" {
+		icr := r.restore.Spec.IncludeClusterResources
+		return icr == nil || *icr
+	}
+	return r.namespaceAllowed(ns)
 }
 
 func (r *run) discover() error {

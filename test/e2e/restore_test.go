@@ -646,3 +646,30 @@ func TestRestoreIncludeClusterResources(t *testing.T) {
 		t.Errorf("restore spec: %+v", rs.Spec)
 	}
 }
+
+// TestPluginRequestedItemsObeyTheFilters: an item a RestoreItemAction asks
+// for is not restored when the restore's filters leave it out; the
+// restore warns, naming the plugin and the item.
+func TestPluginRequestedItemsObeyTheFilters(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "asks"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "excluded", Namespace: "asks"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wants", Namespace: "asks", Annotations: map[string]string{
+			"example.io/depends-on": "configmaps/excluded", "example.io/ready-timeout": "1s"}}})
+	c.mustSalvor(t, "backup", "create", "asks", "--include-namespaces", "asks", "--wait")
+	_, _ = c.salvor(t, "restore", "create", "asks", "--from-backup", "asks", "--namespace-mappings", "asks:asks2", "--exclude-resources", "configmaps", "--wait")
+	c.waitRestore(t, "asks", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "asks2", Name: "excluded"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the excluded config map a plugin asked for was restored: %v", err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "asks2", Name: "wants"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the secret was not restored: %v", err)
+	}
+	details := c.mustSalvor(t, "restore", "describe", "asks", "--details")
+	if !strings.Contains(details, "RestoreItemAction example.io/wait-for-dependencies asked for configmaps asks2/excluded, which the restore's filters leave out") {
+		t.Errorf("describe --details does not warn about the refused item:\n%s", details)
+	}
+}
