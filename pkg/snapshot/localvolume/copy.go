@@ -38,6 +38,7 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 // even when the source changes under it.
 type treeCopy struct {
 	src, dst string
+	root     *os.Root      // src, opened for the run: files are read through it
 	limiter  *rate.Limiter // nil: as fast as the disk goes
 	step     int           // bytes between limiter waits and progress
 	done     atomic.Int64
@@ -140,6 +141,12 @@ func (t *treeCopy) run(ctx context.Context, p *treePlan, progress func(done int6
 	if err := os.RemoveAll(t.dst); err != nil {
 		return err
 	}
+	root, err := os.OpenRoot(t.src)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	t.root = root
 	// Directories are made open to this process and given their own
 	// permissions last, or a read-only one could not be filled.
 	for _, d := range p.dirs {
@@ -185,7 +192,7 @@ func (t *treeCopy) run(ctx context.Context, p *treePlan, progress func(done int6
 		}
 		return nil
 	})
-	err := workers.Wait()
+	err = workers.Wait()
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -231,16 +238,31 @@ func (t *treeCopy) wait(ctx context.Context, n int) error {
 }
 
 func (t *treeCopy) copyFile(ctx context.Context, f node) error {
-	in, err := os.Open(filepath.Join(t.src, f.rel))
+	// The volume is live: between the walk and this open a pod may swap a
+	// directory on the path for a symbolic link to the host. The file is
+	// opened inside the volume's root, which refuses any path that would
+	// leave it, and must still be a regular file.
+	in, err := t.root.Open(f.rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Removed from a live volume since the walk: it is not part of
 		// the volume any more, so not of its snapshot either.
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("opening %s inside volume %s: %w", f.rel, t.src, err)
 	}
 	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s in volume %s is no longer a regular file (%s) since the copy began", f.rel, t.src, info.Mode().Type())
+	}
+	// Permissions and owner are those of what is read, not of what the
+	// walk saw.
+	f.mode = info.Mode()
+	f.uid, f.gid = owner(info)
 	dstPath := filepath.Join(t.dst, f.rel)
 	out, err := os.OpenFile(dstPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

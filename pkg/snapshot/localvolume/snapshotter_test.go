@@ -402,3 +402,50 @@ func TestIDsFromTheBucketNeverLeaveItsDirectories(t *testing.T) {
 		t.Errorf("SetVolumeID of a restored volume: %v", err)
 	}
 }
+
+// TestSwappedDirectoryNeverLeaksOutsideBytes: a pod swaps a directory of a
+// live volume for a symbolic link to the host between the walk and the
+// copy. The copy reads files inside the volume's root only: it fails that
+// file, and nothing from outside reaches the snapshot.
+func TestSwappedDirectoryNeverLeaksOutsideBytes(t *testing.T) {
+	root := t.TempDir()
+	src, dst, outside := filepath.Join(root, "vol"), filepath.Join(root, "snap"), filepath.Join(root, "host")
+	for _, d := range []string{filepath.Join(src, "d"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "d", "f"), []byte("inside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "f"), []byte("SECRET OF THE HOST"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := newTreeCopy(src, dst, 0, defaultAlgorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := tc.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The swap, after the walk.
+	if err := os.RemoveAll(filepath.Join(src, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(src, "d")); err != nil {
+		t.Fatal(err)
+	}
+	err = tc.run(context.Background(), plan, func(int64) error { return nil })
+	if err == nil {
+		t.Error("the copy of a volume whose directory became a link out of it succeeded")
+	}
+	_ = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), "SECRET") {
+				t.Errorf("%s holds the host's bytes", p)
+			}
+		}
+		return nil
+	})
+}
