@@ -21,6 +21,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -176,6 +177,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // validate returns what is wrong with a new Backup's spec.
 func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
 	problems := backup.Validate(b.Spec)
+	if served, unavailable, err := resources.Discover(r.Engine.Discovery); err == nil {
+		problems = append(problems, resources.Unknown("includedResources", b.Spec.IncludedResources, served, unavailable, nil)...)
+		problems = append(problems, resources.Unknown("excludedResources", b.Spec.ExcludedResources, served, unavailable, nil)...)
+	}
 	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
 	switch {
 	case apierrors.IsNotFound(err):

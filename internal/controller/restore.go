@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -92,6 +94,9 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			problems = append(problems, fmt.Sprintf("backup %q is %s: only a Completed or PartiallyFailed backup can be restored", b.Name, b.Status.Phase))
 		}
 	}
+	if len(problems) == 0 {
+		problems = r.unknownResources(ctx, rs, b)
+	}
 	if len(problems) > 0 {
 		rs.Status.Phase, rs.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
 		return ctrl.Result{}, updateRestoreStatus(ctx, r.Client, rs)
@@ -119,6 +124,50 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	r.run(runCtx, ctx, rs, b, cancel)
 	return ctrl.Result{}, nil
+}
+
+// unknownResources names the resources in the restore's filters that mean
+// nothing: not served by the cluster, and not held by the backup (whose
+// custom resources the cluster may not serve yet). Without the backup's
+// resource list it checks nothing rather than refuse a good name.
+func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup) []string {
+	if len(rs.Spec.IncludedResources) == 0 && len(rs.Spec.ExcludedResources) == 0 {
+		return nil
+	}
+	served, unavailable, err := resources.Discover(r.Engine.Discovery)
+	if err != nil {
+		return nil
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return nil
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		return nil
+	}
+	list, err := store.GetResourceList(ctx, b.Name)
+	if err != nil {
+		return nil
+	}
+	inBackup := map[string]bool{}
+	for key, items := range list {
+		// Keys are group/version/Kind ("v1/ConfigMap" for the core group).
+		parts := strings.Split(key, "/")
+		kind, group := strings.ToLower(parts[len(parts)-1]), ""
+		if len(parts) == 3 {
+			group = parts[0]
+		}
+		inBackup[kind], inBackup[kind+"."+group] = true, true
+		if key == "apiextensions.k8s.io/v1/CustomResourceDefinition" {
+			for _, crd := range items {
+				plural, _, _ := strings.Cut(crd, ".")
+				inBackup[strings.ToLower(crd)], inBackup[strings.ToLower(plural)] = true, true
+			}
+		}
+	}
+	problems := resources.Unknown("includedResources", rs.Spec.IncludedResources, served, unavailable, inBackup)
+	return append(problems, resources.Unknown("excludedResources", rs.Spec.ExcludedResources, served, unavailable, inBackup)...)
 }
 
 func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reason string) error {

@@ -83,3 +83,13 @@ func TestMatcherAnswersToEveryName(t *testing.T) {
 		t.Error("a bad label selector compiled")
 	}
 }
+
+func TestUnknownNames(t *testing.T) {
+	served := []Resource{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true,
+		names: []string{"secrets", "secrets", "secret", "secret"}}}
+	unavailable := []Unavailable{{GroupVersion: schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}}}
+	got := Unknown("includedResources", []string{"Secret", "*", "podmetrics.metrics.k8s.io", "widgets", "secrest"}, served, unavailable, map[string]bool{"widgets": true})
+	if len(got) != 1 || !strings.Contains(got[0], `includedResources: "secrest" is not a resource`) {
+		t.Errorf("Unknown = %q", got)
+	}
+}

@@ -523,6 +523,18 @@ func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
 			t.Errorf("%v: the secret was restored: %v", filter, err)
 		}
 	}
+	// A name that means nothing fails validation, naming it, for restores
+	// and backups alike.
+	_, _ = c.salvor(t, "restore", "create", "typo", "--from-backup", "names", "--include-resources", "configmaps,nosuchthing")
+	rs := c.waitRestore(t, "typo", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(strings.Join(rs.Status.ValidationErrors, " "), `includedResources: "nosuchthing" is not a resource`) {
+		t.Errorf("restore with an unknown resource name: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
+	}
+	c.mustSalvor(t, "backup", "create", "typo", "--exclude-resources", "secrest")
+	b := c.waitBackup(t, "typo", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailedValidation || !strings.Contains(strings.Join(b.Status.ValidationErrors, " "), `excludedResources: "secrest" is not a resource`) {
+		t.Errorf("backup with an unknown resource name: %s %q", b.Status.Phase, b.Status.ValidationErrors)
+	}
 }
 
 // TestFailingWebhookDoesNotBlockRestore: a backup holds a validating

@@ -1,0 +1,35 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Unknown returns the names in a spec's resource list field (field names
+// it in messages) that mean no resource: not one the cluster serves, not
+// one of an API group that is unavailable right now, and not one of
+// extra (names the caller knows of otherwise, lower case: for a restore,
+// what its backup holds). A misspelt name would otherwise select nothing,
+// silently.
+func Unknown(field string, names []string, served []Resource, unavailable []Unavailable, extra map[string]bool) []string {
+	var problems []string
+	for _, n := range names {
+		if n == "*" || extra[strings.ToLower(n)] {
+			continue
+		}
+		known := false
+		for _, r := range served {
+			if r.MatchesAny([]string{n}) {
+				known = true
+				break
+			}
+		}
+		for _, u := range unavailable {
+			known = known || u.Names(n)
+		}
+		if !known {
+			problems = append(problems, fmt.Sprintf("%s: %q is not a resource this cluster serves: check the name (`kubectl api-resources` lists them)", field, n))
+		}
+	}
+	return problems
+}
