@@ -228,7 +228,7 @@ func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, stor
 		operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
 		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 	}
-	if err := store.DeleteRunFiles(ctx, b.Name); err != nil {
+	if err := store.DeleteRunFiles(ctx, b.Name, string(b.UID)); err != nil {
 		r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", err)
 	}
 	_ = r.fail(ctx, b, reason)
@@ -303,6 +303,10 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	}
 	if err := r.recoverJournal(ctx, store, b, log.Logger); err != nil {
 		_ = r.fail(ctx, b, fmt.Sprintf("stopping what an earlier attempt started: %v", err))
+		return
+	}
+	if err := store.ClaimName(ctx, b.Name, string(b.UID)); err != nil {
+		_ = r.fail(ctx, b, err.Error())
 		return
 	}
 	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)

@@ -491,7 +491,7 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
 			}
 		}
-		if err := w.store.DeleteRunFiles(ctx, b.Name); err != nil {
+		if err := w.store.DeleteRunFiles(ctx, b.Name, string(b.UID)); err != nil {
 			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
 		}
 		_, failed, _ := operations.Counts(viewOf(w.ops))

@@ -18,6 +18,9 @@ const (
 	ItemOperationsFile
 	VolumeSnapshotsFile
 	VolumePluginBackupsFile
+	// OwnerFile names the Backup (by UID) whose run writes the files: a
+	// failed run removes them only if it is still the owner.
+	OwnerFile
 )
 
 var suffixes = map[File]string{
@@ -28,6 +31,7 @@ var suffixes = map[File]string{
 	ItemOperationsFile:      "-itemoperations.json.gz",
 	VolumeSnapshotsFile:     "-volumesnapshots.json.gz",
 	VolumePluginBackupsFile: "-volumepluginbackups.json.gz",
+	OwnerFile:               "-salvor-owner.json",
 }
 
 // Suffix is what follows the backup's name in the file's name.

@@ -135,7 +135,7 @@ func (s *BackupStore) FinishBackup(ctx context.Context, f Finish) (err error) {
 	name := f.Backup.Name
 	defer func() {
 		if err != nil {
-			if derr := s.DeleteRunFiles(context.WithoutCancel(ctx), name); derr != nil {
+			if derr := s.DeleteRunFiles(context.WithoutCancel(ctx), name, string(f.Backup.UID)); derr != nil {
 				err = fmt.Errorf("%w (and removing what was written failed: %v)", err, derr)
 			}
 		}
@@ -310,14 +310,48 @@ func (s *BackupStore) HasBackup(ctx context.Context, name string) (bool, error) 
 	return len(keys) > 0, nil
 }
 
+// ErrNotOwner: a run was about to remove files under a backup's name that
+// another run (another cluster's, sharing the bucket) now owns.
+var ErrNotOwner = errors.New("the files under this backup name belong to another run; left as they are")
+
+// ClaimName records that the run of the Backup with UID uid writes the
+// files under name (see OwnerFile).
+func (s *BackupStore) ClaimName(ctx context.Context, name, uid string) error {
+	if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, OwnerFile), strings.NewReader(uid)); err != nil {
+		return fmt.Errorf("claiming backup name %s: %w", name, err)
+	}
+	return nil
+}
+
 // DeleteRunFiles removes the files a run of a backup writes, and nothing
-// else under its name: what a failed or cancelled run leaves behind. The
-// metadata goes first, so the backup never looks whole while going.
-func (s *BackupStore) DeleteRunFiles(ctx context.Context, name string) error {
+// else under its name: what a failed or cancelled run leaves behind. It
+// removes them only when the name's owner record is the run's (uid): a
+// run cannot prove it wrote files another run owns, or files under a name
+// it never claimed, so it leaves those (ErrNotOwner). The metadata goes
+// first, so the backup never looks whole while going.
+func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string) error {
+	rc, err := s.store.GetObject(ctx, s.bucket, s.BackupFile(name, OwnerFile))
+	if err != nil {
+		if ok, eerr := s.store.ObjectExists(ctx, s.bucket, s.BackupFile(name, OwnerFile)); eerr == nil && !ok {
+			return nil // never claimed: the run wrote nothing
+		}
+		return fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+	}
+	owner, err := io.ReadAll(io.LimitReader(rc, 256))
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+	}
+	if string(owner) != uid {
+		return fmt.Errorf("backup %s: %w", name, ErrNotOwner)
+	}
 	keys := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}
 	for f := range suffixes {
-		keys = append(keys, s.BackupFile(name, f))
+		if f != OwnerFile {
+			keys = append(keys, s.BackupFile(name, f))
+		}
 	}
+	keys = append(keys, s.BackupFile(name, OwnerFile))
 	for _, k := range keys {
 		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {
 			return fmt.Errorf("deleting %s: %w", k, err)

@@ -168,10 +168,13 @@ func TestABackupIsWholeOnlyWithItsMetadata(t *testing.T) {
 }
 
 // TestFinishBackupLeavesNoHalfBackup: a write that fails leaves nothing
-// that could be mistaken for a backup.
+// that could be mistaken for a backup, and removes what the run wrote.
 func TestFinishBackupLeavesNoHalfBackup(t *testing.T) {
 	ctx := context.Background()
 	s, fs := newStore(t, "")
+	if err := s.ClaimName(ctx, "b2", string(backup("b2").UID)); err != nil {
+		t.Fatal(err)
+	}
 	fs.failPut = func(key string) error {
 		if strings.HasSuffix(key, MetadataFile) {
 			return errors.New("503 Slow Down")
@@ -184,6 +187,58 @@ func TestFinishBackupLeavesNoHalfBackup(t *testing.T) {
 	}
 	if l, _ := s.ListBackups(ctx); len(l) != 0 {
 		t.Errorf("listed after a failed finish: %v", l)
+	}
+	if keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "backups/b2/"); len(keys) != 0 {
+		t.Errorf("left by the failed finish: %v", keys)
+	}
+}
+
+// TestDeleteRunFilesOnlyWhatTheRunOwns: a failed run removes the files
+// under a name only while the name's owner record is its own; another
+// run's files (another cluster's, sharing the bucket) and files under a
+// name it never claimed stay.
+func TestDeleteRunFilesOnlyWhatTheRunOwns(t *testing.T) {
+	ctx := context.Background()
+	s, fs := newStore(t, "")
+	write := func(name string) {
+		if err := s.PutTarball(ctx, name, strings.NewReader("tar")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutJSON(ctx, name, ResultsFile, &Results{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(name string) int {
+		keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "backups/"+name+"/")
+		return len(keys)
+	}
+	// Two runs claimed "shared"; the other cluster's claim came last.
+	if err := s.ClaimName(ctx, "shared", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	write("shared")
+	if err := s.ClaimName(ctx, "shared", "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRunFiles(ctx, "shared", "mine"); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("deleting another run's files: %v", err)
+	}
+	if n := count("shared"); n != 3 {
+		t.Errorf("%d files left under the other run's name, want 3", n)
+	}
+	if err := s.DeleteRunFiles(ctx, "shared", "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("shared"); n != 0 {
+		t.Errorf("%d files left by the owner's cleanup", n)
+	}
+	// Never claimed (written by Velero, or before the run began): kept.
+	write("velero")
+	if err := s.DeleteRunFiles(ctx, "velero", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("velero"); n != 2 {
+		t.Errorf("%d files left under an unclaimed name, want 2", n)
 	}
 }
 
@@ -229,12 +284,12 @@ func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 	ro := NewReadOnly(fs, "bkt", "", scratch)
 
 	for what, err := range map[string]error{
-		"PutTarball":     ro.PutTarball(ctx, "b2", strings.NewReader("tar")),
-		"PutMetadata":    ro.PutMetadata(ctx, backup("b2")),
-		"PutJSON":        ro.PutJSON(ctx, "b1", ResultsFile, &Results{}),
-		"DeleteBackup":   ro.DeleteBackup(ctx, "b1"),
-		"DeleteRunFiles": ro.DeleteRunFiles(ctx, "b1"),
-		"FinishBackup":   ro.FinishBackup(ctx, Finish{Backup: backup("b3"), Results: &Results{}}),
+		"PutTarball":   ro.PutTarball(ctx, "b2", strings.NewReader("tar")),
+		"PutMetadata":  ro.PutMetadata(ctx, backup("b2")),
+		"PutJSON":      ro.PutJSON(ctx, "b1", ResultsFile, &Results{}),
+		"DeleteBackup": ro.DeleteBackup(ctx, "b1"),
+		"ClaimName":    ro.ClaimName(ctx, "b2", "uid"),
+		"FinishBackup": ro.FinishBackup(ctx, Finish{Backup: backup("b3"), Results: &Results{}}),
 	} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s on a ReadOnly location: %v", what, err)
