@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/backup"
@@ -20,7 +21,13 @@ import (
 // Salvor's CRDs and returns a client for them.
 func controlPlane(t *testing.T) client.Client {
 	t.Helper()
-	cfg := testbed.ControlPlane(t)
+	return controlPlaneClient(t, testbed.ControlPlane(t))
+}
+
+// controlPlaneClient is a client for the control plane at cfg, with the
+// namespace salvor made.
+func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
