@@ -478,7 +478,7 @@ func TestFaultDeleteDuringFirstPass(t *testing.T) {
 	srv := c.startServer(t, "--workers", "1")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
-	c.createMany(t, 8000, func(i int) client.Object {
+	c.createMany(t, 12000, func(i int) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
 	})
 	c.mustSalvor(t, "backup", "create", "doomed", "--include-namespaces", "many")
@@ -827,7 +827,7 @@ func TestFaultObjectStoreDownDuringFirstPass(t *testing.T) {
 	c.startServer(t, "--workers", "1")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
-	c.createMany(t, 8000, func(i int) client.Object {
+	c.createMany(t, 12000, func(i int) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
 	})
 	c.mustSalvor(t, "backup", "create", "cut", "--include-namespaces", "many")
