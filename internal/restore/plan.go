@@ -219,7 +219,53 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 	if ns != "" && !r.namespaceAllowed(ns) {
 		return false
 	}
+	if ns == "" && r.restore.Spec.IncludeClusterResources == nil && gr != (schema.GroupResource{Resource: "persistentvolumes"}) {
+		if from := mappedReference(obj.Object, r.restore.Spec.NamespaceMapping); from != "" {
+			// A ClusterRoleBinding's subject, a webhook's service: restored
+			// as it is, it would act on the original namespace, not on the
+			// one this restore maps it to.
+			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it as it is",
+				gr, name, from, r.restore.Spec.NamespaceMapping[from], from))
+			return false
+		}
+	}
 	return r.selector.Matches(labels.Set(obj.GetLabels()))
+}
+
+// mappedReference returns a namespace that v (an object's fields, apart
+// from its own metadata) refers to by a "namespace" field and that mapping
+// maps elsewhere, or "".
+func mappedReference(v any, mapping map[string]string) string {
+	if len(mapping) == 0 {
+		return ""
+	}
+	var walk func(v any, top bool) string
+	walk = func(v any, top bool) string {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if top && k == "metadata" {
+					continue
+				}
+				if s, ok := x.(string); ok && k == "namespace" {
+					if _, mapped := mapping[s]; mapped {
+						return s
+					}
+				}
+				if found := walk(x, false); found != "" {
+					return found
+				}
+			}
+		case []any:
+			for _, x := range v {
+				if found := walk(x, false); found != "" {
+					return found
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v, true)
 }
 
 // resourceAllowed applies the restore's resource filters and the default

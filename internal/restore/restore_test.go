@@ -108,3 +108,23 @@ func TestDifferences(t *testing.T) {
 		}
 	}
 }
+
+func TestMappedReference(t *testing.T) {
+	mapping := map[string]string{"app": "app2"}
+	crb := map[string]any{"kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "x", "namespace": "app"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "default", "namespace": "app"}}}
+	if got := mappedReference(crb, mapping); got != "app" {
+		t.Errorf("a binding's subject in a mapped namespace: %q", got)
+	}
+	webhook := map[string]any{"webhooks": []any{map[string]any{"clientConfig": map[string]any{"service": map[string]any{"namespace": "other"}}}}}
+	if got := mappedReference(webhook, mapping); got != "" {
+		t.Errorf("a reference to an unmapped namespace: %q", got)
+	}
+	own := map[string]any{"metadata": map[string]any{"namespace": "app"}}
+	if got := mappedReference(own, mapping); got != "" {
+		t.Errorf("an object's own metadata counted: %q", got)
+	}
+	if got := mappedReference(crb, nil); got != "" {
+		t.Errorf("without a mapping: %q", got)
+	}
+}

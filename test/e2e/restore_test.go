@@ -622,7 +622,9 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 // TestRestoreIncludeClusterResources: a restore of one namespace does not
 // create the backup's cluster-scoped objects (a ClusterRoleBinding) unless
 // asked with --include-cluster-resources; the definition of a custom
-// resource it restores comes along all the same, since the item needs it.
+// resource it restores comes along all the same, since the item needs it;
+// a restore of every namespace under a mapping leaves out a binding whose
+// subject is in a mapped namespace.
 func TestRestoreIncludeClusterResources(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -647,6 +649,16 @@ func TestRestoreIncludeClusterResources(t *testing.T) {
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(widget("app", "w", 0)), widget("app", "w", 0)); err != nil {
 		t.Errorf("the widget (whose definition it needs) was not restored: %v", err)
+	}
+
+	// Every namespace, mapped: the binding names a subject in the original
+	// namespace, so it is left out (it would grant to app, not app3).
+	c.mustSalvor(t, "restore", "create", "mapped", "--from-backup", "all", "--namespace-mappings", "app:app3", "--wait")
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "app-admin"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a mapped restore created a ClusterRoleBinding for the original namespace: %v", err)
+	}
+	if details := c.mustSalvor(t, "restore", "describe", "mapped", "--details"); !strings.Contains(details, "refers to namespace app, which this restore maps to app3") {
+		t.Errorf("describe --details does not say why the binding was left out:\n%s", details)
 	}
 
 	c.mustSalvor(t, "restore", "create", "with-cluster", "--from-backup", "all", "--include-namespaces", "app", "--include-cluster-resources", "--wait")
