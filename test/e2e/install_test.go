@@ -43,7 +43,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	}
 	for _, r := range cr.Rules {
 		for _, v := range r.Verbs {
-			if v == "delete" || v == "*" || v == "escalate" || v == "impersonate" {
+			if v == "delete" || v == "update" || v == "*" || v == "escalate" || v == "impersonate" {
 				t.Errorf("cluster role grants %q", v)
 			}
 		}

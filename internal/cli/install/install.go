@@ -84,11 +84,14 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	return cmd
 }
 
-// ServerRules are everything the server does in the cluster, and no more:
-// it reads every resource (backups) and creates, updates and patches them
-// (restores). It deletes nothing outside its own namespace.
+// ServerRules are what the server does in the cluster: it reads every
+// resource (backups) and creates and patches them (restores; an existing
+// object is only ever patched, with existingResourcePolicy update). It
+// never updates or deletes outside its own namespace. The rule is still
+// "every resource", which in RBAC includes subresources: narrowing it is
+// open work.
 var ServerRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+	{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "create", "patch"}},
 }
 
 // NamespaceRules are what the server does in its own namespace: run its
