@@ -68,11 +68,6 @@ func filters(spec salvorv1.BackupSpec) resources.Filters {
 	}
 }
 
-type action struct {
-	a   host.BackupItemAction
-	sel resources.ActionSelector
-}
-
 // run is one backup in progress.
 type run struct {
 	e         *Engine
@@ -80,7 +75,7 @@ type run struct {
 	store     *persistence.BackupStore
 	log       *slog.Logger
 	resources map[schema.GroupResource]resources.Resource
-	actions   []action
+	actions   []resources.Scoped[host.BackupItemAction]
 	writer    *archive.Writer
 	seen      seenSet
 	total     atomic.Int64
@@ -202,18 +197,8 @@ func (r *run) loadActions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range actions {
-		sel, err := a.AppliesTo(ctx)
-		if err != nil {
-			return fmt.Errorf("asking BackupItemAction %s what it applies to: %w", a.Name(), err)
-		}
-		compiled, err := resources.CompileSelector(sel)
-		if err != nil {
-			return fmt.Errorf("BackupItemAction %s: %w", a.Name(), err)
-		}
-		r.actions = append(r.actions, action{a: a, sel: compiled})
-	}
-	return nil
+	r.actions, err = resources.Scope(ctx, "BackupItemAction", actions)
+	return err
 }
 
 // namespaces lists the namespaces the backup includes.
@@ -384,22 +369,22 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 	}
 	what := describe(res, ns, name)
 	for _, act := range r.actions {
-		if !act.sel.Applies(res, ns, item.GetLabels()) {
+		if !act.Selector.Applies(res, ns, item.GetLabels()) {
 			continue
 		}
-		out, err := act.a.Execute(ctx, item, r.backup)
+		out, err := act.Action.Execute(ctx, item, r.backup)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.rec.Error(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.a.Name(), err))
+			r.rec.Error(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.Action.Name(), err))
 			return nil
 		}
 		if out.Item != nil {
 			item = out.Item
 		}
 		if out.OperationID != "" {
-			r.addOperation(ctx, act.a.Name(), res, ns, name, out)
+			r.addOperation(ctx, act.Action.Name(), res, ns, name, out)
 		}
 		for _, extra := range out.AdditionalItems {
 			if err := r.backupAdditional(ctx, extra, what); err != nil {

@@ -115,23 +115,9 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 	if err != nil || len(actions) == 0 {
 		return err
 	}
-	type applicable struct {
-		a   host.DeleteItemAction
-		sel func(e archive.Entry) bool
-	}
-	var list []applicable
-	for _, a := range actions {
-		sel, err := a.AppliesTo(ctx)
-		if err != nil {
-			return fmt.Errorf("asking DeleteItemAction %s what it applies to: %w", a.Name(), err)
-		}
-		m, err := resources.NewMatcher(sel)
-		if err != nil {
-			return fmt.Errorf("DeleteItemAction %s: %w", a.Name(), err)
-		}
-		list = append(list, applicable{a: a, sel: func(e archive.Entry) bool {
-			return m.Matches(schema.GroupResource{Group: e.Group, Resource: e.Resource}, e.Object.GetKind(), e.Namespace, e.Object.GetLabels())
-		}})
+	list, err := resources.Scope(ctx, "DeleteItemAction", actions)
+	if err != nil {
+		return err
 	}
 	rc, err := store.GetTarball(ctx, b.Name)
 	if err != nil {
@@ -144,12 +130,13 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 		if e.Version != "" {
 			return nil // each item once, from its top-level copy
 		}
+		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
 		for _, a := range list {
-			if !a.sel(e) {
+			if !a.Selector.Matches(gr, e.Object.GetKind(), e.Namespace, e.Object.GetLabels()) {
 				continue
 			}
-			if err := a.a.Execute(ctx, e.Object, b); err != nil {
-				r.Log.Warn("delete action failed", "backup", b.Name, "plugin", a.a.Name(), "item", e.Path, "error", err)
+			if err := a.Action.Execute(ctx, e.Object, b); err != nil {
+				r.Log.Warn("delete action failed", "backup", b.Name, "plugin", a.Action.Name(), "item", e.Path, "error", err)
 			}
 		}
 		return nil

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -173,12 +174,13 @@ func (f Filters) Selector() (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(f.LabelSelector)
 }
 
-// ActionSelector is a BackupItemAction's AppliesTo, compiled.
+// ActionSelector is an item action's AppliesTo, compiled.
 type ActionSelector struct {
 	sel    api.ResourceSelector
 	labels labels.Selector
 }
 
+// CompileSelector compiles an item action's AppliesTo.
 func CompileSelector(sel api.ResourceSelector) (ActionSelector, error) {
 	ls := labels.Everything()
 	if sel.LabelSelector != "" {
@@ -190,6 +192,8 @@ func CompileSelector(sel api.ResourceSelector) (ActionSelector, error) {
 	return ActionSelector{sel: sel, labels: ls}, nil
 }
 
+// Applies tells whether the selector covers an item of discovered
+// resource r in namespace with labels l.
 func (a ActionSelector) Applies(r Resource, namespace string, l labels.Set) bool {
 	if r.Namespaced && !Includes(a.sel.IncludedNamespaces, a.sel.ExcludedNamespaces, NameMatcher(namespace)) {
 		return false
@@ -201,24 +205,47 @@ func (a ActionSelector) Applies(r Resource, namespace string, l labels.Set) bool
 	return Includes(a.sel.IncludedResources, a.sel.ExcludedResources, r.MatchesAny) && a.labels.Matches(l)
 }
 
-// Matcher is an action's AppliesTo selector compiled once, for actions run
-// over items outside a backup's listing (restores, deletions).
-type Matcher struct{ sel ActionSelector }
-
-// NewMatcher compiles an action's selector.
-func NewMatcher(sel api.ResourceSelector) (Matcher, error) {
-	compiled, err := CompileSelector(sel)
-	return Matcher{sel: compiled}, err
-}
-
 // Matches tells whether the selector covers an item of resource gr (kind
-// k) in namespace ns ("" for cluster-scoped) with labels l.
-func (m Matcher) Matches(gr schema.GroupResource, k, ns string, l map[string]string) bool {
+// k) in namespace ns ("" for cluster-scoped) with labels l, for items
+// outside a listing of the cluster (restores, deletions), where there is
+// no discovered Resource at hand.
+func (a ActionSelector) Matches(gr schema.GroupResource, k, ns string, l map[string]string) bool {
 	res := Resource{
 		GVR:        gr.WithVersion(""),
 		Kind:       k,
 		Namespaced: ns != "",
 		names:      []string{gr.Resource, gr.String(), strings.ToLower(k), strings.ToLower(k) + "." + gr.Group},
 	}
-	return m.sel.Applies(res, ns, l)
+	return a.Applies(res, ns, l)
+}
+
+// Applicable is an item action of any kind (BackupItemAction,
+// RestoreItemAction, DeleteItemAction): its name, and what it applies to.
+type Applicable interface {
+	Name() string
+	AppliesTo(ctx context.Context) (api.ResourceSelector, error)
+}
+
+// Scoped is an item action with its AppliesTo compiled.
+type Scoped[A Applicable] struct {
+	Action   A
+	Selector ActionSelector
+}
+
+// Scope asks each action what it applies to, once per run, and compiles
+// the answers; kind names the actions in errors ("BackupItemAction").
+func Scope[A Applicable](ctx context.Context, kind string, actions []A) ([]Scoped[A], error) {
+	out := make([]Scoped[A], 0, len(actions))
+	for _, a := range actions {
+		sel, err := a.AppliesTo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("asking %s %s what it applies to: %w", kind, a.Name(), err)
+		}
+		compiled, err := CompileSelector(sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", kind, a.Name(), err)
+		}
+		out = append(out, Scoped[A]{Action: a, Selector: compiled})
+	}
+	return out, nil
 }

@@ -65,7 +65,7 @@ func TestFiltersValidate(t *testing.T) {
 }
 
 func TestMatcherAnswersToEveryName(t *testing.T) {
-	m, err := NewMatcher(api.ResourceSelector{IncludedResources: []string{"rolebinding.rbac.authorization.k8s.io"}, LabelSelector: "app=web"})
+	m, err := CompileSelector(api.ResourceSelector{IncludedResources: []string{"rolebinding.rbac.authorization.k8s.io"}, LabelSelector: "app=web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestMatcherAnswersToEveryName(t *testing.T) {
 	if m.Matches(schema.GroupResource{Resource: "secrets"}, "Secret", "ns", map[string]string{"app": "web"}) {
 		t.Error("a secret matched a selector for rolebindings")
 	}
-	if _, err := NewMatcher(api.ResourceSelector{LabelSelector: "a in ("}); err == nil {
+	if _, err := CompileSelector(api.ResourceSelector{LabelSelector: "a in ("}); err == nil {
 		t.Error("a bad label selector compiled")
 	}
 }

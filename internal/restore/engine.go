@@ -79,7 +79,7 @@ type run struct {
 	log      *slog.Logger
 	spool    *spool
 	tiers    []string
-	actions  []action
+	actions  []resources.Scoped[host.RestoreItemAction]
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
 	volumes  VolumeRestorer
@@ -110,11 +110,6 @@ type run struct {
 	operations []itemoperation.RestoreOperation
 	restored   atomic.Int64
 	total      atomic.Int64
-}
-
-type action struct {
-	a   host.RestoreItemAction
-	sel resources.Matcher
 }
 
 // Run restores restore's selection of the tarball. A tarball that fails its

@@ -140,16 +140,16 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	for _, act := range r.actions {
-		if !act.sel.Matches(it.kind.gr, obj.GetKind(), target, obj.GetLabels()) {
+		if !act.Selector.Matches(it.kind.gr, obj.GetKind(), target, obj.GetLabels()) {
 			continue
 		}
-		res, err := act.a.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
+		res, err := act.Action.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
 		if err != nil {
-			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.a.Name(), err))
+			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.Action.Name(), err))
 			return
 		}
 		if res.SkipRestore {
-			r.log.Info("skipped by a plugin", "item", what, "plugin", act.a.Name())
+			r.log.Info("skipped by a plugin", "item", what, "plugin", act.Action.Name())
 			r.restored.Add(1)
 			return
 		}
@@ -163,20 +163,20 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 				continue
 			}
 			if !ok {
-				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.a.Name(), extra))
+				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.Action.Name(), extra))
 				continue
 			}
 			if !dep.selected && !r.additionalAllowed(dep) {
-				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which the restore's filters leave out; not restored", what, act.a.Name(), extra))
+				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which the restore's filters leave out; not restored", what, act.Action.Name(), extra))
 				continue
 			}
 			r.restoreItem(ctx, dep, w)
 		}
 		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {
-			r.waitReady(ctx, act.a, res, what, target)
+			r.waitReady(ctx, act.Action, res, what, target)
 		}
 		if res.OperationID != "" {
-			r.addOperation(act.a.Name(), it, target, res.OperationID)
+			r.addOperation(act.Action.Name(), it, target, res.OperationID)
 		}
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&

@@ -334,18 +334,8 @@ func (r *run) loadActions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range all {
-		sel, err := a.AppliesTo(ctx)
-		if err != nil {
-			return fmt.Errorf("asking RestoreItemAction %s what it applies to: %w", a.Name(), err)
-		}
-		m, err := resources.NewMatcher(sel)
-		if err != nil {
-			return fmt.Errorf("RestoreItemAction %s: %w", a.Name(), err)
-		}
-		r.actions = append(r.actions, action{a: a, sel: m})
-	}
-	return nil
+	r.actions, err = resources.Scope(ctx, "RestoreItemAction", all)
+	return err
 }
 
 // targetNamespace maps a backup namespace to the one restored into.
