@@ -103,6 +103,8 @@ type run struct {
 	// out, and needed those of them a restored namespaced item needs (by
 	// resource/name): they are restored after all.
 	candidates, needed map[string]bool
+	// allowed caches resourceAllowed per resource (guarded by mu).
+	allowed map[allowKey]bool
 	// reported are the unavailable API groups already warned about
 	// (discovery runs again after each tier that adds CRDs).
 	reported   map[schema.GroupVersion]bool

@@ -269,8 +269,33 @@ func mappedReference(v any, mapping map[string]string) string {
 }
 
 // resourceAllowed applies the restore's resource filters and the default
-// exclusions (which only naming the resource lifts).
+// exclusions (which only naming the resource lifts). The answer depends
+// on the resource alone, so it is worked out once per resource, not per
+// item.
 func (r *run) resourceAllowed(gr schema.GroupResource, kind string) bool {
+	k := allowKey{gr, kind}
+	r.mu.Lock()
+	v, ok := r.allowed[k]
+	r.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = r.filtersAllow(gr, kind)
+	r.mu.Lock()
+	if r.allowed == nil {
+		r.allowed = map[allowKey]bool{}
+	}
+	r.allowed[k] = v
+	r.mu.Unlock()
+	return v
+}
+
+type allowKey struct {
+	gr   schema.GroupResource
+	kind string
+}
+
+func (r *run) filtersAllow(gr schema.GroupResource, kind string) bool {
 	spec := r.restore.Spec
 	if r.matches(DefaultExcluded, gr, kind) && !r.matches(spec.IncludedResources, gr, kind) {
 		return false
@@ -322,6 +347,7 @@ func (r *run) discover() error {
 	}
 	r.mu.Lock()
 	r.resources = m
+	r.allowed = nil // names may mean more now that more is served
 	r.mu.Unlock()
 	return nil
 }

@@ -272,7 +272,7 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.SetBytes(int64(tarball.Len()))
 	for b.Loop() {
-		s, err := newSpool(b.TempDir(), len(DefaultTiers)+1)
+		s, err := newSpool(b.TempDir(), tierCount(DefaultTiers))
 		if err != nil {
 			b.Fatal(err)
 		}
