@@ -81,6 +81,14 @@ func (r readOnlyStore) inScratch(key string) bool {
 	return r.scratch != nil && strings.HasPrefix(key, r.restores)
 }
 
+// scratched returns a restore's file kept in memory, if key is one.
+func (r readOnlyStore) scratched(key string) ([]byte, bool) {
+	if !r.inScratch(key) {
+		return nil, false
+	}
+	return r.scratch.get(key)
+}
+
 func (r readOnlyStore) PutObject(_ context.Context, bucket, key string, body io.Reader) error {
 	if !r.inScratch(key) {
 		return fmt.Errorf("writing %s to bucket %s: %w", key, bucket, ErrReadOnly)
@@ -98,29 +106,22 @@ func (r readOnlyStore) DeleteObject(_ context.Context, bucket, key string) error
 }
 
 func (r readOnlyStore) ObjectExists(ctx context.Context, bucket, key string) (bool, error) {
-	if _, ok := r.scratch.getIf(r.inScratch(key), key); ok {
+	if _, ok := r.scratched(key); ok {
 		return true, nil
 	}
 	return r.ObjectStore.ObjectExists(ctx, bucket, key)
 }
 
 func (r readOnlyStore) GetObject(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
-	if b, ok := r.scratch.getIf(r.inScratch(key), key); ok {
+	if b, ok := r.scratched(key); ok {
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
 	return r.ObjectStore.GetObject(ctx, bucket, key)
 }
 
 func (r readOnlyStore) CreateSignedURL(ctx context.Context, bucket, key string, ttl time.Duration) (string, error) {
-	if _, ok := r.scratch.getIf(r.inScratch(key), key); ok {
+	if _, ok := r.scratched(key); ok {
 		return "", fmt.Errorf("%s is kept in the server's memory only, not in bucket %s: its location is ReadOnly", key, bucket)
 	}
 	return r.ObjectStore.CreateSignedURL(ctx, bucket, key, ttl)
-}
-
-func (s *Scratch) getIf(ok bool, key string) ([]byte, bool) {
-	if !ok {
-		return nil, false
-	}
-	return s.get(key)
 }

@@ -23,13 +23,19 @@ func checkSnapshotID(id string) error {
 	return nil
 }
 
-// checkCopyID refuses an operation ID that is neither a snapshot ID nor a
-// volume this snapshotter restored into its restore directory.
-func (s *snapshotter) checkCopyID(id string) error {
-	if snapshotIDPattern.MatchString(id) {
-		return nil
+// checkVolumeID refuses a volume ID that is not a volume this snapshotter
+// restored into its restore directory.
+func (s *snapshotter) checkVolumeID(id string) error {
+	if filepath.Dir(id) != filepath.Clean(s.restoreDir) || !volumeNamePattern.MatchString(filepath.Base(id)) {
+		return fmt.Errorf("volume ID %q is not a volume salvor.dev/local-volume restored under %s", id, s.restoreDir)
 	}
-	if filepath.Dir(id) == filepath.Clean(s.restoreDir) && volumeNamePattern.MatchString(filepath.Base(id)) {
+	return nil
+}
+
+// checkCopyID refuses an operation ID that is neither a snapshot ID nor a
+// restored volume's: copies are of one or the other.
+func (s *snapshotter) checkCopyID(id string) error {
+	if checkSnapshotID(id) == nil || s.checkVolumeID(id) == nil {
 		return nil
 	}
 	return fmt.Errorf("ID %q is neither a snapshot nor a volume salvor.dev/local-volume made under %s", id, s.restoreDir)

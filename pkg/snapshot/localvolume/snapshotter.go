@@ -291,8 +291,8 @@ func (s *snapshotter) GetVolumeID(pv runtime.Unstructured) (string, error) {
 }
 
 func (s *snapshotter) SetVolumeID(pv runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
-	if err := s.checkCopyID(volumeID); err != nil || checkSnapshotID(volumeID) == nil {
-		return nil, fmt.Errorf("volume ID %q is not a volume salvor.dev/local-volume restored under %s", volumeID, s.restoreDir)
+	if err := s.checkVolumeID(volumeID); err != nil {
+		return nil, err
 	}
 	obj := pv.(*unstructured.Unstructured).DeepCopy()
 	return obj, unstructured.SetNestedField(obj.Object, volumeID, volumePath(pv)...)
