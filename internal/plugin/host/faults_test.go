@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -496,18 +497,26 @@ func TestCrashingPluginBacksOff(t *testing.T) {
 	t.Logf("calls during the backoff took %v", fast)
 }
 
-// dribble is a body that yields a chunk every gap: an upload that keeps
-// moving, slowly.
+// dribble is a body that yields 1 KiB chunks at a given rate: an upload
+// that keeps moving, slowly. The pacing is the source's (a rate limiter),
+// not a wait for anything: the test needs a transfer longer than its
+// deadline.
 type dribble struct {
-	chunks int
-	gap    time.Duration
+	chunks  int
+	limiter *rate.Limiter
+}
+
+func newDribble(chunks int, perSecond float64) *dribble {
+	return &dribble{chunks: chunks, limiter: rate.NewLimiter(rate.Limit(perSecond), 1)}
 }
 
 func (d *dribble) Read(p []byte) (int, error) {
 	if d.chunks == 0 {
 		return 0, io.EOF
 	}
-	time.Sleep(d.gap)
+	if err := d.limiter.Wait(context.Background()); err != nil {
+		return 0, err
+	}
 	d.chunks--
 	n := min(len(p), 1024)
 	for i := range n {
@@ -528,9 +537,9 @@ func TestStreamsAreBoundedByProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 30 chunks, 100ms apart: 3s, six times the deadline.
+	// 30 chunks at 10 a second: about 3 s, six times the deadline.
 	start := time.Now()
-	if err := store.PutObject(ctx, "bucket", "slow", &dribble{chunks: 30, gap: 100 * time.Millisecond}); err != nil {
+	if err := store.PutObject(ctx, "bucket", "slow", newDribble(30, 10)); err != nil {
 		t.Fatalf("an upload that keeps moving failed after %s: %v", time.Since(start), err)
 	}
 	rc, err := store.GetObject(ctx, "bucket", "slow")
