@@ -11,6 +11,11 @@ const (
 	// RestoreNameLabel names the Restore that created an object: a
 	// restored item, a VolumePluginRestore.
 	RestoreNameLabel = "salvor.dev/restore-name"
+	// ScheduleNameLabel names the Schedule that created a Backup.
+	ScheduleNameLabel = "salvor.dev/schedule-name"
+	// VeleroScheduleNameLabel is Velero's name for ScheduleNameLabel, set
+	// too: Velero's tooling reads it.
+	VeleroScheduleNameLabel = "velero.io/schedule-name"
 	// LocationLabel names the BackupStorageLocation a Backup is stored in.
 	LocationLabel = "salvor.dev/storage-location"
 

@@ -25,6 +25,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&VolumeSnapshotLocation{}, &VolumeSnapshotLocationList{},
 		&VolumePluginBackup{}, &VolumePluginBackupList{},
 		&VolumePluginRestore{}, &VolumePluginRestoreList{},
+		&Schedule{}, &ScheduleList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
