@@ -10,6 +10,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
 	"github.com/salvor-dev/salvor/internal/cli/restore"
 	"github.com/salvor-dev/salvor/internal/cli/runplugins"
+	"github.com/salvor-dev/salvor/internal/cli/schedule"
 	"github.com/salvor-dev/salvor/internal/cli/server"
 	"github.com/salvor-dev/salvor/internal/cli/snapshotlocation"
 )
@@ -30,6 +31,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		location.NewCommand(k),
 		install.NewCommand(k),
 		restore.NewCommand(k),
+		schedule.NewCommand(k),
 		snapshotlocation.NewCommand(k),
 		plugin.NewCommand(),
 		server.NewCommand(k),

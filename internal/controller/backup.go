@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,22 +175,34 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{}, nil
 }
 
-// validate returns what is wrong with a new Backup's spec.
-func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
-	problems := backup.Validate(b.Spec)
-	if served, unavailable, err := resources.Discover(r.Engine.Discovery); err == nil {
-		problems = append(problems, resources.Unknown("includedResources", b.Spec.IncludedResources, served, unavailable, nil)...)
-		problems = append(problems, resources.Unknown("excludedResources", b.Spec.ExcludedResources, served, unavailable, nil)...)
+// validateSpec returns what is wrong with a backup spec (a Backup's, or a
+// Schedule's template), and the location it writes to when that is usable.
+func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation) {
+	problems := backup.Validate(spec)
+	if served, unavailable, err := resources.Discover(disc); err == nil {
+		problems = append(problems, resources.Unknown("includedResources", spec.IncludedResources, served, unavailable, nil)...)
+		problems = append(problems, resources.Unknown("excludedResources", spec.ExcludedResources, served, unavailable, nil)...)
 	}
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	bsl, err := locs.Get(ctx, spec.StorageLocation)
 	switch {
 	case apierrors.IsNotFound(err):
 		problems = append(problems, fmt.Sprintf("backup storage location %q does not exist in namespace %s: create it, or name an existing one",
-			b.Spec.StorageLocation, r.Locations.Namespace))
+			spec.StorageLocation, locs.Namespace))
 	case err != nil:
 		problems = append(problems, err.Error())
 	case bsl.Spec.ReadOnly():
 		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
+	default:
+		return problems, bsl
+	}
+	return problems, nil
+}
+
+// validate returns what is wrong with a new Backup.
+func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
+	problems, bsl := validateSpec(ctx, r.Engine.Discovery, r.Locations, b.Spec)
+	switch {
+	case bsl == nil:
 	case bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseUnavailable:
 		// The run fails saying why the location cannot be reached.
 	default:

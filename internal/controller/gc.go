@@ -68,6 +68,14 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if left := time.Until(b.Status.Expiration.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
+	// A schedule's retention outranks the TTL: what a rule keeps stays.
+	// It is looked at again later, as the schedule's newer backups land.
+	if rules, err := KeptBySchedule(ctx, r.Client, b); err != nil {
+		return ctrl.Result{}, err
+	} else if len(rules) > 0 {
+		r.Log.Info("backup expired but its schedule's retention keeps it", "backup", req.String(), "keptBy", rules)
+		return ctrl.Result{RequeueAfter: time.Hour}, nil
+	}
 	r.Log.Info("deleting an expired backup", "backup", req.String(), "expired", b.Status.Expiration.Time)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, b))
 }

@@ -85,3 +85,31 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(OperationsInFlight, OperationCancels, OperationDuration, OperationTimeouts)
 }
+
+var (
+	// ScheduleLastSuccess is when each schedule's newest Completed backup
+	// ended (its creation while it has none): alert on it being old.
+	ScheduleLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "salvor_schedule_last_successful_backup_timestamp_seconds",
+		Help: "When the schedule's newest Completed backup ended (the schedule's creation while it has none), in seconds since the epoch.",
+	}, []string{"schedule"})
+	// ScheduleRuns counts a schedule's runs by outcome: started, skipped,
+	// failed_validation.
+	ScheduleRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_schedule_runs_total", Help: "Schedule runs by outcome: started, skipped, failed_validation.",
+	}, []string{"schedule", "outcome"})
+	// ScheduleRetentionDeletes counts backups deleted by a schedule's retention.
+	ScheduleRetentionDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_schedule_retention_deletions_total", Help: "Backups deleted because their schedule's retention keeps them no more.",
+	}, []string{"schedule"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(ScheduleLastSuccess, ScheduleRuns, ScheduleRetentionDeletes)
+}
+
+// ForgetSchedule drops a deleted schedule's series, so that its alert
+// does not fire forever.
+func ForgetSchedule(name string) {
+	ScheduleLastSuccess.DeleteLabelValues(name)
+}

@@ -119,3 +119,29 @@ func Decide(p salvorv1.Retention, backups []Backup, zone *time.Location) []Decis
 	}
 	return out
 }
+
+// View is what retention looks at of a backup: its start (its creation
+// before it starts) and phase.
+func View(b salvorv1.Backup) Backup {
+	t := b.CreationTimestamp.Time
+	if b.Status.StartTimestamp != nil {
+		t = b.Status.StartTimestamp.Time
+	}
+	return Backup{Name: b.Name, Time: t, Phase: b.Status.Phase}
+}
+
+// ByLocation groups the backups of a schedule that retention decides on by
+// their location: each location keeps its own newest Completed backup.
+// Backups being deleted are left out, and so are those synced from a
+// location: they are another cluster's (or this one's before a rebuild),
+// and their TTL decides.
+func ByLocation(backups []salvorv1.Backup) map[string][]Backup {
+	out := map[string][]Backup{}
+	for _, b := range backups {
+		if b.DeletionTimestamp != nil || b.Annotations[salvorv1.SyncedAnnotation] != "" {
+			continue
+		}
+		out[b.Spec.StorageLocation] = append(out[b.Spec.StorageLocation], View(b))
+	}
+	return out
+}

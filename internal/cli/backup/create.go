@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
@@ -19,7 +21,9 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-type createOptions struct {
+// SpecFlags are the flags that make a BackupSpec: `backup create` and
+// `schedule create` take the same ones.
+type SpecFlags struct {
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
 	includeClusterResources              string
@@ -27,7 +31,13 @@ type createOptions struct {
 	storageLocation                      string
 	ttl, itemOperationTimeout, timeout   time.Duration
 	snapshotVolumes                      string
-	wait                                 bool
+	flags                                *pflag.FlagSet
+}
+
+type createOptions struct {
+	SpecFlags
+	fromSchedule string
+	wait         bool
 }
 
 func optionalBool(flag, v string) (*bool, error) {
@@ -51,11 +61,11 @@ func newCreate(k *kube.Options) *cobra.Command {
   salvor backup create everything --storage-location s3 --item-operation-timeout 30m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := o.backup(args[0], k.Namespace)
+			c, err := k.Client()
 			if err != nil {
 				return err
 			}
-			c, err := k.Client()
+			b, err := o.backup(cmd.Context(), c, args[0], k.Namespace)
 			if err != nil {
 				return err
 			}
@@ -80,6 +90,15 @@ func newCreate(k *kube.Options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	o.AddFlags(f)
+	f.StringVar(&o.fromSchedule, "from-schedule", "", "run this schedule's template now (no other backup options may be given)")
+	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the backup to finish, showing its progress")
+	return cmd
+}
+
+// AddFlags binds the spec flags.
+func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
+	o.flags = f
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to back up (default: all)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to back up, e.g. deployments.apps,configmaps (default: all)")
@@ -93,38 +112,70 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole backup (default: none)")
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
-	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the backup to finish, showing its progress")
-	return cmd
 }
 
-func (o *createOptions) backup(name, namespace string) (*salvorv1.Backup, error) {
-	b := &salvorv1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: salvorv1.BackupSpec{
-			IncludedNamespaces:   o.includeNamespaces,
-			ExcludedNamespaces:   o.excludeNamespaces,
-			IncludedResources:    o.includeResources,
-			ExcludedResources:    o.excludeResources,
-			StorageLocation:      o.storageLocation,
-			TTL:                  metav1.Duration{Duration: o.ttl},
-			ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
-			Timeout:              metav1.Duration{Duration: o.timeout},
-		},
+// specFlagNames are the flags AddFlags binds.
+var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
+	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes"}
+
+// Changed names the spec flags given on the command line.
+func (o *SpecFlags) Changed() []string {
+	var out []string
+	for _, n := range specFlagNames {
+		if o.flags != nil && o.flags.Changed(n) {
+			out = append(out, "--"+n)
+		}
+	}
+	return out
+}
+
+// Spec is the BackupSpec the flags say.
+func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
+	spec := salvorv1.BackupSpec{
+		IncludedNamespaces:   o.includeNamespaces,
+		ExcludedNamespaces:   o.excludeNamespaces,
+		IncludedResources:    o.includeResources,
+		ExcludedResources:    o.excludeResources,
+		StorageLocation:      o.storageLocation,
+		TTL:                  metav1.Duration{Duration: o.ttl},
+		ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
+		Timeout:              metav1.Duration{Duration: o.timeout},
 	}
 	var err error
-	if b.Spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
-		return nil, err
+	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
+		return spec, err
 	}
-	if b.Spec.SnapshotVolumes, err = optionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
-		return nil, err
+	if spec.SnapshotVolumes, err = optionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
+		return spec, err
 	}
 	if o.selector != "" {
 		sel, err := metav1.ParseToLabelSelector(o.selector)
 		if err != nil {
-			return nil, fmt.Errorf("--selector %q: %w", o.selector, err)
+			return spec, fmt.Errorf("--selector %q: %w", o.selector, err)
 		}
-		b.Spec.LabelSelector = sel
+		spec.LabelSelector = sel
 	}
+	return spec, nil
+}
+
+func (o *createOptions) backup(ctx context.Context, c client.Client, name, namespace string) (*salvorv1.Backup, error) {
+	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if o.fromSchedule == "" {
+		spec, err := o.Spec()
+		b.Spec = spec
+		return b, err
+	}
+	if given := o.Changed(); len(given) > 0 {
+		return nil, fmt.Errorf("--from-schedule runs the schedule's template as it is: leave out %s", strings.Join(given, ", "))
+	}
+	s := &salvorv1.Schedule{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.fromSchedule}, s); err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
+	}
+	b.Spec = *s.Spec.Template.DeepCopy()
+	// Labelled as the schedule's, the backup counts in its retention, as
+	// Velero's do.
+	b.Labels = map[string]string{salvorv1.ScheduleNameLabel: s.Name, salvorv1.VeleroScheduleNameLabel: s.Name}
 	return b, nil
 }
 

@@ -194,6 +194,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Runs: runs},
+		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,

@@ -57,7 +57,6 @@ type ScheduleSpec struct {
 	// backup of the schedule is unfinished: Forbid (the default) skips the
 	// run, Allow starts it anyway, Replace cancels the unfinished ones.
 	// +optional
-	// +kubebuilder:validation:Enum=Forbid;Allow;Replace
 	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
 	// Jitter delays every run by a random duration up to this, chosen once
 	// per schedule, so schedules created alike do not all start at the
@@ -82,33 +81,26 @@ type ScheduleSpec struct {
 type Retention struct {
 	// KeepLast keeps the newest N Completed backups.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	KeepLast int `json:"keepLast,omitempty"`
 	// Hourly keeps the newest Completed backup of each of the last N hours that have one.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Hourly int `json:"hourly,omitempty"`
 	// Daily keeps the newest Completed backup of each of the last N days that have one.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Daily int `json:"daily,omitempty"`
 	// Weekly keeps the newest Completed backup of each of the last N ISO weeks that have one.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Weekly int `json:"weekly,omitempty"`
 	// Monthly keeps the newest Completed backup of each of the last N months that have one.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Monthly int `json:"monthly,omitempty"`
 	// Yearly keeps the newest Completed backup of each of the last N years that have one.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Yearly int `json:"yearly,omitempty"`
 	// KeepFailed keeps the newest N Failed, PartiallyFailed or
 	// FailedValidation backups; unset leaves them to their TTL.
 	// +optional
 	// +nullable
-	// +kubebuilder:validation:Minimum=0
 	KeepFailed *int `json:"keepFailed,omitempty"`
 }
 

@@ -1,0 +1,117 @@
+package schedule
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/retention"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func phase(s salvorv1.Schedule) string {
+	if s.Status.Phase == "" {
+		return string(salvorv1.SchedulePhaseNew)
+	}
+	return string(s.Status.Phase)
+}
+
+func phase2(b salvorv1.Backup) string {
+	if b.Status.Phase == "" {
+		return string(salvorv1.BackupPhaseNew)
+	}
+	return string(b.Status.Phase)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "the default"
+	}
+	return s
+}
+
+func when(t *metav1.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func ttl(d time.Duration) string {
+	if d == 0 {
+		return "the server's"
+	}
+	return d.String()
+}
+
+func list(include, exclude []string) string {
+	out := "all"
+	if len(include) > 0 {
+		out = strings.Join(include, ",")
+	}
+	if len(exclude) > 0 {
+		out += " except " + strings.Join(exclude, ",")
+	}
+	return out
+}
+
+func retentionText(r *salvorv1.Retention) string {
+	if r == nil {
+		return "none: each backup's TTL decides"
+	}
+	var parts []string
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{"last", r.KeepLast}, {"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}, {"monthly", r.Monthly}, {"yearly", r.Yearly}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", p.name, p.n))
+		}
+	}
+	if r.KeepFailed != nil {
+		parts = append(parts, fmt.Sprintf("failed %d", *r.KeepFailed))
+	}
+	if len(parts) == 0 {
+		return "the newest Completed backup only; TTL for the rest"
+	}
+	return "keep " + strings.Join(parts, ", ")
+}
+
+func expiry(b salvorv1.Backup) string {
+	if b.Status.Expiration == nil {
+		return "-"
+	}
+	return "expires " + b.Status.Expiration.UTC().Format(time.RFC3339) + " (TTL)"
+}
+
+func newestFirst(backups []salvorv1.Backup) []salvorv1.Backup {
+	out := append([]salvorv1.Backup(nil), backups...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return retention.View(out[i]).Time.After(retention.View(out[j]).Time)
+	})
+	return out
+}
+
+// indented writes a table two spaces in.
+func indented(w io.Writer, header []string, rows [][]string) {
+	var buf bytes.Buffer
+	_ = output.Table(&buf, header, rows)
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			fmt.Fprint(w, "  "+l)
+		}
+	}
+}
