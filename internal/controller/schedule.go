@@ -71,8 +71,10 @@ const backupNameTime = "20060102150405"
 const maxScheduleName = validation.LabelValueMaxLength - 1 - len(backupNameTime)
 
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read past the cache: a status this process wrote a moment ago and
+	// the cache has not caught up with would plan the same run again.
 	s := &salvorv1.Schedule{}
-	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.ForgetSchedule(req.Name)
 		}
@@ -84,6 +86,21 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	now := r.Now()
 	before := s.Status.DeepCopy()
 	log := r.Log.With("schedule", req.String())
+	// What the schedule did is counted once its status says so: a write
+	// that conflicts is redone, and must not be counted twice.
+	var counts []func()
+	count := func(outcome string, n int) {
+		counts = append(counts, func() { metrics.ScheduleRuns.WithLabelValues(s.Name, outcome).Add(float64(n)) })
+	}
+	write := func() error {
+		if err := r.writeStatus(ctx, s, before); err != nil {
+			return err
+		}
+		for _, c := range counts {
+			c()
+		}
+		return nil
+	}
 
 	if s.Status.Phase == "" || s.Status.Phase == salvorv1.SchedulePhaseNew || s.Status.ObservedGeneration != s.Generation {
 		problems, ignored := r.validate(ctx, s)
@@ -92,9 +109,9 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if len(problems) > 0 {
 			s.Status.Phase = salvorv1.SchedulePhaseFailedValidation
 			s.Status.NextRun = nil
-			metrics.ScheduleRuns.WithLabelValues(s.Name, "failed_validation").Inc()
+			count("failed_validation", 1)
 			log.Warn("schedule failed validation: it makes no backups until its spec is fixed", "problems", problems)
-			return ctrl.Result{}, r.writeStatus(ctx, s, before)
+			return ctrl.Result{}, write()
 		}
 		s.Status.Phase = salvorv1.SchedulePhaseEnabled
 		if len(ignored) > 0 {
@@ -102,7 +119,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if s.Status.Phase != salvorv1.SchedulePhaseEnabled {
-		return ctrl.Result{}, r.writeStatus(ctx, s, before)
+		return ctrl.Result{}, write()
 	}
 	timing, err := schedule.Parse(s.Spec.Schedule)
 	if err != nil { // validated above; only a changed parser gets here
@@ -125,7 +142,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			log.Info("schedule paused")
 		}
 		s.Status.NextRun = nil
-		return ctrl.Result{}, r.writeStatus(ctx, s, before)
+		return ctrl.Result{}, write()
 	}
 	skipImmediately := s.Spec.SkipImmediately != nil && *s.Spec.SkipImmediately
 	if s.Status.PausedAt != nil {
@@ -154,19 +171,19 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if plan.Due() {
 		if plan.Missed > 0 {
-			r.skip(s, now, plan.Missed, fmt.Sprintf("%d runs were missed while the server was not running; one catch-up run is made at most", plan.Missed), log)
+			r.skip(s, count, now, plan.Missed, fmt.Sprintf("%d runs were missed while the server was not running; one catch-up run is made at most", plan.Missed), log)
 		}
 		switch unfinished := unfinishedBackups(list.Items); {
 		case plan.Late:
-			r.skip(s, now, 1, fmt.Sprintf("the run due at %s was missed while the server was not running, and is more than startingDeadline %s late",
+			r.skip(s, count, now, 1, fmt.Sprintf("the run due at %s was missed while the server was not running, and is more than startingDeadline %s late",
 				plan.Run.UTC().Format(time.RFC3339), s.Spec.StartingDeadline.Duration), log)
 		case len(unfinished) > 0 && policy(s) == salvorv1.ConcurrencyForbid:
-			r.skip(s, now, 1, fmt.Sprintf("backup %s is unfinished (concurrencyPolicy Forbid)", strings.Join(unfinished, ", ")), log)
+			r.skip(s, count, now, 1, fmt.Sprintf("backup %s is unfinished (concurrencyPolicy Forbid)", strings.Join(unfinished, ", ")), log)
 		default:
 			if len(unfinished) > 0 && policy(s) == salvorv1.ConcurrencyReplace {
 				r.cancel(ctx, s, unfinished, log)
 			}
-			if err := r.createBackup(ctx, s, plan.Run, now, log); err != nil {
+			if err := r.createBackup(ctx, s, count, plan.Run, now, log); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -175,7 +192,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	next := metav1.NewTime(plan.Next)
 	s.Status.NextRun = &next
-	if err := r.writeStatus(ctx, s, before); err != nil {
+	if err := write(); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait := plan.Next.Sub(r.Now())
@@ -192,12 +209,12 @@ func policy(s *salvorv1.Schedule) salvorv1.ConcurrencyPolicy {
 	return s.Spec.ConcurrencyPolicy
 }
 
-func (r *ScheduleReconciler) skip(s *salvorv1.Schedule, now time.Time, n int, reason string, log *slog.Logger) {
+func (r *ScheduleReconciler) skip(s *salvorv1.Schedule, count func(string, int), now time.Time, n int, reason string, log *slog.Logger) {
 	t := metav1.NewTime(now)
 	s.Status.LastSkipped = &t
 	s.Status.SkippedRuns += n
 	s.Status.LastSkipReason = reason
-	metrics.ScheduleRuns.WithLabelValues(s.Name, "skipped").Add(float64(n))
+	count("skipped", n)
 	log.Info("schedule skipped a run", "runs", n, "reason", reason)
 }
 
@@ -230,7 +247,7 @@ func (r *ScheduleReconciler) cancel(ctx context.Context, s *salvorv1.Schedule, n
 // createBackup creates the run's backup. Its name comes from the run's
 // scheduled time, so a reconcile repeated after a crash or a stale read
 // finds the backup it made instead of making another.
-func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Schedule, run, now time.Time, log *slog.Logger) error {
+func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Schedule, count func(string, int), run, now time.Time, log *slog.Logger) error {
 	labels, err := r.templateLabels(ctx, s)
 	if err != nil {
 		return err
@@ -257,7 +274,7 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Sched
 			return err
 		}
 		if have.Labels[salvorv1.ScheduleNameLabel] != s.Name {
-			r.skip(s, now, 1, fmt.Sprintf("a backup named %s exists and was not made by this schedule", b.Name), log)
+			r.skip(s, count, now, 1, fmt.Sprintf("a backup named %s exists and was not made by this schedule", b.Name), log)
 			return nil
 		}
 		err = nil // made by an earlier look at this same run
@@ -268,7 +285,7 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Sched
 	t := metav1.NewTime(now)
 	s.Status.LastBackup = &t
 	s.Status.LastBackupName = b.Name
-	metrics.ScheduleRuns.WithLabelValues(s.Name, "started").Inc()
+	count("started", 1)
 	log.Info("schedule created a backup", "backup", b.Name)
 	return nil
 }

@@ -298,7 +298,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 
 func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 	p := func(label, format string, a ...any) {
-		fmt.Fprintf(w, "%-19s"+format+"\n", append([]any{label + ":"}, a...)...)
+		fmt.Fprintf(w, "%-20s"+format+"\n", append([]any{label + ":"}, a...)...)
 	}
 	p("Name", "%s", s.Name)
 	p("Namespace", "%s", s.Namespace)
