@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/shlex"
+
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
@@ -53,10 +55,17 @@ func TestDocumentedCommandsParse(t *testing.T) {
 			if !strings.HasPrefix(text, "salvor ") {
 				continue
 			}
+			// A comment or a pipe ends the command (not inside quotes: a
+			// cron expression has none of these).
 			if i := strings.IndexAny(text, "#&|"); i >= 0 {
 				text = strings.TrimSpace(text[:i])
 			}
-			args := strings.Fields(text)[1:]
+			words, err := shlex.Split(text)
+			if err != nil {
+				t.Errorf("%s:%d: %q: %v", filepath.Base(f), line, text, err)
+				continue
+			}
+			args := words[1:]
 			cmd, rest, err := NewRootCommand().Find(args)
 			if err != nil {
 				t.Errorf("%s:%d: %q: %v", filepath.Base(f), line, text, err)
