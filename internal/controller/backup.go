@@ -90,7 +90,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	key := req.String()
 	if r.Runs.running(key) {
 		if b.Annotations[salvorv1.CancelAnnotation] != "" {
-			r.Runs.cancel(key, errCancelled)
+			r.Runs.cancel(key, cancelCause(b))
 		}
 		return ctrl.Result{}, nil
 	}
@@ -121,7 +121,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	if b.Annotations[salvorv1.CancelAnnotation] != "" {
-		return ctrl.Result{}, r.fail(ctx, b, "cancelled by user before it started")
+		return ctrl.Result{}, r.fail(ctx, b, cancelCause(b).Error()+" before it started")
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -287,6 +287,18 @@ var (
 	errDeleted   = errors.New("the backup was deleted while it ran")
 )
 
+// cancelCause says why a backup is being cancelled: by a user (`salvor
+// backup cancel` writes "true"), or by whatever wrote a reason into the
+// annotation (a schedule replacing it with a newer run).
+func cancelCause(b *salvorv1.Backup) error {
+	switch v := b.Annotations[salvorv1.CancelAnnotation]; v {
+	case "", "true":
+		return errCancelled
+	default:
+		return errors.New("cancelled: " + v)
+	}
+}
+
 // run does the backup under runCtx (cancelled by the user or the backup's
 // timeout) and records its end with ctx.
 func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation, cancel context.CancelCauseFunc) {
@@ -339,7 +351,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		case b.DeletionTimestamp != nil:
 			cancel(errDeleted)
 		case b.Annotations[salvorv1.CancelAnnotation] != "":
-			cancel(errCancelled)
+			cancel(cancelCause(b))
 		}
 	})
 	if err != nil {

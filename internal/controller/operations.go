@@ -255,8 +255,9 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, of: b}, snap: w.snap}
 	view := w.view()
 	if b.Annotations[salvorv1.CancelAnnotation] != "" {
-		operations.CancelAll(ctx, view, plugins, "cancelled by user")
-		return ctrl.Result{}, r.failBackup(ctx, key, b, w, "cancelled by user")
+		reason := cancelCause(b).Error()
+		operations.CancelAll(ctx, view, plugins, reason)
+		return ctrl.Result{}, r.failBackup(ctx, key, b, w, reason)
 	}
 	if t := b.Spec.Timeout.Duration; t > 0 && b.Status.StartTimestamp != nil && time.Since(b.Status.StartTimestamp.Time) > t {
 		reason := fmt.Sprintf("the backup timed out after %s", t)

@@ -70,9 +70,10 @@ func metric(t testing.TB, addr, series string) (float64, bool) {
 }
 
 // TestScheduleCadenceRetentionPauseAndRestart runs an @every 3s schedule
-// with --keep-last 2 and --skip-immediately: it does not back up at once,
-// keeps its pace, leaves exactly its two newest good backups in the
-// cluster and the location, makes nothing while paused and does not fire
+// with --keep-last 2, --skip-immediately and a TTL of 1s: it does not back
+// up at once, keeps its pace, leaves exactly its two newest good backups in
+// the cluster and the location (their TTL long passed), makes nothing while
+// paused and does not fire
 // at once when unpaused, and after a server outage catches up once, not in
 // a burst. The last-success metric moves with each good backup.
 func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
@@ -84,8 +85,9 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cadence"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "cadence"}, Data: map[string]string{"k": "v"}})
 
+	// A TTL of a second: what retention keeps outlives it.
 	c.mustSalvor(t, "schedule", "create", "fast", "--schedule", "@every 3s", "--include-namespaces", "cadence",
-		"--keep-last", "2", "--skip-immediately")
+		"--keep-last", "2", "--skip-immediately", "--ttl", "1s")
 	created := c.schedule(t, "fast").CreationTimestamp.Time
 	seen := map[string]bool{}
 	record := func() []salvorv1.Backup {
@@ -165,10 +167,17 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", w, desc)
 		}
 	}
-	// Paused: nothing runs over two of its intervals.
+	// Paused: nothing runs over two of its intervals, and the TTL of the
+	// two kept does not expire them.
 	for end := time.Now().Add(7 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		if n := len(c.scheduleBackups(t, "fast")); n != 2 {
-			t.Fatalf("a paused schedule has %d backups, want its 2", n)
+		bs := c.scheduleBackups(t, "fast")
+		if len(bs) != 2 {
+			t.Fatalf("a paused schedule has %d backups, want its 2", len(bs))
+		}
+		for _, b := range bs {
+			if b.DeletionTimestamp != nil {
+				t.Fatalf("backup %s, kept by retention, is being deleted (expired %s)", b.Name, b.Status.Expiration)
+			}
 		}
 	}
 
@@ -290,6 +299,33 @@ func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
 	b := c.waitBackup(t, "byhand", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
 	if b.Labels[salvorv1.ScheduleNameLabel] != "slow" || fmt.Sprint(b.Spec.IncludedNamespaces) != "[slow]" {
 		t.Errorf("backup from schedule: labels %v, spec %+v", b.Labels, b.Spec)
+	}
+}
+
+// TestScheduleReplaceCancelsTheUnfinishedBackup: with concurrencyPolicy
+// Replace, a run due while the last backup waits for a slow operation
+// cancels that backup, saying why, and starts a new one.
+func TestScheduleReplaceCancelsTheUnfinishedBackup(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "swap"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: "swap", Annotations: opMap("60", false)}})
+
+	c.mustSalvor(t, "schedule", "create", "swap", "--schedule", "@every 4s", "--include-namespaces", "swap", "--concurrency-policy", "Replace")
+	first := "swap-" + c.schedule(t, "swap").CreationTimestamp.UTC().Format("20060102150405")
+	b := c.waitBackup(t, first, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if want := "cancelled: replaced by a newer run of schedule swap"; b.Status.Phase != salvorv1.BackupPhaseFailed || b.Status.FailureReason != want {
+		t.Errorf("replaced backup ended %s (%q), want Failed (%q)", b.Status.Phase, b.Status.FailureReason, want)
+	}
+	eventually(t, "the replacing run", 30*time.Second, func() (bool, string) {
+		bs := c.scheduleBackups(t, "swap")
+		return len(bs) >= 2 && bs[1].Name > first, fmt.Sprint(len(bs), " backups")
+	})
+	if s := c.schedule(t, "swap"); s.Status.SkippedRuns != 0 {
+		t.Errorf("Replace skipped %d runs (%s)", s.Status.SkippedRuns, s.Status.LastSkipReason)
 	}
 }
 
