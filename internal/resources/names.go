@@ -33,3 +33,15 @@ func Unknown(field string, names []string, served []Resource, unavailable []Unav
 	}
 	return problems
 }
+
+// NotRestored are the resources a restore leaves out unless it names them,
+// and on which `salvor install` grants the server no create or patch: they
+// belong to the cluster or to controllers (a restored Lease or Endpoints
+// would steal another controller's election or traffic), or are Salvor's
+// and Velero's own.
+var NotRestored = []string{
+	"nodes", "events", "events.events.k8s.io", "componentstatuses", "bindings",
+	"leases.coordination.k8s.io", "endpointslices.discovery.k8s.io", "endpoints",
+	"backups.salvor.dev", "restores.salvor.dev", "backupstoragelocations.salvor.dev",
+	"downloadrequests.salvor.dev", "backups.velero.io", "restores.velero.io",
+}

@@ -1,6 +1,9 @@
 package restore
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"github.com/salvor-dev/salvor/internal/resources"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // DefaultTiers is the order resources are restored in: each tier is
 // finished before the next starts; resources not listed come last.
@@ -28,14 +31,10 @@ var DefaultTiers = []string{
 	"services",
 }
 
-// DefaultExcluded are never restored: they belong to the cluster or to
-// controllers, or are Salvor's own.
-var DefaultExcluded = []string{
-	"nodes", "events", "events.events.k8s.io", "componentstatuses", "bindings",
-	"leases.coordination.k8s.io", "endpointslices.discovery.k8s.io", "endpoints",
-	"backups.salvor.dev", "restores.salvor.dev", "backupstoragelocations.salvor.dev",
-	"downloadrequests.salvor.dev", "backups.velero.io", "restores.velero.io",
-}
+// DefaultExcluded are never restored unless a restore names them: they
+// belong to the cluster or to controllers, or are Salvor's own. The
+// install grants no create or patch on them either.
+var DefaultExcluded = resources.NotRestored
 
 // Admission objects are restored after everything else, in a tier of their own:
 // a webhook with failurePolicy Fail whose backend is not back yet, or an

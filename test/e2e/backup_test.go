@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -150,6 +149,7 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	minio := testbed.StartMinIO(t, "backups")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
 	c.startServer(t, "--metrics-address", metricsAddr)
+	reader := c.metricsReader(t)
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 
 	for _, ns := range []string{"app1", "app2", "other"} {
@@ -245,12 +245,10 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if out, err := c.salvor(t, "backup", "logs", "nope", "--timeout", "20s"); err == nil || !strings.Contains(out, "backup nope") {
 		t.Errorf("logs of a missing backup: %v\n%s", err, out)
 	}
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	code, body := fetch(t, "https://"+metricsAddr+"/metrics", reader)
+	if code != http.StatusOK {
+		t.Fatalf("metrics: %d %s", code, body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	for _, w := range []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_backup_items_total 6`,
 		`salvor_plugin_calls_total{kind="BackupItemAction",method="Execute",outcome="ok"}`, `salvor_backup_duration_seconds_count{phase="Completed"} 1`,
 		`salvor_plugin_call_duration_seconds_bucket{kind="ObjectStore",method="PutObject"`} {

@@ -153,6 +153,28 @@ func (c *cluster) createMany(t testing.TB, n int, obj func(i int) client.Object)
 // installed server has.
 func (c *cluster) asServiceAccount(t testing.TB, ns, name string) *cluster {
 	t.Helper()
+	token := c.token(t, ns, name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: c.restConfig.Host, CertificateAuthorityData: c.restConfig.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	kc.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "sa-kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(c.restConfig)
+	cfg.BearerToken = token
+	cl, err := client.New(cfg, client.Options{Scheme: c.client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{env: c.env, kubeconfig: path, client: cl, restConfig: cfg}
+}
+
+// token is a token of service account ns/name.
+func (c *cluster) token(t testing.TB, ns, name string) string {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -162,22 +184,7 @@ func (c *cluster) asServiceAccount(t testing.TB, ns, name string) *cluster {
 	if err != nil {
 		t.Fatalf("token for service account %s/%s: %v", ns, name, err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: c.restConfig.Host, CertificateAuthorityData: c.restConfig.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "sa"
-	path := filepath.Join(t.TempDir(), "sa-kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(c.restConfig)
-	cfg.BearerToken = tok.Status.Token
-	cl, err := client.New(cfg, client.Options{Scheme: c.client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &cluster{env: c.env, kubeconfig: path, client: cl, restConfig: cfg}
+	return tok.Status.Token
 }
 
 // deleteForGood deletes objects and waits until they are gone, lifting

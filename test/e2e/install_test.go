@@ -2,28 +2,45 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// TestInstallRBACIsEnough installs Salvor with `salvor install`, then runs
-// the server with the installed service account's token (and nothing more)
-// through a backup and a restore.
+// TestInstallRBACIsEnough installs Salvor with `salvor install`, checks by
+// SubjectAccessReview that the server's account is denied what it must
+// never do (tokens, exec, attach, port forwarding, the kubelet, escalation,
+// update and delete) and that the viewer and operator roles allow what
+// they say and no more, then runs the server with the account's token (and
+// nothing more) through a backup and a restore of several kinds — with a
+// custom resource whose CRD predates the install — and checks that its
+// metrics need an authorized token and its readiness is real.
 func TestInstallRBACIsEnough(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
+	c.create(t, widgetCRD())
+	eventually(t, "the widgets CRD served", time.Minute, func() (bool, string) {
+		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	dry := c.mustSalvor(t, "install", "--dry-run", "-o", "yaml", "--plugins", "example.io/plugins:v1")
 	for _, w := range []string{"kind: CustomResourceDefinition", "kind: ServiceAccount", "kind: ClusterRole", "--leader-elect",
-		"image: example.io/plugins:v1", "mountPath: /target", "kind: Deployment"} {
+		"image: example.io/plugins:v1", "mountPath: /target", "kind: Deployment", "name: salvor-viewer", "name: salvor-operator",
+		"name: salvor-metrics-reader", "- widgets"} {
 		if !strings.Contains(dry, w) {
 			t.Errorf("--dry-run output lacks %q", w)
 		}
@@ -36,32 +53,168 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	// Applying again is harmless.
 	c.mustSalvor(t, "install")
 
-	// The installed role never grants deletion outside Salvor's namespace.
 	cr := &rbacv1.ClusterRole{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "salvor-server-salvor"}, cr); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range cr.Rules {
 		for _, v := range r.Verbs {
-			if v == "delete" || v == "update" || v == "*" || v == "escalate" || v == "impersonate" {
+			if v == "delete" || v == "update" || v == "*" || v == "escalate" || v == "impersonate" || v == "bind" {
 				t.Errorf("cluster role grants %q", v)
+			}
+		}
+		for _, res := range r.Resources {
+			if res == "*" || strings.Contains(res, "/") {
+				t.Errorf("cluster role grants %q: every resource, or a subresource", res)
 			}
 		}
 	}
 
+	server := "system:serviceaccount:salvor:salvor"
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "default"},
+		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "default"},
+		{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "default"},
+		{Verb: "create", Resource: "pods", Subresource: "attach", Namespace: "default"},
+		{Verb: "create", Resource: "pods", Subresource: "portforward", Namespace: "default"},
+		{Verb: "get", Resource: "nodes", Subresource: "proxy"},
+		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Verb: "escalate", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Verb: "impersonate", Resource: "users"},
+		{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "default"},
+		{Verb: "update", Resource: "configmaps", Namespace: "default"},
+		{Verb: "delete", Resource: "configmaps", Namespace: "default"},
+		{Verb: "patch", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
+		{Verb: "patch", Resource: "nodes"},
+		{Verb: "delete", Group: "salvor.dev", Resource: "backups", Namespace: "elsewhere"},
+	} {
+		if c.allowed(t, server, saGroups, &a, nil) {
+			t.Errorf("the server's account may %s %s/%s %s", a.Verb, a.Resource, a.Subresource, a.Namespace)
+		}
+	}
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "list", Resource: "secrets", Namespace: "app"},
+		{Verb: "get", Group: "apps", Resource: "deployments", Namespace: "app"},
+		{Verb: "create", Resource: "configmaps", Namespace: "app"},
+		{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "app"},
+		{Verb: "list", Group: "example.io", Resource: "widgets", Namespace: "app"},
+		{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "delete", Group: "salvor.dev", Resource: "backups", Namespace: "salvor"},
+	} {
+		if !c.allowed(t, server, saGroups, &a, nil) {
+			t.Errorf("the server's account may not %s %s.%s in %q", a.Verb, a.Resource, a.Group, a.Namespace)
+		}
+	}
+
+	// Users bound in Salvor's namespace to the viewer and operator roles.
+	for user, role := range map[string]string{"alice": "salvor-viewer", "bob": "salvor-operator"} {
+		c.create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "salvor"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: user}}})
+	}
+	for _, tc := range []struct {
+		user, verb, resource, namespace string
+		want                            bool
+	}{
+		{"alice", "get", "backups", "salvor", true},
+		{"alice", "list", "schedules", "salvor", true},
+		{"alice", "create", "backups", "salvor", false},
+		{"alice", "create", "downloadrequests", "salvor", false},
+		{"alice", "get", "backups", "other", false},
+		{"bob", "create", "backups", "salvor", true},
+		{"bob", "create", "restores", "salvor", true},
+		{"bob", "patch", "backups", "salvor", true},
+		{"bob", "create", "downloadrequests", "salvor", true},
+		{"bob", "delete", "backups", "salvor", false},
+		{"bob", "update", "backupstoragelocations", "salvor", false},
+	} {
+		a := authorizationv1.ResourceAttributes{Verb: tc.verb, Group: "salvor.dev", Resource: tc.resource, Namespace: tc.namespace}
+		if got := c.allowed(t, tc.user, []string{"system:authenticated"}, &a, nil); got != tc.want {
+			t.Errorf("%s may %s %s in %s: %v, want %v", tc.user, tc.verb, tc.resource, tc.namespace, got, tc.want)
+		}
+	}
+	metricsURL := &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}
+	if c.allowed(t, server, saGroups, nil, metricsURL) {
+		t.Error("the server's own account may read metrics: only salvor-metrics-reader should")
+	}
+
 	// A kubeconfig with only the service account's token.
 	sa := c.asServiceAccount(t, "salvor", "salvor")
-	sa.startServer(t)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	healthAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	sa.startServer(t, "--metrics-address", metricsAddr, "--health-address", healthAddr)
 	c.waitLocation(t, "default", salvorv1.BackupStorageLocationPhaseAvailable)
+	eventually(t, "the server ready", time.Minute, func() (bool, string) {
+		code, body := fetch(t, "http://"+healthAddr+"/readyz", "")
+		return code == http.StatusOK, fmt.Sprint(code, body)
+	})
 
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "rbac"}, Data: map[string]string{"k": "v"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "rbac"}})
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "rbac"}, Data: map[string][]byte{"p": []byte("w")}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "rbac"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "rbac"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "rbac"}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "rbac"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: "rbac"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "app", Namespace: "rbac"}}},
+		widget("rbac", "w1", 10))
 	c.mustSalvor(t, "backup", "create", "rbac", "--include-namespaces", "rbac", "--wait")
 	c.mustSalvor(t, "restore", "create", "rbac", "--from-backup", "rbac", "--namespace-mappings", "rbac:rbac2", "--wait")
-	got := &corev1.ConfigMap{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "rbac2", Name: "c"}, got); err != nil || got.Data["k"] != "v" {
-		t.Errorf("restored with the installed RBAC: %v %v", got.Data, err)
+	for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		name := "web"
+		switch o.(type) {
+		case *corev1.ConfigMap:
+			name = "c"
+		case *corev1.Secret:
+			name = "s"
+		case *corev1.ServiceAccount:
+			name = "app"
+		case *rbacv1.Role, *rbacv1.RoleBinding:
+			name = "reader"
+		}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "rbac2", Name: name}, o); err != nil {
+			t.Errorf("restored with the installed RBAC: %T %s: %v", o, name, err)
+		}
+	}
+	w := widget("rbac2", "w1", 0)
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Errorf("custom resource restored with the installed RBAC: %v", err)
 	}
 
+	// Metrics: only for callers the API server authorizes.
+	url := "https://" + metricsAddr + "/metrics"
+	if code, _ := fetch(t, url, ""); code != http.StatusUnauthorized {
+		t.Errorf("metrics without a token: %d, want 401", code)
+	}
+	if code, _ := fetch(t, url, c.token(t, "salvor", "salvor")); code != http.StatusForbidden {
+		t.Errorf("metrics with a token not allowed to read them: %d, want 403", code)
+	}
+	if code, body := fetch(t, url, c.metricsReader(t)); code != http.StatusOK || !strings.Contains(body, `salvor_backups_total{phase="Completed"} 1`) {
+		t.Errorf("metrics with the reader's token: %d\n%s", code, tail(body, 5))
+	}
+
+	// Readiness is real: a server whose account cannot even list Salvor's
+	// objects never becomes ready, and says why in its log.
+	c.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody", Namespace: "salvor"}})
+	nobodyHealth := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	nobody := c.asServiceAccount(t, "salvor", "nobody").startServer(t, "--health-address", nobodyHealth)
+	eventually(t, "the unprivileged server's readiness probe answering", time.Minute, func() (bool, string) {
+		code, body := fetch(t, "http://"+nobodyHealth+"/readyz", "")
+		return code != 0, body
+	})
+	nobody.waitLog(t, "has not synced")
+	if code, body := fetch(t, "http://"+nobodyHealth+"/readyz", ""); code != http.StatusInternalServerError {
+		t.Errorf("a server that cannot list its objects is ready: %d %s", code, body)
+	}
+	if code, _ := fetch(t, "http://"+healthAddr+"/readyz", ""); code != http.StatusOK {
+		t.Errorf("the installed server is no longer ready: %d", code)
+	}
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -51,16 +50,15 @@ func runTime(t testing.TB, schedule, backup string) time.Time {
 	return tm
 }
 
-// metric reads one series' value from a server's /metrics.
-func metric(t testing.TB, addr, series string) (float64, bool) {
+// metric reads one series' value from a server's /metrics, with a token
+// allowed to read them.
+func metric(t testing.TB, addr, token, series string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
+	code, body := fetch(t, "https://"+addr+"/metrics", token)
+	if code != http.StatusOK {
 		return 0, false
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(body), "\n") {
+	for _, l := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			return f, err == nil
@@ -81,6 +79,7 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	minio := testbed.StartMinIO(t, "backups")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
 	c.startServer(t, "--metrics-address", metricsAddr)
+	reader := c.metricsReader(t)
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cadence"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "cadence"}, Data: map[string]string{"k": "v"}})
@@ -108,7 +107,7 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	series := `salvor_schedule_last_successful_backup_timestamp_seconds{schedule="fast"}`
 	var success float64
 	eventually(t, "the last-success metric after a good backup", 30*time.Second, func() (bool, string) {
-		v, ok := metric(t, metricsAddr, series)
+		v, ok := metric(t, metricsAddr, reader, series)
 		success = v
 		return ok && v > float64(created.Unix())+1, fmt.Sprint(v, ok)
 	})
@@ -116,7 +115,7 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 		record()
 		return len(seen) >= 5, fmt.Sprint(len(seen), " runs")
 	})
-	if v, _ := metric(t, metricsAddr, series); v <= success {
+	if v, _ := metric(t, metricsAddr, reader, series); v <= success {
 		t.Errorf("last-success metric did not move with later good backups: %v, then %v", success, v)
 	}
 	runs := keys(seen)

@@ -37,6 +37,9 @@ type Options struct {
 	Config         map[string]string
 	DryRun         bool
 	Output         string
+	// ServerRules are the server's cluster-wide rights (ServerRules, from
+	// the cluster's discovery).
+	ServerRules []rbacv1.PolicyRule
 }
 
 // NewCommand returns `salvor install`.
@@ -56,6 +59,13 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Namespace = k.Namespace
+			cfg, err := k.RESTConfig()
+			if err != nil {
+				return fmt.Errorf("salvor install reads the cluster's API resources to name them in the server's role, even with --dry-run: %w", err)
+			}
+			if o.ServerRules, err = DiscoverServerRules(cfg, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			objs, err := Manifests(*o)
 			if err != nil {
 				return err
@@ -84,16 +94,6 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	return cmd
 }
 
-// ServerRules are what the server does in the cluster: it reads every
-// resource (backups) and creates and patches them (restores; an existing
-// object is only ever patched, with existingResourcePolicy update). It
-// never updates or deletes outside its own namespace. The rule is still
-// "every resource", which in RBAC includes subresources: narrowing it is
-// open work.
-var ServerRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "create", "patch"}},
-}
-
 // NamespaceRules are what the server does in its own namespace: run its
 // own objects, and elect a leader.
 var NamespaceRules = []rbacv1.PolicyRule{
@@ -107,6 +107,9 @@ var NamespaceRules = []rbacv1.PolicyRule{
 func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if (o.Provider == "") != (o.Bucket == "") {
 		return nil, fmt.Errorf("--provider and --bucket go together: give both for a default location, or neither")
+	}
+	if len(o.ServerRules) == 0 {
+		return nil, fmt.Errorf("no rules for the server's role: they come from the cluster's discovery (DiscoverServerRules)")
 	}
 	if o.Output != "" && o.Output != "yaml" && o.Output != "json" {
 		return nil, fmt.Errorf("--output %q: must be yaml or json", o.Output)
@@ -141,10 +144,13 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	typed := []any{
 		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels}},
-		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels}, Rules: ServerRules},
+		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels}, Rules: o.ServerRules},
 		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "salvor-server-" + ns},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
+		clusterRole("salvor-viewer", labels, ViewerRules),
+		clusterRole("salvor-operator", labels, OperatorRules),
+		clusterRole("salvor-metrics-reader", labels, MetricsReaderRules),
 		&rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels}, Rules: NamespaceRules},
 		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "salvor-server"},
@@ -154,7 +160,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 				Replicas: &o.Replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8085"}},
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8085", "prometheus.io/scheme": "https"}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: sa,
 						InitContainers:     inits,
@@ -204,6 +210,10 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+func clusterRole(name string, labels map[string]string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: rules}
 }
 
 func tm(apiVersion, kind string) metav1.TypeMeta {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -17,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/salvor-dev/salvor/internal/backup"
@@ -32,6 +33,7 @@ type options struct {
 	kube                 *kube.Options
 	pluginDir            string
 	metricsAddress       string
+	metricsSecure        bool
 	healthAddress        string
 	profilingAddress     string
 	leaderElect          bool
@@ -71,6 +73,7 @@ process, restarted if it dies.`,
 	f := cmd.Flags()
 	f.StringVar(&o.pluginDir, "plugin-dir", "", "directory of plugin binaries (searched recursively); empty for built-in plugins only")
 	f.StringVar(&o.metricsAddress, "metrics-address", ":8085", `address of the Prometheus endpoint (/metrics); "0" turns it off`)
+	f.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics, as the salvor-metrics-reader ClusterRole grants); false serves plain HTTP to anyone")
 	f.StringVar(&o.healthAddress, "health-address", ":8086", `address of the health probes (/healthz, /readyz); "0" turns them off`)
 	f.StringVar(&o.profilingAddress, "profiling-address", "", `address of Go's profiling endpoints (/debug/pprof/), e.g. localhost:6060; off when empty`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
@@ -153,10 +156,17 @@ func (o *options) run(ctx context.Context) error {
 		logger.Info("plugin available", "kind", p.Kind, "name", p.Name, "binary", p.Binary)
 	}
 
+	metricsOptions := metricsserver.Options{BindAddress: o.metricsAddress}
+	if o.metricsSecure {
+		// A self-signed certificate unless one is mounted; callers are
+		// checked with TokenReview and SubjectAccessReview.
+		metricsOptions.SecureServing = true
+		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  kube.Scheme(),
 		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{o.kube.Namespace: {}}},
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
+		Metrics:                 metricsOptions,
 		HealthProbeBindAddress:  o.healthAddress,
 		PprofBindAddress:        o.profilingAddress,
 		LeaderElection:          o.leaderElect,
@@ -218,10 +228,29 @@ func (o *options) run(ctx context.Context) error {
 		}
 	}
 	if o.healthAddress != "0" {
-		if err := mgr.AddHealthzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
+		health := &controller.Health{
+			Synced: func(ctx context.Context) bool {
+				ctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				return mgr.GetCache().WaitForCacheSync(ctx)
+			},
+			Locations: controller.CachedLocations(mgr.GetClient(), o.kube.Namespace),
+			Namespace: o.kube.Namespace,
+			Interval:  o.locationInterval,
+			Log:       logger,
+		}
+		// Runs only on the leader: from then on its controllers run too.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			health.Lead()
+			<-ctx.Done()
+			return nil
+		})); err != nil {
 			return err
 		}
-		if err := mgr.AddReadyzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
+		if err := mgr.AddHealthzCheck("controllers", health.Live); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("controllers", health.Ready); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,153 @@
+package install
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// ServerRules are what the server may do cluster-wide: get and list each
+// resource it backs up, create and patch each one it restores. RBAC has no
+// deny, and a rule for "*" covers every subresource too — a token for any
+// service account (serviceaccounts/token), a shell in any pod (pods/exec,
+// pods/attach), port forwarding, the kubelet (nodes/proxy). So the rules
+// name resources, as the cluster's discovery lists them, and never a
+// subresource; they hold no update, delete, bind, escalate or impersonate.
+// Resources a restore leaves out by default (resources.NotRestored) are
+// only read. The server may also ask the API server who calls its metrics
+// endpoint (TokenReview, SubjectAccessReview).
+func ServerRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
+	read, write := map[string][]string{}, map[string][]string{}
+	notRestored := map[string]bool{}
+	for _, n := range resources.NotRestored {
+		notRestored[n] = true
+	}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		// Salvor's own objects are read wherever a backup looks; they are
+		// written only in Salvor's namespace, as its namespace role allows.
+		ownGroup := gv.Group == salvorv1.GroupVersion.Group
+		for _, r := range l.APIResources {
+			if r.Name == "" || containsSlash(r.Name) {
+				continue
+			}
+			verbs := map[string]bool{}
+			for _, v := range r.Verbs {
+				verbs[v] = true
+			}
+			if verbs["get"] && verbs["list"] {
+				read[gv.Group] = appendOnce(read[gv.Group], r.Name)
+			}
+			full := r.Name
+			if gv.Group != "" {
+				full += "." + gv.Group
+			}
+			if verbs["create"] && verbs["patch"] && !notRestored[full] && !ownGroup {
+				write[gv.Group] = appendOnce(write[gv.Group], r.Name)
+			}
+		}
+	}
+	var rules []rbacv1.PolicyRule
+	for _, g := range sortedKeys(read, write) {
+		if rs := read[g]; len(rs) > 0 {
+			sort.Strings(rs)
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"get", "list"}})
+		}
+		if rs := write[g]; len(rs) > 0 {
+			sort.Strings(rs)
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"create", "patch"}})
+		}
+	}
+	return append(rules,
+		rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	)
+}
+
+func containsSlash(s string) bool {
+	for _, c := range s {
+		if c == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, e := range list {
+		if e == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func sortedKeys(ms ...map[string][]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DiscoverServerRules reads the cluster's resources and returns the
+// server's rules. Groups that are not served now (an aggregated API that
+// is down) are left out, and w says so: their resources are neither
+// backed up nor restored until `salvor install` runs again.
+func DiscoverServerRules(cfg *rest.Config, w io.Writer) ([]rbacv1.PolicyRule, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	_, lists, err := disc.ServerGroupsAndResources()
+	if err != nil {
+		failed, ok := err.(*discovery.ErrGroupDiscoveryFailed)
+		if !ok {
+			return nil, fmt.Errorf("reading the cluster's API resources, which the server's least-privilege role names one by one: %w", err)
+		}
+		for gv, e := range failed.Groups {
+			fmt.Fprintf(w, "warning: API group %s is not served now (%v): the server's role leaves it out; run `salvor install` again once it is served\n", gv, e)
+		}
+	}
+	return ServerRules(lists), nil
+}
+
+// The ClusterRoles users are bound to (with a RoleBinding in Salvor's
+// namespace). docs/security.md says what each allows.
+var (
+	salvorObjects = []string{"backups", "restores", "schedules", "backupstoragelocations", "volumesnapshotlocations",
+		"volumepluginbackups", "volumepluginrestores"}
+	// ViewerRules read Salvor's objects — not DownloadRequests, whose
+	// URLs read a backup's logs and results.
+	ViewerRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: salvorObjects, Verbs: []string{"get", "list", "watch"}},
+	}
+	// OperatorRules add creating (and cancelling) backups and restores,
+	// running and pausing schedules, and reading logs and results through
+	// DownloadRequests. Deleting backups is left to Salvor's admins.
+	OperatorRules = append(append([]rbacv1.PolicyRule(nil), ViewerRules...),
+		rbacv1.PolicyRule{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups", "restores", "schedules"}, Verbs: []string{"create", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"downloadrequests"}, Verbs: []string{"create", "get"}},
+	)
+	// MetricsReaderRules let Prometheus scrape the server's metrics.
+	MetricsReaderRules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+)
