@@ -14,12 +14,32 @@ STATICCHECK_VERSION := v0.8.2
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
-.PHONY: all build cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: all build release cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
+# Builds say which Salvor they are (`salvor version`, salvor_build_info):
+# the version from git tags, the commit, and the commit's date (not the
+# build's, so the same commit builds the same bytes).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+BUILDINFO := github.com/salvor-dev/salvor/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(BUILD_DATE)
+
 build:
-	$(GO) build -o $(BIN)/salvor ./cmd/salvor
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/salvor ./cmd/salvor
+
+# release builds the CLI for every desktop and server platform, static and
+# reproducible (-trimpath, the commit's date), with SHA-256 checksums.
+RELEASE := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+release:
+	rm -rf $(BIN)/release && mkdir -p $(BIN)/release
+	@for t in $(RELEASE); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "building salvor $(VERSION) for $$os/$$arch"; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+	    -o $(BIN)/release/salvor-$(VERSION)-$$os-$$arch$$ext ./cmd/salvor || exit 1; done
+	cd $(BIN)/release && sha256sum salvor-* > SHA256SUMS && cat SHA256SUMS
 
 # cross builds the CLI for the desktops platform engineers use: only
 # `salvor server` and `salvor run-plugins` need Linux to run, but the binary

@@ -13,6 +13,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/schedule"
 	"github.com/salvor-dev/salvor/internal/cli/server"
 	"github.com/salvor-dev/salvor/internal/cli/snapshotlocation"
+	"github.com/salvor-dev/salvor/internal/cli/version"
 )
 
 // NewRootCommand returns the salvor command with every subcommand.
@@ -36,6 +37,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		plugin.NewCommand(),
 		server.NewCommand(k),
 		runplugins.NewCommand(),
+		version.NewCommand(k),
 	)
 	return root
 }

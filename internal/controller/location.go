@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -40,6 +41,12 @@ func (r *LocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, bsl); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone: its series would otherwise say "unavailable" or "no
+			// good backup" forever.
+			metrics.LocationAvailable.DeleteLabelValues(req.Name)
+			metrics.LocationLastSuccess.DeleteLabelValues(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -61,6 +68,7 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Log.Info("backup storage location changed phase", "location", bsl.Name, "phase", phase, "message", message)
 	}
 	bsl.Status.Phase, bsl.Status.Message, bsl.Status.LastValidationTime = phase, message, &now
+	r.observe(ctx, bsl)
 	if err := r.Client.Status().Update(ctx, bsl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -164,5 +172,27 @@ func (r *LocationReconciler) syncProgressResources(ctx context.Context, store *p
 		if err := r.Client.Status().Update(ctx, fresh); err != nil {
 			r.Log.Warn("syncing a VolumePluginBackup's status", "backup", b.Name, "name", v.Name, "error", err)
 		}
+	}
+}
+
+// observe records the location's availability and its newest good backup.
+func (r *LocationReconciler) observe(ctx context.Context, bsl *salvorv1.BackupStorageLocation) {
+	available := 0.0
+	if bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable {
+		available = 1
+	}
+	metrics.LocationAvailable.WithLabelValues(bsl.Name).Set(available)
+	list := &salvorv1.BackupList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(bsl.Namespace), client.MatchingLabels{salvorv1.LocationLabel: bsl.Name}); err != nil {
+		return
+	}
+	var last time.Time
+	for _, b := range list.Items {
+		if b.Status.Phase == salvorv1.BackupPhaseCompleted && b.Status.CompletionTimestamp != nil && b.Status.CompletionTimestamp.After(last) {
+			last = b.Status.CompletionTimestamp.Time
+		}
+	}
+	if !last.IsZero() {
+		metrics.LocationLastSuccess.WithLabelValues(bsl.Name).Set(float64(last.UnixNano()) / 1e9)
 	}
 }

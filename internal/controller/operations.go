@@ -50,7 +50,7 @@ type OperationsReconciler struct {
 	mu            sync.Mutex
 	finalizeTries map[string]int
 	state         map[string]*waiting
-	inFlight      map[string]map[string]int
+	inFlight      map[string]map[string]flight
 	seenEnd       map[string]bool
 }
 
@@ -171,10 +171,15 @@ func summaries(view []operations.Operation) []salvorv1.OperationSummary {
 
 // observe updates the in-flight metric and the duration of ended operations.
 func (r *OperationsReconciler) observe(key string, view []operations.Operation) {
-	counts := map[string]int{}
+	counts := map[string]flight{}
 	for _, op := range view {
 		if !operations.Terminal(op.Status) {
-			counts[op.Plugin]++
+			f := counts[op.Plugin]
+			f.n++
+			if c := op.Status.Created; c != nil && (f.oldest.IsZero() || c.Time.Before(f.oldest)) {
+				f.oldest = c.Time
+			}
+			counts[op.Plugin] = f
 			continue
 		}
 		if op.Status.Created != nil && op.Status.Updated != nil && r.ended(key, op) {
@@ -204,11 +209,19 @@ func (r *OperationsReconciler) ended(key string, op operations.Operation) bool {
 	return true
 }
 
+// flight is a backup's running operations of one plugin: how many, and
+// when the oldest started.
+type flight struct {
+	n      int
+	oldest time.Time
+}
+
 // setInFlight records a backup's running operations per plugin and sets
-// the gauge to the sum over backups. Call with r.mu held.
-func (r *OperationsReconciler) setInFlight(key string, counts map[string]int) {
+// the gauges over all backups: how many, and when the oldest started.
+// Call with r.mu held.
+func (r *OperationsReconciler) setInFlight(key string, counts map[string]flight) {
 	if r.inFlight == nil {
-		r.inFlight = map[string]map[string]int{}
+		r.inFlight = map[string]map[string]flight{}
 	}
 	plugins := map[string]bool{}
 	for p := range r.inFlight[key] {
@@ -223,11 +236,19 @@ func (r *OperationsReconciler) setInFlight(key string, counts map[string]int) {
 		plugins[p] = true
 	}
 	for p := range plugins {
-		total := 0
+		var total flight
 		for _, c := range r.inFlight {
-			total += c[p]
+			total.n += c[p].n
+			if o := c[p].oldest; !o.IsZero() && (total.oldest.IsZero() || o.Before(total.oldest)) {
+				total.oldest = o
+			}
 		}
-		metrics.OperationsInFlight.WithLabelValues(p).Set(float64(total))
+		metrics.OperationsInFlight.WithLabelValues(p).Set(float64(total.n))
+		if total.oldest.IsZero() {
+			metrics.OperationOldest.DeleteLabelValues(p)
+		} else {
+			metrics.OperationOldest.WithLabelValues(p).Set(float64(total.oldest.UnixNano()) / 1e9)
+		}
 	}
 }
 

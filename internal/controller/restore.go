@@ -16,6 +16,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
@@ -174,6 +175,7 @@ func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reas
 	now := metav1.Now()
 	rs.Status.Phase, rs.Status.FailureReason, rs.Status.CompletionTimestamp = salvorv1.RestorePhaseFailed, reason, &now
 	r.Log.Error("restore failed", "restore", rs.Namespace+"/"+rs.Name, "reason", reason)
+	observeRestoreEnd(rs)
 	return updateRestoreStatus(ctx, r.Client, rs)
 }
 
@@ -242,6 +244,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		}
 	} else {
 		rs.Status.CompletionTimestamp = &now
+		observeRestoreEnd(rs)
 	}
 	restoreLog.Info("restore finished its pass", "phase", rs.Status.Phase, "items", out.Progress.ItemsRestored)
 	if err := r.writeFiles(ctx, store, rs, log, &out.Results, out.Operations); err != nil {
@@ -291,4 +294,16 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	// A copy: rs takes the API server's answers to progress updates while
 	// volumes are restored.
 	return &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, snap: snap, timeout: timeout}, nil
+}
+
+// observeRestoreEnd counts a restore that has ended.
+func observeRestoreEnd(rs *salvorv1.Restore) {
+	phase := string(rs.Status.Phase)
+	metrics.Restores.WithLabelValues(phase).Inc()
+	if rs.Status.Progress != nil {
+		metrics.ItemsRestored.Add(float64(rs.Status.Progress.ItemsRestored))
+	}
+	if rs.Status.StartTimestamp != nil && rs.Status.CompletionTimestamp != nil {
+		metrics.RestoreDuration.WithLabelValues(phase).Observe(rs.Status.CompletionTimestamp.Sub(rs.Status.StartTimestamp.Time).Seconds())
+	}
 }

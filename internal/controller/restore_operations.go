@@ -179,5 +179,6 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 		rs.Status.Phase = salvorv1.RestorePhaseCompleted
 	}
 	r.Log.Info("restore finished", "restore", key, "phase", rs.Status.Phase, "reason", reason)
+	observeRestoreEnd(rs)
 	return updateRestoreStatus(ctx, r.Client, rs)
 }

@@ -43,11 +43,6 @@ var (
 	}, []string{"binary"})
 )
 
-func init() {
-	crmetrics.Registry.MustRegister(Backups, BackupsInProgress, ItemsBackedUp, BackupDuration,
-		PluginCalls, PluginCallDuration, PluginRestarts)
-}
-
 // ObservePluginCall is a host.Options.OnCall.
 func ObservePluginCall(k kind.Kind, method, outcome string, took time.Duration) {
 	PluginCalls.WithLabelValues(string(k), method, outcome).Inc()
@@ -82,10 +77,6 @@ var (
 	}, []string{"plugin"})
 )
 
-func init() {
-	crmetrics.Registry.MustRegister(OperationsInFlight, OperationCancels, OperationDuration, OperationTimeouts)
-}
-
 var (
 	// ScheduleLastSuccess is when each schedule's newest Completed backup
 	// ended (its creation while it has none): alert on it being old.
@@ -104,12 +95,78 @@ var (
 	}, []string{"schedule"})
 )
 
-func init() {
-	crmetrics.Registry.MustRegister(ScheduleLastSuccess, ScheduleRuns, ScheduleRetentionDeletes)
-}
-
 // ForgetSchedule drops a deleted schedule's series, so that its alert
 // does not fire forever.
 func ForgetSchedule(name string) {
 	ScheduleLastSuccess.DeleteLabelValues(name)
 }
+
+// BuildInfo is 1, labelled with the server's build.
+var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "salvor_build_info", Help: "The running server's build: always 1, labelled with its version, commit and Go version.",
+}, []string{"version", "commit", "go_version"})
+
+// ObserveBuild sets salvor_build_info.
+func ObserveBuild(version, commit, goVersion string) {
+	BuildInfo.WithLabelValues(version, commit, goVersion).Set(1)
+}
+
+var (
+	// Restores counts restores that ended, by phase.
+	Restores = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_restores_total", Help: "Restores that ended, by final phase.",
+	}, []string{"phase"})
+	// RestoreDuration is how long restores took, by final phase.
+	RestoreDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "salvor_restore_duration_seconds", Help: "Time from a restore's start to its end.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16),
+	}, []string{"phase"})
+	// ItemsRestored counts items restores created or patched.
+	ItemsRestored = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "salvor_restore_items_total", Help: "Items restores created or patched.",
+	})
+	// LocationAvailable is 1 for a backup storage location found available
+	// at its last check, 0 otherwise.
+	LocationAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "salvor_location_available", Help: "1 if the backup storage location was available at its last check, else 0.",
+	}, []string{"location"})
+	// LocationLastSuccess is when the newest Completed backup in a
+	// location ended.
+	LocationLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "salvor_location_last_successful_backup_timestamp_seconds",
+		Help: "When the newest Completed backup in the location ended, in seconds since the epoch.",
+	}, []string{"location"})
+	// OperationOldest is when the oldest operation in flight started, by plugin.
+	OperationOldest = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "salvor_operation_oldest_start_timestamp_seconds",
+		Help: "When the oldest plugin operation still being followed started, by plugin (absent when none is).",
+	}, []string{"plugin"})
+)
+
+// All are Salvor's metrics, registered with controller-runtime's registry
+// (served on --metrics-address); the monitoring files may use only these.
+var All = []prometheus.Collector{
+	Backups,
+	BackupsInProgress,
+	ItemsBackedUp,
+	BackupDuration,
+	PluginCalls,
+	PluginCallDuration,
+	PluginRestarts,
+	OperationsInFlight,
+	OperationCancels,
+	OperationDuration,
+	OperationTimeouts,
+	ScheduleLastSuccess,
+	ScheduleRuns,
+	ScheduleRetentionDeletes,
+	BuildInfo,
+	Restores,
+	RestoreDuration,
+	ItemsRestored,
+	LocationAvailable,
+	LocationLastSuccess,
+	OperationOldest,
+}
+
+func init() { crmetrics.Registry.MustRegister(All...) }

@@ -234,6 +234,9 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 		t.Errorf("backups in the location: %v, %v", names, err)
 	}
 
+	if y := c.mustSalvor(t, "backup", "get", "web", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Backup") {
+		t.Errorf("backup get -o yaml has no apiVersion and kind, so kubectl apply would refuse it:\n%s", y)
+	}
 	get := c.mustSalvor(t, "backup", "get")
 	if !strings.Contains(get, "web") || !strings.Contains(get, "Completed") || !strings.Contains(get, "6/6") {
 		t.Errorf("backup get:\n%s", get)

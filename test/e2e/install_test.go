@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/deploy/monitoring"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -139,6 +140,12 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Error("the server's own account may read metrics: only salvor-metrics-reader should")
 	}
 
+	// Installed, but no server runs here (the testbed has no kubelet).
+	if out, err := c.salvor(t, "version", "--timeout", "2s"); err == nil || !strings.Contains(out, "Client:") ||
+		!strings.Contains(out, "no server answered in namespace salvor within 2s") {
+		t.Errorf("version without a server: %v\n%s", err, out)
+	}
+
 	// A kubeconfig with only the service account's token.
 	sa := c.asServiceAccount(t, "salvor", "salvor")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
@@ -189,6 +196,21 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Errorf("custom resource restored with the installed RBAC: %v", err)
 	}
 
+	// `salvor version` as a viewer: the server answers with its build and plugins.
+	c.create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "carol", Namespace: "salvor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "salvor-viewer"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "carol", Namespace: "salvor"}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "carol", Namespace: "salvor"}})
+	version := words(c.asServiceAccount(t, "salvor", "carol").mustSalvor(t, "version"))
+	for _, w := range []string{"Client: Version:", "Server: Version:", "Plugins: "} {
+		if !strings.Contains(version, w) {
+			t.Errorf("salvor version lacks %q: %s", w, version)
+		}
+	}
+	if strings.Contains(version, "Plugins: 0") {
+		t.Errorf("the server reports no plugins: %s", version)
+	}
+
 	// Metrics: only for callers the API server authorizes.
 	url := "https://" + metricsAddr + "/metrics"
 	if code, _ := fetch(t, url, ""); code != http.StatusUnauthorized {
@@ -197,8 +219,26 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	if code, _ := fetch(t, url, c.token(t, "salvor", "salvor")); code != http.StatusForbidden {
 		t.Errorf("metrics with a token not allowed to read them: %d, want 403", code)
 	}
-	if code, body := fetch(t, url, c.metricsReader(t)); code != http.StatusOK || !strings.Contains(body, `salvor_backups_total{phase="Completed"} 1`) {
+	code, body := fetch(t, url, c.metricsReader(t))
+	if code != http.StatusOK || !strings.Contains(body, `salvor_backups_total{phase="Completed"} 1`) ||
+		!strings.Contains(body, `salvor_restores_total{phase="Completed"} 1`) || !strings.Contains(body, "salvor_build_info{") ||
+		!strings.Contains(body, `salvor_location_available{location="default"} 1`) {
 		t.Errorf("metrics with the reader's token: %d\n%s", code, tail(body, 5))
+	}
+	// The dashboard and alerts of deploy/monitoring use metrics this server
+	// serves; those of schedules, plugin operations and plugin restarts
+	// appear once there is one (this run has none).
+	used, err := monitoring.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range used {
+		if strings.HasPrefix(m, "salvor_schedule_") || strings.HasPrefix(m, "salvor_operation") || m == "salvor_plugin_restarts_total" {
+			continue
+		}
+		if !strings.Contains(body, "\n"+m+"{") && !strings.Contains(body, "\n"+m+" ") {
+			t.Errorf("deploy/monitoring uses %s, which the server does not serve after a backup and a restore", m)
+		}
 	}
 
 	// Readiness is real: a server whose account cannot even list Salvor's

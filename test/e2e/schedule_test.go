@@ -452,6 +452,9 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 	if out, err := c.salvor(t, "schedule", "create", "typo", "--schedule", "0 2 * *"); err == nil || !strings.Contains(out, "want five fields") {
 		t.Errorf("CLI with a bad expression: %v\n%s", err, out)
 	}
+	if y := c.mustSalvor(t, "schedule", "get", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Schedule") {
+		t.Errorf("schedule get -o yaml has no apiVersion and kind:\n%s", y)
+	}
 	if out := c.mustSalvor(t, "schedule", "get"); !strings.Contains(out, "velero-style") || !strings.Contains(out, "FailedValidation") {
 		t.Errorf("schedule get:\n%s", out)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -25,17 +24,13 @@ their next sync.`,
 			if err != nil {
 				return err
 			}
-			for _, name := range args {
-				b := &salvorv1.Backup{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: name}, b); err != nil {
-					return fmt.Errorf("backup %s: %w", name, err)
-				}
+			return kube.Each(cmd.Context(), c, k.Namespace, "backup", args, func(b *salvorv1.Backup) error {
 				if err := c.Delete(cmd.Context(), b); err != nil {
-					return fmt.Errorf("deleting backup %s: %w", name, err)
+					return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being deleted; its files go first.\n", name)
-			}
-			return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being deleted; its files go first.\n", b.Name)
+				return nil
+			})
 		},
 	}
 	return cmd

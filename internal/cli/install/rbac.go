@@ -140,6 +140,8 @@ var (
 	// URLs read a backup's logs and results.
 	ViewerRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: salvorObjects, Verbs: []string{"get", "list", "watch"}},
+		// `salvor version` asks the server with a ServerStatusRequest.
+		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"serverstatusrequests"}, Verbs: []string{"create", "get", "delete"}},
 	}
 	// OperatorRules add creating (and cancelling) backups and restores,
 	// running and pausing schedules, and reading logs and results through

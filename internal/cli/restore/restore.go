@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clibackup "github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -204,51 +205,15 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 }
 
 func newGet(k *kube.Options) *cobra.Command {
-	var format output.Format
-	cmd := &cobra.Command{
-		Use: "get [NAME...]", Short: "List restores", Example: "  salvor restore get\n  salvor restore get r1 -o yaml",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			var items []salvorv1.Restore
-			for _, n := range args {
-				rs := &salvorv1.Restore{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: n}, rs); err != nil {
-					return fmt.Errorf("restore %s: %w", n, err)
-				}
-				items = append(items, *rs)
-			}
-			if len(args) == 0 {
-				list := &salvorv1.RestoreList{}
-				if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
-					return err
-				}
-				items = list.Items
-			}
-			var v any = items
-			if len(args) == 1 {
-				v = items[0]
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
-				return err
-			}
-			var rows [][]string
-			for i := range items {
-				rs := &items[i]
+	return get.Command[salvorv1.Restore](k, "restore", "List restores", "  salvor restore get\n  salvor restore get r1 -o yaml",
+		&salvorv1.RestoreList{}, get.Table[salvorv1.Restore]{
+			Header: []string{"NAME", "BACKUP", "STATUS", "ITEMS", "ERRORS", "WARNINGS", "AGE"},
+			Row: func(rs *salvorv1.Restore) []string {
 				done, total := progress(rs)
-				rows = append(rows, []string{rs.Name, rs.Spec.BackupName, phase(rs), fmt.Sprintf("%d/%d", done, total),
-					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), time.Since(rs.CreationTimestamp.Time).Round(time.Second).String()})
-			}
-			return output.Table(cmd.OutOrStdout(), []string{"NAME", "BACKUP", "STATUS", "ITEMS", "ERRORS", "WARNINGS", "AGE"}, rows)
-		},
-	}
-	output.AddFlag(cmd.Flags(), &format)
-	return cmd
+				return []string{rs.Name, rs.Spec.BackupName, phase(rs), fmt.Sprintf("%d/%d", done, total),
+					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), time.Since(rs.CreationTimestamp.Time).Round(time.Second).String()}
+			},
+		})
 }
 
 func newDescribe(k *kube.Options) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	"github.com/salvor-dev/salvor/internal/retention"
@@ -143,54 +144,14 @@ func (o *createOptions) object(cmd *cobra.Command, name, namespace string) (*sal
 }
 
 func newGet(k *kube.Options) *cobra.Command {
-	var format output.Format
-	cmd := &cobra.Command{
-		Use:     "get [NAME...]",
-		Short:   "List schedules",
-		Example: "  salvor schedule get\n  salvor schedule get nightly -o yaml",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			var items []salvorv1.Schedule
-			for _, name := range args {
-				s := &salvorv1.Schedule{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: name}, s); err != nil {
-					return fmt.Errorf("schedule %s: %w", name, err)
-				}
-				items = append(items, *s)
-			}
-			if len(args) == 0 {
-				list := &salvorv1.ScheduleList{}
-				if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
-					return err
-				}
-				items = list.Items
-			}
-			for i := range items {
-				items[i].APIVersion, items[i].Kind = salvorv1.GroupVersion.String(), "Schedule"
-			}
-			var v any = items
-			if len(args) == 1 {
-				v = items[0]
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
-				return err
-			}
-			var rows [][]string
-			for _, s := range items {
-				rows = append(rows, []string{s.Name, phase(s), s.Spec.Schedule, fmt.Sprint(s.Spec.Paused), orDash(s.Status.LastBackupName),
-					when(s.Status.NextRun), fmt.Sprint(s.Status.SkippedRuns), retentionText(s.Spec.Retention)})
-			}
-			return output.Table(cmd.OutOrStdout(), []string{"NAME", "STATUS", "SCHEDULE", "PAUSED", "LAST BACKUP", "NEXT RUN", "SKIPPED", "RETENTION"}, rows)
-		},
-	}
-	output.AddFlag(cmd.Flags(), &format)
-	return cmd
+	return get.Command[salvorv1.Schedule](k, "schedule", "List schedules", "  salvor schedule get\n  salvor schedule get nightly -o yaml",
+		&salvorv1.ScheduleList{}, get.Table[salvorv1.Schedule]{
+			Header: []string{"NAME", "STATUS", "SCHEDULE", "PAUSED", "LAST BACKUP", "NEXT RUN", "SKIPPED", "RETENTION"},
+			Row: func(s *salvorv1.Schedule) []string {
+				return []string{s.Name, phase(*s), s.Spec.Schedule, fmt.Sprint(s.Spec.Paused), orDash(s.Status.LastBackupName),
+					when(s.Status.NextRun), fmt.Sprint(s.Status.SkippedRuns), retentionText(s.Spec.Retention)}
+			},
+		})
 }
 
 func newPause(k *kube.Options, pause bool) *cobra.Command {
@@ -210,19 +171,15 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, name := range args {
-				s := &salvorv1.Schedule{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: name}, s); err != nil {
-					return fmt.Errorf("schedule %s: %w", name, err)
-				}
+			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				patch := client.MergeFrom(s.DeepCopy())
 				s.Spec.Paused = pause
 				if err := c.Patch(cmd.Context(), s, patch); err != nil {
-					return fmt.Errorf("%s schedule %s: %w", verb, name, err)
+					return fmt.Errorf("%s schedule %s: %w", verb, s.Name, err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q %s.\n", name, did)
-			}
-			return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q %s.\n", s.Name, did)
+				return nil
+			})
 		},
 	}
 }
@@ -241,22 +198,17 @@ deleted with it, files and all.`,
 			if err != nil {
 				return err
 			}
-			for _, name := range args {
-				s := &salvorv1.Schedule{}
-				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: name}, s); err != nil {
-					return fmt.Errorf("schedule %s: %w", name, err)
-				}
+			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				if err := c.Delete(cmd.Context(), s); err != nil {
-					return fmt.Errorf("deleting schedule %s: %w", name, err)
+					return fmt.Errorf("deleting schedule %s: %w", s.Name, err)
 				}
-				owned := s.Spec.UseOwnerReferencesInBackup != nil && *s.Spec.UseOwnerReferencesInBackup
-				if owned {
-					fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q deleted; it owns its backups, so they are deleted too.\n", name)
+				if owned := s.Spec.UseOwnerReferencesInBackup != nil && *s.Spec.UseOwnerReferencesInBackup; owned {
+					fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q deleted; it owns its backups, so they are deleted too.\n", s.Name)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q deleted; its backups stay until their TTL.\n", name)
+					fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q deleted; its backups stay until their TTL.\n", s.Name)
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }

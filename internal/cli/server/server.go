@@ -21,12 +21,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/buildinfo"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/restore"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 type options struct {
@@ -204,6 +206,13 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Runs: runs},
+		&controller.ServerStatusReconciler{Client: mgr.GetClient(), Plugins: func() []salvorv1.PluginInfo {
+			var out []salvorv1.PluginInfo
+			for _, p := range plugins.List() {
+				out = append(out, salvorv1.PluginInfo{Name: p.Name, Kind: string(p.Kind)})
+			}
+			return out
+		}},
 		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.RestoreReconciler{
@@ -254,6 +263,8 @@ func (o *options) run(ctx context.Context) error {
 			return err
 		}
 	}
-	logger.Info("salvor server starting", "namespace", o.kube.Namespace, "plugins", len(plugins.List()))
+	build := buildinfo.Get()
+	metrics.ObserveBuild(build.Version, build.Commit, build.GoVersion)
+	logger.Info("salvor server starting", "namespace", o.kube.Namespace, "plugins", len(plugins.List()), "version", build.Version, "commit", build.Commit)
 	return mgr.Start(ctx)
 }

@@ -26,6 +26,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&VolumePluginBackup{}, &VolumePluginBackupList{},
 		&VolumePluginRestore{}, &VolumePluginRestoreList{},
 		&Schedule{}, &ScheduleList{},
+		&ServerStatusRequest{}, &ServerStatusRequestList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

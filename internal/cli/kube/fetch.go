@@ -1,0 +1,74 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Object is a pointer to a Kubernetes object type T.
+type Object[T any] interface {
+	*T
+	client.Object
+}
+
+// Fetch returns the named objects of a kind in namespace, or every one
+// there when no name is given, with their apiVersion and kind set (the
+// client clears them), so that `-o yaml` output applies as it is. An
+// error names the kind and the object.
+func Fetch[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind string, names []string, list client.ObjectList) ([]T, error) {
+	if len(names) == 0 {
+		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return nil, fmt.Errorf("listing %ss in namespace %s: %w", kind, namespace, err)
+		}
+		objs, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]T, 0, len(objs))
+		for _, o := range objs {
+			if err := typed(c, o.(P)); err != nil {
+				return nil, err
+			}
+			out = append(out, *o.(P))
+		}
+		return out, nil
+	}
+	out := make([]T, 0, len(names))
+	err := Each[T, P](ctx, c, namespace, kind, names, func(o P) error {
+		if err := typed(c, o); err != nil {
+			return err
+		}
+		out = append(out, *o)
+		return nil
+	})
+	return out, err
+}
+
+// typed sets an object's apiVersion and kind from the client's scheme.
+func typed(c client.Client, o client.Object) error {
+	gvk, err := apiutil.GVKForObject(o, c.Scheme())
+	if err != nil {
+		return err
+	}
+	o.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
+// Each gets each named object of a kind in namespace and calls do on it,
+// stopping at the first error; a missing object is an error naming it.
+func Each[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind string, names []string, do func(P) error) error {
+	for _, n := range names {
+		o := P(new(T))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: n}, o); err != nil {
+			return fmt.Errorf("%s %s: %w", kind, n, err)
+		}
+		if err := do(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
