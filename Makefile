@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
-.PHONY: all build release cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: all build release image cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
@@ -30,24 +30,37 @@ LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/salvor ./cmd/salvor
 
-# release builds the CLI for every desktop and server platform, static and
-# reproducible (-trimpath, the commit's date), with SHA-256 checksums.
-RELEASE := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+# PLATFORMS are where salvor runs: the CLI on every desktop, the server on
+# Linux. Every build for them is static (no cgo) and reproducible
+# (-trimpath, the commit's date), and they share one build cache.
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+STATIC := CGO_ENABLED=0 $(GO) build -trimpath
+
+# cross builds salvor for every platform (in make test): only `salvor
+# server` and `salvor run-plugins` need Linux to run, but the binary must
+# build everywhere.
+cross:
+	@for t in $(PLATFORMS); do echo "building salvor for $$t"; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(STATIC) -o /dev/null ./cmd/salvor || exit 1; done
+
+# release writes salvor for every platform, with SHA-256 checksums.
 release:
 	rm -rf $(BIN)/release && mkdir -p $(BIN)/release
-	@for t in $(RELEASE); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	@for t in $(PLATFORMS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  echo "building salvor $(VERSION) for $$os/$$arch"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
-	    -o $(BIN)/release/salvor-$(VERSION)-$$os-$$arch$$ext ./cmd/salvor || exit 1; done
+	  GOOS=$$os GOARCH=$$arch $(STATIC) -ldflags "$(LDFLAGS)" -o $(BIN)/release/salvor-$(VERSION)-$$os-$$arch$$ext ./cmd/salvor || exit 1; done
 	cd $(BIN)/release && sha256sum salvor-* > SHA256SUMS && cat SHA256SUMS
 
-# cross builds the CLI for the desktops platform engineers use: only
-# `salvor server` and `salvor run-plugins` need Linux to run, but the binary
-# must build everywhere.
-CROSS := darwin/arm64 darwin/amd64 windows/amd64 windows/arm64 linux/arm64
-cross:
-	@for t in $(CROSS); do echo "building salvor for $$t"; \
-	  GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/salvor || exit 1; done
+# image writes salvor's OCI image for linux/amd64 and linux/arm64 as an OCI
+# layout tarball, bin/salvor-image.tar, with no container daemon and no
+# base image (internal/ociimage); docs/install.md says how to push it.
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+image:
+	@mkdir -p $(BIN)/image
+	@for t in $(IMAGE_PLATFORMS); do echo "building salvor $(VERSION) for $$t"; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(STATIC) -ldflags "$(LDFLAGS) -s -w" -o $(BIN)/image/salvor-$${t%/*}-$${t#*/} ./cmd/salvor || exit 1; done
+	$(GO) run ./hack/image --out $(BIN)/salvor-image.tar --created $(BUILD_DATE) --version $(VERSION) --revision $(COMMIT) \
+	  $(foreach t,$(IMAGE_PLATFORMS),--binary $(t)=$(BIN)/image/salvor-$(subst /,-,$(t)))
 
 # demo tells a disaster-recovery story on a local control plane; it needs
 # nothing but Go (the first run builds the testbed: several minutes).

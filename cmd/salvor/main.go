@@ -7,6 +7,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// Salvor's image has no OS, so no CA certificates: these are used
+	// when the system has none, so that S3 over HTTPS works there too.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/salvor-dev/salvor/internal/cli"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -454,6 +457,26 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 	}
 	if y := c.mustSalvor(t, "schedule", "get", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Schedule") {
 		t.Errorf("schedule get -o yaml has no apiVersion and kind:\n%s", y)
+	}
+	// --context picks a kubeconfig context, as kubectl's does: here the
+	// current one points nowhere.
+	kc, err := clientcmd.LoadFromFile(c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := kc.Contexts[kc.CurrentContext]
+	kc.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.Contexts["nowhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: good.AuthInfo}
+	kc.Contexts["real"], kc.CurrentContext = good, "nowhere"
+	two := &cluster{kubeconfig: filepath.Join(t.TempDir(), "two-contexts")}
+	if err := clientcmd.WriteToFile(*kc, two.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := two.salvor(t, "schedule", "get"); err == nil {
+		t.Errorf("the current context points nowhere, yet: %s", out)
+	}
+	if out := two.mustSalvor(t, "--context", "real", "schedule", "get"); !strings.Contains(out, "velero-style") {
+		t.Errorf("--context real: %s", out)
 	}
 	if out := c.mustSalvor(t, "schedule", "get"); !strings.Contains(out, "velero-style") || !strings.Contains(out, "FailedValidation") {
 		t.Errorf("schedule get:\n%s", out)

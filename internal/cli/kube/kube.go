@@ -16,12 +16,14 @@ import (
 // Options are the global flags.
 type Options struct {
 	Kubeconfig string
+	Context    string
 	Namespace  string
 }
 
 // AddFlags binds the global flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&o.Context, "context", "", "the kubeconfig context to use (default: its current context)")
 	fs.StringVarP(&o.Namespace, "namespace", "n", "salvor", "the namespace Salvor's server and objects live in")
 }
 
@@ -43,7 +45,7 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	if o.Kubeconfig != "" {
 		rules.ExplicitPath = o.Kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
