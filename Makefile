@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
 
-.PHONY: all build release image cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
@@ -55,12 +55,25 @@ release:
 # layout tarball, bin/salvor-image.tar, with no container daemon and no
 # base image (internal/ociimage); docs/install.md says how to push it.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGE := $(GO) run ./hack/image --created $(BUILD_DATE) --version $(VERSION) --revision $(COMMIT)
 image:
 	@mkdir -p $(BIN)/image
 	@for t in $(IMAGE_PLATFORMS); do echo "building salvor $(VERSION) for $$t"; \
-	  GOOS=$${t%/*} GOARCH=$${t#*/} $(STATIC) -ldflags "$(LDFLAGS) -s -w" -o $(BIN)/image/salvor-$${t%/*}-$${t#*/} ./cmd/salvor || exit 1; done
-	$(GO) run ./hack/image --out $(BIN)/salvor-image.tar --created $(BUILD_DATE) --version $(VERSION) --revision $(COMMIT) \
-	  $(foreach t,$(IMAGE_PLATFORMS),--binary $(t)=$(BIN)/image/salvor-$(subst /,-,$(t)))
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(STATIC) -ldflags "$(LDFLAGS) -s -w" -o $(BIN)/image/$$t/salvor ./cmd/salvor || exit 1; done
+	$(IMAGE) --out $(BIN)/salvor-image.tar --entrypoint /usr/local/bin/salvor \
+	  $(foreach t,$(IMAGE_PLATFORMS),--file $(t):/usr/local/bin/salvor=$(BIN)/image/$(t)/salvor)
+
+# plugin-images writes an image per example plugin, bin/plugin-images/NAME.tar,
+# as `salvor install --plugins` runs them: an init container whose
+# entrypoint (salvor-plugin-copy) copies /plugins/NAME into /target.
+EXAMPLES := $(notdir $(patsubst %/,%,$(dir $(wildcard examples/*/main.go))))
+plugin-images:
+	@mkdir -p $(BIN)/plugin-images
+	@for t in $(IMAGE_PLATFORMS); do echo "building salvor-plugin-copy and the example plugins for $$t"; mkdir -p $(BIN)/image/$$t; \
+	  GOOS=$${t%/*} GOARCH=$${t#*/} $(STATIC) -ldflags "-s -w" -o $(BIN)/image/$$t/ ./cmd/salvor-plugin-copy $(addprefix ./examples/,$(EXAMPLES)) || exit 1; done
+	@for p in $(EXAMPLES); do \
+	  $(IMAGE) --out $(BIN)/plugin-images/$$p.tar --title $$p --entrypoint /usr/local/bin/salvor-plugin-copy \
+	    $(foreach t,$(IMAGE_PLATFORMS),--file $(t):/usr/local/bin/salvor-plugin-copy=$(BIN)/image/$(t)/salvor-plugin-copy --file $(t):/plugins/$$p=$(BIN)/image/$(t)/$$p) || exit 1; done
 
 # demo tells a disaster-recovery story on a local control plane; it needs
 # nothing but Go (the first run builds the testbed: several minutes).

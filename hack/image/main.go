@@ -1,6 +1,7 @@
-// Command image writes Salvor's OCI image (`make image`): the static
-// binaries built for each platform, on an empty base, as an OCI layout
-// tarball. See internal/ociimage.
+// Command image writes an OCI image of static binaries on an empty base,
+// one per platform in one index, as an OCI layout tarball: Salvor's
+// (`make image`) and its example plugins' (`make plugin-images`). See
+// internal/ociimage.
 package main
 
 import (
@@ -14,19 +15,23 @@ import (
 )
 
 func main() {
-	var out, path, created, version, revision string
-	binaries := map[string]string{}
+	var out, entrypoint, created, version, revision, title string
+	var cmdArgs []string
+	files := map[string][]ociimage.File{}
 	flag.StringVar(&out, "out", "bin/salvor-image.tar", "the OCI layout tarball to write")
-	flag.StringVar(&path, "path", "/usr/local/bin/salvor", "where the binary goes in the image")
+	flag.StringVar(&entrypoint, "entrypoint", "/usr/local/bin/salvor", "the image's entrypoint")
+	flag.Func("cmd", "an argument of the image's command (repeat)", func(v string) error { cmdArgs = append(cmdArgs, v); return nil })
+	flag.StringVar(&title, "title", "salvor", "the image's title label")
 	flag.StringVar(&created, "created", "", "the time of every timestamp in the image, RFC 3339 (the commit's)")
 	flag.StringVar(&version, "version", "", "the image's version label")
 	flag.StringVar(&revision, "revision", "", "the image's revision label (the commit)")
-	flag.Func("binary", "os/arch=path of a platform's binary (repeat)", func(v string) error {
-		p, b, ok := strings.Cut(v, "=")
-		if !ok {
-			return fmt.Errorf("want os/arch=path")
+	flag.Func("file", "os/arch:/path/in/image=source, an executable of a platform (repeat)", func(v string) error {
+		dst, src, ok := strings.Cut(v, "=")
+		platform, path, ok2 := strings.Cut(dst, ":")
+		if !ok || !ok2 {
+			return fmt.Errorf("want os/arch:/path/in/image=source")
 		}
-		binaries[p] = b
+		files[platform] = append(files[platform], ociimage.File{Path: path, Source: src})
 		return nil
 	})
 	flag.Parse()
@@ -34,8 +39,8 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("--created %q: %w", created, err))
 	}
-	idx, err := ociimage.Build(ociimage.Spec{Binaries: binaries, Path: path, Created: t.UTC(), Labels: map[string]string{
-		"org.opencontainers.image.title":    "salvor",
+	idx, err := ociimage.Build(ociimage.Spec{Files: files, Entrypoint: []string{entrypoint}, Cmd: cmdArgs, Created: t.UTC(), Labels: map[string]string{
+		"org.opencontainers.image.title":    title,
 		"org.opencontainers.image.source":   "https://github.com/salvor-dev/salvor",
 		"org.opencontainers.image.version":  version,
 		"org.opencontainers.image.revision": revision,

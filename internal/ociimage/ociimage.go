@@ -24,13 +24,19 @@ import (
 // "nonroot" of distroless images; no passwd entry is needed).
 const NonRoot = "65532:65532"
 
+// File is an executable put into an image.
+type File struct {
+	// Path is where it goes, e.g. /usr/local/bin/salvor.
+	Path string
+	// Source is the file to read.
+	Source string
+}
+
 // Spec says what goes into an image.
 type Spec struct {
-	// Binaries are the executables by platform ("linux/amd64").
-	Binaries map[string]string
-	// Path is where the binary goes in the image, e.g. /usr/local/bin/salvor.
-	Path string
-	// Entrypoint and Cmd of the image's config; Entrypoint defaults to Path.
+	// Files are the executables of each platform ("linux/amd64").
+	Files map[string][]File
+	// Entrypoint and Cmd of the image's config.
 	Entrypoint, Cmd []string
 	// Created is the time every timestamp in the image takes: the commit's.
 	Created time.Time
@@ -40,14 +46,11 @@ type Spec struct {
 
 // Build returns the index of one image per platform.
 func Build(s Spec) (v1.ImageIndex, error) {
-	if len(s.Binaries) == 0 || s.Path == "" {
-		return nil, fmt.Errorf("an image needs binaries and the path to put them at")
+	if len(s.Files) == 0 || len(s.Entrypoint) == 0 {
+		return nil, fmt.Errorf("an image needs files and an entrypoint")
 	}
-	if len(s.Entrypoint) == 0 {
-		s.Entrypoint = []string{s.Path}
-	}
-	platforms := make([]string, 0, len(s.Binaries))
-	for p := range s.Binaries {
+	platforms := make([]string, 0, len(s.Files))
+	for p := range s.Files {
 		platforms = append(platforms, p)
 	}
 	sort.Strings(platforms)
@@ -57,7 +60,7 @@ func Build(s Spec) (v1.ImageIndex, error) {
 		if !ok {
 			return nil, fmt.Errorf("platform %q: want os/arch", p)
 		}
-		img, err := image(s, s.Binaries[p], os, arch)
+		img, err := image(s, s.Files[p], os, arch)
 		if err != nil {
 			return nil, fmt.Errorf("image for %s: %w", p, err)
 		}
@@ -67,8 +70,8 @@ func Build(s Spec) (v1.ImageIndex, error) {
 	return idx, nil
 }
 
-func image(s Spec, binary, osName, arch string) (v1.Image, error) {
-	layerTar, err := layerOf(binary, s.Path, s.Created)
+func image(s Spec, files []File, osName, arch string) (v1.Image, error) {
+	layerTar, err := layerOf(files, s.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func image(s Spec, binary, osName, arch string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: s.Created}, CreatedBy: "salvor ociimage: " + s.Path}})
+		Created: v1.Time{Time: s.Created}, CreatedBy: "salvor ociimage: " + strings.Join(s.Entrypoint, " ")}})
 	if err != nil {
 		return nil, err
 	}
@@ -100,37 +103,49 @@ func image(s Spec, binary, osName, arch string) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// layerOf is a tar of the binary at path, with its parent directories,
-// every header fixed (owner root, the given time), so the bytes depend on
-// the binary alone.
-func layerOf(binary, path string, mtime time.Time) ([]byte, error) {
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return nil, err
+// layerOf is a tar of the files, executable, with their parent
+// directories and a world-writable /tmp, every header fixed (owner root,
+// the given time), so the bytes depend on the files alone.
+func layerOf(files []File, mtime time.Time) ([]byte, error) {
+	sorted := append([]File(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	dirs := map[string]bool{"tmp": true}
+	for _, f := range sorted {
+		parts := strings.Split(strings.Trim(filepath.ToSlash(filepath.Dir(f.Path)), "/"), "/")
+		for i := range parts {
+			if d := strings.Join(parts[:i+1], "/"); d != "" {
+				dirs[d] = true
+			}
+		}
 	}
+	dirList := make([]string, 0, len(dirs))
+	for d := range dirs {
+		dirList = append(dirList, d)
+	}
+	sort.Strings(dirList)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	dir := strings.TrimPrefix(filepath.Dir(path), "/")
-	var parts []string
-	for _, p := range strings.Split(dir, "/") {
-		if p == "" {
-			continue
+	for _, d := range dirList {
+		mode := int64(0o755)
+		if d == "tmp" {
+			// HOME, and where a server without a mounted scratch volume spools.
+			mode = 0o1777
 		}
-		parts = append(parts, p)
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.Join(parts, "/") + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}
 	}
-	// /tmp exists, writable by anyone: HOME, and where a server without a
-	// mounted scratch volume spools.
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
-		return nil, err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(path, "/"), Mode: 0o755, Size: int64(len(data)), ModTime: mtime, Format: tar.FormatPAX}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	for _, f := range sorted {
+		data, err := os.ReadFile(f.Source)
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: 0o755, Size: int64(len(data)), ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

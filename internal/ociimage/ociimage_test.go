@@ -19,20 +19,20 @@ import (
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
-// build cross-compiles salvor as `make image` does.
-func build(t *testing.T, dir, osName, arch string) string {
+// build cross-compiles a command as `make image` does.
+func build(t *testing.T, dir, pkg, osName, arch string) string {
 	t.Helper()
 	root, err := testbin.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "salvor-"+osName+"-"+arch)
+	out := filepath.Join(dir, filepath.Base(pkg)+"-"+osName+"-"+arch)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", // as make cross and make image: one build cache
-		"-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest", "-o", out, "./cmd/salvor")
+		"-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS="+osName, "GOARCH="+arch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building salvor for %s/%s: %v\n%s", osName, arch, err, b)
+		t.Fatalf("building %s for %s/%s: %v\n%s", pkg, osName, arch, err, b)
 	}
 	return out
 }
@@ -44,8 +44,11 @@ func TestImageIsReproducibleNonRootAndRuns(t *testing.T) {
 	dir := t.TempDir()
 	created := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	spec := Spec{
-		Binaries: map[string]string{"linux/amd64": build(t, dir, "linux", "amd64"), "linux/arm64": build(t, dir, "linux", "arm64")},
-		Path:     "/usr/local/bin/salvor", Created: created, Labels: map[string]string{"org.opencontainers.image.title": "salvor"},
+		Files: map[string][]File{
+			"linux/amd64": {{Path: "/usr/local/bin/salvor", Source: build(t, dir, "./cmd/salvor", "linux", "amd64")}},
+			"linux/arm64": {{Path: "/usr/local/bin/salvor", Source: build(t, dir, "./cmd/salvor", "linux", "arm64")}},
+		},
+		Entrypoint: []string{"/usr/local/bin/salvor"}, Created: created, Labels: map[string]string{"org.opencontainers.image.title": "salvor"},
 	}
 	var digests []v1.Hash
 	var sums [][32]byte
@@ -132,6 +135,59 @@ func TestImageIsReproducibleNonRootAndRuns(t *testing.T) {
 	}
 }
 
+// TestPluginImageCopiesItsPlugin builds an example plugin's image as `make
+// plugin-images` does, and runs its entrypoint as `salvor install`'s init
+// container would: the plugin lands in the target, and serves.
+func TestPluginImageCopiesItsPlugin(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("runs the image's linux binaries")
+	}
+	dir := t.TempDir()
+	platform := "linux/" + runtime.GOARCH
+	idx, err := Build(Spec{
+		Files: map[string][]File{platform: {
+			{Path: "/usr/local/bin/salvor-plugin-copy", Source: build(t, dir, "./cmd/salvor-plugin-copy", "linux", runtime.GOARCH)},
+			{Path: "/plugins/backup-action", Source: build(t, dir, "./examples/backup-action", "linux", runtime.GOARCH)},
+		}},
+		Entrypoint: []string{"/usr/local/bin/salvor-plugin-copy"}, Created: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 {
+		t.Fatalf("%v %+v", err, m)
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil || cfg.Config.User != NonRoot {
+		t.Fatalf("config: %v %+v", err, cfg)
+	}
+	layers, _ := img.Layers()
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	untarReader(t, rc, root)
+	target := filepath.Join(dir, "target")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(root, filepath.FromSlash(cfg.Config.Entrypoint[0]))
+	if out, err := exec.Command(entry, filepath.Join(root, "plugins"), target).CombinedOutput(); err != nil || !strings.Contains(string(out), "copied 1 plugin binaries") {
+		t.Fatalf("the image's entrypoint: %v\n%s", err, out)
+	}
+	salvor := build(t, dir, "./cmd/salvor", "linux", runtime.GOARCH)
+	out, err := exec.Command(salvor, "plugin", "list", "--plugin-dir", target).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "backup-action") {
+		t.Errorf("plugins in the target: %v\n%s", err, out)
+	}
+}
+
 func extract(t *testing.T, r io.Reader, name, dir string) string {
 	t.Helper()
 	tr := tar.NewReader(r)
@@ -165,7 +221,13 @@ func untar(t *testing.T, file, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	untarReader(t, f, dir)
+}
+
+// untarReader unpacks a tar of directories and files (modes kept).
+func untarReader(t *testing.T, r io.Reader, dir string) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -185,7 +247,7 @@ func untar(t *testing.T, file, dir string) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(tr)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.WriteFile(p, b, os.FileMode(h.Mode)&0o777); err != nil {
 			t.Fatal(err)
 		}
 	}
