@@ -2,9 +2,14 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -18,6 +23,12 @@ type Locations struct {
 	Client    client.Client
 	Plugins   *host.Manager
 	Namespace string
+	// Secrets reads the credential Secrets locations name, directly from
+	// the API server: the server caches no Secrets.
+	Secrets client.Reader
+	// CredentialsDir holds the credential files written for plugins
+	// (default: a directory under the system's temporary one).
+	CredentialsDir string
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
@@ -71,7 +82,7 @@ func (l *Locations) Get(ctx context.Context, name string) (*salvorv1.BackupStora
 }
 
 // locationConfig is what a location's object store is initialised with.
-func locationConfig(bsl *salvorv1.BackupStorageLocation) map[string]string {
+func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (map[string]string, error) {
 	config := map[string]string{}
 	for k, v := range bsl.Spec.Config {
 		config[k] = v
@@ -81,12 +92,65 @@ func locationConfig(bsl *salvorv1.BackupStorageLocation) map[string]string {
 	if bsl.Spec.ObjectStorage.Prefix != "" {
 		config["prefix"] = bsl.Spec.ObjectStorage.Prefix
 	}
-	return config
+	if c := bsl.Spec.Credential; c != nil {
+		path, err := l.credentialFile(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		config["credentialsFile"] = path
+	}
+	return config, nil
+}
+
+// credentialFile writes a credential Secret's key to a file only the
+// server can read, named by its content: a changed Secret is a new file,
+// so the plugin is initialised again with it.
+func (l *Locations) credentialFile(ctx context.Context, c *corev1.SecretKeySelector) (string, error) {
+	if l.Secrets == nil {
+		return "", fmt.Errorf("credential secret %s: this server reads no secrets", c.Name)
+	}
+	secret := &corev1.Secret{}
+	if err := l.Secrets.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: c.Name}, secret); err != nil {
+		return "", fmt.Errorf("credential secret %s/%s: %w", l.Namespace, c.Name, err)
+	}
+	data, ok := secret.Data[c.Key]
+	if !ok {
+		return "", fmt.Errorf("credential secret %s/%s has no key %q", l.Namespace, c.Name, c.Key)
+	}
+	dir := l.CredentialsDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "salvor-credentials")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	path := filepath.Join(dir, c.Name+"-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".partial-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
 }
 
 // Store opens a location's object store.
 func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
-	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), locationConfig(bsl))
+	config, err := l.config(ctx, bsl)
+	if err != nil {
+		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), config)
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}

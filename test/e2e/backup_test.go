@@ -248,10 +248,12 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if out, err := c.salvor(t, "backup", "logs", "nope", "--timeout", "20s"); err == nil || !strings.Contains(out, "backup nope") {
 		t.Errorf("logs of a missing backup: %v\n%s", err, out)
 	}
-	code, body := fetch(t, "https://"+metricsAddr+"/metrics", reader)
-	if code != http.StatusOK {
-		t.Fatalf("metrics: %d %s", code, body)
-	}
+	var body string
+	eventually(t, "metrics for the reader", 30*time.Second, func() (bool, string) {
+		var code int
+		code, body = fetch(t, "https://"+metricsAddr+"/metrics", reader)
+		return code == http.StatusOK, fmt.Sprint(code, body)
+	})
 	for _, w := range []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_backup_items_total 6`,
 		`salvor_plugin_calls_total{kind="BackupItemAction",method="Execute",outcome="ok"}`, `salvor_backup_duration_seconds_count{phase="Completed"} 1`,
 		`salvor_plugin_call_duration_seconds_bucket{kind="ObjectStore",method="PutObject"`} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 
@@ -35,6 +36,7 @@ type Options struct {
 	Bucket         string
 	Prefix         string
 	Config         map[string]string
+	SecretFile     string
 	DryRun         bool
 	Output         string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
@@ -89,6 +91,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.Bucket, "bucket", "", "the default location's bucket")
 	f.StringVar(&o.Prefix, "prefix", "", "the default location's prefix")
 	f.StringToStringVar(&o.Config, "config", nil, "the default location's plugin config, key=value pairs")
+	f.StringVar(&o.SecretFile, "secret-file", "", "a file of object store credentials (for salvor.dev/s3, an AWS credentials file): stored as Secret cloud-credentials, key cloud, which the default location names as its credential (Velero's flag)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	return cmd
@@ -102,6 +105,13 @@ var NamespaceRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 }
+
+// CredentialsSecret and CredentialsKey are where --secret-file goes:
+// Velero's names.
+const (
+	CredentialsSecret = "cloud-credentials"
+	CredentialsKey    = "cloud"
+)
 
 // Manifests returns the objects to install, in the order to apply them.
 func Manifests(o Options) ([]*unstructured.Unstructured, error) {
@@ -187,11 +197,21 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 				},
 			}},
 	}
+	var credential *corev1.SecretKeySelector
+	if o.SecretFile != "" {
+		data, err := os.ReadFile(o.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--secret-file: %w", err)
+		}
+		typed = append(typed, &corev1.Secret{TypeMeta: tm("v1", "Secret"), ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecret, Namespace: ns, Labels: labels},
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{CredentialsKey: data}})
+		credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: CredentialsSecret}, Key: CredentialsKey}
+	}
 	if o.Provider != "" {
 		typed = append(typed, &salvorv1.BackupStorageLocation{
 			TypeMeta:   tm(salvorv1.GroupVersion.String(), "BackupStorageLocation"),
 			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
-			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: o.Config, Default: true,
+			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: o.Config, Default: true, Credential: credential,
 				ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.Bucket, Prefix: o.Prefix}},
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,7 @@ type createOptions struct {
 	config                   map[string]string
 	isDefault                bool
 	accessMode               string
+	credential               map[string]string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -41,6 +43,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 		Example: `  salvor backup-location create default --provider salvor.dev/filesystem --bucket backups --config root=/var/lib/salvor --default
   salvor backup-location create s3 --provider salvor.dev/s3 --bucket backups --prefix cluster-a \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
+  salvor backup-location create s3-keyed --provider salvor.dev/s3 --bucket backups --credential s3-credentials=cloud \
+      --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true
   salvor backup-location create primary-dr --provider salvor.dev/s3 --bucket backups --prefix cluster-a --access-mode ReadOnly \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
 		Args: cobra.ExactArgs(1),
@@ -62,6 +66,16 @@ func newCreate(k *kube.Options) *cobra.Command {
 					return err
 				}
 			}
+			var credential *corev1.SecretKeySelector
+			switch len(o.credential) {
+			case 0:
+			case 1:
+				for name, key := range o.credential {
+					credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+				}
+			default:
+				return fmt.Errorf("--credential: give one SECRET=KEY")
+			}
 			bsl := &salvorv1.BackupStorageLocation{
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
 				Spec: salvorv1.BackupStorageLocationSpec{
@@ -70,6 +84,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 					ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.bucket, Prefix: o.prefix},
 					Default:       o.isDefault,
 					AccessMode:    mode,
+					Credential:    credential,
 				},
 			}
 			if err := c.Create(ctx, bsl); err != nil {
@@ -84,6 +99,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.bucket, "bucket", "", "bucket holding the backups")
 	f.StringVar(&o.prefix, "prefix", "", "path inside the bucket")
 	f.StringToStringVar(&o.config, "config", nil, "plugin config as key=value pairs, comma-separated")
+	f.StringToStringVar(&o.credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the object store's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
 	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
 	f.StringVar(&o.accessMode, "access-mode", string(salvorv1.BackupStorageLocationAccessModeReadWrite),
 		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")

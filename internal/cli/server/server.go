@@ -190,7 +190,7 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	locations := &controller.Locations{Client: mgr.GetClient(), Plugins: plugins, Namespace: o.kube.Namespace}
+	locations := &controller.Locations{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Plugins: plugins, Namespace: o.kube.Namespace}
 	runs := &controller.Runs{}
 	backups := &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,6 +33,13 @@ type BackupStorageLocationSpec struct {
 	Config map[string]string `json:"config,omitempty"`
 	// ObjectStorage is the bucket and prefix.
 	ObjectStorage ObjectStorageLocation `json:"objectStorage"`
+	// Credential names a key of a Secret in the server's namespace that
+	// holds the object store's credentials (Velero's field). The server
+	// writes it to a file only it can read and passes the file to the
+	// plugin as config credentialsFile, as Velero does.
+	// +optional
+	// +nullable
+	Credential *corev1.SecretKeySelector `json:"credential,omitempty"`
 	// Default marks the location used by backups that name none.
 	// +optional
 	Default bool `json:"default,omitempty"`
