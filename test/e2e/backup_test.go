@@ -237,6 +237,16 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if y := c.mustSalvor(t, "backup", "get", "web", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Backup") {
 		t.Errorf("backup get -o yaml has no apiVersion and kind, so kubectl apply would refuse it:\n%s", y)
 	}
+	if out := c.mustSalvor(t, "backup", "get", "-o", "name"); strings.TrimSpace(out) != "backup.salvor.dev/web" {
+		t.Errorf("backup get -o name: %q", out)
+	}
+	if out := words(c.mustSalvor(t, "backup", "get", "web", "-o", "wide")); !strings.Contains(out, "NAMESPACES RESOURCES STARTED COMPLETED SCHEDULE") ||
+		!strings.Contains(out, "app1,app2") {
+		t.Errorf("backup get -o wide: %s", out)
+	}
+	if out, err := c.salvor(t, "backup", "get", "-o", "xml"); err == nil || !strings.Contains(out, "must be table, wide, name, json or yaml") {
+		t.Errorf("backup get -o xml: %v %s", err, out)
+	}
 	get := c.mustSalvor(t, "backup", "get")
 	if !strings.Contains(get, "web") || !strings.Contains(get, "Completed") || !strings.Contains(get, "6/6") {
 		t.Errorf("backup get:\n%s", get)

@@ -212,6 +212,9 @@ func TestInstallRBACIsEnough(t *testing.T) {
 			t.Errorf("restored with the installed RBAC: %T %s: %v", o, name, err)
 		}
 	}
+	if out := words(c.mustSalvor(t, "restore", "get", "-o", "wide")); !strings.Contains(out, "rbac:rbac2") {
+		t.Errorf("restore get -o wide: %s", out)
+	}
 	w := widget("rbac2", "w1", 0)
 	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
 		t.Errorf("custom resource restored with the installed RBAC: %v", err)

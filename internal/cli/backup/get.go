@@ -21,7 +21,38 @@ func newGet(k *kube.Options) *cobra.Command {
 				return []string{b.Name, phase(*b), progress(*b), fmt.Sprint(b.Status.Errors), fmt.Sprint(b.Status.Warnings),
 					age(b.CreationTimestamp), expires(b.Status.Expiration), b.Spec.StorageLocation, selector(b.Spec.LabelSelector)}
 			},
+			WideHeader: []string{"NAMESPACES", "RESOURCES", "STARTED", "COMPLETED", "SCHEDULE"},
+			WideRow: func(b *salvorv1.Backup) []string {
+				return []string{filterText(b.Spec.IncludedNamespaces, b.Spec.ExcludedNamespaces), filterText(b.Spec.IncludedResources, b.Spec.ExcludedResources),
+					timeText(b.Status.StartTimestamp), timeText(b.Status.CompletionTimestamp), orNone(b.Labels[salvorv1.ScheduleNameLabel])}
+			},
 		})
+}
+
+// filterText shows an include and exclude list: "*" when all are included.
+func filterText(include, exclude []string) string {
+	out := "*"
+	if len(include) > 0 {
+		out = strings.Join(include, ",")
+	}
+	if len(exclude) > 0 {
+		out += " -" + strings.Join(exclude, ",-")
+	}
+	return out
+}
+
+func timeText(t *metav1.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }
 
 func phase(b salvorv1.Backup) string {

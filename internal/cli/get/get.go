@@ -1,20 +1,27 @@
 package get
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// Table is how a kind is listed: a header and a row per object.
+// Table is how a kind is listed: a header and a row per object, and the
+// columns -o wide adds.
 type Table[T any] struct {
-	Header []string
-	Row    func(*T) []string
+	Header     []string
+	Row        func(*T) []string
+	WideHeader []string
+	WideRow    func(*T) []string
 }
 
-// Command returns `get [NAME...]` for a kind; list is an empty list of it.
+// Command returns `get [NAME...]` for a kind (lower case, singular, as
+// -o name prints it); list is an empty list of it.
 func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example string, list client.ObjectList, table Table[T]) *cobra.Command {
 	var format output.Format
 	cmd := &cobra.Command{
@@ -22,7 +29,7 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 		Short:   short,
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
+			if err := format.ValidateList(); err != nil {
 				return err
 			}
 			c, err := k.Client()
@@ -40,13 +47,27 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
 				return err
 			}
+			if format == "name" {
+				for i := range items {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s.%s/%s\n", kind, salvorv1.GroupVersion.Group, P(&items[i]).GetName())
+				}
+				return nil
+			}
+			header := table.Header
+			if format == "wide" {
+				header = append(append([]string(nil), header...), table.WideHeader...)
+			}
 			rows := make([][]string, 0, len(items))
 			for i := range items {
-				rows = append(rows, table.Row(&items[i]))
+				row := table.Row(&items[i])
+				if format == "wide" {
+					row = append(row, table.WideRow(&items[i])...)
+				}
+				rows = append(rows, row)
 			}
-			return output.Table(cmd.OutOrStdout(), table.Header, rows)
+			return output.Table(cmd.OutOrStdout(), header, rows)
 		},
 	}
-	output.AddFlag(cmd.Flags(), &format)
+	output.AddListFlag(cmd.Flags(), &format)
 	return cmd
 }

@@ -19,6 +19,12 @@ func AddFlag(fs *pflag.FlagSet, f *Format) {
 	fs.StringVarP((*string)(f), "output", "o", "table", "output format: table, json or yaml")
 }
 
+// AddListFlag binds -o/--output for a list: kubectl's wide and name too.
+func AddListFlag(fs *pflag.FlagSet, f *Format) {
+	*f = "table"
+	fs.StringVarP((*string)(f), "output", "o", "table", "output format: table, wide (more columns), name (kind/name per line), json or yaml")
+}
+
 // Validate checks the -o value.
 func (f Format) Validate() error {
 	switch f {
@@ -26,6 +32,15 @@ func (f Format) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("--output %q: must be table, json or yaml", string(f))
+}
+
+// ValidateList checks the -o value of a list.
+func (f Format) ValidateList() error {
+	switch f {
+	case "table", "wide", "name", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q: must be table, wide, name, json or yaml", string(f))
 }
 
 // Structured prints v as JSON or YAML; it returns false for table output.

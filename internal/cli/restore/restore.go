@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -212,6 +213,26 @@ func newGet(k *kube.Options) *cobra.Command {
 				done, total := progress(rs)
 				return []string{rs.Name, rs.Spec.BackupName, phase(rs), fmt.Sprintf("%d/%d", done, total),
 					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), time.Since(rs.CreationTimestamp.Time).Round(time.Second).String()}
+			},
+			WideHeader: []string{"NAMESPACES", "MAPPING", "STARTED", "COMPLETED"},
+			WideRow: func(rs *salvorv1.Restore) []string {
+				var mapping []string
+				for from, to := range rs.Spec.NamespaceMapping {
+					mapping = append(mapping, from+":"+to)
+				}
+				sort.Strings(mapping)
+				ns := "*"
+				if len(rs.Spec.IncludedNamespaces) > 0 {
+					ns = strings.Join(rs.Spec.IncludedNamespaces, ",")
+				}
+				started, completed := "-", "-"
+				if t := rs.Status.StartTimestamp; t != nil {
+					started = t.UTC().Format(time.RFC3339)
+				}
+				if t := rs.Status.CompletionTimestamp; t != nil {
+					completed = t.UTC().Format(time.RFC3339)
+				}
+				return []string{ns, strings.Join(mapping, ","), started, completed}
 			},
 		})
 }

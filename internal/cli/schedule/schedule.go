@@ -151,6 +151,15 @@ func newGet(k *kube.Options) *cobra.Command {
 				return []string{s.Name, phase(*s), s.Spec.Schedule, fmt.Sprint(s.Spec.Paused), orDash(s.Status.LastBackupName),
 					when(s.Status.NextRun), fmt.Sprint(s.Status.SkippedRuns), retentionText(s.Spec.Retention)}
 			},
+			WideHeader: []string{"CONCURRENCY", "JITTER", "NAMESPACES", "LOCATION", "LAST SKIP REASON"},
+			WideRow: func(s *salvorv1.Schedule) []string {
+				policy := string(s.Spec.ConcurrencyPolicy)
+				if policy == "" {
+					policy = string(salvorv1.ConcurrencyForbid)
+				}
+				return []string{policy, s.Spec.Jitter.Duration.String(), list(s.Spec.Template.IncludedNamespaces, s.Spec.Template.ExcludedNamespaces),
+					orDefault(s.Spec.Template.StorageLocation), orDash(s.Status.LastSkipReason)}
+			},
 		})
 }
 
