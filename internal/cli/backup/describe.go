@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,13 +67,6 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
-func list(v []string, empty string) string {
-	if len(v) == 0 {
-		return empty
-	}
-	return strings.Join(v, ", ")
-}
-
 func describe(w io.Writer, b *salvorv1.Backup) {
 	s, st := b.Spec, b.Status
 	fmt.Fprintf(w, "Name:         %s\nNamespace:    %s\nPhase:        %s\n", b.Name, b.Namespace, phase(*b))
@@ -84,12 +76,12 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	for _, v := range st.ValidationErrors {
 		fmt.Fprintf(w, "Validation:   %s\n", v)
 	}
-	fmt.Fprintf(w, "\nNamespaces:\n  Included:   %s\n  Excluded:   %s\n", list(s.IncludedNamespaces, "*"), list(s.ExcludedNamespaces, "<none>"))
+	fmt.Fprintf(w, "\nNamespaces:\n  Included:   %s\n  Excluded:   %s\n", output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"))
 	cluster := "auto"
 	if s.IncludeClusterResources != nil {
 		cluster = fmt.Sprint(*s.IncludeClusterResources)
 	}
-	fmt.Fprintf(w, "Resources:\n  Included:   %s\n  Excluded:   %s\n  Cluster-scoped: %s\n", list(s.IncludedResources, "*"), list(s.ExcludedResources, "<none>"), cluster)
+	fmt.Fprintf(w, "Resources:\n  Included:   %s\n  Excluded:   %s\n  Cluster-scoped: %s\n", output.List(s.IncludedResources, "*"), output.List(s.ExcludedResources, "<none>"), cluster)
 	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector), s.StorageLocation)
 	if s.TTL.Duration > 0 {
 		fmt.Fprintf(w, "TTL:          %s\n", s.TTL.Duration)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -23,36 +24,10 @@ func newGet(k *kube.Options) *cobra.Command {
 			},
 			WideHeader: []string{"NAMESPACES", "RESOURCES", "STARTED", "COMPLETED", "SCHEDULE"},
 			WideRow: func(b *salvorv1.Backup) []string {
-				return []string{filterText(b.Spec.IncludedNamespaces, b.Spec.ExcludedNamespaces), filterText(b.Spec.IncludedResources, b.Spec.ExcludedResources),
-					timeText(b.Status.StartTimestamp), timeText(b.Status.CompletionTimestamp), orNone(b.Labels[salvorv1.ScheduleNameLabel])}
+				return []string{output.Filter(b.Spec.IncludedNamespaces, b.Spec.ExcludedNamespaces), output.Filter(b.Spec.IncludedResources, b.Spec.ExcludedResources),
+					output.Time(b.Status.StartTimestamp), output.Time(b.Status.CompletionTimestamp), output.Or(b.Labels[salvorv1.ScheduleNameLabel], "<none>")}
 			},
 		})
-}
-
-// filterText shows an include and exclude list: "*" when all are included.
-func filterText(include, exclude []string) string {
-	out := "*"
-	if len(include) > 0 {
-		out = strings.Join(include, ",")
-	}
-	if len(exclude) > 0 {
-		out += " -" + strings.Join(exclude, ",-")
-	}
-	return out
-}
-
-func timeText(t *metav1.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }
 
 func phase(b salvorv1.Backup) string {

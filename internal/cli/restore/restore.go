@@ -221,18 +221,8 @@ func newGet(k *kube.Options) *cobra.Command {
 					mapping = append(mapping, from+":"+to)
 				}
 				sort.Strings(mapping)
-				ns := "*"
-				if len(rs.Spec.IncludedNamespaces) > 0 {
-					ns = strings.Join(rs.Spec.IncludedNamespaces, ",")
-				}
-				started, completed := "-", "-"
-				if t := rs.Status.StartTimestamp; t != nil {
-					started = t.UTC().Format(time.RFC3339)
-				}
-				if t := rs.Status.CompletionTimestamp; t != nil {
-					completed = t.UTC().Format(time.RFC3339)
-				}
-				return []string{ns, strings.Join(mapping, ","), started, completed}
+				return []string{output.Filter(rs.Spec.IncludedNamespaces, rs.Spec.ExcludedNamespaces), strings.Join(mapping, ","),
+					output.Time(rs.Status.StartTimestamp), output.Time(rs.Status.CompletionTimestamp)}
 			},
 		})
 }
@@ -276,7 +266,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				policy = "none"
 			}
 			fmt.Fprintf(w, "Namespaces:   %s (excluded: %s)\nMappings:     %s\nExisting resources: %s\n",
-				list(s.IncludedNamespaces, "*"), list(s.ExcludedNamespaces, "<none>"), list(maps, "<none>"), policy)
+				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
 			done, total := progress(rs)
 			fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
 			if n := st.RestoreItemOperationsAttempted; n > 0 {
@@ -324,13 +314,6 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 		rows = append(rows, slices.Concat([]string{v.Spec.SnapshotID}, clibackup.VolumeProgress(st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated), []string{st.VolumeID}))
 	}
 	_ = output.Table(w, slices.Concat([]string{"  SNAPSHOT"}, clibackup.VolumeProgressHeader, []string{"NEW VOLUME"}), rows)
-}
-
-func list(v []string, empty string) string {
-	if len(v) == 0 {
-		return empty
-	}
-	return strings.Join(v, ", ")
 }
 
 func newLogs(k *kube.Options) *cobra.Command {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	"github.com/salvor-dev/salvor/internal/retention"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -29,13 +27,6 @@ func phase2(b salvorv1.Backup) string {
 	return string(b.Status.Phase)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func orDefault(s string) string {
 	if s == "" {
 		return "the default"
@@ -43,29 +34,11 @@ func orDefault(s string) string {
 	return s
 }
 
-func when(t *metav1.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 func ttl(d time.Duration) string {
 	if d == 0 {
 		return "the server's"
 	}
 	return d.String()
-}
-
-func list(include, exclude []string) string {
-	out := "all"
-	if len(include) > 0 {
-		out = strings.Join(include, ",")
-	}
-	if len(exclude) > 0 {
-		out += " except " + strings.Join(exclude, ",")
-	}
-	return out
 }
 
 func retentionText(r *salvorv1.Retention) string {

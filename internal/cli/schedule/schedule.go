@@ -148,8 +148,8 @@ func newGet(k *kube.Options) *cobra.Command {
 		&salvorv1.ScheduleList{}, get.Table[salvorv1.Schedule]{
 			Header: []string{"NAME", "STATUS", "SCHEDULE", "PAUSED", "LAST BACKUP", "NEXT RUN", "SKIPPED", "RETENTION"},
 			Row: func(s *salvorv1.Schedule) []string {
-				return []string{s.Name, phase(*s), s.Spec.Schedule, fmt.Sprint(s.Spec.Paused), orDash(s.Status.LastBackupName),
-					when(s.Status.NextRun), fmt.Sprint(s.Status.SkippedRuns), retentionText(s.Spec.Retention)}
+				return []string{s.Name, phase(*s), s.Spec.Schedule, fmt.Sprint(s.Spec.Paused), output.Or(s.Status.LastBackupName, "-"),
+					output.Time(s.Status.NextRun), fmt.Sprint(s.Status.SkippedRuns), retentionText(s.Spec.Retention)}
 			},
 			WideHeader: []string{"CONCURRENCY", "JITTER", "NAMESPACES", "LOCATION", "LAST SKIP REASON"},
 			WideRow: func(s *salvorv1.Schedule) []string {
@@ -157,8 +157,8 @@ func newGet(k *kube.Options) *cobra.Command {
 				if policy == "" {
 					policy = string(salvorv1.ConcurrencyForbid)
 				}
-				return []string{policy, s.Spec.Jitter.Duration.String(), list(s.Spec.Template.IncludedNamespaces, s.Spec.Template.ExcludedNamespaces),
-					orDefault(s.Spec.Template.StorageLocation), orDash(s.Status.LastSkipReason)}
+				return []string{policy, s.Spec.Jitter.Duration.String(), output.Filter(s.Spec.Template.IncludedNamespaces, s.Spec.Template.ExcludedNamespaces),
+					orDefault(s.Spec.Template.StorageLocation), output.Or(s.Status.LastSkipReason, "-")}
 			},
 		})
 }
@@ -289,8 +289,8 @@ func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 	}
 	p("Retention", "%s", retentionText(s.Spec.Retention))
 	t := s.Spec.Template
-	p("Template", "namespaces %s, resources %s, location %s, TTL %s", list(t.IncludedNamespaces, t.ExcludedNamespaces),
-		list(t.IncludedResources, t.ExcludedResources), orDefault(t.StorageLocation), ttl(t.TTL.Duration))
+	p("Template", "namespaces %s, resources %s, location %s, TTL %s", output.Filter(t.IncludedNamespaces, t.ExcludedNamespaces),
+		output.Filter(t.IncludedResources, t.ExcludedResources), orDefault(t.StorageLocation), ttl(t.TTL.Duration))
 	if len(s.Status.IgnoredFields) > 0 {
 		p("Ignored fields", "%s (Velero's; Salvor does not act on them)", strings.Join(s.Status.IgnoredFields, ", "))
 	}
@@ -316,12 +316,12 @@ func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 				last = phase2(b)
 			}
 		}
-		p("Last run", "%s, backup %s (%s)", when(s.Status.LastBackup), s.Status.LastBackupName, last)
+		p("Last run", "%s, backup %s (%s)", output.Time(s.Status.LastBackup), s.Status.LastBackupName, last)
 	} else {
 		p("Last run", "none yet")
 	}
 	if s.Status.SkippedRuns > 0 {
-		p("Skipped runs", "%d; last at %s: %s", s.Status.SkippedRuns, when(s.Status.LastSkipped), s.Status.LastSkipReason)
+		p("Skipped runs", "%d; last at %s: %s", s.Status.SkippedRuns, output.Time(s.Status.LastSkipped), s.Status.LastSkipReason)
 	} else {
 		p("Skipped runs", "0")
 	}
@@ -355,7 +355,7 @@ func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 		case fate == "":
 			fate = expiry(b)
 		}
-		rows = append(rows, []string{b.Name, phase2(b), when(b.Status.StartTimestamp), b.Spec.StorageLocation, fate})
+		rows = append(rows, []string{b.Name, phase2(b), output.Time(b.Status.StartTimestamp), b.Spec.StorageLocation, fate})
 	}
 	indented(w, []string{"NAME", "STATUS", "STARTED", "LOCATION", "KEPT BY / EXPIRES"}, rows)
 }
