@@ -39,5 +39,6 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		runplugins.NewCommand(),
 		version.NewCommand(k),
 	)
+	strict(root)
 	return root
 }

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -263,7 +265,7 @@ func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: "slow", Annotations: opMap("8", false)}})
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: "slow", Annotations: opMap("15", false)}})
 
 	c.mustSalvor(t, "schedule", "create", "slow", "--schedule", "@every 3s", "--include-namespaces", "slow")
 	s := c.schedule(t, "slow")
@@ -454,6 +456,11 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 	}
 	if out, err := c.salvor(t, "schedule", "create", "typo", "--schedule", "0 2 * *"); err == nil || !strings.Contains(out, "want five fields") {
 		t.Errorf("CLI with a bad expression: %v\n%s", err, out)
+	}
+	// A command line the CLI does not understand exits 2, with a suggestion.
+	var exit *exec.ExitError
+	if out, err := c.salvor(t, "schedule", "crate", "x"); !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "Did you mean this?\n\tcreate") {
+		t.Errorf("salvor schedule crate: %v\n%s", err, out)
 	}
 	if y := c.mustSalvor(t, "schedule", "get", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Schedule") {
 		t.Errorf("schedule get -o yaml has no apiVersion and kind:\n%s", y)
