@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,6 +162,23 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Errorf("version without a server: %v\n%s", err, out)
 	}
 
+	// --wait with no server says so, and Ctrl-C says the backup is not
+	// going on anywhere.
+	waiter := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "backup", "create", "orphan", "--include-namespaces", "none", "--wait")
+	var waited syncBuffer
+	waiter.Stdout, waiter.Stderr = &waited, &waited
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "--wait noticing that no server runs", time.Minute, func() (bool, string) {
+		return strings.Contains(waited.String(), "No server has picked up backup orphan in 10s: is `salvor server` running for namespace salvor?"), waited.String()
+	})
+	_ = waiter.Process.Signal(os.Interrupt)
+	if err := waiter.Wait(); err == nil || !strings.Contains(waited.String(), "it is still New, no server has picked it up") {
+		t.Errorf("--wait interrupted with no server: %v\n%s", err, waited.String())
+	}
+	c.deleteForGood(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "salvor"}})
+
 	// A kubeconfig with only the service account's token.
 	sa := c.asServiceAccount(t, "salvor", "salvor")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
@@ -287,4 +308,22 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	if code, _ := fetch(t, "http://"+healthAddr+"/readyz", ""); code != http.StatusOK {
 		t.Errorf("the installed server is no longer ready: %d", code)
 	}
+}
+
+// syncBuffer is a bytes.Buffer a subprocess writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

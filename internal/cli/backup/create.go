@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -198,6 +199,7 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 		defer bars.stop()
 	}
 	last := map[string]string{}
+	pickup := &output.Pickup{Kind: "backup", Name: b.Name, Namespace: b.Namespace}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -219,9 +221,11 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 		if finished(cur.Status.Phase) {
 			return cur, nil
 		}
+		isNew := cur.Status.Phase == "" || cur.Status.Phase == salvorv1.BackupPhaseNew
+		pickup.Check(out, isNew)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("stopped waiting for backup %s (it goes on in the server): %w", b.Name, ctx.Err())
+			return nil, pickup.Stopped(isNew, ctx.Err())
 		case <-tick.C:
 		}
 	}

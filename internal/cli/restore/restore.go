@@ -184,6 +184,7 @@ func progressLine(rs *salvorv1.Restore) string {
 
 func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Writer) (*salvorv1.Restore, error) {
 	last := ""
+	pickup := &output.Pickup{Kind: "restore", Name: rs.Name, Namespace: rs.Namespace}
 	for {
 		cur := &salvorv1.Restore{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
@@ -197,9 +198,11 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		if restoreFinished(cur.Status.Phase) {
 			return cur, nil
 		}
+		isNew := cur.Status.Phase == "" || cur.Status.Phase == salvorv1.RestorePhaseNew
+		pickup.Check(out, isNew)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("stopped waiting for restore %s (it goes on in the server): %w", rs.Name, ctx.Err())
+			return nil, pickup.Stopped(isNew, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,41 @@
+package output
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPickupSaysOnceThatNoServerHasTheObject(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	p := &Pickup{Kind: "backup", Name: "b1", Namespace: "app", After: 20 * time.Millisecond, now: func() time.Time { return clock }}
+	p.Check(&out, true)
+	clock = clock.Add(19 * time.Millisecond)
+	p.Check(&out, true)
+	if out.Len() != 0 {
+		t.Fatalf("said too soon: %s", out.String())
+	}
+	clock = clock.Add(time.Millisecond)
+	p.Check(&out, true)
+	p.Check(&out, true)
+	if got := strings.Count(out.String(), "No server has picked up backup b1 in 20ms: is `salvor server` running for namespace app?"); got != 1 {
+		t.Errorf("said %d times: %s", got, out.String())
+	}
+	if err := p.Stopped(true, context.Canceled); !strings.Contains(err.Error(), "still New, no server has picked it up") {
+		t.Errorf("stopped while New: %v", err)
+	}
+	if err := p.Stopped(false, context.Canceled); !strings.Contains(err.Error(), "it goes on in the server") {
+		t.Errorf("stopped while running: %v", err)
+	}
+	var quiet bytes.Buffer
+	q := &Pickup{Kind: "restore", Name: "r", After: time.Millisecond, now: func() time.Time { return clock }}
+	q.Check(&quiet, false)
+	clock = clock.Add(time.Hour)
+	q.Check(&quiet, false)
+	if quiet.Len() != 0 {
+		t.Errorf("an object a server has is reported: %s", quiet.String())
+	}
+}
