@@ -277,6 +277,31 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", w, desc)
 		}
 	}
+
+	// Changing and removing locations.
+	if out, err := c.salvor(t, "backup-location", "set", "primary"); err == nil || !strings.Contains(out, "nothing to change") {
+		t.Errorf("set with nothing to change: %v %s", err, out)
+	}
+	c.mustSalvor(t, "backup-location", "set", "primary", "--access-mode", "ReadOnly", "--default=false")
+	if bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable); !bsl.Spec.ReadOnly() || bsl.Spec.Default || bsl.Spec.Config["s3Url"] == "" {
+		t.Errorf("after set: %+v", bsl.Spec)
+	}
+	c.mustSalvor(t, "backup-location", "set", "primary", "--access-mode", "ReadWrite", "--default")
+	if bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable); bsl.Spec.ReadOnly() || !bsl.Spec.Default {
+		t.Errorf("after set back: %+v", bsl.Spec)
+	}
+	if out, err := c.salvor(t, "backup-location", "delete", "primary"); err == nil ||
+		!strings.Contains(out, "backup storage location primary holds 1 backups (web)") || !strings.Contains(out, "--force") {
+		t.Errorf("deleting a location backups use: %v %s", err, out)
+	}
+	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.s3Location(t, minio, "spare", "backups", false)
+	if out := c.mustSalvor(t, "backup-location", "delete", "spare"); !strings.Contains(out, "nothing in its bucket was") {
+		t.Errorf("deleting an unused location: %s", out)
+	}
+	if names, err := openStore(t, cfg).ListBackups(context.Background()); err != nil || !contains(names, "web") {
+		t.Errorf("the bucket after deleting a location on it: %v %v", names, err)
+	}
 }
 
 func sorted(s []string) []string {

@@ -23,7 +23,7 @@ func NewCommand(k *kube.Options) *cobra.Command {
 		Aliases: []string{"backup-locations", "bsl"},
 		Short:   "Work with backup storage locations",
 	}
-	cmd.AddCommand(newCreate(k), newGet(k))
+	cmd.AddCommand(newCreate(k), newGet(k), newSet(k), newDelete(k))
 	return cmd
 }
 

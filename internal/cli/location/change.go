@@ -1,0 +1,142 @@
+package location
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+func newSet(k *kube.Options) *cobra.Command {
+	var (
+		config      map[string]string
+		credential  map[string]string
+		accessMode  string
+		isDefault   bool
+		clearConfig []string
+	)
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Change a backup storage location: its config, credential, access mode or default",
+		Long: `Changes a location in place. --config sets the given keys and keeps the
+others (--unset-config removes keys); the bucket, prefix and provider are
+fixed: a location is where its backups are, so create another for another
+place. The server checks the location again within its check interval.`,
+		Example: `  salvor backup-location set s3 --default
+  salvor backup-location set s3 --config s3Url=https://minio.example.com --credential s3-credentials=cloud
+  salvor backup-location set primary-dr --access-mode ReadWrite`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") {
+				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential or --access-mode")
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			bsl := &salvorv1.BackupStorageLocation{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, bsl); err != nil {
+				return fmt.Errorf("backup storage location %s: %w", args[0], err)
+			}
+			patch := client.MergeFrom(bsl.DeepCopy())
+			if f.Changed("default") {
+				if isDefault {
+					if err := clearDefault(ctx, c, k.Namespace); err != nil {
+						return err
+					}
+				}
+				bsl.Spec.Default = isDefault
+			}
+			if bsl.Spec.Config == nil {
+				bsl.Spec.Config = map[string]string{}
+			}
+			for key, v := range config {
+				bsl.Spec.Config[key] = v
+			}
+			for _, key := range clearConfig {
+				delete(bsl.Spec.Config, key)
+			}
+			if f.Changed("credential") {
+				if len(credential) != 1 {
+					return fmt.Errorf("--credential: give one SECRET=KEY")
+				}
+				for name, key := range credential {
+					bsl.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+				}
+			}
+			if f.Changed("access-mode") {
+				mode := salvorv1.BackupStorageLocationAccessMode(accessMode)
+				if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
+					return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", accessMode)
+				}
+				bsl.Spec.AccessMode = mode
+			}
+			if err := c.Patch(ctx, bsl, patch); err != nil {
+				return fmt.Errorf("changing backup storage location %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q changed. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&isDefault, "default", false, "make this the default location (unsets any other), or --default=false to unset it")
+	f.StringToStringVar(&config, "config", nil, "plugin config keys to set, key=value pairs")
+	f.StringSliceVar(&clearConfig, "unset-config", nil, "plugin config keys to remove")
+	f.StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the Secret key holding the object store's credentials")
+	f.StringVar(&accessMode, "access-mode", "", "ReadWrite or ReadOnly")
+	return cmd
+}
+
+func newDelete(k *kube.Options) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete backup storage locations (never the backups in them)",
+		Long: `Deletes the BackupStorageLocation objects. Nothing in the bucket is deleted.
+A location that backups in the cluster are stored in is refused unless
+--force is given: those backups could no longer be restored, deleted or
+expired through Salvor (their files stay in the bucket), until a location
+pointing at the same bucket and prefix is created again and syncs them.`,
+		Example: "  salvor backup-location delete old-s3\n  salvor backup-location delete old-s3 --force",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return kube.Each(ctx, c, k.Namespace, "backup storage location", args, func(bsl *salvorv1.BackupStorageLocation) error {
+				backups := &salvorv1.BackupList{}
+				if err := c.List(ctx, backups, client.InNamespace(k.Namespace), client.MatchingLabels{salvorv1.LocationLabel: bsl.Name}); err != nil {
+					return err
+				}
+				if n := len(backups.Items); n > 0 && !force {
+					names := make([]string, 0, 3)
+					for i := 0; i < n && i < 3; i++ {
+						names = append(names, backups.Items[i].Name)
+					}
+					more := ""
+					if n > 3 {
+						more = fmt.Sprintf(" and %d more", n-3)
+					}
+					return fmt.Errorf("backup storage location %s holds %d backups (%s%s): without it they cannot be restored, deleted or expired "+
+						"through Salvor, though their files stay in the bucket; give --force to delete it anyway", bsl.Name, n, strings.Join(names, ", "), more)
+				}
+				if err := c.Delete(ctx, bsl); err != nil {
+					return fmt.Errorf("deleting backup storage location %s: %w", bsl.Name, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q deleted; nothing in its bucket was.\n", bsl.Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete a location even though backups in the cluster are stored in it")
+	return cmd
+}
