@@ -190,8 +190,9 @@ func TestRestoreRoundTripMappingAndPolicies(t *testing.T) {
 		t.Errorf("policy none gave no warning for a changed object: %+v", rs.Status)
 	}
 	details := c.mustSalvor(t, "restore", "describe", "again", "--details")
-	if !strings.Contains(details, "configmaps shop/settings already exists and differs from the backup") {
-		t.Errorf("describe --details lacks the warning:\n%s", details)
+	if !strings.Contains(details, "\n  Namespace shop: configmaps shop/settings already exists and differs from the backup") ||
+		!strings.Contains(details, "Started:      20") || !strings.Contains(details, "Completed:    20") {
+		t.Errorf("describe --details lacks the warning, a message a line, or the times:\n%s", details)
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); err != nil || cm.Data["colour"] != "red" {
 		t.Errorf("policy none changed the object: %v %v", cm.Data, err)

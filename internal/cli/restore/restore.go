@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -270,6 +271,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			}
 			fmt.Fprintf(w, "Namespaces:   %s (excluded: %s)\nMappings:     %s\nExisting resources: %s\n",
 				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
+			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
 			done, total := progress(rs)
 			fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
 			if n := st.RestoreItemOperationsAttempted; n > 0 {
@@ -289,7 +291,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				}
 				defer rc.Close()
 				b, _ := io.ReadAll(rc)
-				fmt.Fprintf(w, "\nResults:\n%s\n", strings.TrimSpace(string(b)))
+				describeResults(w, b)
 			}
 			return nil
 		},
@@ -366,5 +368,49 @@ func newCancel(k *kube.Options) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "Restore %q is being cancelled.\n", rs.Name)
 			return nil
 		},
+	}
+}
+
+// describeResults prints a restore's results file (Velero's shape:
+// warnings and errors, each Velero's own, cluster-scoped and per
+// namespace) a message a line.
+func describeResults(w io.Writer, raw []byte) {
+	type result struct {
+		Velero     []string            `json:"velero"`
+		Cluster    []string            `json:"cluster"`
+		Namespaces map[string][]string `json:"namespaces"`
+	}
+	var r struct {
+		Warnings result `json:"warnings"`
+		Errors   result `json:"errors"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		fmt.Fprintf(w, "\nResults (not in the expected shape: %v):\n%s\n", err, strings.TrimSpace(string(raw)))
+		return
+	}
+	for _, part := range []struct {
+		title string
+		r     result
+	}{{"Errors", r.Errors}, {"Warnings", r.Warnings}} {
+		var lines []string
+		for _, m := range part.r.Velero {
+			lines = append(lines, "  Salvor:     "+m)
+		}
+		for _, m := range part.r.Cluster {
+			lines = append(lines, "  Cluster:    "+m)
+		}
+		nss := make([]string, 0, len(part.r.Namespaces))
+		for ns := range part.r.Namespaces {
+			nss = append(nss, ns)
+		}
+		sort.Strings(nss)
+		for _, ns := range nss {
+			for _, m := range part.r.Namespaces[ns] {
+				lines = append(lines, fmt.Sprintf("  Namespace %s: %s", ns, m))
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s:\n%s\n", part.title, strings.Join(lines, "\n"))
+		}
 	}
 }
