@@ -32,7 +32,15 @@ func strict(root *cobra.Command) {
 		} else if validate := c.Args; validate != nil {
 			c.Args = func(c *cobra.Command, args []string) error {
 				if err := validate(c, args); err != nil {
-					return &UsageError{fmt.Errorf("%s: %w\nRun '%s --help' for usage", c.CommandPath(), err, c.CommandPath())}
+					hint := ""
+					for _, a := range args {
+						if a == "true" || a == "false" {
+							// `--snapshot-volumes false`: the flag took its default
+							// and the word became an argument.
+							hint = fmt.Sprintf("\nA flag's true or false goes after '=', as in --flag=%s", a)
+						}
+					}
+					return &UsageError{fmt.Errorf("%s: %w%s\nRun '%s --help' for usage", c.CommandPath(), err, hint, c.CommandPath())}
 				}
 				return nil
 			}

@@ -18,6 +18,7 @@ func TestCommandLinesItDoesNotUnderstandAreUsageErrors(t *testing.T) {
 		{[]string{"schedule", "frobnicate"}, true, "unknown command \"frobnicate\" for \"salvor schedule\""},
 		{[]string{"backup", "get", "--nope"}, true, "unknown flag: --nope"},
 		{[]string{"backup", "create"}, true, "salvor backup create: accepts 1 arg(s), received 0"},
+		{[]string{"backup", "create", "b", "--snapshot-volumes", "false"}, true, "A flag's true or false goes after '=', as in --flag=false"},
 		{[]string{"version", "extra"}, true, "unknown command \"extra\" for \"salvor version\""},
 		{[]string{"backup"}, false, ""},
 		{[]string{"version", "--client-only"}, false, ""},
