@@ -32,9 +32,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b := &salvorv1.Backup{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
-				return fmt.Errorf("backup %s: %w", args[0], err)
+			b, err := kube.Get[salvorv1.Backup](cmd.Context(), c, k.Namespace, "backup", args[0])
+			if err != nil {
+				return err
 			}
 			if done, err := format.Structured(cmd.OutOrStdout(), b); done {
 				return err

@@ -72,3 +72,13 @@ func Each[T any, P Object[T]](ctx context.Context, c client.Client, namespace, k
 	}
 	return nil
 }
+
+// Get returns the named object of a kind in namespace, with its apiVersion
+// and kind set; an error names the kind and the object.
+func Get[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind, name string) (P, error) {
+	o := P(new(T))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	return o, typed(c, o)
+}

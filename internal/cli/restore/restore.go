@@ -245,9 +245,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs := &salvorv1.Restore{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, rs); err != nil {
-				return fmt.Errorf("restore %s: %w", args[0], err)
+			rs, err := kube.Get[salvorv1.Restore](cmd.Context(), c, k.Namespace, "restore", args[0])
+			if err != nil {
+				return err
 			}
 			if done, err := format.Structured(cmd.OutOrStdout(), rs); done {
 				return err

@@ -237,11 +237,10 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s := &salvorv1.Schedule{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, s); err != nil {
-				return fmt.Errorf("schedule %s: %w", args[0], err)
+			s, err := kube.Get[salvorv1.Schedule](cmd.Context(), c, k.Namespace, "schedule", args[0])
+			if err != nil {
+				return err
 			}
-			s.APIVersion, s.Kind = salvorv1.GroupVersion.String(), "Schedule"
 			if done, err := format.Structured(cmd.OutOrStdout(), s); done {
 				return err
 			}
