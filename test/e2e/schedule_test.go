@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -173,17 +174,18 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	}
 	// Paused: nothing runs over two of its intervals, and the TTL of the
 	// two kept does not expire them.
-	for end := time.Now().Add(7 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+	holds(t, "a paused schedule keeps its 2 backups", 7*time.Second, func() (bool, string) {
 		bs := c.scheduleBackups(t, "fast")
 		if len(bs) != 2 {
-			t.Fatalf("a paused schedule has %d backups, want its 2", len(bs))
+			return false, fmt.Sprintf("%d backups", len(bs))
 		}
 		for _, b := range bs {
 			if b.DeletionTimestamp != nil {
-				t.Fatalf("backup %s, kept by retention, is being deleted (expired %s)", b.Name, b.Status.Expiration)
+				return false, fmt.Sprintf("backup %s, kept by retention, is being deleted (expired %s)", b.Name, b.Status.Expiration)
 			}
 		}
-	}
+		return true, ""
+	})
 
 	skipped := c.schedule(t, "fast").Status.SkippedRuns
 	c.mustSalvor(t, "schedule", "unpause", "fast")
@@ -211,8 +213,12 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	c.killServers()
 	killed := time.Now()
 	record()
-	skipped = c.schedule(t, "fast").Status.SkippedRuns
-	time.Sleep(10 * time.Second) // the outage itself
+	last := c.schedule(t, "fast").Status
+	skipped = last.SkippedRuns
+	// The outage lasts until three runs were due without a server.
+	eventually(t, "three runs due while the server is down", time.Minute, func() (bool, string) {
+		return last.NextRun != nil && time.Now().After(last.NextRun.Add(6*time.Second+time.Second)), "not yet"
+	})
 	restarted := time.Now()
 	before := len(seen)
 	c.startServer(t)
@@ -239,6 +245,23 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 	}
 	if s := c.schedule(t, "fast"); s.Status.SkippedRuns < skipped+2 {
 		t.Errorf("the runs missed during the outage are not counted as skipped: %d, then %d (%s)", skipped, s.Status.SkippedRuns, s.Status.LastSkipReason)
+	}
+}
+
+// holds checks cond every 200ms for d and fails the test the first time it
+// is false: for what must stay true (nothing runs while paused).
+func holds(t testing.TB, what string, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	var broke string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ok, state := cond()
+		if !ok {
+			broke = state
+		}
+		return !ok, nil
+	})
+	if err == nil {
+		t.Fatalf("%s: broken: %s", what, broke)
 	}
 }
 
