@@ -106,7 +106,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if problems := r.validate(ctx, b); len(problems) > 0 {
 			b.Status.Phase = salvorv1.BackupPhaseFailedValidation
 			b.Status.ValidationErrors = problems
-			metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+			countEnd(b)
 			return ctrl.Result{}, updateStatus(ctx, r.Client, b)
 		}
 	case salvorv1.BackupPhaseInProgress:
@@ -227,7 +227,7 @@ func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason 
 	b.Status.Phase = salvorv1.BackupPhaseFailed
 	b.Status.FailureReason = reason
 	b.Status.CompletionTimestamp = &now
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	r.Log.Error("backup failed", "backup", b.Namespace+"/"+b.Name, "reason", reason)
 	return updateStatus(ctx, r.Client, b)
 }
@@ -434,7 +434,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		r.Log.Error("recording the end of a backup", "backup", b.Name, "error", err)
 		return
 	}
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	metrics.ItemsBackedUp.Add(float64(out.Progress.ItemsBackedUp))
 	metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(started).Seconds())
 }
@@ -474,4 +474,14 @@ func writeStatus[T any, P statusObject[T]](ctx context.Context, c client.Client,
 // updateStatus writes a Backup's status (see writeStatus).
 func updateStatus(ctx context.Context, c client.Client, b *salvorv1.Backup) error {
 	return writeStatus(ctx, c, b, func(dst, src *salvorv1.Backup) { dst.Status = src.Status })
+}
+
+// countEnd counts a backup that reached a final phase. A Completed one also
+// moves its location's "last good backup" gauge at once, so the alert on
+// it does not wait for the location's next check.
+func countEnd(b *salvorv1.Backup) {
+	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	if loc := b.Labels[salvorv1.LocationLabel]; loc != "" && b.Status.Phase == salvorv1.BackupPhaseCompleted && b.Status.CompletionTimestamp != nil {
+		metrics.LocationLastSuccess.WithLabelValues(loc).Set(float64(b.Status.CompletionTimestamp.UnixNano()) / 1e9)
+	}
 }

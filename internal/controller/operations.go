@@ -372,7 +372,7 @@ func (r *OperationsReconciler) loadFailed(ctx context.Context, key string, b *sa
 	now := metav1.Now()
 	b.Status.Phase, b.Status.CompletionTimestamp, b.Status.RunningOperations = salvorv1.BackupPhaseFailed, &now, nil
 	b.Status.FailureReason = fmt.Sprintf("reading the backup's operations from its location failed: %v; its files are kept in the location, not deleted", lerr)
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	r.Log.Error("backup failed", "backup", key, "reason", b.Status.FailureReason)
 	return ctrl.Result{}, updateStatus(ctx, r.Client, b)
 }
@@ -404,7 +404,7 @@ func (r *OperationsReconciler) recordFirstPass(ctx context.Context, key string, 
 	err := r.keepFirstPass(ctx, b, w, w.finalizeErr)
 	if err == nil {
 		r.forget(key)
-		metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+		countEnd(b)
 		r.Log.Error("backup recorded as its first pass made it", "backup", key, "reason", w.finalizeErr)
 		return ctrl.Result{}, updateStatus(ctx, r.Client, b)
 	}
@@ -416,7 +416,7 @@ func (r *OperationsReconciler) recordFirstPass(ctx context.Context, key string, 
 	now := metav1.Now()
 	b.Status.Phase, b.Status.CompletionTimestamp, b.Status.RunningOperations = salvorv1.BackupPhaseFailed, &now, nil
 	b.Status.FailureReason = fmt.Sprintf("%s; recording the backup as its first pass made it failed too (%v); its files are kept in the location, not deleted", w.finalizeErr, err)
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	r.Log.Error("backup failed", "backup", key, "reason", b.Status.FailureReason)
 	return ctrl.Result{}, updateStatus(ctx, r.Client, b)
 }
@@ -523,7 +523,7 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 	now := metav1.Now()
 	b.Status.Phase, b.Status.FailureReason, b.Status.CompletionTimestamp = salvorv1.BackupPhaseFailed, reason, &now
 	b.Status.RunningOperations = nil
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	r.Log.Error("backup failed", "backup", key, "reason", reason)
 	return updateStatus(ctx, r.Client, b)
 }
@@ -552,7 +552,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	if err := updateStatus(ctx, r.Client, b); err != nil {
 		return err
 	}
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	countEnd(b)
 	if b.Status.StartTimestamp != nil {
 		metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
 	}
