@@ -11,10 +11,12 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 CONTROLLER_GEN_VERSION := v0.21.0
 STATICCHECK_VERSION := v0.8.2
+# Helm renders and installs charts/salvor in the end-to-end tests.
+HELM_VERSION := v4.2.4
 
-GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli
+GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml
 
-.PHONY: all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
@@ -89,6 +91,8 @@ $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(BIN)/controller-gen:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+$(BIN)/helm:
+	GOBIN=$(BIN) $(GO) install -trimpath helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
@@ -107,6 +111,7 @@ generate: tools
 	controller-gen object paths=./pkg/apis/...
 	controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
 	$(GO) run ./hack/gendocs docs/cli
+	$(GO) run ./hack/genchart
 
 # check-generated fails when regenerating would change a committed file.
 check-generated: tools
@@ -129,8 +134,14 @@ test-unit:
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed.
-test-e2e: testbed
+test-e2e: testbed $(BIN)/helm
 	$(GO) test -count=1 -timeout 40m ./test/e2e
+
+# chart-resources rewrites the chart's list of built-in resources from the
+# testbed API server's discovery (after a Kubernetes upgrade); the
+# end-to-end tests fail while it is stale.
+chart-resources: testbed $(BIN)/helm
+	SALVOR_WRITE_CHART_RESOURCES=1 $(GO) test -count=1 -run TestChartBuiltinResources ./test/e2e
 
 # The compatibility tests live in their own modules (test/compat, and
 # test/compat/velero which links Velero), so Salvor never depends on Velero.

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -37,6 +38,12 @@ type Options struct {
 	Prefix         string
 	Config         map[string]string
 	SecretFile     string
+	LeaderElect    bool
+	CPURequest     string
+	MemoryRequest  string
+	CPULimit       string
+	MemoryLimit    string
+	SpoolSize      string
 	DryRun         bool
 	Output         string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
@@ -92,6 +99,12 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.Prefix, "prefix", "", "the default location's prefix")
 	f.StringToStringVar(&o.Config, "config", nil, "the default location's plugin config, key=value pairs")
 	f.StringVar(&o.SecretFile, "secret-file", "", "a file of object store credentials (for salvor.dev/s3, an AWS credentials file): stored as Secret cloud-credentials, key cloud, which the default location names as its credential (Velero's flag)")
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run the server with leader election (one replica works at a time)")
+	f.StringVar(&o.CPURequest, "server-cpu-request", DefaultCPURequest, "the server's CPU request (empty for none)")
+	f.StringVar(&o.MemoryRequest, "server-memory-request", DefaultMemoryRequest, "the server's memory request (empty for none)")
+	f.StringVar(&o.CPULimit, "server-cpu-limit", "", "the server's CPU limit (empty for none)")
+	f.StringVar(&o.MemoryLimit, "server-memory-limit", DefaultMemoryLimit, "the server's memory limit (empty for none)")
+	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	return cmd
@@ -105,6 +118,17 @@ var NamespaceRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 }
+
+// The server's default resources: its peak memory stays near 100 MiB for
+// 100,000 items (docs/benchmarks.md); the limit leaves room for plugins.
+const (
+	DefaultCPURequest    = "100m"
+	DefaultMemoryRequest = "128Mi"
+	DefaultMemoryLimit   = "1Gi"
+	// MetricsPort and HealthPort are the server's ports in its pod.
+	MetricsPort = 8085
+	HealthPort  = 8086
+)
 
 // CredentialsSecret and CredentialsKey are where --secret-file goes:
 // Velero's names.
@@ -142,6 +166,22 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	ns, sa := o.Namespace, o.ServiceAccount
+	res, err := resourceRequirements(o)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"server", "--namespace", ns, "--plugin-dir", "/plugins"}
+	if o.LeaderElect {
+		args = append(args, "--leader-elect")
+	}
+	scratch := &corev1.EmptyDirVolumeSource{}
+	if o.SpoolSize != "" {
+		q, err := resource.ParseQuantity(o.SpoolSize)
+		if err != nil {
+			return nil, fmt.Errorf("--spool-size %q: %w", o.SpoolSize, err)
+		}
+		scratch.SizeLimit = &q
+	}
 	labels := map[string]string{"app.kubernetes.io/name": "salvor", "app.kubernetes.io/component": "server"}
 	var inits []corev1.Container
 	for i, img := range o.Plugins {
@@ -170,15 +210,16 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 				Replicas: &o.Replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8085", "prometheus.io/scheme": "https"}},
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(MetricsPort), "prometheus.io/scheme": "https"}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: sa,
 						InitContainers:     inits,
 						Containers: []corev1.Container{{
-							Name:  "server",
-							Image: o.Image,
-							Args:  []string{"server", "--namespace", ns, "--plugin-dir", "/plugins", "--leader-elect"},
-							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8085}, {Name: "health", ContainerPort: 8086}},
+							Name:      "server",
+							Image:     o.Image,
+							Args:      args,
+							Resources: res,
+							Ports:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}, {Name: "health", ContainerPort: HealthPort}},
 							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 								Path: "/healthz", Port: intstrFromString("health")}}},
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -191,11 +232,15 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 						}},
 						Volumes: []corev1.Volume{
 							{Name: "plugins", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: scratch}},
 						},
 					},
 				},
 			}},
+		// A Service in front of the metrics port, for a ServiceMonitor or
+		// any scraper that finds targets through Services.
+		&corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-metrics", Namespace: ns, Labels: labels},
+			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstrFromString("metrics")}}}},
 	}
 	var credential *corev1.SecretKeySelector
 	if o.SecretFile != "" {
@@ -210,7 +255,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if o.Provider != "" {
 		typed = append(typed, &salvorv1.BackupStorageLocation{
 			TypeMeta:   tm(salvorv1.GroupVersion.String(), "BackupStorageLocation"),
-			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns, Labels: labels},
 			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: o.Config, Default: true, Credential: credential,
 				ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.Bucket, Prefix: o.Prefix}},
 		})
@@ -230,6 +275,34 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// resourceRequirements are the server container's requests and limits.
+func resourceRequirements(o Options) (corev1.ResourceRequirements, error) {
+	var r corev1.ResourceRequirements
+	for _, q := range []struct {
+		flag, value string
+		list        *corev1.ResourceList
+		name        corev1.ResourceName
+	}{
+		{"--server-cpu-request", o.CPURequest, &r.Requests, corev1.ResourceCPU},
+		{"--server-memory-request", o.MemoryRequest, &r.Requests, corev1.ResourceMemory},
+		{"--server-cpu-limit", o.CPULimit, &r.Limits, corev1.ResourceCPU},
+		{"--server-memory-limit", o.MemoryLimit, &r.Limits, corev1.ResourceMemory},
+	} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return r, fmt.Errorf("%s %q: %w", q.flag, q.value, err)
+		}
+		if *q.list == nil {
+			*q.list = corev1.ResourceList{}
+		}
+		(*q.list)[q.name] = v
+	}
+	return r, nil
 }
 
 func clusterRole(name string, labels map[string]string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {

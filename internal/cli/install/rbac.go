@@ -26,7 +26,20 @@ import (
 // only read. The server may also ask the API server who calls its metrics
 // endpoint (TokenReview, SubjectAccessReview).
 func ServerRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
-	read, write := map[string][]string{}, map[string][]string{}
+	return Rules(ServerAccess(lists))
+}
+
+// Access is what the server may do with one API group's resources: read
+// them (get, list) and restore them (create, patch).
+type Access struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+// ServerAccess sorts the discovered resources into what the server reads
+// and what it restores, by API group.
+func ServerAccess(lists []*metav1.APIResourceList) map[string]*Access {
+	groups := map[string]*Access{}
 	notRestored := map[string]bool{}
 	for _, n := range resources.NotRestored {
 		notRestored[n] = true
@@ -47,33 +60,58 @@ func ServerRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
 			for _, v := range r.Verbs {
 				verbs[v] = true
 			}
+			a := groups[gv.Group]
+			if a == nil {
+				a = &Access{}
+			}
 			if verbs["get"] && verbs["list"] {
-				read[gv.Group] = appendOnce(read[gv.Group], r.Name)
+				a.Read = appendOnce(a.Read, r.Name)
 			}
 			full := r.Name
 			if gv.Group != "" {
 				full += "." + gv.Group
 			}
 			if verbs["create"] && verbs["patch"] && !notRestored[full] && !ownGroup {
-				write[gv.Group] = appendOnce(write[gv.Group], r.Name)
+				a.Write = appendOnce(a.Write, r.Name)
+			}
+			if len(a.Read)+len(a.Write) > 0 {
+				groups[gv.Group] = a
 			}
 		}
 	}
+	for _, a := range groups {
+		sort.Strings(a.Read)
+		sort.Strings(a.Write)
+	}
+	return groups
+}
+
+// Rules turns access by group into the server's ClusterRole rules: per
+// group in order, one rule to read and one to restore, then AuthRules.
+// The Helm chart's template (charts/salvor) builds the same list.
+func Rules(groups map[string]*Access) []rbacv1.PolicyRule {
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
 	var rules []rbacv1.PolicyRule
-	for _, g := range sortedKeys(read, write) {
-		if rs := read[g]; len(rs) > 0 {
-			sort.Strings(rs)
+	for _, g := range names {
+		if rs := groups[g].Read; len(rs) > 0 {
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"get", "list"}})
 		}
-		if rs := write[g]; len(rs) > 0 {
-			sort.Strings(rs)
+		if rs := groups[g].Write; len(rs) > 0 {
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"create", "patch"}})
 		}
 	}
-	return append(rules,
-		rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
-		rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-	)
+	return append(rules, AuthRules...)
+}
+
+// AuthRules let the server ask the API server who calls its metrics
+// endpoint and whether they may.
+var AuthRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 }
 
 func containsSlash(s string) bool {
@@ -92,21 +130,6 @@ func appendOnce(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-func sortedKeys(ms ...map[string][]string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range ms {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // DiscoverServerRules reads the cluster's resources and returns the

@@ -1,0 +1,28 @@
+{{/* The labels `salvor install` puts on everything; the selector's too. */}}
+{{- define "salvor.selectorLabels" -}}
+app.kubernetes.io/component: server
+app.kubernetes.io/name: salvor
+{{- end }}
+
+{{- define "salvor.labels" -}}
+{{ include "salvor.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{- define "salvor.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret the default location's credential names, if any. */}}
+{{- define "salvor.credentialSecret" -}}
+{{- if .Values.credentials.existingSecret -}}
+{{ .Values.credentials.existingSecret }}
+{{- else if .Values.credentials.secretContents.cloud -}}
+cloud-credentials
+{{- end }}
+{{- end }}

@@ -1,0 +1,86 @@
+package install
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/salvor-dev/salvor/config/crd"
+	"github.com/salvor-dev/salvor/internal/resources"
+)
+
+// ChartDir is where the Helm chart lives in the repository.
+const ChartDir = "charts/salvor"
+
+// ChartFiles are the chart's files generated from this package, so the
+// chart and `salvor install` share one source for what they grant and
+// define: the CRDs (Helm installs crds/ before the templates) and the
+// rules of every role (files/roles.yaml, which the templates read). The
+// rules the server gets for built-in resources come from a cluster's
+// discovery instead (BuiltinResources). `make generate` writes them.
+func ChartFiles() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	names, err := fs.Glob(crd.Files, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		b, err := crd.Files.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out[path.Join("crds", n)] = b
+	}
+	roles, err := yaml.Marshal(struct {
+		Namespace     []rbacv1.PolicyRule `json:"namespace"`
+		Viewer        []rbacv1.PolicyRule `json:"viewer"`
+		Operator      []rbacv1.PolicyRule `json:"operator"`
+		MetricsReader []rbacv1.PolicyRule `json:"metricsReader"`
+		Auth          []rbacv1.PolicyRule `json:"auth"`
+		NotRestored   []string            `json:"notRestored"`
+	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, resources.NotRestored})
+	if err != nil {
+		return nil, err
+	}
+	out["files/roles.yaml"] = append([]byte("# Generated from internal/cli/install by `make generate`: the rules `salvor install`\n# grants, which the chart's templates grant too. Do not edit.\n"), roles...)
+	return out, nil
+}
+
+// BuiltinResourcesFile is the chart's list of the resources a cluster
+// serves without CRDs (with Salvor's own), by API group.
+const BuiltinResourcesFile = "files/builtin-resources.yaml"
+
+// BuiltinResources renders what the server may do with the resources of
+// a cluster whose discovery is groups, leaving out the groups of custom
+// resources other than Salvor's (the chart finds those in the cluster it
+// is installed into) — the chart's copy of what `salvor install` learns
+// from discovery.
+func BuiltinResources(groups map[string]*Access, customGroups []string, kubeVersion string) ([]byte, error) {
+	kept := map[string]*Access{}
+	custom := map[string]bool{}
+	for _, g := range customGroups {
+		custom[g] = true
+	}
+	for g, a := range groups {
+		if !custom[g] {
+			kept[g] = a
+		}
+	}
+	b, err := yaml.Marshal(map[string]any{"groups": kept})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(kept))
+	for g := range kept {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	head := fmt.Sprintf("# What the server reads (get, list) and restores (create, patch) of the resources\n"+
+		"# Kubernetes %s serves, from its discovery, by API group (%d groups). Written by\n"+
+		"# `make chart-resources`; the end-to-end tests fail when it differs from the testbed's.\n", kubeVersion, len(names))
+	return append([]byte(head), b...), nil
+}
