@@ -135,6 +135,16 @@ func TestUnreachableLocation(t *testing.T) {
 	if !strings.Contains(get, "Unavailable") {
 		t.Errorf("backup-location get:\n%s", get)
 	}
+	if wide := words(c.mustSalvor(t, "backup-location", "get", "nowhere", "-o", "wide")); !strings.Contains(wide, "LAST VALIDATED") ||
+		!strings.Contains(wide, "credentialsFile="+creds+",region=x,s3ForcePathStyle=true,s3Url=") {
+		t.Errorf("backup-location get -o wide:\n%s", wide)
+	}
+	if name := c.mustSalvor(t, "backup-location", "get", "-o", "name"); !strings.Contains(name, "backupstoragelocation.salvor.dev/nowhere") {
+		t.Errorf("backup-location get -o name:\n%s", name)
+	}
+	if out, err := c.salvor(t, "backup-location", "get", "elsewhere"); err == nil || !strings.Contains(out, "elsewhere") {
+		t.Errorf("backup-location get of a missing location: %v\n%s", err, out)
+	}
 	c.mustSalvor(t, "backup", "create", "doomed")
 	b := c.waitBackup(t, "doomed", salvorv1.BackupPhaseFailed)
 	if !strings.Contains(b.Status.FailureReason, "backup storage location nowhere is unavailable") ||

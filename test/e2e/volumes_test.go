@@ -132,6 +132,9 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
 		t.Errorf("snapshot-location get:\n%s", out)
 	}
+	if out := c.mustSalvor(t, "snapshot-location", "get", "-o", "wide"); !strings.Contains(out, "CONFIG") || !strings.Contains(out, "bytesPerSecond=") {
+		t.Errorf("snapshot-location get -o wide:\n%s", out)
+	}
 
 	data := volume(t, 16, 64<<20) // 1 GiB
 	want := treeSums(t, data)

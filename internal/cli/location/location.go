@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -123,58 +124,11 @@ func clearDefault(ctx context.Context, c client.Client, ns string) error {
 }
 
 func newGet(k *kube.Options) *cobra.Command {
-	var format output.Format
-	cmd := &cobra.Command{
-		Use:     "get [NAME...]",
-		Short:   "Show backup storage locations and whether they are available",
-		Example: "  salvor backup-location get\n  salvor backup-location get default -o yaml",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			list := &salvorv1.BackupStorageLocationList{}
-			if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
-				return err
-			}
-			items := list.Items
-			if len(args) > 0 {
-				want := map[string]bool{}
-				for _, a := range args {
-					want[a] = true
-				}
-				items = nil
-				for _, bsl := range list.Items {
-					if want[bsl.Name] {
-						items = append(items, bsl)
-						delete(want, bsl.Name)
-					}
-				}
-				if len(want) > 0 {
-					var missing []string
-					for n := range want {
-						missing = append(missing, n)
-					}
-					sort.Strings(missing)
-					return fmt.Errorf("no backup storage location named %s in namespace %s", strings.Join(missing, ", "), k.Namespace)
-				}
-			}
-			var v any = items
-			if len(args) == 1 && len(items) == 1 {
-				v = items[0]
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
-				return err
-			}
-			var rows [][]string
-			for _, bsl := range items {
-				phase := string(bsl.Status.Phase)
-				if phase == "" {
-					phase = "Unknown"
-				}
+	return get.Command[salvorv1.BackupStorageLocation](k, "backupstoragelocation", "Show backup storage locations and whether they are available",
+		"  salvor backup-location get\n  salvor backup-location get default -o yaml\n  salvor backup-location get -o wide",
+		&salvorv1.BackupStorageLocationList{}, get.Table[salvorv1.BackupStorageLocation]{
+			Header: []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "ACCESS MODE", "MESSAGE"},
+			Row: func(bsl *salvorv1.BackupStorageLocation) []string {
 				def := ""
 				if bsl.Spec.Default {
 					def = "true"
@@ -183,11 +137,33 @@ func newGet(k *kube.Options) *cobra.Command {
 				if mode == "" {
 					mode = string(salvorv1.BackupStorageLocationAccessModeReadWrite)
 				}
-				rows = append(rows, []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix, phase, def, mode, bsl.Status.Message})
-			}
-			return output.Table(cmd.OutOrStdout(), []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "ACCESS MODE", "MESSAGE"}, rows)
-		},
+				return []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix,
+					output.Or(string(bsl.Status.Phase), "Unknown"), def, mode, bsl.Status.Message}
+			},
+			WideHeader: []string{"LAST VALIDATED", "LAST SYNCED", "CREDENTIAL", "CONFIG"},
+			WideRow: func(bsl *salvorv1.BackupStorageLocation) []string {
+				credential := "-"
+				if c := bsl.Spec.Credential; c != nil {
+					credential = c.Name + "/" + c.Key
+				}
+				return []string{output.Time(bsl.Status.LastValidationTime), output.Time(bsl.Status.LastSyncedTime), credential, configText(bsl.Spec.Config)}
+			},
+		})
+}
+
+// configText is a plugin config as sorted key=value pairs.
+func configText(config map[string]string) string {
+	if len(config) == 0 {
+		return "-"
 	}
-	output.AddFlag(cmd.Flags(), &format)
-	return cmd
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + config[k]
+	}
+	return strings.Join(parts, ",")
 }

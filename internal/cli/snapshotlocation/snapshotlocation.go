@@ -2,11 +2,14 @@ package snapshotlocation
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -70,35 +73,25 @@ func newCreate(k *kube.Options) *cobra.Command {
 }
 
 func newGet(k *kube.Options) *cobra.Command {
-	var format output.Format
-	cmd := &cobra.Command{
-		Use: "get", Short: "List volume snapshot locations", Example: "  salvor snapshot-location get", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			list := &salvorv1.VolumeSnapshotLocationList{}
-			if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
-				return err
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), list.Items); done {
-				return err
-			}
-			var rows [][]string
-			for _, v := range list.Items {
+	return get.Command[salvorv1.VolumeSnapshotLocation](k, "volumesnapshotlocation", "List volume snapshot locations",
+		"  salvor snapshot-location get\n  salvor snapshot-location get default -o yaml",
+		&salvorv1.VolumeSnapshotLocationList{}, get.Table[salvorv1.VolumeSnapshotLocation]{
+			Header: []string{"NAME", "PROVIDER", "DEFAULT"},
+			Row: func(v *salvorv1.VolumeSnapshotLocation) []string {
 				def := ""
 				if v.Spec.Default {
 					def = "true"
 				}
-				rows = append(rows, []string{v.Name, v.Spec.Provider, def})
-			}
-			return output.Table(cmd.OutOrStdout(), []string{"NAME", "PROVIDER", "DEFAULT"}, rows)
-		},
-	}
-	output.AddFlag(cmd.Flags(), &format)
-	return cmd
+				return []string{v.Name, v.Spec.Provider, def}
+			},
+			WideHeader: []string{"CONFIG"},
+			WideRow: func(v *salvorv1.VolumeSnapshotLocation) []string {
+				config := make([]string, 0, len(v.Spec.Config))
+				for k, val := range v.Spec.Config {
+					config = append(config, k+"="+val)
+				}
+				sort.Strings(config)
+				return []string{output.Or(strings.Join(config, ","), "-")}
+			},
+		})
 }
