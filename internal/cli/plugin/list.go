@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 )
 
 type listOptions struct {
 	pluginDir      string
-	output         string
+	output         output.Format
 	timeout        time.Duration
 	includeBuiltin bool
 }
@@ -49,7 +49,7 @@ itself. Two binaries serving the same kind and name, or a name that is not
 		},
 	}
 	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin binaries (searched recursively)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	output.AddFlag(cmd.Flags(), &o.output)
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for the binaries to answer")
 	cmd.Flags().BoolVar(&o.includeBuiltin, "include-builtin", true, "also list the plugins built into salvor (salvor.dev/...)")
 	_ = cmd.MarkFlagRequired("plugin-dir")
@@ -62,12 +62,7 @@ func (o *listOptions) validate() error {
 	} else if !info.IsDir() {
 		return fmt.Errorf("--plugin-dir %s is not a directory", o.pluginDir)
 	}
-	switch o.output {
-	case "table", "json":
-		return nil
-	default:
-		return fmt.Errorf("--output %q: must be table or json", o.output)
-	}
+	return o.output.Validate()
 }
 
 func (o *listOptions) run(ctx context.Context, out, errOut io.Writer) error {
@@ -93,13 +88,11 @@ func (o *listOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return err
 	}
 	plugins := m.List()
-	if o.output == "json" {
-		if plugins == nil {
-			plugins = []host.Plugin{}
-		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(plugins)
+	if plugins == nil {
+		plugins = []host.Plugin{}
+	}
+	if done, err := o.output.Structured(out, plugins); done {
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAME\tBINARY")

@@ -39,6 +39,11 @@ func TestList(t *testing.T) {
 				t.Errorf("JSON %v", got)
 			}
 		}},
+		{[]string{"list", "--plugin-dir", dir, "-o", "yaml", "--include-builtin=false"}, func(t *testing.T, out string) {
+			if !strings.Contains(out, "- binary: "+bin+"\n  kind: BackupItemAction\n  name: example.io/backup-annotate\n") {
+				t.Errorf("YAML:\n%s", out)
+			}
+		}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
@@ -67,7 +72,7 @@ func TestListErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"list"}, []string{`required flag(s) "plugin-dir" not set`}},
-		{[]string{"list", "--plugin-dir", empty, "-o", "yaml"}, []string{`--output "yaml": must be table or json`}},
+		{[]string{"list", "--plugin-dir", empty, "-o", "xml"}, []string{`--output "xml": must be table, json or yaml`}},
 		{[]string{"list", "--plugin-dir", filepath.Join(empty, "missing")}, []string{"--plugin-dir: stat " + filepath.Join(empty, "missing") + ": no such file"}},
 		{[]string{"list", "--plugin-dir", dup, "--include-builtin=false"}, []string{`RestoreItemAction "example.io/restore-label" is served by both`,
 			filepath.Join(dup, "a", "restore-action"), filepath.Join(dup, "b", "restore-action")}},
