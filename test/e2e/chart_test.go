@@ -103,11 +103,7 @@ func TestChartBuiltinResources(t *testing.T) {
 func TestHelmChart(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
-	c.create(t, widgetCRD())
-	eventually(t, "the widgets CRD served", time.Minute, func() (bool, string) {
-		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
-		return err == nil, fmt.Sprint(err)
-	})
+	c.serveWidgets(t)
 	root, _ := testbin.ModuleRoot()
 	chart := filepath.Join(root, install.ChartDir)
 

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/deploy/monitoring"
@@ -36,11 +35,7 @@ import (
 func TestInstallRBACIsEnough(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
-	c.create(t, widgetCRD())
-	eventually(t, "the widgets CRD served", time.Minute, func() (bool, string) {
-		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
-		return err == nil, fmt.Sprint(err)
-	})
+	c.serveWidgets(t)
 
 	dry := c.mustSalvor(t, "install", "--dry-run", "-o", "yaml", "--plugins", "example.io/plugins:v1")
 	for _, w := range []string{"kind: CustomResourceDefinition", "kind: ServiceAccount", "kind: ClusterRole", "--leader-elect",

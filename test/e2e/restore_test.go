@@ -50,6 +50,16 @@ func widgetCRD() *apiextv1.CustomResourceDefinition {
 
 func ptr[T any](v T) *T { return &v }
 
+// serveWidgets creates the widgets CRD and waits until its resource is served.
+func (c *cluster) serveWidgets(t testing.TB) {
+	t.Helper()
+	c.create(t, widgetCRD())
+	eventually(t, "the widgets CRD served", time.Minute, func() (bool, string) {
+		err := c.client.List(context.Background(), &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "example.io/v1", "kind": "WidgetList"}})
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
 func widget(ns, name string, size int64) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(widgetGVK)
