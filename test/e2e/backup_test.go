@@ -244,6 +244,17 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 		!strings.Contains(out, "app1,app2") {
 		t.Errorf("backup get -o wide: %s", out)
 	}
+	for sel, want := range map[string]string{"salvor.dev/storage-location=primary": "backup.salvor.dev/web", "salvor.dev/storage-location in (elsewhere)": ""} {
+		if out := c.mustSalvor(t, "backup", "get", "-l", sel, "-o", "name"); strings.TrimSpace(out) != want {
+			t.Errorf("backup get -l %q: %q, want %q", sel, out, want)
+		}
+	}
+	if out, err := c.salvor(t, "backup", "get", "-l", "a==b==c"); err == nil || !strings.Contains(out, `--selector "a==b==c"`) {
+		t.Errorf("backup get with a malformed selector: %v %s", err, out)
+	}
+	if out, err := c.salvor(t, "backup", "get", "web", "-l", "a=b"); err == nil || !strings.Contains(out, "names or --selector, not both") {
+		t.Errorf("backup get with names and a selector: %v %s", err, out)
+	}
 	if out, err := c.salvor(t, "backup", "get", "-o", "xml"); err == nil || !strings.Contains(out, "must be table, wide, name, json or yaml") {
 		t.Errorf("backup get -o xml: %v %s", err, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -24,6 +25,7 @@ type Table[T any] struct {
 // -o name prints it); list is an empty list of it.
 func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example string, list client.ObjectList, table Table[T]) *cobra.Command {
 	var format output.Format
+	var selector string
 	cmd := &cobra.Command{
 		Use:     "get [NAME...]",
 		Short:   short,
@@ -32,11 +34,22 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 			if err := format.ValidateList(); err != nil {
 				return err
 			}
+			var opts []client.ListOption
+			if selector != "" {
+				if len(args) > 0 {
+					return fmt.Errorf("give names or --selector, not both")
+				}
+				sel, err := labels.Parse(selector)
+				if err != nil {
+					return fmt.Errorf("--selector %q: %w", selector, err)
+				}
+				opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+			}
 			c, err := k.Client()
 			if err != nil {
 				return err
 			}
-			items, err := kube.Fetch[T, P](cmd.Context(), c, k.Namespace, kind, args, list)
+			items, err := kube.Fetch[T, P](cmd.Context(), c, k.Namespace, kind, args, list, opts...)
 			if err != nil {
 				return err
 			}
@@ -69,5 +82,6 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 		},
 	}
 	output.AddListFlag(cmd.Flags(), &format)
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only objects with these labels, as kubectl takes them (app=web,tier!=db, env in (a,b))")
 	return cmd
 }

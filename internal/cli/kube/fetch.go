@@ -18,10 +18,11 @@ type Object[T any] interface {
 // Fetch returns the named objects of a kind in namespace, or every one
 // there when no name is given, with their apiVersion and kind set (the
 // client clears them), so that `-o yaml` output applies as it is. An
-// error names the kind and the object.
-func Fetch[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind string, names []string, list client.ObjectList) ([]T, error) {
+// error names the kind and the object. opts narrow the list (a label
+// selector) when no name is given.
+func Fetch[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind string, names []string, list client.ObjectList, opts ...client.ListOption) ([]T, error) {
 	if len(names) == 0 {
-		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
 			return nil, fmt.Errorf("listing %ss in namespace %s: %w", kind, namespace, err)
 		}
 		objs, err := meta.ExtractList(list)
