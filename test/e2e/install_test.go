@@ -173,6 +173,12 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Errorf("--wait interrupted with no server: %v\n%s", err, waited.String())
 	}
 	c.deleteForGood(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "salvor"}})
+	// A restore that has not ended is not deleted from under the server.
+	c.create(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "orphan"}})
+	if out, err := c.salvor(t, "restore", "delete", "pending"); err == nil || !strings.Contains(out, "restore pending is New: cancel it first (salvor restore cancel pending)") {
+		t.Errorf("restore delete of a restore that has not ended: %v\n%s", err, out)
+	}
+	c.deleteForGood(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "salvor"}})
 
 	// A kubeconfig with only the service account's token.
 	sa := c.asServiceAccount(t, "salvor", "salvor")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -249,12 +250,37 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		}
 	}
 
+	// A restore that has ended can be deleted; what it restored stays.
+	c.mustSalvor(t, "restore", "delete", "vol-restore")
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "vol-restore"}, &salvorv1.Restore{}); !apierrors.IsNotFound(err) {
+		t.Errorf("restore delete left the Restore: %v", err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vol-copy", Name: "data"}, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("restore delete took what it restored: %v", err)
+	}
+
+	// The snapshot location can be changed, but not deleted while a backup
+	// needs it to delete its snapshots.
+	c.mustSalvor(t, "snapshot-location", "set", "local", "--config", "note=kept")
+	if out := c.mustSalvor(t, "snapshot-location", "get", "local", "-o", "json"); !strings.Contains(out, `"note": "kept"`) || !strings.Contains(out, `"snapshotDir"`) {
+		t.Errorf("snapshot-location set --config replaced instead of adding:\n%s", out)
+	}
+	c.mustSalvor(t, "snapshot-location", "set", "local", "--unset-config", "note")
+	if out, err := c.salvor(t, "snapshot-location", "delete", "local"); err == nil || !strings.Contains(out, "1 backups have volume snapshots (vol)") {
+		t.Errorf("deleting the snapshot location a backup needs: %v\n%s", err, out)
+	}
+
 	// Deleting the backup deletes the snapshot.
 	c.mustSalvor(t, "backup", "delete", "vol")
 	eventually(t, "snapshot deleted", time.Minute, func() (bool, string) {
 		_, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID))
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
+	eventually(t, "the backup gone", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "vol"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	c.mustSalvor(t, "snapshot-location", "delete", "local")
 }
 
 // TestHungSnapshotterIsCutOff backs up a volume whose snapshotter never

@@ -24,7 +24,7 @@ import (
 // NewCommand returns `salvor restore` and its verbs.
 func NewCommand(k *kube.Options) *cobra.Command {
 	cmd := &cobra.Command{Use: "restore", Aliases: []string{"restores"}, Short: "Work with restores"}
-	cmd.AddCommand(newCreate(k), newGet(k), newDescribe(k), newLogs(k), newCancel(k))
+	cmd.AddCommand(newCreate(k), newGet(k), newDescribe(k), newLogs(k), newCancel(k), newDelete(k))
 	return cmd
 }
 
@@ -367,6 +367,37 @@ func newCancel(k *kube.Options) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Restore %q is being cancelled.\n", rs.Name)
 			return nil
+		},
+	}
+}
+
+func newDelete(k *kube.Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete restores that have ended (never what they restored)",
+		Long: `Deletes Restore objects. The objects a restore created stay in the
+cluster, and its log and results stay in the backup's location (under
+restores/NAME/). A restore still running is refused: cancel it first
+(salvor restore cancel NAME) and delete it once it has ended.`,
+		Example: "  salvor restore delete r1 r2",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return kube.Each(ctx, c, k.Namespace, "restore", args, func(rs *salvorv1.Restore) error {
+				if !restoreFinished(rs.Status.Phase) {
+					return fmt.Errorf("restore %s is %s: cancel it first (salvor restore cancel %s) and delete it once it has ended",
+						rs.Name, output.Or(string(rs.Status.Phase), "New"), rs.Name)
+				}
+				if err := c.Delete(ctx, rs); err != nil {
+					return fmt.Errorf("deleting restore %s: %w", rs.Name, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Restore %q deleted; what it restored stays, and so do its log and results in the location.\n", rs.Name)
+				return nil
+			})
 		},
 	}
 }

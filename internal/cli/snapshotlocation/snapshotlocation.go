@@ -1,6 +1,7 @@
 package snapshotlocation
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // NewCommand returns `salvor snapshot-location`.
 func NewCommand(k *kube.Options) *cobra.Command {
 	cmd := &cobra.Command{Use: "snapshot-location", Aliases: []string{"snapshot-locations", "vsl"}, Short: "Work with volume snapshot locations"}
-	cmd.AddCommand(newCreate(k), newGet(k))
+	cmd.AddCommand(newCreate(k), newGet(k), newSet(k), newDelete(k))
 	return cmd
 }
 
@@ -42,17 +43,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 				return err
 			}
 			if isDefault {
-				list := &salvorv1.VolumeSnapshotLocationList{}
-				if err := c.List(cmd.Context(), list, client.InNamespace(k.Namespace)); err != nil {
+				if err := clearDefault(cmd.Context(), c, k.Namespace, args[0]); err != nil {
 					return err
-				}
-				for i := range list.Items {
-					if list.Items[i].Spec.Default {
-						list.Items[i].Spec.Default = false
-						if err := c.Update(cmd.Context(), &list.Items[i]); err != nil {
-							return err
-						}
-					}
 				}
 			}
 			vsl := &salvorv1.VolumeSnapshotLocation{
@@ -94,4 +86,136 @@ func newGet(k *kube.Options) *cobra.Command {
 				return []string{output.Or(strings.Join(config, ","), "-")}
 			},
 		})
+}
+
+func newSet(k *kube.Options) *cobra.Command {
+	var (
+		config      map[string]string
+		clearConfig []string
+		isDefault   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Change a volume snapshot location: its config or whether it is the default",
+		Long: `Changes a location in place. --config sets the given keys and keeps the
+others (--unset-config removes keys); the provider is fixed: create another
+location for another plugin. Snapshots taken before the change are deleted,
+with their backups, with the config the location has then.`,
+		Example: "  salvor snapshot-location set local --default\n  salvor snapshot-location set local --config bytesPerSecond=50000000",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") {
+				return fmt.Errorf("nothing to change: give --default, --config or --unset-config")
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			vsl, err := kube.Get[salvorv1.VolumeSnapshotLocation](ctx, c, k.Namespace, "volume snapshot location", args[0])
+			if err != nil {
+				return err
+			}
+			if f.Changed("default") && isDefault {
+				if err := clearDefault(ctx, c, k.Namespace, vsl.Name); err != nil {
+					return err
+				}
+			}
+			patch := client.MergeFrom(vsl.DeepCopy())
+			if f.Changed("default") {
+				vsl.Spec.Default = isDefault
+			}
+			if vsl.Spec.Config == nil {
+				vsl.Spec.Config = map[string]string{}
+			}
+			for key, v := range config {
+				vsl.Spec.Config[key] = v
+			}
+			for _, key := range clearConfig {
+				delete(vsl.Spec.Config, key)
+			}
+			if err := c.Patch(ctx, vsl, patch); err != nil {
+				return fmt.Errorf("changing volume snapshot location %s: %w", vsl.Name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q changed.\n", vsl.Name)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&isDefault, "default", false, "make this the default location (unsets any other), or --default=false to unset it")
+	f.StringToStringVar(&config, "config", nil, "plugin config keys to set, key=value pairs")
+	f.StringSliceVar(&clearConfig, "unset-config", nil, "plugin config keys to remove")
+	return cmd
+}
+
+// clearDefault unsets the default mark of every location but keep.
+func clearDefault(ctx context.Context, c client.Client, namespace, keep string) error {
+	list := &salvorv1.VolumeSnapshotLocationList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		v := &list.Items[i]
+		if v.Spec.Default && v.Name != keep {
+			patch := client.MergeFrom(v.DeepCopy())
+			v.Spec.Default = false
+			if err := c.Patch(ctx, v, patch); err != nil {
+				return fmt.Errorf("unsetting the default of volume snapshot location %s: %w", v.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func newDelete(k *kube.Options) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete volume snapshot locations (never the snapshots taken with them)",
+		Long: `Deletes VolumeSnapshotLocation objects; no snapshot is deleted. Deleting a
+backup deletes its snapshots through the location they were taken with, so
+while backups with volume snapshots are in the cluster, a delete is refused
+unless --force is given: without the location, deleting those backups
+leaves their snapshots behind (create the location again to delete them).`,
+		Example: "  salvor snapshot-location delete old\n  salvor snapshot-location delete old --force",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return kube.Each(ctx, c, k.Namespace, "volume snapshot location", args, func(vsl *salvorv1.VolumeSnapshotLocation) error {
+				if !force {
+					backups := &salvorv1.BackupList{}
+					if err := c.List(ctx, backups, client.InNamespace(k.Namespace)); err != nil {
+						return err
+					}
+					var with []string
+					for _, b := range backups.Items {
+						if b.Status.VolumeSnapshotsAttempted > 0 {
+							with = append(with, b.Name)
+						}
+					}
+					if len(with) > 0 {
+						sort.Strings(with)
+						shown := with
+						if len(shown) > 3 {
+							shown = append(shown[:3:3], fmt.Sprintf("and %d more", len(with)-3))
+						}
+						return fmt.Errorf("volume snapshot location %s: %d backups have volume snapshots (%s), and deleting a backup deletes its "+
+							"snapshots through the location they were taken with; give --force to delete it anyway", vsl.Name, len(with), strings.Join(shown, ", "))
+					}
+				}
+				if err := c.Delete(ctx, vsl); err != nil {
+					return fmt.Errorf("deleting volume snapshot location %s: %w", vsl.Name, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q deleted; no snapshot was.\n", vsl.Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete even though backups with volume snapshots are in the cluster")
+	return cmd
 }
