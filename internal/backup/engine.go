@@ -209,12 +209,25 @@ func (r *run) namespaces(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	spec := r.backup.Spec
+	present := map[string]bool{}
 	for _, ns := range list.Items {
+		present[ns.GetName()] = true
 		if resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(ns.GetName())) {
 			out = append(out, ns.GetName())
 		}
 	}
+	for _, w := range UnmatchedNamespaces(spec, present) {
+		r.rec.RunWarning(w)
+	}
 	return out, nil
+}
+
+// UnmatchedNamespaces names the namespaces the backup's filters give that
+// the cluster does not have (present): a warning on the backup, or with
+// spec.strict a validation error.
+func UnmatchedNamespaces(spec salvorv1.BackupSpec, present map[string]bool) []string {
+	out := resources.UnmatchedNamespaces("includedNamespaces", spec.IncludedNamespaces, present, "in the cluster")
+	return append(out, resources.UnmatchedNamespaces("excludedNamespaces", spec.ExcludedNamespaces, present, "in the cluster")...)
 }
 
 // allNamespaces tells whether the backup includes every namespace.

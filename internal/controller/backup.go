@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -201,6 +202,18 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 // validate returns what is wrong with a new Backup.
 func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
 	problems, bsl := validateSpec(ctx, r.Engine.Discovery, r.Locations, b.Spec)
+	if b.Spec.Strict && (len(b.Spec.IncludedNamespaces) > 0 || len(b.Spec.ExcludedNamespaces) > 0) {
+		list, err := r.Engine.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("strict: could not list the cluster's namespaces to check the filters: %v", err))
+		} else {
+			present := map[string]bool{}
+			for _, ns := range list.Items {
+				present[ns.GetName()] = true
+			}
+			problems = append(problems, backup.UnmatchedNamespaces(b.Spec, present)...)
+		}
+	}
 	switch {
 	case bsl == nil:
 	case bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseUnavailable:

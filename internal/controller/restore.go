@@ -98,6 +98,9 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if len(problems) == 0 {
 		problems = r.unknownResources(ctx, rs, b)
 	}
+	if len(problems) == 0 && rs.Spec.Strict {
+		problems = r.unmatchedNamespaces(ctx, rs, b)
+	}
 	if len(problems) > 0 {
 		rs.Status.Phase, rs.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
 		return ctrl.Result{}, updateRestoreStatus(ctx, r.Client, rs)
@@ -127,6 +130,19 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, nil
 }
 
+// resourceList reads a backup's resource list from its location.
+func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error) {
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return nil, err
+	}
+	store, err := r.Locations.Store(ctx, bsl)
+	if err != nil {
+		return nil, err
+	}
+	return store.GetResourceList(ctx, b.Name)
+}
+
 // unknownResources names the resources in the restore's filters that mean
 // nothing: not served by the cluster, and not held by the backup (whose
 // custom resources the cluster may not serve yet). Without the backup's
@@ -139,15 +155,7 @@ func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.R
 	if err != nil {
 		return nil
 	}
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return nil
-	}
-	store, err := r.Locations.Store(ctx, bsl)
-	if err != nil {
-		return nil
-	}
-	list, err := store.GetResourceList(ctx, b.Name)
+	list, err := r.resourceList(ctx, b)
 	if err != nil {
 		return nil
 	}
@@ -169,6 +177,30 @@ func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.R
 	}
 	problems := resources.Unknown("includedResources", rs.Spec.IncludedResources, served, unavailable, inBackup)
 	return append(problems, resources.Unknown("excludedResources", rs.Spec.ExcludedResources, served, unavailable, inBackup)...)
+}
+
+// unmatchedNamespaces names, for a strict restore, the namespaces its
+// filters and mapping give that the backup does not hold, as its resource
+// list says.
+func (r *RestoreReconciler) unmatchedNamespaces(ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup) []string {
+	if len(rs.Spec.IncludedNamespaces) == 0 && len(rs.Spec.ExcludedNamespaces) == 0 && len(rs.Spec.NamespaceMapping) == 0 {
+		return nil
+	}
+	list, err := r.resourceList(ctx, b)
+	if err != nil {
+		return []string{fmt.Sprintf("strict: could not read backup %s's resource list to check the namespaces: %v", b.Name, err)}
+	}
+	held := map[string]bool{}
+	for key, items := range list {
+		for _, item := range items {
+			if ns, _, namespaced := strings.Cut(item, "/"); namespaced {
+				held[ns] = true
+			} else if key == "v1/Namespace" {
+				held[item] = true
+			}
+		}
+	}
+	return restore.UnmatchedNamespaces(rs.Spec, held)
 }
 
 func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reason string) error {

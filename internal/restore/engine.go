@@ -92,6 +92,9 @@ type run struct {
 	// one: the others are made.
 	namespaces map[string]bool
 	nsItems    map[string]bool
+	// held are all the namespaces the backup holds items of, selected or
+	// not: the filters' names are checked against them.
+	held map[string]bool
 
 	// flights are the items being restored right now.
 	fmu     sync.Mutex
@@ -153,7 +156,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
-		namespaces: map[string]bool{}, nsItems: map[string]bool{}, flights: map[itemKey]*flight{}}
+		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
 	}
@@ -163,6 +166,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	if err := r.read(tarball); err != nil {
 		return nil, err
+	}
+	for _, w := range UnmatchedNamespaces(rs.Spec, r.held) {
+		r.rec.RunWarning(w)
 	}
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err

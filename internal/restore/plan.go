@@ -117,6 +117,11 @@ func (r *run) read(tarball io.Reader) error {
 			scope, _, _ := unstructured.NestedString(e.Object.Object, "spec", "scope")
 			crdScopes[schema.GroupResource{Group: group, Resource: plural}] = scope == "Namespaced"
 		}
+		if e.Namespace != "" {
+			r.held[e.Namespace] = true
+		} else if gr == (schema.GroupResource{Resource: "namespaces"}) {
+			r.held[e.Name] = true
+		}
 		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
 		if selected && r.revokedToken(gr, e.Object) {
 			selected = false

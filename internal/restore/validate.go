@@ -2,6 +2,7 @@ package restore
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -59,4 +60,19 @@ func validationDNSLabel(s string) string {
 		return "empty"
 	}
 	return ""
+}
+
+// UnmatchedNamespaces names the namespaces the restore's filters and
+// mapping give that the backup does not hold (held): a warning on the
+// restore, or with spec.strict a validation error.
+func UnmatchedNamespaces(spec salvorv1.RestoreSpec, held map[string]bool) []string {
+	where := "in backup " + spec.BackupName
+	out := resources.UnmatchedNamespaces("includedNamespaces", spec.IncludedNamespaces, held, where)
+	out = append(out, resources.UnmatchedNamespaces("excludedNamespaces", spec.ExcludedNamespaces, held, where)...)
+	from := make([]string, 0, len(spec.NamespaceMapping))
+	for k := range spec.NamespaceMapping {
+		from = append(from, k)
+	}
+	sort.Strings(from)
+	return append(out, resources.UnmatchedNamespaces("namespaceMapping", from, held, where)...)
 }

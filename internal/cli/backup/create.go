@@ -32,6 +32,7 @@ type SpecFlags struct {
 	storageLocation                      string
 	ttl, itemOperationTimeout, timeout   time.Duration
 	snapshotVolumes                      string
+	strict                               bool
 	flags                                *pflag.FlagSet
 }
 
@@ -113,11 +114,12 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole backup (default: none)")
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
+	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 }
 
 // specFlagNames are the flags AddFlags binds.
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
-	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes"}
+	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes", "strict"}
 
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
@@ -141,6 +143,7 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 		TTL:                  metav1.Duration{Duration: o.ttl},
 		ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
 		Timeout:              metav1.Duration{Duration: o.timeout},
+		Strict:               o.strict,
 	}
 	var err error
 	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {

@@ -58,11 +58,23 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				}
 				describeOperations(cmd.OutOrStdout(), b, ops, details)
 			}
+			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
+				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				defer cancel()
+				rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupResults, b.Name)
+				if err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nResults: not available (%v)\n", err)
+					return nil
+				}
+				defer rc.Close()
+				raw, _ := io.ReadAll(rc)
+				output.Results(cmd.OutOrStdout(), raw)
+			}
 			return nil
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)
-	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation")
+	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation, and the warnings and errors")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
 	return cmd
 }

@@ -1,6 +1,10 @@
 package output
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,4 +46,48 @@ func Or(s, dflt string) string {
 		return dflt
 	}
 	return s
+}
+
+// Results prints a backup's or restore's results file (Velero's shape:
+// warnings and errors, each Velero's own, cluster-scoped and per
+// namespace) a message a line.
+func Results(w io.Writer, raw []byte) {
+	type result struct {
+		Velero     []string            `json:"velero"`
+		Cluster    []string            `json:"cluster"`
+		Namespaces map[string][]string `json:"namespaces"`
+	}
+	var r struct {
+		Warnings result `json:"warnings"`
+		Errors   result `json:"errors"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		fmt.Fprintf(w, "\nResults (not in the expected shape: %v):\n%s\n", err, strings.TrimSpace(string(raw)))
+		return
+	}
+	for _, part := range []struct {
+		title string
+		r     result
+	}{{"Errors", r.Errors}, {"Warnings", r.Warnings}} {
+		var lines []string
+		for _, m := range part.r.Velero {
+			lines = append(lines, "  Salvor:     "+m)
+		}
+		for _, m := range part.r.Cluster {
+			lines = append(lines, "  Cluster:    "+m)
+		}
+		nss := make([]string, 0, len(part.r.Namespaces))
+		for ns := range part.r.Namespaces {
+			nss = append(nss, ns)
+		}
+		sort.Strings(nss)
+		for _, ns := range nss {
+			for _, m := range part.r.Namespaces[ns] {
+				lines = append(lines, fmt.Sprintf("  Namespace %s: %s", ns, m))
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s:\n%s\n", part.title, strings.Join(lines, "\n"))
+		}
+	}
 }

@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -39,6 +38,7 @@ type createOptions struct {
 	includeClusterResources              string
 	itemOperationTimeout                 time.Duration
 	wait                                 bool
+	strict                               bool
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -80,6 +80,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 					NamespaceMapping:       mapping,
 					ExistingResourcePolicy: salvorv1.ExistingResourcePolicy(o.existing),
 					ItemOperationTimeout:   metav1.Duration{Duration: o.itemOperationTimeout},
+					Strict:                 o.strict,
 				},
 			}
 			if o.selector != "" {
@@ -138,6 +139,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
 	f.StringVarP(&o.selector, "selector", "l", "", "restore only items whose labels match")
 	f.StringSliceVar(&o.mappings, "namespace-mappings", nil, "restore namespaces under other names: from:to pairs, comma-separated")
+	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter or mapping names a namespace the backup does not hold (default: a warning)")
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")
 	f.StringVar(&o.restoreVolumes, "restore-volumes", "", "recreate volumes from their snapshots: true or false (default: true)")
 	f.Lookup("restore-volumes").NoOptDefVal = "true"
@@ -291,7 +293,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				}
 				defer rc.Close()
 				b, _ := io.ReadAll(rc)
-				describeResults(w, b)
+				output.Results(w, b)
 			}
 			return nil
 		},
@@ -399,49 +401,5 @@ restores/NAME/). A restore still running is refused: cancel it first
 				return nil
 			})
 		},
-	}
-}
-
-// describeResults prints a restore's results file (Velero's shape:
-// warnings and errors, each Velero's own, cluster-scoped and per
-// namespace) a message a line.
-func describeResults(w io.Writer, raw []byte) {
-	type result struct {
-		Velero     []string            `json:"velero"`
-		Cluster    []string            `json:"cluster"`
-		Namespaces map[string][]string `json:"namespaces"`
-	}
-	var r struct {
-		Warnings result `json:"warnings"`
-		Errors   result `json:"errors"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		fmt.Fprintf(w, "\nResults (not in the expected shape: %v):\n%s\n", err, strings.TrimSpace(string(raw)))
-		return
-	}
-	for _, part := range []struct {
-		title string
-		r     result
-	}{{"Errors", r.Errors}, {"Warnings", r.Warnings}} {
-		var lines []string
-		for _, m := range part.r.Velero {
-			lines = append(lines, "  Salvor:     "+m)
-		}
-		for _, m := range part.r.Cluster {
-			lines = append(lines, "  Cluster:    "+m)
-		}
-		nss := make([]string, 0, len(part.r.Namespaces))
-		for ns := range part.r.Namespaces {
-			nss = append(nss, ns)
-		}
-		sort.Strings(nss)
-		for _, ns := range nss {
-			for _, m := range part.r.Namespaces[ns] {
-				lines = append(lines, fmt.Sprintf("  Namespace %s: %s", ns, m))
-			}
-		}
-		if len(lines) > 0 {
-			fmt.Fprintf(w, "\n%s:\n%s\n", part.title, strings.Join(lines, "\n"))
-		}
 	}
 }

@@ -1,8 +1,6 @@
 package restore
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -28,31 +26,6 @@ func TestProgressLine(t *testing.T) {
 		rs := &salvorv1.Restore{Spec: salvorv1.RestoreSpec{BackupName: "nightly"}, Status: tc.status}
 		if got := progressLine(rs); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestDescribeResults(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw string
-		want      []string
-	}{
-		{"every kind of message", `{"errors":{"velero":["reading the backup failed"],"cluster":[],"namespaces":{"app":["configmaps app/c: forbidden"]}},
-			"warnings":{"velero":[],"cluster":["persistentvolumes pv1: left out"],"namespaces":{"b":["two"],"a":["one"]}}}`,
-			[]string{"Errors:\n  Salvor:     reading the backup failed\n  Namespace app: configmaps app/c: forbidden\n",
-				"Warnings:\n  Cluster:    persistentvolumes pv1: left out\n  Namespace a: one\n  Namespace b: two\n"}},
-		{"nothing", `{"errors":{"velero":[],"cluster":[],"namespaces":{}},"warnings":{"velero":[],"cluster":[],"namespaces":{}}}`, nil},
-		{"not results", `garbage`, []string{"Results (not in the expected shape:", "garbage"}},
-	} {
-		var out bytes.Buffer
-		describeResults(&out, []byte(tc.raw))
-		for _, w := range tc.want {
-			if !strings.Contains(out.String(), w) {
-				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out.String())
-			}
-		}
-		if tc.want == nil && out.Len() != 0 {
-			t.Errorf("%s: printed %q", tc.name, out.String())
 		}
 	}
 }

@@ -40,6 +40,13 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
+
+	// Strict fails validation when includedNamespaces or excludedNamespaces
+	// names a namespace the cluster does not have; otherwise such a name is
+	// a warning on the backup (a typo would silently back up nothing).
+	// Salvor's addition.
+	// +optional
+	Strict bool `json:"strict,omitempty"`
 	// LabelSelector selects items by label.
 	// +optional
 	// +nullable

@@ -48,6 +48,12 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
+
+	// Strict fails validation when includedNamespaces, excludedNamespaces
+	// or a namespaceMapping names a namespace the backup does not hold;
+	// otherwise such a name is a warning on the restore. Salvor's addition.
+	// +optional
+	Strict bool `json:"strict,omitempty"`
 	// +optional
 	// +nullable
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
