@@ -52,6 +52,15 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	if err != nil {
 		return nil, false, fmt.Errorf("creating the VolumePluginRestore: %w", err)
 	}
+	// end records how the volume's restore ended; it is written even when
+	// ctx is done (a cancelled restore), so nothing is left InProgress.
+	end := func(phase, message string) {
+		now := metav1.Now()
+		vpr.Status.Phase, vpr.Status.Message, vpr.Status.CompletionTimestamp, vpr.Status.Updated = phase, message, &now, &now
+		// Best effort: the restore's own status says what happened; the
+		// progress resource is a view of it.
+		_ = v.c.Status().Update(context.WithoutCancel(ctx), vpr)
+	}
 	volumeID := vpr.Status.VolumeID
 	if volumeID != "" && vpr.Status.Phase == "Completed" {
 		updated, err := v.snap.VS.SetVolumeID(ctx, pv, volumeID)
@@ -69,7 +78,9 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	if volumeID == "" {
 		id, err := v.snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
 		if err != nil {
-			return nil, false, fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
+			err = fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
+			end("Failed", err.Error())
+			return nil, false, err
 		}
 		now := metav1.Now()
 		volumeID = id
@@ -83,7 +94,14 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 		p, err := v.snap.VS.Progress(ctx, volumeID)
 		done := errors.Is(err, host.ErrNotSupported) // a v1 snapshotter's volume is ready when created
 		if err != nil && !done {
-			return nil, false, fmt.Errorf("progress of volume %s: %w", volumeID, err)
+			if ctx.Err() != nil {
+				_ = v.snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+				end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
+				return nil, false, ctx.Err()
+			}
+			err = fmt.Errorf("progress of volume %s: %w", volumeID, err)
+			end("Failed", err.Error())
+			return nil, false, err
 		}
 		now := metav1.Now()
 		st := &vpr.Status
@@ -96,8 +114,7 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 			}
 			done = p.Completed
 			if p.Completed && p.Err != "" {
-				st.Phase, st.Message, st.CompletionTimestamp = "Failed", p.Err, &now
-				_ = v.c.Status().Update(ctx, vpr)
+				end("Failed", p.Err)
 				return nil, false, fmt.Errorf("volume %s from snapshot %s: %s", volumeID, s.Status.ProviderSnapshotID, p.Err)
 			}
 		}
@@ -110,11 +127,14 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 		_ = v.c.Status().Update(ctx, vpr)
 		if time.Now().After(deadline) {
 			_ = v.snap.VS.Cancel(ctx, volumeID)
-			return nil, false, fmt.Errorf("volume %s from snapshot %s timed out after %s", volumeID, s.Status.ProviderSnapshotID, v.timeout)
+			err := fmt.Errorf("volume %s from snapshot %s timed out after %s", volumeID, s.Status.ProviderSnapshotID, v.timeout)
+			end("Failed", err.Error()+"; the copy was cancelled")
+			return nil, false, err
 		}
 		select {
 		case <-ctx.Done():
 			_ = v.snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+			end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
 			return nil, false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}

@@ -464,3 +464,51 @@ func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
 		t.Errorf("original volume %+v, %v", orig.Spec, err)
 	}
 }
+
+// TestCancelledRestoreEndsItsVolumes cancels a restore while a volume is
+// being copied from its snapshot: the copy is cancelled, its
+// VolumePluginRestore ends Canceled saying why, and describe shows no
+// time left.
+func TestCancelledRestoreEndsItsVolumes(t *testing.T) {
+	c, _, _, _ := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(16<<20))
+	data := volume(t, 8, 32<<20) // 256 MiB: 16 s to copy
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vc"}})
+	c.create(t, hostPathVolume("vc-pv", data, "vc", "data")...)
+	c.mustSalvor(t, "backup", "create", "vc", "--include-namespaces", "vc", "--wait")
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "vc"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "vc-pv"}})
+
+	c.mustSalvor(t, "restore", "create", "vc-r", "--from-backup", "vc", "--restore-volumes")
+	vpr := func() salvorv1.VolumePluginRestore {
+		list := &salvorv1.VolumePluginRestoreList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil || len(list.Items) != 1 {
+			return salvorv1.VolumePluginRestore{}
+		}
+		return list.Items[0]
+	}
+	eventually(t, "the volume being copied", time.Minute, func() (bool, string) {
+		v := vpr()
+		return v.Status.Phase == "InProgress" && v.Status.Progress.BytesDone > 0, fmt.Sprintf("%+v", v.Status)
+	})
+	c.mustSalvor(t, "restore", "cancel", "vc-r")
+	eventually(t, "the VolumePluginRestore ended", time.Minute, func() (bool, string) {
+		v := vpr()
+		return v.Status.Phase == "Canceled" && strings.Contains(v.Status.Message, "the copy was cancelled") && v.Status.CompletionTimestamp != nil,
+			fmt.Sprintf("%+v", v.Status)
+	})
+	eventually(t, "the restore ended", time.Minute, func() (bool, string) {
+		rs := &salvorv1.Restore{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "vc-r"}, rs)
+		return err == nil && rs.Status.Phase == salvorv1.RestorePhaseFailed, fmt.Sprint(rs.Status, err)
+	})
+	desc := c.mustSalvor(t, "restore", "describe", "vc-r", "--details")
+	if !strings.Contains(desc, "Canceled") {
+		t.Errorf("restore describe --details of a cancelled restore:\n%s", desc)
+	}
+	// The copy stopped: no more bytes arrive.
+	before := vpr().Status.Progress.BytesDone
+	holds(t, "the cancelled copy stays stopped", 2*time.Second, func() (bool, string) {
+		v := vpr()
+		return v.Status.Progress.BytesDone == before && v.Status.Phase == "Canceled", fmt.Sprintf("%+v", v.Status)
+	})
+}

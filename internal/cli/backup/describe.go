@@ -150,7 +150,9 @@ func VolumeProgress(phase string, p salvorv1.VolumeOperationProgress, percent in
 		if secs := updated.Sub(started.Time).Seconds(); secs > 0 && p.BytesDone > 0 {
 			bps := float64(p.BytesDone) / secs
 			rate = fmt.Sprintf("%.1f MiB/s", bps/(1<<20))
-			if phase != "Completed" && phase != "Failed" && p.TotalBytes > p.BytesDone {
+			// Only a copy still going has time left: a cancelled or failed
+			// one's last figures would promise an end that never comes.
+			if phase == "InProgress" && p.TotalBytes > p.BytesDone {
 				left = time.Duration(float64(p.TotalBytes-p.BytesDone) / bps * float64(time.Second)).Round(time.Second).String()
 			}
 		}
