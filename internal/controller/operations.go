@@ -164,6 +164,7 @@ func summaries(view []operations.Operation) []salvorv1.OperationSummary {
 		out = append(out, salvorv1.OperationSummary{
 			Plugin: op.Plugin, Item: op.Item, OperationID: op.OperationID,
 			NCompleted: op.Status.NCompleted, NTotal: op.Status.NTotal, Units: op.Status.OperationUnits, Description: op.Status.Description,
+			Phase: string(op.Status.Phase), Updated: op.Status.Updated,
 		})
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,7 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "ops", Annotations: opMap("4", false)}, Data: map[string]string{"version": "1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: "ops", Annotations: opMap("2", true)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: "ops", Annotations: opMap("30", false)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ops"}})
 	c.mustSalvor(t, "backup", "create", "ops", "--include-namespaces", "ops")
 	c.waitBackup(t, "ops", salvorv1.BackupPhaseWaitingForPluginOperations)
@@ -53,12 +56,33 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 	// While it waits: the describe output says on what, and the item the
 	// operation will back up again changes.
 	desc := c.mustSalvor(t, "backup", "describe", "ops", "--details")
-	for _, w := range []string{"Phase:        WaitingForPluginOperations", "Item operations: ", "of 2 completed",
+	for _, w := range []string{"Phase:        WaitingForPluginOperations", "Item operations: ", "of 3 completed",
 		"Waiting for:  example.io/async-operation", "configmaps ops/quick", "seconds"} {
 		if !strings.Contains(desc, w) {
 			t.Errorf("describe while waiting lacks %q:\n%s", w, desc)
 		}
 	}
+	// describe --details shows each running operation's progress as of
+	// the last poll (the Backup's status), ahead of the location's record,
+	// which is written when an operation changes phase: once the others
+	// have ended, the long one's record stays where it was while its
+	// progress goes on.
+	row := regexp.MustCompile(`configmaps ops/long +\S+ +InProgress +(\d+) of 30 seconds`)
+	eventually(t, "describe --details showing the long operation's live progress, ahead of the location's record", 40*time.Second, func() (bool, string) {
+		desc := c.mustSalvor(t, "backup", "describe", "ops", "--details")
+		m := row.FindStringSubmatch(desc)
+		if m == nil {
+			return false, desc
+		}
+		shown, _ := strconv.Atoi(m[1])
+		recorded := int64(-1)
+		for _, op := range storedOps(t, cfg, "ops") {
+			if op.Spec.ResourceIdentifier.Name == "long" {
+				recorded = op.Status.NCompleted
+			}
+		}
+		return int64(shown) > recorded, fmt.Sprintf("describe shows %d, the location records %d", shown, recorded)
+	})
 	quick := &corev1.ConfigMap{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "ops", Name: "quick"}, quick); err != nil {
 		t.Fatal(err)
@@ -73,8 +97,8 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 	}
 
 	b := c.waitBackup(t, "ops", salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed)
-	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.BackupItemOperationsAttempted != 2 ||
-		b.Status.BackupItemOperationsCompleted != 1 || b.Status.BackupItemOperationsFailed != 1 || b.Status.Errors != 1 {
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.BackupItemOperationsAttempted != 3 ||
+		b.Status.BackupItemOperationsCompleted != 2 || b.Status.BackupItemOperationsFailed != 1 || b.Status.Errors != 1 {
 		t.Fatalf("final status %+v", b.Status)
 	}
 	store := openStore(t, cfg)
@@ -82,7 +106,7 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 	if v, _, _ := unstructured.NestedString(items["configmaps/ops/quick"].Object, "data", "version"); v != "2" {
 		t.Errorf("post-operation item not backed up again: version %q", v)
 	}
-	if items["configmaps/ops/plain"] == nil || items["configmaps/ops/failing"] == nil {
+	if items["configmaps/ops/plain"] == nil || items["configmaps/ops/failing"] == nil || items["configmaps/ops/long"] == nil {
 		t.Errorf("tarball lost items: %v", keysOf(items))
 	}
 	results, err := store.GetResults(context.Background(), "ops")
@@ -105,7 +129,7 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 		t.Error("finished backup has no metadata")
 	}
 	desc = c.mustSalvor(t, "backup", "describe", "ops", "--details")
-	if !strings.Contains(desc, "Item operations: 1 of 2 completed, 1 failed, 0 in progress") || !strings.Contains(desc, "Failed") {
+	if !strings.Contains(desc, "Item operations: 2 of 3 completed, 1 failed, 0 in progress") || !strings.Contains(desc, "Failed") {
 		t.Errorf("describe after the end:\n%s", desc)
 	}
 }

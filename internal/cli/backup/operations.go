@@ -66,9 +66,30 @@ func describeOperations(w io.Writer, b *salvorv1.Backup, ops []itemoperation.Bac
 		return
 	}
 	fmt.Fprintln(w, "\nItem operations:")
+	// The location's record of an operation is written when the backup
+	// waits and when it ends; while it waits, the Backup's status has
+	// each running operation's progress from the last poll.
+	live := map[string]salvorv1.OperationSummary{}
+	for _, r := range b.Status.RunningOperations {
+		live[r.Plugin+"/"+r.OperationID] = r
+	}
+	allLive := len(b.Status.RunningOperations) < 50 // the status lists at most 50
 	var rows [][]string
 	for _, op := range ops {
 		s := op.Status
+		if waiting(b.Status.Phase) {
+			if r, ok := live[op.Spec.BackupItemAction+"/"+op.Spec.OperationID]; ok {
+				s.NCompleted, s.NTotal, s.OperationUnits, s.Description = r.NCompleted, r.NTotal, r.Units, r.Description
+				s.Phase = itemoperation.Phase(r.Phase)
+				if r.Updated != nil {
+					s.Updated = r.Updated
+				}
+			} else if allLive && s.Phase != itemoperation.PhaseCompleted && s.Phase != itemoperation.PhaseFailed {
+				// Not running any more; how it ended is recorded when the
+				// backup ends.
+				s.Phase = "Ended"
+			}
+		}
 		progress := "-"
 		if s.NTotal > 0 || s.NCompleted > 0 {
 			progress = fmt.Sprintf("%d of %d %s", s.NCompleted, s.NTotal, s.OperationUnits)

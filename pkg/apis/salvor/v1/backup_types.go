@@ -137,6 +137,13 @@ type OperationSummary struct {
 	Units string `json:"units,omitempty"`
 	// +optional
 	Description string `json:"description,omitempty"`
+	// Phase is the operation's phase at the last poll.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Updated is when the plugin last reported progress.
+	// +optional
+	// +nullable
+	Updated *metav1.Time `json:"updated,omitempty"`
 }
 
 // Backup is a request to back up a cluster's objects and volumes, and its result.
