@@ -493,7 +493,7 @@ var backupSpecFields = func() map[string]bool {
 	full := salvorv1.BackupSpec{
 		IncludedNamespaces: []string{"x"}, ExcludedNamespaces: []string{"x"}, IncludedResources: []string{"x"}, ExcludedResources: []string{"x"},
 		IncludeClusterResources: &t, LabelSelector: &metav1.LabelSelector{}, StorageLocation: "x",
-		TTL: metav1.Duration{Duration: 1}, ItemOperationTimeout: metav1.Duration{Duration: 1}, Timeout: metav1.Duration{Duration: 1}, SnapshotVolumes: &t,
+		TTL: metav1.Duration{Duration: 1}, ItemOperationTimeout: metav1.Duration{Duration: 1}, Timeout: metav1.Duration{Duration: 1}, SnapshotVolumes: &t, Strict: true,
 	}
 	b, _ := json.Marshal(full)
 	var m map[string]any
