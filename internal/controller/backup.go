@@ -248,14 +248,32 @@ func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason 
 // abandon ends a first pass that cannot be completed: what it started runs
 // on without it, so its operations are cancelled and its snapshots
 // cancelled and deleted; and nothing of it may look whole, so the files a
-// run writes are removed.
-func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *backup.Snapshotter, out *backup.Outcome, reason string) {
+// run writes are removed — all but its log and results, which say why it
+// failed (`salvor backup logs`, `describe --details`). Without metadata
+// they are never taken for a backup, and deleting the Backup removes them.
+func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *backup.Snapshotter, out *backup.Outcome, log *runLog, reason string) {
+	var results persistence.Results
 	if out != nil {
 		operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
 		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
+		results = out.Results
 	}
-	if err := store.DeleteRunFiles(ctx, b.Name, string(b.UID)); err != nil {
+	results.Errors.Add(true, "", "the backup failed: "+reason)
+	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
+	if err := store.DeleteRunFiles(ctx, b.Name, string(b.UID), persistence.LogFile, persistence.ResultsFile); err != nil {
 		r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", err)
+	} else {
+		// The log ends saying how the backup ended, as its status does.
+		log.Error("backup failed", "phase", salvorv1.BackupPhaseFailed, "reason", reason)
+		if logs, err := log.finish(); err == nil {
+			if err := store.PutLogs(ctx, b.Name, logs); err != nil {
+				r.Log.Warn("keeping a failed backup's log", "backup", b.Name, "error", err)
+			}
+		}
+		results.Normalize()
+		if err := store.PutJSON(ctx, b.Name, persistence.ResultsFile, &results); err != nil {
+			r.Log.Warn("keeping a failed backup's results", "backup", b.Name, "error", err)
+		}
 	}
 	_ = r.fail(ctx, b, reason)
 }
@@ -372,7 +390,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		if cause := context.Cause(runCtx); cause != nil {
 			reason = cause.Error()
 		}
-		r.abandon(ctx, b, store, snap, out, reason)
+		r.abandon(ctx, b, store, snap, out, log, reason)
 		return
 	}
 	now := metav1.Now()
@@ -386,7 +404,14 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	if b.Status.Errors > 0 {
 		b.Status.Phase = salvorv1.BackupPhasePartiallyFailed
 	}
-	log.Info("backup finished", "phase", b.Status.Phase, "items", out.Progress.ItemsBackedUp, "took", time.Since(started).String())
+	if len(out.Operations) > 0 || len(out.Snapshots) > 0 {
+		// Its phase is decided when the operations end; the log says so
+		// rather than a phase the backup may not end in.
+		log.Info("backup's first pass finished; waiting for plugin operations", "items", out.Progress.ItemsBackedUp,
+			"operations", len(out.Operations), "snapshots", len(out.Snapshots), "took", time.Since(started).String())
+	} else {
+		log.Info("backup finished", "phase", b.Status.Phase, "items", out.Progress.ItemsBackedUp, "took", time.Since(started).String())
+	}
 	logs, err := log.finish()
 	if err != nil {
 		logs = nil
@@ -398,7 +423,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
 	if len(out.Snapshots) > 0 {
 		if err := store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, out.Snapshots); err != nil {
-			r.abandon(ctx, b, store, snap, out, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
+			r.abandon(ctx, b, store, snap, out, log, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))
 			return
 		}
 		for _, s := range out.Snapshots {
@@ -418,7 +443,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		}
 		err = store.PutFiles(ctx, persistence.Finish{Backup: b, Logs: logs, Results: &out.Results, ResourceList: out.ResourceList, ItemOperations: ops})
 		if err != nil {
-			r.abandon(ctx, b, store, snap, out, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
+			r.abandon(ctx, b, store, snap, out, log, fmt.Sprintf("writing the backup to location %s: %v", bsl.Name, err))
 			return
 		}
 		// The operations and snapshots are in the location's files now,

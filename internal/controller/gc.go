@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -109,10 +110,27 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		if err := r.deleteSnapshots(ctx, b, store); err != nil {
 			return err
 		}
-		if err := store.DeleteBackup(ctx, b.Name); err != nil {
-			return fmt.Errorf("deleting the files of backup %s: %w", b.Name, err)
+		// A whole backup's files are all its own (its name was free when it
+		// began, or it was synced from the location). Under a name without
+		// metadata — a run that failed, or never began — only files the
+		// run provably wrote go: another run may own the name now.
+		whole, err := store.IsWhole(ctx, b.Name)
+		if err != nil {
+			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 		}
-		r.Log.Info("deleted a backup's files", "backup", b.Name, "location", bsl.Name)
+		if whole {
+			err = store.DeleteBackup(ctx, b.Name)
+		} else {
+			err = store.DeleteRunFiles(ctx, b.Name, string(b.UID))
+		}
+		switch {
+		case errors.Is(err, persistence.ErrNotOwner):
+			r.Log.Warn("the files under the deleted backup's name belong to another run; left as they are", "backup", b.Name, "location", bsl.Name)
+		case err != nil:
+			return fmt.Errorf("deleting the files of backup %s: %w", b.Name, err)
+		default:
+			r.Log.Info("deleted a backup's files", "backup", b.Name, "location", bsl.Name)
+		}
 	}
 	controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -299,6 +300,17 @@ func (s *BackupStore) DeleteBackup(ctx context.Context, name string) error {
 	return nil
 }
 
+// IsWhole tells whether a backup's metadata is in the location: the mark of
+// a backup whose every file was written (FinishBackup writes it last).
+func (s *BackupStore) IsWhole(ctx context.Context, name string) (bool, error) {
+	return s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, MetadataFile))
+}
+
+// PutLogs writes a backup's log (gzip'd JSON lines).
+func (s *BackupStore) PutLogs(ctx context.Context, name string, r io.Reader) error {
+	return s.store.PutObject(ctx, s.bucket, s.BackupFile(name, LogFile), r)
+}
+
 // HasBackup tells whether anything is stored under a backup's name: its
 // metadata, or the files of a run that is writing it (perhaps another
 // cluster's, sharing the bucket) or that stopped half way.
@@ -328,8 +340,11 @@ func (s *BackupStore) ClaimName(ctx context.Context, name, uid string) error {
 // removes them only when the name's owner record is the run's (uid): a
 // run cannot prove it wrote files another run owns, or files under a name
 // it never claimed, so it leaves those (ErrNotOwner). The metadata goes
-// first, so the backup never looks whole while going.
-func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string) error {
+// first, so the backup never looks whole while going. Files in keep stay
+// (a failed run's log and results, for whoever asks why it failed), and so
+// does the owner record then, so that deleting the Backup later removes
+// them too.
+func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string, keep ...File) error {
 	rc, err := s.store.GetObject(ctx, s.bucket, s.BackupFile(name, OwnerFile))
 	if err != nil {
 		if ok, eerr := s.store.ObjectExists(ctx, s.bucket, s.BackupFile(name, OwnerFile)); eerr == nil && !ok {
@@ -347,11 +362,13 @@ func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string) erro
 	}
 	keys := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}
 	for f := range suffixes {
-		if f != OwnerFile {
+		if f != OwnerFile && !slices.Contains(keep, f) {
 			keys = append(keys, s.BackupFile(name, f))
 		}
 	}
-	keys = append(keys, s.BackupFile(name, OwnerFile))
+	if len(keep) == 0 {
+		keys = append(keys, s.BackupFile(name, OwnerFile))
+	}
 	for _, k := range keys {
 		if err := s.store.DeleteObject(ctx, s.bucket, k); err != nil {
 			return fmt.Errorf("deleting %s: %w", k, err)

@@ -232,6 +232,27 @@ func TestDeleteRunFilesOnlyWhatTheRunOwns(t *testing.T) {
 	if n := count("shared"); n != 0 {
 		t.Errorf("%d files left by the owner's cleanup", n)
 	}
+	// A failed run keeps its log and results, and the owner record that
+	// lets the Backup's deletion remove them later.
+	if err := s.ClaimName(ctx, "failed", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	write("failed")
+	if err := s.PutLogs(ctx, "failed", strings.NewReader("log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRunFiles(ctx, "failed", "mine", LogFile, ResultsFile); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "backups/failed/"); len(keys) != 3 {
+		t.Errorf("a failed run kept %v, want its log, results and owner record", keys)
+	}
+	if whole, err := s.IsWhole(ctx, "failed"); whole || err != nil {
+		t.Errorf("a failed run's files look whole: %v %v", whole, err)
+	}
+	if err := s.DeleteRunFiles(ctx, "failed", "mine"); err != nil || count("failed") != 0 {
+		t.Errorf("deleting the failed backup left %d files: %v", count("failed"), err)
+	}
 	// Never claimed (written by Velero, or before the run began): kept.
 	write("velero")
 	if err := s.DeleteRunFiles(ctx, "velero", "mine"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -912,4 +913,51 @@ func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app-copy", Name: "fine"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("an item of a backup that failed its checks was restored: %v", err)
 	}
+}
+
+// TestFaultCancelDuringFirstPassKeepsLog: a backup cancelled during its
+// first pass removes what it uploaded but its log and results, which say
+// why it failed (the log's last line agrees with its phase); it never
+// looks whole, and deleting it removes those too.
+func TestFaultCancelDuringFirstPassKeepsLog(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--workers", "1")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
+	c.createMany(t, 12000, func(i int) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
+	})
+	c.mustSalvor(t, "backup", "create", "stopped", "--include-namespaces", "many")
+	eventually(t, "the first pass under way", time.Minute, func() (bool, string) {
+		b := c.getBackup(t, "stopped")
+		return b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
+	})
+	if b := c.getBackup(t, "stopped"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("the first pass ended before the test could cancel it: %s", b.Status.Phase)
+	}
+	c.mustSalvor(t, "backup", "cancel", "stopped")
+	b := c.waitBackup(t, "stopped", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled") || b.Status.Errors != 1 {
+		t.Fatalf("cancelled backup: %s, %q, %d errors", b.Status.Phase, b.Status.FailureReason, b.Status.Errors)
+	}
+	keys, err := openObjectStore(t, cfg).ListObjects(context.Background(), cfg["bucket"], "backups/stopped/")
+	sort.Strings(keys)
+	if err != nil || len(keys) != 3 || !strings.HasSuffix(keys[0], "stopped-logs.gz") || !strings.HasSuffix(keys[1], "stopped-results.gz") ||
+		!strings.HasSuffix(keys[2], "stopped-salvor-owner.json") {
+		t.Errorf("a cancelled backup keeps its log, results and owner record, nothing else: %v %v", keys, err)
+	}
+	if names, err := openStore(t, cfg).ListBackups(context.Background()); err != nil || contains(names, "stopped") {
+		t.Errorf("a cancelled backup looks whole: %v %v", names, err)
+	}
+	logs := strings.Split(strings.TrimSpace(c.mustSalvor(t, "backup", "logs", "stopped")), "\n")
+	if last := logs[len(logs)-1]; !strings.Contains(last, `"msg":"backup failed"`) || !strings.Contains(last, `"phase":"Failed"`) ||
+		!strings.Contains(last, "cancelled") {
+		t.Errorf("the cancelled backup's log ends %q", last)
+	}
+	if desc := c.mustSalvor(t, "backup", "describe", "stopped", "--details"); !strings.Contains(desc, "the backup failed: cancelled") {
+		t.Errorf("describe --details of a cancelled backup:\n%s", desc)
+	}
+	c.mustSalvor(t, "backup", "delete", "stopped")
+	goneForGood(t, c, cfg, "stopped")
 }
