@@ -76,13 +76,19 @@ func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadReque
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.Target.Name}, rs); err != nil {
 			return "", fmt.Errorf("restore %s: %w", d.Spec.Target.Name, err)
 		}
-		b := &salvorv1.Backup{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: rs.Spec.BackupName}, b); err != nil {
-			return "", fmt.Errorf("backup %s of restore %s: %w", rs.Spec.BackupName, rs.Name, err)
+		// The restore's files are in its backup's location, which the
+		// restore records; its backup may be deleted since.
+		location := rs.Labels[salvorv1.LocationLabel]
+		if location == "" {
+			b := &salvorv1.Backup{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: rs.Spec.BackupName}, b); err != nil {
+				return "", fmt.Errorf("restore %s records no location, and its backup %s cannot say which: %w", rs.Name, rs.Spec.BackupName, err)
+			}
+			location = b.Spec.StorageLocation
 		}
-		bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+		bsl, err := r.Locations.Get(ctx, location)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("the location of restore %s: %w", rs.Name, err)
 		}
 		store, err := r.Locations.Store(ctx, bsl)
 		if err != nil {

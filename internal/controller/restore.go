@@ -116,6 +116,20 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		r.Log.Info("starting again a restore interrupted by a server restart", "restore", key, "attempt", rs.Status.Attempts+1)
 	}
+	// The restore's files go to its backup's location: the label keeps
+	// them findable (salvor restore logs) after the backup is deleted.
+	if b.Spec.StorageLocation != "" && rs.Labels[salvorv1.LocationLabel] != b.Spec.StorageLocation {
+		patch := client.MergeFrom(rs.DeepCopy())
+		if rs.Labels == nil {
+			rs.Labels = map[string]string{}
+		}
+		rs.Labels[salvorv1.LocationLabel] = b.Spec.StorageLocation
+		status := rs.Status
+		if err := r.Client.Patch(ctx, rs, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		rs.Status = status
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.running.Store(key, cancel)

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,5 +72,15 @@ func TestTyposWarnOrFailWithStrict(t *testing.T) {
 	if err := c.client.Get(t.Context(), client.ObjectKey{Namespace: "salvor", Name: "strict"}, rs); err != nil || rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
 		len(rs.Status.ValidationErrors) != 1 || !strings.Contains(rs.Status.ValidationErrors[0], `did you mean "plain"?`) {
 		t.Errorf("strict restore: %s %q %v", rs.Status.Phase, rs.Status.ValidationErrors, err)
+	}
+
+	// The restore's log outlives its backup: the restore records its location.
+	c.mustSalvor(t, "backup", "delete", "whole")
+	eventually(t, "backup whole deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(t.Context(), client.ObjectKey{Namespace: "salvor", Name: "whole"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if logs := c.mustSalvor(t, "restore", "logs", "typo"); !strings.Contains(logs, `"restore":"typo"`) {
+		t.Errorf("restore logs after its backup was deleted:\n%s", logs)
 	}
 }

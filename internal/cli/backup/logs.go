@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,22 +49,27 @@ backup's storage location through a short-lived URL the server signs.`,
 }
 
 // Download asks the server for a backup file's URL and opens it, gunzipped.
-func Download(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, backup string) (io.ReadCloser, error) {
+func Download(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string) (io.ReadCloser, error) {
+	// What the file belongs to, for messages: a restore's or a backup's.
+	of := "backup " + name
+	if strings.HasPrefix(string(kind), "Restore") {
+		of = "restore " + name
+	}
 	d := &salvorv1.DownloadRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: backup + "-", Namespace: namespace},
-		Spec:       salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: kind, Name: backup}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: namespace},
+		Spec:       salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: kind, Name: name}},
 	}
 	if err := c.Create(ctx, d); err != nil {
-		return nil, fmt.Errorf("asking the server for %s of backup %s: %w", kind, backup, err)
+		return nil, fmt.Errorf("asking the server for %s of %s: %w", kind, of, err)
 	}
 	defer c.Delete(context.WithoutCancel(ctx), d) //nolint:errcheck // the server removes old requests too
 	for d.Status.Phase != salvorv1.DownloadRequestPhaseProcessed {
 		if d.Status.Phase == salvorv1.DownloadRequestPhaseFailed {
-			return nil, fmt.Errorf("the server could not provide %s of backup %s: %s", kind, backup, d.Status.Message)
+			return nil, fmt.Errorf("the server could not provide %s of %s: %s", kind, of, d.Status.Message)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no answer from the server about %s of backup %s (is salvor server running?): %w", kind, backup, ctx.Err())
+			return nil, fmt.Errorf("no answer from the server about %s of %s (is salvor server running?): %w", kind, of, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
@@ -72,7 +78,7 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 	}
 	body, err := open(ctx, d.Status.DownloadURL)
 	if err != nil {
-		return nil, fmt.Errorf("downloading %s of backup %s: %w", kind, backup, err)
+		return nil, fmt.Errorf("downloading %s of %s: %w", kind, of, err)
 	}
 	if kind == salvorv1.DownloadTargetBackupContents {
 		return body, nil
@@ -80,7 +86,7 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 	gz, err := gzip.NewReader(body)
 	if err != nil {
 		body.Close()
-		return nil, fmt.Errorf("%s of backup %s is not gzip: %w", kind, backup, err)
+		return nil, fmt.Errorf("%s of %s is not gzip: %w", kind, of, err)
 	}
 	return struct {
 		io.Reader
