@@ -87,6 +87,9 @@ type run struct {
 	resourceList map[string][]string
 	snapshotter  *Snapshotter
 	snapshots    []VolumeSnapshot
+	// crds records, per resource of the backed-up items, whether its CRD
+	// was looked for (see crdOf).
+	crds sync.Map
 }
 
 // Run backs up what b selects into store, calling onProgress about once a

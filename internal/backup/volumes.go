@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,6 +63,11 @@ var (
 
 // afterWrite snapshots a persistent volume, and brings in a claim's volume.
 func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, what string) error {
+	if res.Namespaced {
+		if err := r.crdOf(ctx, res, what); err != nil {
+			return err
+		}
+	}
 	switch res.GVR.GroupResource() {
 	case pvcResource:
 		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {
@@ -73,6 +79,39 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unst
 		}
 	}
 	return nil
+}
+
+var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+
+// crdOf backs up the CustomResourceDefinition of a custom resource whose
+// items a namespace backup holds (Velero's rule), so that restoring the
+// backup into a cluster without the CRD brings it: once per resource.
+// Backups of every namespace list CRDs anyway; a backup with
+// includeClusterResources false, or excluding CRDs, gets none.
+func (r *run) crdOf(ctx context.Context, res resources.Resource, what string) error {
+	spec := r.backup.Spec
+	if res.GVR.Group == "" || spec.IncludeClusterResources != nil || r.wantsClusterResources() {
+		return nil
+	}
+	if _, looked := r.crds.LoadOrStore(res.GVR.GroupResource(), true); looked {
+		return nil
+	}
+	crd, ok := r.resources[crdResource]
+	if !ok || (len(spec.ExcludedResources) > 0 && crd.MatchesAny(spec.ExcludedResources)) {
+		return nil
+	}
+	name := res.GVR.Resource + "." + res.GVR.Group
+	if _, err := r.e.Dynamic.Resource(crd.GVR).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		switch {
+		case apierrors.IsNotFound(err): // a built-in resource, or an aggregated API's: no CRD to keep
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			r.rec.Warning("", fmt.Sprintf("%s: its CustomResourceDefinition %s could not be read, so it is not in the backup: %v", what, name, err))
+		}
+		return nil
+	}
+	return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: crdResource, Name: name}, what)
 }
 
 func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what string) {

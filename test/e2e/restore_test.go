@@ -708,3 +708,41 @@ func TestPluginRequestedItemsObeyTheFilters(t *testing.T) {
 		t.Errorf("describe --details does not warn about the refused item:\n%s", details)
 	}
 }
+
+// TestNamespaceBackupKeepsItsCRDs: a backup of a namespace holds the
+// CustomResourceDefinitions of the custom resources in it (Velero's rule),
+// so it restores into a cluster that lacks them; with
+// --include-cluster-resources=false it holds none.
+func TestNamespaceBackupKeepsItsCRDs(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.serveWidgets(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gear"}}, widget("gear", "w1", 4), widget("gear", "w2", 5),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "gear"}})
+	c.mustSalvor(t, "backup", "create", "gear", "--include-namespaces", "gear", "--wait")
+	c.mustSalvor(t, "backup", "create", "bare", "--include-namespaces", "gear", "--include-cluster-resources=false", "--wait")
+	store := openStore(t, cfg)
+	const crdKey = "customresourcedefinitions.apiextensions.k8s.io//widgets.example.io"
+	if items := tarball(t, store, "gear"); items[crdKey] == nil || items["widgets.example.io/gear/w1"] == nil {
+		t.Errorf("a namespace backup of custom resources lacks their CRD: %v", keysOf(items))
+	}
+	if items := tarball(t, store, "bare"); items[crdKey] != nil {
+		t.Errorf("a backup with --include-cluster-resources=false holds a CRD: %v", keysOf(items))
+	}
+
+	// Another cluster, without the CRD, restores the namespace whole.
+	other := startCluster(t)
+	other.startServer(t)
+	other.s3Location(t, minio, "primary", "backups", true)
+	other.waitBackup(t, "gear", salvorv1.BackupPhaseCompleted)
+	other.mustSalvor(t, "restore", "create", "gear", "--from-backup", "gear", "--wait")
+	w := widget("gear", "w2", 0)
+	if err := other.client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatalf("custom resource restored into a cluster without its CRD: %v", err)
+	}
+	if size, _, _ := unstructured.NestedInt64(w.Object, "spec", "size"); size != 5 {
+		t.Errorf("restored widget's size %d, want 5", size)
+	}
+}
