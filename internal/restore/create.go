@@ -100,6 +100,28 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	}
 }
 
+// changes names the fields in which restoring obj would change live. The
+// API server says what it would make of obj over live — a server-side
+// apply of it, as a dry run: defaults filled in, fields the backup does
+// not set left as live has them — so an object nobody changed has none,
+// and a changed one names only what was changed. Where the dry run is
+// refused, the backed-up object is compared with live as it is.
+func (r *run) changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstructured.Unstructured) []string {
+	probe := obj.DeepCopy()
+	labels := probe.GetLabels()
+	delete(labels, salvorv1.BackupNameLabel)
+	delete(labels, salvorv1.RestoreNameLabel)
+	probe.SetLabels(labels)
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(probe.Object, "metadata", "labels")
+	}
+	applied, err := ri.Apply(ctx, probe.GetName(), probe, metav1.ApplyOptions{FieldManager: "salvor-restore-check", Force: true, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return differences(live, obj)
+	}
+	return differences(live, applied)
+}
+
 // existing applies the existing-resource policy.
 func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, ns string) {
 	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
@@ -107,7 +129,7 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
 		return
 	}
-	diff := differences(live, obj)
+	diff := r.changes(ctx, ri, live, obj)
 	if len(diff) == 0 {
 		r.restored.Add(1)
 		return
