@@ -74,7 +74,13 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unst
 			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)
 		}
 	case pvResource:
-		if r.snapshotter != nil && (r.backup.Spec.SnapshotVolumes == nil || *r.backup.Spec.SnapshotVolumes) {
+		switch {
+		case r.backup.Spec.SnapshotVolumes != nil && !*r.backup.Spec.SnapshotVolumes:
+			// Asked for: the volume's object is kept, its data is not.
+		case r.snapshotter == nil:
+			r.rec.Warning("", fmt.Sprintf("%s: not snapshotted, its data is not in the backup: no volume snapshot location serves it "+
+				"(salvor snapshot-location create ... --default, or snapshotVolumes false to say so)", what))
+		default:
 			r.snapshot(ctx, item, what)
 		}
 	}
@@ -122,7 +128,7 @@ func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what 
 		return
 	}
 	if volumeID == "" {
-		r.log.Info("volume not snapshotted: its snapshotter does not handle it", "volume", pv.GetName(), "snapshotter", s.Provider)
+		r.rec.Warning("", fmt.Sprintf("%s: not snapshotted, its data is not in the backup: VolumeSnapshotter %s does not handle this kind of volume", what, s.Provider))
 		return
 	}
 	az := pv.GetLabels()["topology.kubernetes.io/zone"]

@@ -15,10 +15,12 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// TestTyposWarnOrFailWithStrict: a namespace filter or mapping that
+// TestWarningsWhereDataIsMissed: a namespace filter or mapping that
 // matches nothing is a warning naming the closest namespace there is, and
-// with --strict a validation failure that makes --wait exit non-zero.
-func TestTyposWarnOrFailWithStrict(t *testing.T) {
+// with --strict a validation failure that makes --wait exit non-zero; a
+// volume left unsnapshotted for want of a snapshot location is a warning
+// naming it, unless the backup asked for no snapshots.
+func TestWarningsWhereDataIsMissed(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -82,5 +84,21 @@ func TestTyposWarnOrFailWithStrict(t *testing.T) {
 	})
 	if logs := c.mustSalvor(t, "restore", "logs", "typo"); !strings.Contains(logs, `"restore":"typo"`) {
 		t.Errorf("restore logs after its backup was deleted:\n%s", logs)
+	}
+
+	// A bound volume and no snapshot location: its data is not in the backup.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vols"}})
+	c.create(t, hostPathVolume("vols-pv", t.TempDir(), "vols", "data")...)
+	c.mustSalvor(t, "backup", "create", "vols", "--include-namespaces", "vols", "--wait")
+	if b := c.waitBackup(t, "vols", salvorv1.BackupPhaseCompleted); b.Status.Warnings != 1 {
+		t.Errorf("a backup with a volume no location snapshots: %d warnings, want 1", b.Status.Warnings)
+	}
+	if desc := c.mustSalvor(t, "backup", "describe", "vols", "--details"); !strings.Contains(desc,
+		"persistentvolumes vols-pv: not snapshotted, its data is not in the backup: no volume snapshot location serves it") {
+		t.Errorf("describe --details does not list the skipped volume:\n%s", desc)
+	}
+	c.mustSalvor(t, "backup", "create", "vols-nosnap", "--include-namespaces", "vols", "--snapshot-volumes=false", "--wait")
+	if b := c.waitBackup(t, "vols-nosnap", salvorv1.BackupPhaseCompleted); b.Status.Warnings != 0 {
+		t.Errorf("a backup asked not to snapshot warns %d times", b.Status.Warnings)
 	}
 }
