@@ -404,6 +404,7 @@ func (r *OperationsReconciler) finalizeFailed(ctx context.Context, key string, b
 func (r *OperationsReconciler) recordFirstPass(ctx context.Context, key string, b *salvorv1.Backup, w *waiting) (ctrl.Result, error) {
 	err := r.keepFirstPass(ctx, b, w, w.finalizeErr)
 	if err == nil {
+		logEnd(ctx, w.store, b, r.Log, "")
 		r.forget(key)
 		countEnd(b)
 		r.Log.Error("backup recorded as its first pass made it", "backup", key, "reason", w.finalizeErr)
@@ -514,11 +515,25 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
 			}
 		}
-		if err := w.store.DeleteRunFiles(ctx, b.Name, string(b.UID)); err != nil {
-			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
-		}
 		_, failed, _ := operations.Counts(viewOf(w.ops))
 		b.Status.BackupItemOperationsFailed = failed
+		// As a failed first pass does: the log and results stay, saying
+		// why, and so do the operations' records.
+		if err := w.store.DeleteRunFiles(ctx, b.Name, string(b.UID), persistence.LogFile, persistence.ResultsFile, persistence.ItemOperationsFile); err != nil {
+			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
+		} else {
+			results, err := w.store.GetResults(ctx, b.Name)
+			if err != nil {
+				results = &persistence.Results{}
+			}
+			results.Errors.Add(true, "", "the backup failed: "+reason)
+			b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
+			if err := w.store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
+				r.Log.Warn("keeping a failed backup's results", "backup", key, "error", err)
+			}
+			b.Status.Phase = salvorv1.BackupPhaseFailed
+			logEnd(ctx, w.store, b, r.Log, reason)
+		}
 	}
 	r.forget(key)
 	now := metav1.Now()
@@ -550,6 +565,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 		return err
 	}
 	b.Status = f.Backup.Status
+	logEnd(ctx, w.store, b, r.Log, "")
 	if err := updateStatus(ctx, r.Client, b); err != nil {
 		return err
 	}

@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/salvor-dev/salvor/internal/persistence"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // runLog is a backup's or a restore's own log: JSON lines, gzip'd into a
@@ -76,4 +80,23 @@ func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (t teeHandler) WithGroup(g string) slog.Handler {
 	return teeHandler{t.a.WithGroup(g), t.b.WithGroup(g)}
+}
+
+// logEnd appends to a backup's log in its location the line that says how
+// it ended, once its plugin operations are done (the first pass's log ends
+// saying it waits): the log's last line then agrees with the phase.
+// Logs are best effort, as in Velero.
+func logEnd(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup, server *slog.Logger, reason string) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&buf, nil)).With("backup", b.Name)
+	st := b.Status
+	if st.Phase == salvorv1.BackupPhaseFailed {
+		l.Error("backup failed", "phase", st.Phase, "reason", reason)
+	} else {
+		l.Info("backup finished", "phase", st.Phase, "errors", st.Errors, "warnings", st.Warnings,
+			"operationsCompleted", st.BackupItemOperationsCompleted, "operationsFailed", st.BackupItemOperationsFailed)
+	}
+	if err := store.AppendLog(ctx, b.Name, buf.Bytes()); err != nil {
+		server.Warn("adding the end to a backup's log", "backup", b.Name, "error", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"sort"
@@ -273,6 +274,37 @@ func (s *BackupStore) GetResourceList(ctx context.Context, name string) (map[str
 // GetItemOperations reads a backup's item operations into v.
 func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any) error {
 	return s.getJSON(ctx, s.BackupFile(name, ItemOperationsFile), true, v)
+}
+
+// AppendLog adds lines (JSON lines, as the run's log has them) to the end
+// of a backup's log, as a gzip member of their own: readers of gzip take
+// the members as one stream. The log goes through a temporary file, so
+// memory does not grow with it, and is written back whole.
+func (s *BackupStore) AppendLog(ctx context.Context, name string, lines []byte) error {
+	tmp, err := os.CreateTemp("", "salvor-log-*.gz")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if rc, err := s.GetLogs(ctx, name); err == nil {
+		_, err = io.Copy(tmp, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("reading the log of backup %s: %w", name, err)
+		}
+	}
+	gz := gzip.NewWriter(tmp)
+	if _, err := gz.Write(lines); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return s.PutLogs(ctx, name, tmp)
 }
 
 // GetLogs opens a backup's gzip'd log.

@@ -352,3 +352,44 @@ func TestScratchIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLog: lines appended to a backup's log read after its own, as
+// one gzip stream; a backup without a log gets one.
+func TestAppendLog(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, "")
+	var first bytes.Buffer
+	gz := gzip.NewWriter(&first)
+	_, _ = gz.Write([]byte("{\"msg\":\"first pass\"}\n"))
+	_ = gz.Close()
+	if err := s.PutLogs(ctx, "b", &first); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b", "new"} {
+		if err := s.AppendLog(ctx, name, []byte("{\"msg\":\"backup finished\"}\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(name string) string {
+		rc, err := s.GetLogs(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		zr, err := gzip.NewReader(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read("b"); got != "{\"msg\":\"first pass\"}\n{\"msg\":\"backup finished\"}\n" {
+		t.Errorf("appended log reads %q", got)
+	}
+	if got := read("new"); got != "{\"msg\":\"backup finished\"}\n" {
+		t.Errorf("a log made by appending reads %q", got)
+	}
+}

@@ -157,6 +157,15 @@ func TestOperationTimeoutAndUserCancel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, ops[0].Spec.OperationID+".cancelled")); err != nil {
 		t.Errorf("the plugin was not asked to cancel the timed-out operation: %v", err)
 	}
+	// The log ends as the backup did, after its first pass's "waiting".
+	lastLine := func(name string) string {
+		lines := strings.Split(strings.TrimSpace(c.mustSalvor(t, "backup", "logs", name)), "\n")
+		return lines[len(lines)-1]
+	}
+	if last := lastLine("timeout"); !strings.Contains(last, `"msg":"backup finished"`) || !strings.Contains(last, `"phase":"PartiallyFailed"`) ||
+		!strings.Contains(last, `"operationsFailed":1`) {
+		t.Errorf("the log of a backup whose operation timed out ends %q", last)
+	}
 
 	c.mustSalvor(t, "backup", "create", "usercancel", "--include-namespaces", "slow")
 	c.waitBackup(t, "usercancel", salvorv1.BackupPhaseWaitingForPluginOperations)
@@ -174,6 +183,13 @@ func TestOperationTimeoutAndUserCancel(t *testing.T) {
 	}
 	if _, err := openStore(t, cfg).GetTarball(context.Background(), "usercancel"); err == nil {
 		t.Error("a cancelled backup's tarball is still in the location")
+	}
+	if last := lastLine("usercancel"); !strings.Contains(last, `"msg":"backup failed"`) || !strings.Contains(last, `"phase":"Failed"`) ||
+		!strings.Contains(last, "cancelled by user") {
+		t.Errorf("the log of a backup cancelled while waiting ends %q", last)
+	}
+	if desc := c.mustSalvor(t, "backup", "describe", "usercancel", "--details"); !strings.Contains(desc, "the backup failed: cancelled by user") {
+		t.Errorf("describe --details of a backup cancelled while waiting:\n%s", desc)
 	}
 	entries, _ := os.ReadDir(state)
 	if len(entries) < 2 {

@@ -51,12 +51,11 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				describeVolumes(cmd.Context(), cmd.OutOrStdout(), c, b)
 			}
 			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
-				ops, err := operationsOf(cmd.Context(), c, b)
-				if err != nil {
+				if ops, err := operationsOf(cmd.Context(), c, b); err != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "\nItem operations: not available (%v)\n", err)
-					return nil
+				} else {
+					describeOperations(cmd.OutOrStdout(), b, ops, details)
 				}
-				describeOperations(cmd.OutOrStdout(), b, ops, details)
 			}
 			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
