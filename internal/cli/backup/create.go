@@ -198,7 +198,11 @@ func finished(p salvorv1.BackupPhase) bool {
 func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Writer) (*salvorv1.Backup, error) {
 	var bars *progressBars
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bars = newProgressBars(out, b.Name)
+		width, _, err := term.GetSize(int(f.Fd()))
+		if err != nil || width <= 0 {
+			width = 80
+		}
+		bars = newProgressBars(out, b.Name, width)
 		defer bars.stop()
 	}
 	last := map[string]string{}
@@ -255,17 +259,28 @@ func progressLines(b *salvorv1.Backup) []progressLine {
 	return out
 }
 
-// progressBars draws one bar for items and one per running operation.
+// progressBars draws one bar for items and one per running operation. A
+// bar ends on the last figures it was given: an operation that stopped
+// running (or that still runs when the wait ends) is not drawn as whole.
 type progressBars struct {
 	p     *mpb.Progress
 	items *mpb.Bar
 	phase string
-	ops   map[string]*mpb.Bar
+	ops   map[string]*opBar
+	// done and total are the items' last figures.
+	done, total int
 }
 
-func newProgressBars(out io.Writer, name string) *progressBars {
-	pb := &progressBars{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(40)), ops: map[string]*mpb.Bar{}}
-	pb.items = pb.p.AddBar(0,
+type opBar struct {
+	bar   *mpb.Bar
+	state string
+}
+
+// newProgressBars draws on out, a terminal width columns wide: each line
+// holds its text whole, and the bar takes at most 40 columns.
+func newProgressBars(out io.Writer, name string, width int) *progressBars {
+	pb := &progressBars{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(width), mpb.WithAutoRefresh()), ops: map[string]*opBar{}}
+	pb.items = pb.p.AddBar(0, mpb.BarWidth(40),
 		mpb.PrependDecorators(decor.Name(name+" "), decor.Any(func(decor.Statistics) string { return pb.phase })),
 		mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d items"), decor.Percentage(decor.WCSyncSpace)),
 	)
@@ -278,37 +293,49 @@ func (pb *progressBars) update(b *salvorv1.Backup) {
 	if p := b.Status.Progress; p != nil {
 		done, total = p.ItemsBackedUp, p.TotalItems
 	}
+	pb.done, pb.total = done, total
 	pb.items.SetTotal(int64(max(total, done)), false)
 	pb.items.SetCurrent(int64(done))
 	seen := map[string]bool{}
 	for _, op := range b.Status.RunningOperations {
 		key := op.Plugin + " " + op.OperationID
 		seen[key] = true
-		bar, ok := pb.ops[key]
+		ob, ok := pb.ops[key]
 		if !ok {
+			ob = &opBar{}
 			label := fmt.Sprintf("  %s %s ", op.Plugin, op.Item)
-			units := op.Units
-			bar = pb.p.AddBar(0,
+			ob.bar = pb.p.AddBar(0, mpb.BarWidth(40),
 				mpb.PrependDecorators(decor.Name(label)),
-				mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d "+units), decor.Percentage(decor.WCSyncSpace)),
+				mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d "+op.Units), decor.Percentage(decor.WCSyncSpace),
+					decor.Any(func(decor.Statistics) string { return ob.state })),
 			)
-			pb.ops[key] = bar
+			pb.ops[key] = ob
 		}
-		bar.SetTotal(max(op.NTotal, op.NCompleted), false)
-		bar.SetCurrent(op.NCompleted)
+		ob.bar.SetTotal(max(op.NTotal, op.NCompleted), false)
+		ob.bar.SetCurrent(op.NCompleted)
 	}
-	for key, bar := range pb.ops {
+	for key, ob := range pb.ops {
 		if !seen[key] {
-			bar.SetTotal(-1, true)
+			// It no longer runs; how it ended shows in the operations
+			// line and in describe.
+			ob.state = " ended"
+			ob.bar.Abort(false)
 			delete(pb.ops, key)
 		}
 	}
 }
 
+// stop ends the drawing: the items bar is whole only if every item was
+// backed up, and operations still running stay as they last were.
 func (pb *progressBars) stop() {
-	for _, bar := range pb.ops {
-		bar.SetTotal(-1, true)
+	for _, ob := range pb.ops {
+		ob.state = " still running"
+		ob.bar.Abort(false)
 	}
-	pb.items.SetTotal(-1, true)
+	if pb.done >= pb.total {
+		pb.items.SetTotal(-1, true)
+	} else {
+		pb.items.Abort(false)
+	}
 	pb.p.Wait()
 }
