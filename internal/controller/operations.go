@@ -319,6 +319,13 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			if err := updateStatus(ctx, r.Client, b); err != nil {
 				return ctrl.Result{}, err
 			}
+			// The backup's own timeout is kept to the second, not to the
+			// next poll, which backs off to 10 s.
+			if t := b.Spec.Timeout.Duration; t > 0 && b.Status.StartTimestamp != nil {
+				if left := time.Until(b.Status.StartTimestamp.Add(t)); left < next {
+					next = max(left, 0) + 10*time.Millisecond
+				}
+			}
 			return ctrl.Result{RequeueAfter: next}, nil
 		}
 		b.Status.Phase = salvorv1.BackupPhaseFinalizing

@@ -321,4 +321,9 @@ func TestPluginKilledWhileItsOperationRunsAndBackupTimeout(t *testing.T) {
 	if b.Status.Phase != salvorv1.BackupPhaseFailed || b.Status.FailureReason != "the backup timed out after 4s" {
 		t.Errorf("backup with a deadline: %s %q", b.Status.Phase, b.Status.FailureReason)
 	}
+	// Kept to the second (the timestamps have whole seconds), not to the
+	// next poll of the operation, which backs off to 10 s.
+	if took := b.Status.CompletionTimestamp.Sub(b.Status.StartTimestamp.Time); took > 5*time.Second {
+		t.Errorf("a backup with --timeout 4s ended %s after it started", took)
+	}
 }
