@@ -190,6 +190,14 @@ func (t *Tracker) poll(ctx context.Context, op Operation, p Plugin) bool {
 		default:
 			op.Status.Phase = itemoperation.PhaseInProgress
 		}
+		// The plugin's own time of its figures, where it gives one: polls
+		// back off, and a copy that ended between two of them ended when
+		// the plugin says, which is what rates and durations are made of.
+		if !prog.Updated.IsZero() && !prog.Updated.After(now.Time) {
+			updated := metav1.NewTime(prog.Updated)
+			op.Status.Updated = &updated
+			return op.Status.Phase != before
+		}
 	}
 	op.Status.Updated = &now
 	return op.Status.Phase != before

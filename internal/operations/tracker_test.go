@@ -191,3 +191,29 @@ func TestCancelAllAndCounts(t *testing.T) {
 		t.Errorf("Counts = %d, %d, %d", c, f, r)
 	}
 }
+
+// TestTrackerKeepsThePluginsTime: an operation's last update is the
+// plugin's time of its figures when it gives one (a copy that ended
+// between two backed-off polls ended then), never a time to come.
+func TestTrackerKeepsThePluginsTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		updated time.Time
+		want    time.Time
+	}{
+		{"the plugin's", start.Add(-7 * time.Second), start.Add(-7 * time.Second)},
+		{"none given: the poll's", time.Time{}, start},
+		{"ahead of the server's clock: the poll's", start.Add(time.Minute), start},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Tracker{Clock: clocktesting.NewFakePassiveClock(start)}
+			p := newPlugin()
+			p.progress["a"] = api.OperationProgress{Completed: true, NCompleted: 5, NTotal: 5, Updated: tc.updated}
+			ops := []Operation{op("a", start.Add(-time.Minute))}
+			tr.Step(context.Background(), "b1", ops, time.Hour, p)
+			if got := ops[0].Status.Updated; got == nil || !got.Time.Equal(tc.want) {
+				t.Errorf("updated %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
