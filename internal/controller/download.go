@@ -104,11 +104,7 @@ func (r *DownloadReconciler) sign(ctx context.Context, d *salvorv1.DownloadReque
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: d.Spec.Target.Name}, b); err != nil {
 		return "", fmt.Errorf("backup %s: %w", d.Spec.Target.Name, err)
 	}
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return "", err
-	}
-	store, err := r.Locations.Store(ctx, bsl)
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return "", err
 	}

@@ -145,6 +145,15 @@ func (l *Locations) credentialFile(ctx context.Context, c *corev1.SecretKeySelec
 }
 
 // Store opens a location's object store.
+// StoreNamed opens the backup store of the location named name.
+func (l *Locations) StoreNamed(ctx context.Context, name string) (*persistence.BackupStore, error) {
+	bsl, err := l.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return l.Store(ctx, bsl)
+}
+
 func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
 	config, err := l.config(ctx, bsl)
 	if err != nil {

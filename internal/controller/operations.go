@@ -474,11 +474,7 @@ func (r *OperationsReconciler) load(ctx context.Context, key string, b *salvorv1
 	if ok {
 		return w, nil
 	}
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return nil, err
-	}
-	store, err := r.Locations.Store(ctx, bsl)
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return nil, err
 	}

@@ -146,11 +146,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // resourceList reads a backup's resource list from its location.
 func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error) {
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return nil, err
-	}
-	store, err := r.Locations.Store(ctx, bsl)
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return nil, err
 	}

@@ -127,11 +127,7 @@ func (r *RestoreOperationsReconciler) load(ctx context.Context, key string, rs *
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.BackupName}, b); err != nil {
 		return nil, err
 	}
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return nil, err
-	}
-	store, err := r.Locations.Store(ctx, bsl)
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return nil, err
 	}

@@ -485,6 +485,17 @@ func goneForGood(t *testing.T, c *cluster, cfg map[string]string, name string) {
 // back: not the run (which would write its metadata after the delete),
 // not sync.
 func TestFaultDeleteDuringFirstPass(t *testing.T) {
+	c, srv, cfg := slowFirstPass(t, "doomed")
+	c.mustSalvor(t, "backup", "delete", "doomed")
+	goneForGood(t, c, cfg, "doomed")
+	srv.waitLog(t, "the backup was deleted while it ran")
+}
+
+// slowFirstPass starts a cluster, MinIO and a one-worker server, and a
+// backup (name) of 12,000 Secrets into location primary, returning once
+// its first pass is under way and still running.
+func slowFirstPass(t *testing.T, name string) (*cluster, *server, map[string]string) {
+	t.Helper()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--workers", "1")
@@ -493,17 +504,15 @@ func TestFaultDeleteDuringFirstPass(t *testing.T) {
 	c.createMany(t, 12000, func(i int) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
 	})
-	c.mustSalvor(t, "backup", "create", "doomed", "--include-namespaces", "many")
+	c.mustSalvor(t, "backup", "create", name, "--include-namespaces", "many")
 	eventually(t, "the first pass under way", time.Minute, func() (bool, string) {
-		b := c.getBackup(t, "doomed")
+		b := c.getBackup(t, name)
 		return b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
 	})
-	if b := c.getBackup(t, "doomed"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
-		t.Fatalf("the first pass ended before the test could delete it: %s", b.Status.Phase)
+	if b := c.getBackup(t, name); b.Status.Phase != salvorv1.BackupPhaseInProgress {
+		t.Fatalf("the first pass ended before the test could act on it: %s", b.Status.Phase)
 	}
-	c.mustSalvor(t, "backup", "delete", "doomed")
-	goneForGood(t, c, cfg, "doomed")
-	srv.waitLog(t, "the backup was deleted while it ran")
+	return c, srv, cfg
 }
 
 // TestFaultDeleteWhileWaitingForOperations: deleting a backup that waits
@@ -920,22 +929,7 @@ func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
 // why it failed (the log's last line agrees with its phase); it never
 // looks whole, and deleting it removes those too.
 func TestFaultCancelDuringFirstPassKeepsLog(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--workers", "1")
-	cfg := c.s3Location(t, minio, "primary", "backups", true)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
-	c.createMany(t, 12000, func(i int) client.Object {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d", i), Namespace: "many"}}
-	})
-	c.mustSalvor(t, "backup", "create", "stopped", "--include-namespaces", "many")
-	eventually(t, "the first pass under way", time.Minute, func() (bool, string) {
-		b := c.getBackup(t, "stopped")
-		return b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
-	})
-	if b := c.getBackup(t, "stopped"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
-		t.Fatalf("the first pass ended before the test could cancel it: %s", b.Status.Phase)
-	}
+	c, _, cfg := slowFirstPass(t, "stopped")
 	c.mustSalvor(t, "backup", "cancel", "stopped")
 	b := c.waitBackup(t, "stopped", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
 	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled") || b.Status.Errors != 1 {
