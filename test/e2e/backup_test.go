@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -312,6 +313,19 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	}
 	if names, err := openStore(t, cfg).ListBackups(context.Background()); err != nil || !contains(names, "web") {
 		t.Errorf("the bucket after deleting a location on it: %v %v", names, err)
+	}
+	// With its location gone, deleting a backup says its files stay, and
+	// they do.
+	c.mustSalvor(t, "backup-location", "delete", "primary", "--force")
+	if out := c.mustSalvor(t, "backup", "delete", "web"); !strings.Contains(out, `its location "primary" does not exist, so only the Backup object goes`) {
+		t.Errorf("deleting a backup whose location is gone: %s", out)
+	}
+	eventually(t, "backup web deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "web"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if names, err := openStore(t, cfg).ListBackups(context.Background()); err != nil || !contains(names, "web") {
+		t.Errorf("the bucket after deleting a backup whose location was gone: %v %v", names, err)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -25,10 +27,21 @@ their next sync.`,
 				return err
 			}
 			return kube.Each(cmd.Context(), c, k.Namespace, "backup", args, func(b *salvorv1.Backup) error {
+				// Say what will really happen to the files: the server can
+				// remove them only through the backup's location.
+				what := "its files go first"
+				bsl := &salvorv1.BackupStorageLocation{}
+				err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: b.Spec.StorageLocation}, bsl)
+				switch {
+				case b.Spec.StorageLocation == "" || apierrors.IsNotFound(err):
+					what = fmt.Sprintf("its location %q does not exist, so only the Backup object goes: its files, if any, stay in their bucket", b.Spec.StorageLocation)
+				case err == nil && bsl.Spec.ReadOnly():
+					what = fmt.Sprintf("its location %s is ReadOnly, so only the Backup object goes: its files and snapshots stay", bsl.Name)
+				}
 				if err := c.Delete(cmd.Context(), b); err != nil {
 					return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being deleted; its files go first.\n", b.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being deleted; %s.\n", b.Name, what)
 				return nil
 			})
 		},
