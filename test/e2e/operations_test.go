@@ -81,7 +81,12 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 				recorded = op.Status.NCompleted
 			}
 		}
-		return int64(shown) > recorded, fmt.Sprintf("describe shows %d, the location records %d", shown, recorded)
+		// The plugin counts the seconds since the operation began, about
+		// when the backup did: describe is within a poll (1 s here) of it.
+		b := c.getBackup(t, "ops")
+		elapsed := int(time.Since(b.Status.StartTimestamp.Time).Seconds())
+		return int64(shown) > recorded && shown >= elapsed-3,
+			fmt.Sprintf("describe shows %d, the location records %d, the plugin about %d", shown, recorded, elapsed)
 	})
 	quick := &corev1.ConfigMap{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "ops", Name: "quick"}, quick); err != nil {
