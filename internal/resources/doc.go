@@ -3,8 +3,9 @@
 // that cannot be described, which are reported, not fatal), the many names a
 // resource answers to ("secrets", "secret", "Secret", "crb",
 // "rolebindings.rbac.authorization.k8s.io"), and selection: the
-// include/exclude lists and label selectors of a Backup or Restore spec, and
-// a plugin's AppliesTo.
+// include/exclude lists and label selectors of a Backup or Restore spec, a
+// plugin's AppliesTo, and the names in a namespace filter that match nothing
+// (with the closest there is, so a typo is seen).
 //
 // It exists so the backup and restore engines share one meaning of every
 // filter; neither imports the other.
