@@ -1,6 +1,10 @@
 // Package install holds `salvor install`: the manifests a cluster needs to
 // run Salvor — CRDs, a namespace, a service account with least-privilege
 // RBAC, the server Deployment with leader election and plugins as init
-// containers, and optionally a default backup location — printed with
-// --dry-run or applied.
+// containers, a metrics Service, and optionally a default backup location
+// with its credentials Secret — printed with --dry-run or applied.
+//
+// It is also the source of the Helm chart's generated files (ChartFiles:
+// the CRDs and every role's rules; BuiltinResources: the built-in resources
+// by API group), so that the chart and the command grant the same.
 package install
