@@ -139,7 +139,13 @@ func (t *Tracker) Step(ctx context.Context, owner string, ops []Operation, timeo
 				phaseChanged = t.poll(ctx, op, p)
 			}
 			t.mu.Lock()
-			sc.next = t.Clock.Now().Add(sc.interval)
+			polled := t.Clock.Now()
+			sc.next = polled.Add(sc.interval)
+			// An operation whose figures say it ends before the next poll
+			// is asked again then, so its end is seen when it comes.
+			if end, ok := predictedEnd(op.Status, polled); ok && end.Before(sc.next) {
+				sc.next = maxTime(end, polled.Add(minPoll))
+			}
 			sc.interval = min(2*sc.interval, t.Ceiling)
 			t.mu.Unlock()
 			if phaseChanged {
@@ -201,6 +207,30 @@ func (t *Tracker) poll(ctx context.Context, op Operation, p Plugin) bool {
 	}
 	op.Status.Updated = &now
 	return op.Status.Phase != before
+}
+
+// minPoll is the least time between two polls of an operation.
+const minPoll = 200 * time.Millisecond
+
+// predictedEnd is when an operation running at the rate its figures show
+// (units done since it started) will have done them all.
+func predictedEnd(st *itemoperation.Status, now time.Time) (time.Time, bool) {
+	if st == nil || Terminal(st) || st.Started == nil || st.NCompleted <= 0 || st.NTotal <= st.NCompleted {
+		return time.Time{}, false
+	}
+	elapsed := now.Sub(st.Started.Time)
+	if elapsed <= 0 {
+		return time.Time{}, false
+	}
+	left := time.Duration(float64(elapsed) * float64(st.NTotal-st.NCompleted) / float64(st.NCompleted))
+	return now.Add(left), true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (t *Tracker) nextDue(owner string, ops []Operation, timeout time.Duration) time.Duration {

@@ -217,3 +217,30 @@ func TestTrackerKeepsThePluginsTime(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerPollsWhenTheEndIsDue: an operation whose figures say it ends
+// before its backed-off next poll is asked again when it should end (never
+// sooner than minPoll); one that says nothing of its end keeps the backoff.
+func TestTrackerPollsWhenTheEndIsDue(t *testing.T) {
+	started := metav1.NewTime(start.Add(-10 * time.Second))
+	for _, tc := range []struct {
+		name     string
+		progress api.OperationProgress
+		want     time.Duration
+	}{
+		{"10 of 12 done in 10 s: 2 s left", api.OperationProgress{NCompleted: 10, NTotal: 12, Started: started.Time}, 2 * time.Second},
+		{"nearly done: not before minPoll", api.OperationProgress{NCompleted: 1000, NTotal: 1001, Started: started.Time}, minPoll},
+		{"far from done: the backoff", api.OperationProgress{NCompleted: 1, NTotal: 100, Started: started.Time}, 8 * time.Second},
+		{"no figures: the backoff", api.OperationProgress{}, 8 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Tracker{First: 8 * time.Second, Ceiling: 10 * time.Second, Clock: clocktesting.NewFakePassiveClock(start)}
+			p := newPlugin()
+			p.progress["a"] = tc.progress
+			ops := []Operation{op("a", start.Add(-10*time.Second))}
+			if _, next := tr.Step(context.Background(), "b1", ops, time.Hour, p); next != tc.want {
+				t.Errorf("next poll in %s, want %s", next, tc.want)
+			}
+		})
+	}
+}
