@@ -16,7 +16,7 @@ HELM_VERSION := v4.2.4
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml
 
-.PHONY: chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
 
 all: build
 
@@ -93,6 +93,8 @@ $(BIN)/controller-gen:
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 $(BIN)/helm:
 	GOBIN=$(BIN) $(GO) install -trimpath helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+# helm builds the Helm the chart tests use (bin/helm).
+helm: $(BIN)/helm
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
@@ -134,13 +136,13 @@ test-unit:
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed.
-test-e2e: testbed $(BIN)/helm
+test-e2e: testbed helm
 	$(GO) test -count=1 -timeout 40m ./test/e2e
 
 # chart-resources rewrites the chart's list of built-in resources from the
 # testbed API server's discovery (after a Kubernetes upgrade); the
 # end-to-end tests fail while it is stale.
-chart-resources: testbed $(BIN)/helm
+chart-resources: testbed helm
 	SALVOR_WRITE_CHART_RESOURCES=1 $(GO) test -count=1 -run TestChartBuiltinResources ./test/e2e
 
 # The compatibility tests live in their own modules (test/compat, and

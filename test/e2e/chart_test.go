@@ -244,7 +244,7 @@ func (c *cluster) helmErr(t testing.TB, args ...string) (string, error) {
 	root, _ := testbin.ModuleRoot()
 	bin := filepath.Join(root, "bin", "helm")
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%v: `make test-e2e` builds Helm (make bin/helm)", err)
+		t.Fatalf("%v: `make test-e2e` builds Helm (or `make helm`)", err)
 	}
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
 	home := t.TempDir()
