@@ -258,11 +258,7 @@ func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, stor
 		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 		results = out.Results
 	}
-	results.Errors.Add(true, "", "the backup failed: "+reason)
-	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
-	if err := store.DeleteRunFiles(ctx, b.Name, string(b.UID), persistence.LogFile, persistence.ResultsFile); err != nil {
-		r.Log.Warn("removing a failed backup's files", "backup", b.Name, "error", err)
-	} else {
+	if keepFailure(ctx, store, b, &results, reason, r.Log) {
 		// The log ends saying how the backup ended, as its status does.
 		log.Error("backup failed", "phase", salvorv1.BackupPhaseFailed, "reason", reason)
 		if logs, err := log.finish(); err == nil {
@@ -270,12 +266,27 @@ func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, stor
 				r.Log.Warn("keeping a failed backup's log", "backup", b.Name, "error", err)
 			}
 		}
-		results.Normalize()
-		if err := store.PutJSON(ctx, b.Name, persistence.ResultsFile, &results); err != nil {
-			r.Log.Warn("keeping a failed backup's results", "backup", b.Name, "error", err)
-		}
 	}
 	_ = r.fail(ctx, b, reason)
+}
+
+// keepFailure removes what a failed run of b wrote but its log and results
+// (and keep), which say why it failed; the results get the failure and b's
+// counts follow them. It tells whether the files were the run's own to
+// keep: only then may the caller add to the log.
+func keepFailure(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup, results *persistence.Results, reason string, log *slog.Logger, keep ...persistence.File) bool {
+	results.Errors.Add(true, "", "the backup failed: "+reason)
+	b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
+	keep = append([]persistence.File{persistence.LogFile, persistence.ResultsFile}, keep...)
+	if err := store.DeleteRunFiles(ctx, b.Name, string(b.UID), keep...); err != nil {
+		log.Warn("removing a failed backup's files", "backup", b.Name, "error", err)
+		return false
+	}
+	results.Normalize()
+	if err := store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
+		log.Warn("keeping a failed backup's results", "backup", b.Name, "error", err)
+	}
+	return true
 }
 
 // recoverJournal stops what an earlier attempt of b, lost with its server,

@@ -522,18 +522,11 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 		b.Status.BackupItemOperationsFailed = failed
 		// As a failed first pass does: the log and results stay, saying
 		// why, and so do the operations' records.
-		if err := w.store.DeleteRunFiles(ctx, b.Name, string(b.UID), persistence.LogFile, persistence.ResultsFile, persistence.ItemOperationsFile); err != nil {
-			r.Log.Warn("removing a failed backup's files", "backup", key, "error", err)
-		} else {
-			results, err := w.store.GetResults(ctx, b.Name)
-			if err != nil {
-				results = &persistence.Results{}
-			}
-			results.Errors.Add(true, "", "the backup failed: "+reason)
-			b.Status.Errors, b.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
-			if err := w.store.PutJSON(ctx, b.Name, persistence.ResultsFile, results); err != nil {
-				r.Log.Warn("keeping a failed backup's results", "backup", key, "error", err)
-			}
+		results, err := w.store.GetResults(ctx, b.Name)
+		if err != nil {
+			results = &persistence.Results{}
+		}
+		if keepFailure(ctx, w.store, b, results, reason, r.Log, persistence.ItemOperationsFile) {
 			b.Status.Phase = salvorv1.BackupPhaseFailed
 			logEnd(ctx, w.store, b, r.Log, reason)
 		}

@@ -95,11 +95,13 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			problems = append(problems, fmt.Sprintf("backup %q is %s: only a Completed or PartiallyFailed backup can be restored", b.Name, b.Status.Phase))
 		}
 	}
+	// Both checks read the backup's resource list: from the location once.
+	list := sync.OnceValues(func() (map[string][]string, error) { return r.resourceList(ctx, b) })
 	if len(problems) == 0 {
-		problems = r.unknownResources(ctx, rs, b)
+		problems = r.unknownResources(rs, list)
 	}
 	if len(problems) == 0 && rs.Spec.Strict {
-		problems = r.unmatchedNamespaces(ctx, rs, b)
+		problems = unmatchedNamespaces(rs, b, list)
 	}
 	if len(problems) > 0 {
 		rs.Status.Phase, rs.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
@@ -157,7 +159,7 @@ func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup
 // nothing: not served by the cluster, and not held by the backup (whose
 // custom resources the cluster may not serve yet). Without the backup's
 // resource list it checks nothing rather than refuse a good name.
-func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup) []string {
+func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList func() (map[string][]string, error)) []string {
 	if len(rs.Spec.IncludedResources) == 0 && len(rs.Spec.ExcludedResources) == 0 {
 		return nil
 	}
@@ -165,7 +167,7 @@ func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.R
 	if err != nil {
 		return nil
 	}
-	list, err := r.resourceList(ctx, b)
+	list, err := resourceList()
 	if err != nil {
 		return nil
 	}
@@ -192,11 +194,11 @@ func (r *RestoreReconciler) unknownResources(ctx context.Context, rs *salvorv1.R
 // unmatchedNamespaces names, for a strict restore, the namespaces its
 // filters and mapping give that the backup does not hold, as its resource
 // list says.
-func (r *RestoreReconciler) unmatchedNamespaces(ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup) []string {
+func unmatchedNamespaces(rs *salvorv1.Restore, b *salvorv1.Backup, resourceList func() (map[string][]string, error)) []string {
 	if len(rs.Spec.IncludedNamespaces) == 0 && len(rs.Spec.ExcludedNamespaces) == 0 && len(rs.Spec.NamespaceMapping) == 0 {
 		return nil
 	}
-	list, err := r.resourceList(ctx, b)
+	list, err := resourceList()
 	if err != nil {
 		return []string{fmt.Sprintf("strict: could not read backup %s's resource list to check the namespaces: %v", b.Name, err)}
 	}
