@@ -21,6 +21,9 @@ const (
 	// OwnerFile names the Backup (by UID) whose run writes the files: a
 	// failed run removes them only if it is still the owner.
 	OwnerFile
+	// ManifestFile holds the SHA-256 of every other file of a whole
+	// backup and of every item of its tarball (see Manifest).
+	ManifestFile
 )
 
 var suffixes = map[File]string{
@@ -32,6 +35,7 @@ var suffixes = map[File]string{
 	VolumeSnapshotsFile:     "-volumesnapshots.json.gz",
 	VolumePluginBackupsFile: "-volumepluginbackups.json.gz",
 	OwnerFile:               "-salvor-owner.json",
+	ManifestFile:            "-salvor-manifest.json.gz",
 }
 
 // Suffix is what follows the backup's name in the file's name.

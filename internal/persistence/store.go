@@ -31,6 +31,8 @@ type BackupStore struct {
 	store  host.ObjectStore
 	bucket string
 	prefix string
+	// written holds the digests of the tarballs this store wrote.
+	written tarballDigests
 }
 
 // New returns the store for a bucket and prefix.
@@ -96,9 +98,10 @@ func (s *BackupStore) ListBackups(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// PutTarball streams the backup's tarball.
+// PutTarball streams the backup's tarball, hashing it for the manifest on
+// the way.
 func (s *BackupStore) PutTarball(ctx context.Context, name string, r io.Reader) error {
-	return s.store.PutObject(ctx, s.bucket, s.BackupFile(name, TarballFile), r)
+	return s.putTarballDigesting(ctx, name, r)
 }
 
 // GetTarball opens the backup's tarball.
@@ -193,6 +196,8 @@ func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) e
 
 // PutMetadata writes the Backup as salvor-backup.json and, shaped for
 // Velero, as velero-backup.json — the file whose presence makes the backup.
+// The backup's manifest goes first (see Manifest), so a backup that looks
+// whole has one.
 func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error {
 	own := b.DeepCopy()
 	own.APIVersion, own.Kind = salvorv1.GroupVersion.String(), "Backup"
@@ -201,14 +206,17 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	if err != nil {
 		return err
 	}
-	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, SalvorMetadataFile), bytes.NewReader(sb)); err != nil {
-		return fmt.Errorf("writing %s: %w", SalvorMetadataFile, err)
-	}
 	velero := own.DeepCopy()
 	velero.APIVersion = "velero.io/v1"
 	vb, err := json.Marshal(velero)
 	if err != nil {
 		return err
+	}
+	if err := s.seal(ctx, b.Name, string(b.UID), map[string][]byte{SalvorMetadataFile: sb, MetadataFile: vb}); err != nil {
+		return err
+	}
+	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, SalvorMetadataFile), bytes.NewReader(sb)); err != nil {
+		return fmt.Errorf("writing %s: %w", SalvorMetadataFile, err)
 	}
 	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, MetadataFile), bytes.NewReader(vb)); err != nil {
 		return fmt.Errorf("writing %s: %w", MetadataFile, err)
@@ -304,7 +312,11 @@ func (s *BackupStore) AppendLog(ctx context.Context, name string, lines []byte) 
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	return s.PutLogs(ctx, name, tmp)
+	if err := s.PutLogs(ctx, name, tmp); err != nil {
+		return err
+	}
+	// The log was changed on purpose: its manifest entry follows.
+	return s.reseal(ctx, name, LogFile)
 }
 
 // GetLogs opens a backup's gzip'd log.

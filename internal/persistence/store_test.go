@@ -109,7 +109,7 @@ func backup(name string) *salvorv1.Backup {
 func TestABackupIsWholeOnlyWithItsMetadata(t *testing.T) {
 	ctx := context.Background()
 	s, fs := newStore(t, "")
-	if err := s.PutTarball(ctx, "b1", strings.NewReader("tar")); err != nil {
+	if err := s.PutTarball(ctx, "b1", testTarball(t)); err != nil {
 		t.Fatal(err)
 	}
 	f := Finish{Backup: backup("b1"), Logs: strings.NewReader("log"), Results: &Results{},
@@ -201,7 +201,7 @@ func TestDeleteRunFilesOnlyWhatTheRunOwns(t *testing.T) {
 	ctx := context.Background()
 	s, fs := newStore(t, "")
 	write := func(name string) {
-		if err := s.PutTarball(ctx, name, strings.NewReader("tar")); err != nil {
+		if err := s.PutTarball(ctx, name, testTarball(t)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.PutJSON(ctx, name, ResultsFile, &Results{}); err != nil {
@@ -295,7 +295,7 @@ func TestRestoreFilesRoundTrip(t *testing.T) {
 func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 	ctx := context.Background()
 	rw, fs := newStore(t, "")
-	if err := rw.PutTarball(ctx, "b1", strings.NewReader("tar")); err != nil {
+	if err := rw.PutTarball(ctx, "b1", testTarball(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := rw.PutMetadata(ctx, backup("b1")); err != nil {
@@ -305,7 +305,7 @@ func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 	ro := NewReadOnly(fs, "bkt", "", scratch)
 
 	for what, err := range map[string]error{
-		"PutTarball":   ro.PutTarball(ctx, "b2", strings.NewReader("tar")),
+		"PutTarball":   ro.PutTarball(ctx, "b2", testTarball(t)),
 		"PutMetadata":  ro.PutMetadata(ctx, backup("b2")),
 		"PutJSON":      ro.PutJSON(ctx, "b1", ResultsFile, &Results{}),
 		"DeleteBackup": ro.DeleteBackup(ctx, "b1"),
@@ -330,7 +330,7 @@ func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 		t.Errorf("a restore's results read back: %+v, %v", out, err)
 	}
 	keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "")
-	if want := []string{"backups/b1/b1.tar.gz", "backups/b1/salvor-backup.json", "backups/b1/velero-backup.json"}; !slices.Equal(keys, want) {
+	if want := []string{"backups/b1/b1-salvor-manifest.json.gz", "backups/b1/b1.tar.gz", "backups/b1/salvor-backup.json", "backups/b1/velero-backup.json"}; !slices.Equal(keys, want) {
 		t.Errorf("the bucket holds %v; want only what the ReadWrite store wrote, %v", keys, want)
 	}
 	if _, err := ro.RestoreSignedURL(ctx, "r1", ResultsFile, time.Minute); err == nil || !strings.Contains(err.Error(), "memory") {

@@ -1,0 +1,368 @@
+package persistence
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ManifestVersion is the version of the manifest's format.
+const ManifestVersion = 1
+
+// Manifest is what a whole backup holds, by SHA-256: every object Salvor
+// stored for it and every item in its tarball. It is written just before
+// the metadata, so a backup that looks whole always has one; verification
+// compares the location with it.
+type Manifest struct {
+	Version int    `json:"version"`
+	Backup  string `json:"backup"`
+	// UID is the Backup's, as the run that wrote the files knew it.
+	UID     string    `json:"uid,omitempty"`
+	Written time.Time `json:"written"`
+	// Objects are the backup's files, by name inside backups/<name>/
+	// (the metadata files included; the manifest itself is not).
+	Objects []ObjectDigest `json:"objects"`
+	// Items are the tarball's item entries (resources/...), in its order.
+	Items []ItemDigest `json:"items"`
+}
+
+// ObjectDigest is one stored object.
+type ObjectDigest struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ItemDigest is one entry of the tarball.
+type ItemDigest struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// TarballDigest is what hashing a tarball gives: the object's digest and
+// its items'.
+type TarballDigest struct {
+	Object ObjectDigest
+	Items  []ItemDigest
+}
+
+// Object returns the digest of the object named name, if the manifest has it.
+func (m *Manifest) Object(name string) (ObjectDigest, bool) {
+	for _, o := range m.Objects {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return ObjectDigest{}, false
+}
+
+// digester hashes a stream as it is read (or written) whole.
+type digester struct {
+	h    hash.Hash
+	size int64
+}
+
+func newDigester() *digester { return &digester{h: sha256.New()} }
+
+func (d *digester) Write(p []byte) (int, error) {
+	d.size += int64(len(p))
+	return d.h.Write(p)
+}
+
+func (d *digester) digest(name string) ObjectDigest {
+	return ObjectDigest{Name: name, Size: d.size, SHA256: hex.EncodeToString(d.h.Sum(nil))}
+}
+
+// DigestObject hashes a whole stream.
+func DigestObject(name string, r io.Reader) (ObjectDigest, error) {
+	d := newDigester()
+	if _, err := io.Copy(d, r); err != nil {
+		return ObjectDigest{}, err
+	}
+	return d.digest(name), nil
+}
+
+// DigestTarball hashes a tarball (gzip'd tar) and each of its item
+// entries. It does not check the entries: that is the reader's job
+// (archive.Read); a stream that is not a tarball is an error.
+func DigestTarball(name string, r io.Reader) (TarballDigest, error) {
+	d := newDigester()
+	items, err := digestItems(io.TeeReader(r, d))
+	if err != nil {
+		return TarballDigest{}, err
+	}
+	// Whatever follows the gzip stream belongs to the object too.
+	if _, err := io.Copy(d, r); err != nil {
+		return TarballDigest{}, err
+	}
+	return TarballDigest{Object: d.digest(name), Items: items}, nil
+}
+
+func digestItems(r io.Reader) ([]ItemDigest, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not gzip: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	var items []ItemDigest
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not a tar stream: %w", err)
+		}
+		name := path.Clean(hdr.Name)
+		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(name, "resources/") {
+			continue
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, tr); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		items = append(items, ItemDigest{Path: name, SHA256: hex.EncodeToString(h.Sum(nil))})
+	}
+	// Drain the gzip stream to its end, so the object's digest covers it all.
+	if _, err := io.Copy(io.Discard, gz); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// tarballDigests remembers, per backup, the digest of the tarball a store
+// wrote, so sealing does not read it back.
+type tarballDigests struct {
+	mu sync.Mutex
+	m  map[string]TarballDigest
+}
+
+func (t *tarballDigests) put(key string, d TarballDigest) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]TarballDigest{}
+	}
+	t.m[key] = d
+}
+
+func (t *tarballDigests) take(key string) (TarballDigest, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.m[key]
+	delete(t.m, key)
+	return d, ok
+}
+
+func (t *tarballDigests) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, key)
+}
+
+// putTarballDigesting streams a tarball to the store and hashes it on the
+// way; the digest is remembered only if the whole stream went out and
+// parsed.
+func (s *BackupStore) putTarballDigesting(ctx context.Context, name string, r io.Reader) error {
+	key := s.BackupFile(name, TarballFile)
+	s.written.forget(key)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	var dg TarballDigest
+	var derr error
+	go func() {
+		defer close(done)
+		dg, derr = DigestTarball(name+TarballFile.Suffix(), pr)
+		// Whatever the digest made of it, the upload must read on.
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	err := s.store.PutObject(ctx, s.bucket, key, io.TeeReader(r, pw))
+	pw.Close()
+	<-done
+	if err == nil && derr == nil {
+		s.written.put(key, dg)
+	}
+	return err
+}
+
+// ManifestFile's key.
+func (s *BackupStore) manifestKey(name string) string { return s.BackupFile(name, ManifestFile) }
+
+// seal writes the manifest of a backup whose metadata (salvor and Velero
+// forms, given) is about to be written: every object under the backup's
+// name is hashed (the tarball from what this process wrote, when it
+// remembers it, else read back), and so are the metadata files' bytes.
+func (s *BackupStore) seal(ctx context.Context, name, uid string, metadata map[string][]byte) error {
+	m := &Manifest{Version: ManifestVersion, Backup: name, UID: uid, Written: time.Now().UTC()}
+	keys, err := s.store.ListObjects(ctx, s.bucket, s.key("backups", name)+"/")
+	if err != nil {
+		return fmt.Errorf("listing backup %s to write its manifest: %w", name, err)
+	}
+	dir := s.key("backups", name) + "/"
+	tarKey := s.BackupFile(name, TarballFile)
+	for _, k := range keys {
+		rel := strings.TrimPrefix(k, dir)
+		if k == s.manifestKey(name) || metadata[rel] != nil || strings.HasPrefix(rel, "journal/") {
+			continue
+		}
+		if k == tarKey {
+			if d, ok := s.written.take(k); ok {
+				m.Objects = append(m.Objects, d.Object)
+				m.Items = d.Items
+				continue
+			}
+			d, err := s.readTarballDigest(ctx, name)
+			if err != nil {
+				return err
+			}
+			m.Objects = append(m.Objects, d.Object)
+			m.Items = d.Items
+			continue
+		}
+		d, err := s.readDigest(ctx, k, rel)
+		if err != nil {
+			return err
+		}
+		m.Objects = append(m.Objects, d)
+	}
+	for rel, b := range metadata {
+		d, _ := DigestObject(rel, bytes.NewReader(b))
+		m.Objects = append(m.Objects, d)
+	}
+	sort.Slice(m.Objects, func(i, j int) bool { return m.Objects[i].Name < m.Objects[j].Name })
+	return s.putManifest(ctx, m)
+}
+
+func (s *BackupStore) putManifest(ctx context.Context, m *Manifest) error {
+	b, err := gzipJSON(m)
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutObject(ctx, s.bucket, s.manifestKey(m.Backup), bytes.NewReader(b)); err != nil {
+		return fmt.Errorf("writing the manifest of backup %s: %w", m.Backup, err)
+	}
+	return nil
+}
+
+func (s *BackupStore) readDigest(ctx context.Context, key, rel string) (ObjectDigest, error) {
+	rc, err := s.store.GetObject(ctx, s.bucket, key)
+	if err != nil {
+		return ObjectDigest{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	defer rc.Close()
+	d, err := DigestObject(rel, rc)
+	if err != nil {
+		return ObjectDigest{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return d, nil
+}
+
+func (s *BackupStore) readTarballDigest(ctx context.Context, name string) (TarballDigest, error) {
+	key := s.BackupFile(name, TarballFile)
+	rc, err := s.store.GetObject(ctx, s.bucket, key)
+	if err != nil {
+		return TarballDigest{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	defer rc.Close()
+	d, err := DigestTarball(name+TarballFile.Suffix(), rc)
+	if err != nil {
+		return TarballDigest{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return d, nil
+}
+
+// GetManifest reads a backup's manifest; a backup without one (written by
+// Velero, or by a Salvor before manifests) gives ok false.
+func (s *BackupStore) GetManifest(ctx context.Context, name string) (*Manifest, bool, error) {
+	key := s.manifestKey(name)
+	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	m := &Manifest{}
+	if err := s.getJSON(ctx, key, true, m); err != nil {
+		return nil, true, err
+	}
+	if m.Version != ManifestVersion {
+		return nil, true, fmt.Errorf("%s: manifest version %d is not one this Salvor reads (%d)", key, m.Version, ManifestVersion)
+	}
+	if m.Backup != name {
+		return nil, true, fmt.Errorf("%s: the manifest is of backup %q, not %q", key, m.Backup, name)
+	}
+	return m, true, nil
+}
+
+// reseal brings a manifest's entry for one object up to date after it was
+// changed on purpose (a log's end line added once the backup was whole).
+// A backup without a manifest stays without one.
+func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
+	m, ok, err := s.GetManifest(ctx, name)
+	if err != nil || !ok {
+		return err
+	}
+	rel := name + f.Suffix()
+	d, err := s.readDigest(ctx, s.BackupFile(name, f), rel)
+	if err != nil {
+		return err
+	}
+	found := false
+	for i := range m.Objects {
+		if m.Objects[i].Name == rel {
+			m.Objects[i], found = d, true
+		}
+	}
+	if !found {
+		m.Objects = append(m.Objects, d)
+		sort.Slice(m.Objects, func(i, j int) bool { return m.Objects[i].Name < m.Objects[j].Name })
+	}
+	return s.putManifest(ctx, m)
+}
+
+// BackupObjects lists the names (inside backups/<name>/) of every object
+// stored under a backup's name, its journal aside.
+func (s *BackupStore) BackupObjects(ctx context.Context, name string) ([]string, error) {
+	dir := s.key("backups", name) + "/"
+	keys, err := s.store.ListObjects(ctx, s.bucket, dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing backup %s: %w", name, err)
+	}
+	var out []string
+	for _, k := range keys {
+		rel := strings.TrimPrefix(k, dir)
+		if !strings.HasPrefix(rel, "journal/") {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// OpenBackupObject opens one object of a backup by its name inside
+// backups/<name>/ (as BackupObjects and the manifest give it). The name is
+// checked: it may not leave the backup's directory.
+func (s *BackupStore) OpenBackupObject(ctx context.Context, name, rel string) (io.ReadCloser, error) {
+	if rel == "" || strings.Contains(rel, "/") || rel == "." || rel == ".." {
+		return nil, fmt.Errorf("backup %s: %q is not the name of a file of the backup", name, rel)
+	}
+	return s.store.GetObject(ctx, s.bucket, s.key("backups", name, rel))
+}
+
+// BackupObjectExists tells whether one object of a backup is stored.
+func (s *BackupStore) BackupObjectExists(ctx context.Context, name, rel string) (bool, error) {
+	if rel == "" || strings.Contains(rel, "/") || rel == "." || rel == ".." {
+		return false, fmt.Errorf("backup %s: %q is not the name of a file of the backup", name, rel)
+	}
+	return s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, rel))
+}
