@@ -141,6 +141,12 @@ var (
 		Name: "salvor_operation_oldest_start_timestamp_seconds",
 		Help: "When the oldest plugin operation still being followed started, by plugin (absent when none is).",
 	}, []string{"plugin"})
+	// Verifications counts backup verifications that ended, by outcome
+	// (Passed, Failed) and kind (integrity, or test-restore when a test
+	// restore was part of it).
+	Verifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_backup_verifications_total", Help: "Backup verifications that ended, by outcome and kind (integrity, test-restore).",
+	}, []string{"outcome", "kind"})
 )
 
 // All are Salvor's metrics, registered with controller-runtime's registry
@@ -167,6 +173,7 @@ var All = []prometheus.Collector{
 	LocationAvailable,
 	LocationLastSuccess,
 	OperationOldest,
+	Verifications,
 }
 
 func init() { crmetrics.Registry.MustRegister(All...) }

@@ -366,3 +366,16 @@ func (s *BackupStore) BackupObjectExists(ctx context.Context, name, rel string) 
 	}
 	return s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, rel))
 }
+
+// ReadGzip reads a gzip stream to its end, to check it.
+func ReadGzip(r io.Reader) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("not gzip: %w", err)
+	}
+	defer zr.Close()
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return fmt.Errorf("not gzip: %w", err)
+	}
+	return nil
+}

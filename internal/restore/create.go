@@ -100,13 +100,13 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	}
 }
 
-// changes names the fields in which restoring obj would change live. The
+// Changes names the fields in which restoring obj would change live. The
 // API server says what it would make of obj over live — a server-side
 // apply of it, as a dry run: defaults filled in, fields the backup does
 // not set left as live has them — so an object nobody changed has none,
 // and a changed one names only what was changed. Where the dry run is
 // refused, the backed-up object is compared with live as it is.
-func (r *run) changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstructured.Unstructured) []string {
+func Changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstructured.Unstructured) []string {
 	probe := obj.DeepCopy()
 	labels := probe.GetLabels()
 	delete(labels, salvorv1.BackupNameLabel)
@@ -129,7 +129,7 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
 		return
 	}
-	diff := r.changes(ctx, ri, live, obj)
+	diff := Changes(ctx, ri, live, obj)
 	if len(diff) == 0 {
 		r.restored.Add(1)
 		return

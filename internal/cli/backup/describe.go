@@ -47,6 +47,10 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				b = final
 			}
 			describe(cmd.OutOrStdout(), b)
+			if b.Status.Verification != nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+				DescribeVerification(cmd.OutOrStdout(), b.Status.Verification)
+			}
 			if b.Status.VolumeSnapshotsAttempted > 0 {
 				describeVolumes(cmd.Context(), cmd.OutOrStdout(), c, b)
 			}

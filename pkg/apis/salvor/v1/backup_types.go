@@ -122,6 +122,114 @@ type BackupStatus struct {
 	// FormatVersion is the version of the backup's tarball layout.
 	// +optional
 	FormatVersion string `json:"formatVersion,omitempty"`
+	// Verification is the outcome of the backup's last verification
+	// (`salvor backup verify`, or its schedule's spec.verify).
+	// +optional
+	// +nullable
+	Verification *BackupVerification `json:"verification,omitempty"`
+}
+
+// VerificationPhase is where a verification is.
+type VerificationPhase string
+
+const (
+	VerificationPhaseInProgress VerificationPhase = "InProgress"
+	VerificationPhasePassed     VerificationPhase = "Passed"
+	VerificationPhaseFailed     VerificationPhase = "Failed"
+)
+
+// The result of checking one of a backup's stored objects.
+const (
+	ObjectOK      = "ok"
+	ObjectMissing = "missing"
+	ObjectChanged = "changed"
+	// ObjectUnchecked: there was nothing to check it against (a backup
+	// without a manifest), so it was only read and parsed.
+	ObjectUnchecked = "unchecked"
+	// ObjectExtra: stored under the backup's name but not in its manifest.
+	ObjectExtra = "extra"
+)
+
+// BackupVerification is what a verification found: each stored object
+// checked against the backup's manifest, the tarball read whole under the
+// restore's checks, and optionally a test restore.
+type BackupVerification struct {
+	// Request is the verify annotation's value this outcome answers.
+	// +optional
+	Request string `json:"request,omitempty"`
+	// +optional
+	Phase VerificationPhase `json:"phase,omitempty"`
+	// +optional
+	// +nullable
+	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty"`
+	// +optional
+	// +nullable
+	CompletionTimestamp *metav1.Time `json:"completionTimestamp,omitempty"`
+	// Manifest tells whether the backup has a manifest (every backup
+	// Salvor writes does); without one — a backup written by Velero —
+	// its objects were read and parsed and its item counts compared with
+	// its resource list, but no checksum could be checked.
+	Manifest bool `json:"manifest"`
+	// Items is the number of the tarball's items read whole.
+	// +optional
+	Items int `json:"items,omitempty"`
+	// Objects are the backup's stored objects and what was found of each.
+	// +optional
+	Objects []VerifiedObject `json:"objects,omitempty"`
+	// Failures say what failed (at most 50).
+	// +optional
+	Failures []string `json:"failures,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// TestRestore is the outcome of restoring the backup into renamed
+	// namespaces, when asked for.
+	// +optional
+	// +nullable
+	TestRestore *TestRestoreOutcome `json:"testRestore,omitempty"`
+}
+
+// VerifiedObject is one stored object of a backup and what was found.
+type VerifiedObject struct {
+	// Name is the object's name inside the backup's directory.
+	Name string `json:"name"`
+	// Result is ok, missing, changed, unchecked or extra.
+	Result string `json:"result"`
+	// +optional
+	Detail string `json:"detail,omitempty"`
+}
+
+// TestRestoreOutcome is a restore of a backup into namespaces renamed
+// <prefix>-<namespace>, compared with the backup and then deleted.
+type TestRestoreOutcome struct {
+	Prefix string `json:"prefix"`
+	// Restore is the Restore that did it.
+	// +optional
+	Restore string `json:"restore,omitempty"`
+	// RestorePhase is the phase it ended in.
+	// +optional
+	RestorePhase string `json:"restorePhase,omitempty"`
+	// Namespaces are the namespaces it restored into.
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Compared counts the restored objects compared with the backup;
+	// Identical those equal to it, apart from what the API server owns.
+	// +optional
+	Compared int `json:"compared,omitempty"`
+	// +optional
+	Identical int `json:"identical,omitempty"`
+	// Differing names the objects that differ and the fields (at most 50).
+	// +optional
+	Differing []string `json:"differing,omitempty"`
+	// NotRestored counts the backup's items in those namespaces that the
+	// restore left out (by its rules, e.g. token Secrets); the restore's
+	// results say why.
+	// +optional
+	NotRestored int `json:"notRestored,omitempty"`
+	// CleanedUp tells whether the namespaces were deleted.
+	// +optional
+	CleanedUp bool `json:"cleanedUp,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // OperationSummary is one running plugin operation, as progress bars show it.

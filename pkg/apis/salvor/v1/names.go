@@ -32,6 +32,16 @@ const (
 	// (`salvor backup cancel`, `salvor restore cancel`).
 	CancelAnnotation = "salvor.dev/cancel-requested"
 
+	// VerifyAnnotation asks the server to verify a backup (`salvor backup
+	// verify`); its value identifies the request, and the outcome in
+	// status.verification carries it back. VerifyPrefixAnnotation, when
+	// set, asks for a test restore into namespaces named <prefix>-<ns>.
+	VerifyAnnotation       = "salvor.dev/verify-requested"
+	VerifyPrefixAnnotation = "salvor.dev/verify-restore-into-prefix"
+	// TestRestoreLabel marks a Restore made by a verification, and the
+	// namespaces it created, with the Backup's name.
+	TestRestoreLabel = "salvor.dev/test-restore-of"
+
 	// FilesFinalizer keeps a Backup until its files are deleted.
 	FilesFinalizer = "salvor.dev/backup-files"
 

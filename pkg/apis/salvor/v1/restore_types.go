@@ -62,6 +62,13 @@ type RestoreSpec struct {
 	NamespaceMapping map[string]string `json:"namespaceMapping,omitempty"`
 	// +optional
 	ExistingResourcePolicy ExistingResourcePolicy `json:"existingResourcePolicy,omitempty"`
+	// DryRun runs the whole restore — filters, mappings, ordering,
+	// RestoreItemAction Execute, the existing-resource policy — but sends
+	// every write as a server-side dry run, so nothing is written and no
+	// plugin operation is started. Its results say, for every item, what
+	// the restore would do.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 	// RestorePVs says whether volumes are recreated from their snapshots; unset means yes.
 	// +optional
 	// +nullable

@@ -73,6 +73,24 @@ type ScheduleSpec struct {
 	// +optional
 	// +nullable
 	Retention *Retention `json:"retention,omitempty"`
+	// Verify has the schedule's backups verified (as `salvor backup
+	// verify` does) once they end: every Every-th backup, and with a test
+	// restore when RestoreIntoPrefix is set.
+	// +optional
+	// +nullable
+	Verify *ScheduleVerify `json:"verify,omitempty"`
+}
+
+// ScheduleVerify says which of a schedule's backups are verified, and how.
+type ScheduleVerify struct {
+	// Every verifies every Every-th backup the schedule starts (1: all).
+	// +kubebuilder:validation:Minimum=1
+	Every int `json:"every"`
+	// RestoreIntoPrefix, when set, also test-restores each verified
+	// backup into namespaces named <prefix>-<namespace>, compares and
+	// deletes them.
+	// +optional
+	RestoreIntoPrefix string `json:"restoreIntoPrefix,omitempty"`
 }
 
 // Retention keeps, for each rule, the newest successful (Completed) backup

@@ -1,0 +1,174 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// errVerifyFailed makes the command exit non-zero once it has printed why.
+var errVerifyFailed = errors.New("verification failed")
+
+func newVerify(k *kube.Options) *cobra.Command {
+	var prefix string
+	var wait bool
+	var timeout time.Duration
+	var format output.Format
+	cmd := &cobra.Command{
+		Use:   "verify NAME",
+		Short: "Check that a backup is whole and unchanged in its location, optionally by restoring it",
+		Long: `Asks the server to re-read the backup's objects from its location and check
+them against the manifest written with the backup (the SHA-256 of every object
+and of every item in its tarball), read the tarball whole under the restore's
+safety checks, and compare its items with its resource list. Each object is
+reported ok, missing, changed (or, for a backup written by Velero, which has
+no manifest, unchecked: read and parsed only).
+
+With --restore-into-prefix P the backup is also restored into namespaces named
+P-<namespace> (never into the original ones, nothing cluster-scoped, no
+volumes), every restored object is compared with the backup, and the P-
+namespaces are deleted whatever the outcome. The server needs the right to
+delete namespaces for this (salvor install --test-restores).
+
+The outcome is recorded in the Backup's status.verification; the command
+exits non-zero when verification failed.`,
+		Example: `  salvor backup verify nightly
+  salvor backup verify nightly --restore-into-prefix drill`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := format.Validate(); err != nil {
+				return err
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			b := &salvorv1.Backup{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
+				return fmt.Errorf("backup %s: %w", args[0], err)
+			}
+			switch b.Status.Phase {
+			case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:
+			default:
+				if finished(b.Status.Phase) {
+					return fmt.Errorf("backup %s is %s: only a whole backup (Completed or PartiallyFailed) can be verified", b.Name, b.Status.Phase)
+				}
+			}
+			request := strconv.FormatInt(time.Now().UnixNano(), 36)
+			patch := client.MergeFrom(b.DeepCopy())
+			if b.Annotations == nil {
+				b.Annotations = map[string]string{}
+			}
+			b.Annotations[salvorv1.VerifyAnnotation] = request
+			delete(b.Annotations, salvorv1.VerifyPrefixAnnotation)
+			if prefix != "" {
+				b.Annotations[salvorv1.VerifyPrefixAnnotation] = prefix
+			}
+			if err := c.Patch(ctx, b, patch); err != nil {
+				return fmt.Errorf("asking for the verification of backup %s: %w", b.Name, err)
+			}
+			if !wait {
+				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being verified; see `salvor backup describe %s`.\n", b.Name, b.Name)
+				return nil
+			}
+			if timeout > 0 {
+				var cancel func()
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			pickup := &output.Pickup{Kind: "backup verification", Name: b.Name, Namespace: b.Namespace}
+			tick := time.NewTicker(500 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				cur := &salvorv1.Backup{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+					return fmt.Errorf("waiting for the verification of backup %s: %w", b.Name, err)
+				}
+				v := cur.Status.Verification
+				if v != nil && v.Request == request && v.Phase != salvorv1.VerificationPhaseInProgress {
+					if done, err := format.Structured(cmd.OutOrStdout(), v); done {
+						if err == nil && v.Phase == salvorv1.VerificationPhaseFailed {
+							err = errVerifyFailed
+						}
+						return err
+					}
+					DescribeVerification(cmd.OutOrStdout(), v)
+					if v.Phase == salvorv1.VerificationPhaseFailed {
+						return fmt.Errorf("backup %s: %w", b.Name, errVerifyFailed)
+					}
+					return nil
+				}
+				started := v != nil && v.Request == request
+				pickup.Check(cmd.OutOrStdout(), !started)
+				select {
+				case <-ctx.Done():
+					return pickup.Stopped(!started, ctx.Err())
+				case <-tick.C:
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "restore-into-prefix", "", "also restore the backup into namespaces named PREFIX-<namespace>, compare, and delete them")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the outcome and print it")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0: no limit); the verification goes on")
+	output.AddFlag(cmd.Flags(), &format)
+	return cmd
+}
+
+// DescribeVerification prints a verification's outcome, object by object.
+func DescribeVerification(w io.Writer, v *salvorv1.BackupVerification) {
+	fmt.Fprintf(w, "Verification: %s", v.Phase)
+	if v.CompletionTimestamp != nil {
+		fmt.Fprintf(w, " (%s)", output.Time(v.CompletionTimestamp))
+	}
+	fmt.Fprintln(w)
+	if !v.Manifest && len(v.Objects) > 0 {
+		fmt.Fprintln(w, "  No manifest: the backup was written by Velero (or an older Salvor); objects were read and parsed, not checksummed.")
+	}
+	if v.Message != "" {
+		fmt.Fprintf(w, "  %s\n", v.Message)
+	}
+	if v.Items > 0 {
+		fmt.Fprintf(w, "  Items read whole: %d\n", v.Items)
+	}
+	var rows [][]string
+	for _, o := range v.Objects {
+		rows = append(rows, []string{"  " + o.Name, o.Result, o.Detail})
+	}
+	if len(rows) > 0 {
+		_ = output.Table(w, []string{"  OBJECT", "RESULT", "DETAIL"}, rows)
+	}
+	if tr := v.TestRestore; tr != nil {
+		fmt.Fprintf(w, "  Test restore: %s into %s (prefix %s)\n", output.Or(tr.Restore, "not started"), output.List(tr.Namespaces, "no namespaces"), tr.Prefix)
+		if tr.RestorePhase != "" {
+			fmt.Fprintf(w, "    Restore ended %s; %d objects compared, %d identical to the backup, %d differ, %d left out by the restore's rules\n",
+				tr.RestorePhase, tr.Compared, tr.Identical, len(tr.Differing), tr.NotRestored)
+		}
+		for _, d := range tr.Differing {
+			fmt.Fprintf(w, "    differs: %s\n", d)
+		}
+		if tr.CleanedUp {
+			fmt.Fprintln(w, "    Cleaned up: its namespaces were deleted")
+		}
+		if tr.Message != "" {
+			fmt.Fprintf(w, "    %s\n", tr.Message)
+		}
+	}
+	if len(v.Failures) > 0 {
+		fmt.Fprintln(w, "  Failures:")
+		for _, f := range v.Failures {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
+}

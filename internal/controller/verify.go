@@ -1,0 +1,274 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/salvor-dev/salvor/internal/metrics"
+	"github.com/salvor-dev/salvor/internal/verify"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// VerifyReconciler answers verification requests (VerifyAnnotation on a
+// Backup): it checks the backup's objects in its location (verify.Check)
+// and, when a prefix is asked for, runs a test restore — a Restore it owns,
+// into <prefix>-<namespace> — compares it with the backup and deletes what
+// it restored. Each step is recorded in status.verification, so a server
+// restart picks up where it was.
+type VerifyReconciler struct {
+	Client    client.Client
+	Locations *Locations
+	Dynamic   dynamic.Interface
+	Log       *slog.Logger
+}
+
+// SetupWithManager registers the reconciler: Backups with a request, and
+// the test Restores they own.
+func (r *VerifyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	asked := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetAnnotations()[salvorv1.VerifyAnnotation] != "" })
+	return ctrl.NewControllerManagedBy(mgr).Named("verify").
+		For(&salvorv1.Backup{}, builder.WithPredicates(asked)).
+		Owns(&salvorv1.Restore{}).
+		Complete(r)
+}
+
+func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &salvorv1.Backup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	request := b.Annotations[salvorv1.VerifyAnnotation]
+	v := b.Status.Verification
+	if request == "" || b.DeletionTimestamp != nil || (v != nil && v.Request == request && v.Phase != salvorv1.VerificationPhaseInProgress) {
+		return ctrl.Result{}, nil
+	}
+	switch b.Status.Phase {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:
+	case salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
+		now := metav1.Now()
+		v = &salvorv1.BackupVerification{Request: request, StartTimestamp: &now}
+		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("backup %s is %s: only a whole backup (Completed or PartiallyFailed) can be verified", b.Name, b.Status.Phase))
+	default:
+		return ctrl.Result{}, nil // not ended yet: its status change brings it back
+	}
+	if v == nil || v.Request != request {
+		now := metav1.Now()
+		v = &salvorv1.BackupVerification{Request: request, Phase: salvorv1.VerificationPhaseInProgress, StartTimestamp: &now}
+		if err := r.record(ctx, b, v); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Log.Info("verifying backup", "backup", req.String(), "request", request)
+	}
+	prefix := b.Annotations[salvorv1.VerifyPrefixAnnotation]
+	if v.Objects == nil {
+		store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
+		if err != nil {
+			return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("backup %s: %v", b.Name, err))
+		}
+		rep, err := verify.Check(ctx, store, b.Name)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("verifying backup %s in location %s: %w", b.Name, b.Spec.StorageLocation, err)
+		}
+		v.Manifest, v.Objects, v.Items, v.Failures = rep.Manifest, rep.Objects, rep.Items, rep.Failures
+		if v.Objects == nil {
+			v.Objects = []salvorv1.VerifiedObject{}
+		}
+		v.Message = "checked " + rep.Checked
+		if prefix == "" || !rep.Passed() {
+			if prefix != "" {
+				v.Message += "; the test restore was not run: the backup's objects failed verification"
+			}
+			return ctrl.Result{}, r.finish(ctx, b, v, "")
+		}
+		if err := r.record(ctx, b, v); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.testRestore(ctx, b, v, prefix)
+}
+
+// testRestore moves a test restore on by one step: start it, or, once its
+// Restore has ended, compare and clean up.
+func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification, prefix string) (ctrl.Result, error) {
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: %v", b.Name, err))
+	}
+	list, err := store.GetResourceList(ctx, b.Name)
+	if err != nil {
+		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: reading its resource list: %v", b.Name, err))
+	}
+	mapping, err := verify.Targets(list, prefix)
+	if err != nil {
+		return ctrl.Result{}, r.finish(ctx, b, v, "test restore: "+err.Error())
+	}
+	tr := v.TestRestore
+	if tr == nil {
+		tr = &salvorv1.TestRestoreOutcome{Prefix: prefix, Namespaces: verify.SortedValues(mapping)}
+		v.TestRestore = tr
+		if len(mapping) == 0 {
+			tr.Message = "the backup holds no namespaced items: nothing to test-restore"
+			return ctrl.Result{}, r.finish(ctx, b, v, "")
+		}
+		if msg := r.mayTestRestore(ctx, tr.Namespaces); msg != "" {
+			return ctrl.Result{}, r.finish(ctx, b, v, msg)
+		}
+		rs := r.testRestoreOf(b, mapping)
+		if err := r.Client.Create(ctx, rs); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating the test restore of backup %s: %w", b.Name, err)
+		}
+		tr.Restore = rs.Name
+		r.Log.Info("test restore started", "backup", b.Name, "restore", rs.Name, "namespaces", tr.Namespaces)
+		return ctrl.Result{}, r.record(ctx, b, v)
+	}
+	rs := &salvorv1.Restore{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: tr.Restore}, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			tr.Message = "the test restore " + tr.Restore + " was deleted before it ended"
+			tr.CleanedUp = len(verify.Cleanup(ctx, r.Client, tr.Restore, tr.Namespaces)) == 0
+			return ctrl.Result{}, r.finish(ctx, b, v, "")
+		}
+		return ctrl.Result{}, err
+	}
+	switch rs.Status.Phase {
+	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+	default:
+		return ctrl.Result{}, nil // the Restore's changes bring it back
+	}
+	tr.RestorePhase = string(rs.Status.Phase)
+	var problems []string
+	if rs.Status.Phase == salvorv1.RestorePhaseCompleted || rs.Status.Phase == salvorv1.RestorePhasePartiallyFailed {
+		tarball, err := store.GetTarball(ctx, b.Name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("reading the backup's tarball to compare: %v", err))
+		} else {
+			cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, mapping)
+			tarball.Close()
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("comparing the restored objects with the backup: %v", err))
+			}
+			if cmp != nil {
+				tr.Compared, tr.Identical, tr.NotRestored, tr.Differing = cmp.Compared, cmp.Identical, cmp.NotRestored, cmp.Differing
+			}
+		}
+	}
+	left := verify.Cleanup(ctx, r.Client, rs.Name, tr.Namespaces)
+	tr.CleanedUp = len(left) == 0
+	problems = append(problems, left...)
+	tr.Message = strings.Join(problems, "; ")
+	return ctrl.Result{}, r.finish(ctx, b, v, "")
+}
+
+// mayTestRestore refuses a test restore that could touch what it did not
+// make, or could not clean up after itself: a target namespace that
+// exists already, or a server that may not delete namespaces.
+func (r *VerifyReconciler) mayTestRestore(ctx context.Context, targets []string) string {
+	for _, ns := range targets {
+		err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}})
+		if err == nil {
+			return fmt.Sprintf("test restore refused: namespace %s exists; a test restore restores only into namespaces it makes (choose another prefix, or delete it)", ns)
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("test restore refused: reading namespace %s: %v", ns, err)
+		}
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces"}}}
+	if err := r.Client.Create(ctx, review); err != nil {
+		return fmt.Sprintf("test restore refused: asking whether the server may delete namespaces: %v", err)
+	}
+	if !review.Status.Allowed {
+		return "test restore refused: the server may not delete namespaces, which it needs to remove what a test restore made; install it with `salvor install --test-restores` (Helm: testRestores.enabled=true)"
+	}
+	return ""
+}
+
+// testRestoreOf is the Restore a test restore runs: every namespace of the
+// backup mapped to its target, nothing cluster-scoped, no volumes, owned
+// by the Backup (so it goes with it).
+func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, mapping map[string]string) *salvorv1.Restore {
+	var namespaces []string
+	for ns := range mapping {
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
+	no := false
+	base := b.Name
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	rs := &salvorv1.Restore{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.Namespace, GenerateName: strings.TrimRight(base, "-.") + "-verify-",
+			Labels: map[string]string{salvorv1.TestRestoreLabel: b.Name},
+		},
+		Spec: salvorv1.RestoreSpec{
+			BackupName: b.Name, IncludedNamespaces: namespaces, NamespaceMapping: mapping,
+			IncludeClusterResources: &no, RestorePVs: &no,
+			ExistingResourcePolicy: salvorv1.ExistingResourcePolicyNone,
+		},
+	}
+	_ = controllerutil.SetControllerReference(b, rs, r.Client.Scheme())
+	return rs
+}
+
+// finish ends a verification: Failed when anything failed (or failMsg
+// says why it could not be done), Passed otherwise.
+func (r *VerifyReconciler) finish(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification, failMsg string) error {
+	now := metav1.Now()
+	v.CompletionTimestamp = &now
+	v.Phase = salvorv1.VerificationPhasePassed
+	if failMsg != "" {
+		v.Failures = append(v.Failures, failMsg)
+	}
+	if tr := v.TestRestore; tr != nil && (tr.Restore != "" && (tr.RestorePhase != string(salvorv1.RestorePhaseCompleted) || len(tr.Differing) > 0 || !tr.CleanedUp || tr.Message != "")) {
+		v.Failures = append(v.Failures, "test restore "+tr.Restore+": "+testRestoreFailure(tr))
+	}
+	if len(v.Failures) > 0 {
+		v.Phase = salvorv1.VerificationPhaseFailed
+	}
+	kind := "integrity"
+	if b.Annotations[salvorv1.VerifyPrefixAnnotation] != "" {
+		kind = "test-restore"
+	}
+	metrics.Verifications.WithLabelValues(string(v.Phase), kind).Inc()
+	r.Log.Info("backup verified", "backup", b.Namespace+"/"+b.Name, "outcome", v.Phase, "failures", len(v.Failures))
+	return r.record(ctx, b, v)
+}
+
+func testRestoreFailure(tr *salvorv1.TestRestoreOutcome) string {
+	var why []string
+	if tr.RestorePhase != string(salvorv1.RestorePhaseCompleted) {
+		why = append(why, "the restore ended "+tr.RestorePhase)
+	}
+	if n := len(tr.Differing); n > 0 {
+		why = append(why, fmt.Sprintf("%d restored objects differ from the backup", n))
+	}
+	if !tr.CleanedUp {
+		why = append(why, "what it restored was not all deleted")
+	}
+	if tr.Message != "" {
+		why = append(why, tr.Message)
+	}
+	return strings.Join(why, "; ")
+}
+
+// record writes status.verification alone: the other controllers own the
+// rest of the status.
+func (r *VerifyReconciler) record(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification) error {
+	b.Status.Verification = v
+	return writeStatus(ctx, r.Client, b, func(dst, src *salvorv1.Backup) { dst.Status.Verification = src.Status.Verification })
+}

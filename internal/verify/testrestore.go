@@ -1,0 +1,147 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/restore"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Targets maps each namespace the backup holds items of (as its resource
+// list names them) to the namespace a test restore puts it in,
+// <prefix>-<namespace>. A name that is not a valid namespace name is an
+// error naming it.
+func Targets(list map[string][]string, prefix string) (map[string]string, error) {
+	if errs := validation.IsDNS1123Label(prefix); len(errs) > 0 {
+		return nil, fmt.Errorf("restore-into prefix %q: %s", prefix, strings.Join(errs, "; "))
+	}
+	out := map[string]string{}
+	for key, entries := range list {
+		for _, e := range entries {
+			ns, _, namespaced := strings.Cut(e, "/")
+			switch {
+			case namespaced:
+				out[ns] = ""
+			case key == "v1/Namespace":
+				out[e] = ""
+			}
+		}
+	}
+	for ns := range out {
+		target := prefix + "-" + ns
+		if errs := validation.IsDNS1123Label(target); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %s would be test-restored as %q, which is not a namespace name: %s; choose a shorter prefix", ns, target, strings.Join(errs, "; "))
+		}
+		out[ns] = target
+	}
+	return out, nil
+}
+
+// Comparison is what comparing a test restore with its backup found.
+type Comparison struct {
+	Compared, Identical, NotRestored int
+	Differing                        []string
+}
+
+// Compare reads the backup's tarball and compares every namespaced item of
+// the mapped namespaces with the object the test restore made of it in
+// its target namespace: the API server says, by a server-side apply dry
+// run, whether restoring the item again would change anything (so fields
+// it owns or assigns — UIDs, versions, a Service's IP — do not count).
+// Items the restore left out (by its rules) are counted, not compared.
+func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, backupName, restoreName string, mapping map[string]string) (*Comparison, error) {
+	c := &Comparison{}
+	_, err := archive.Read(tarball, func(e archive.Entry) error {
+		target, ok := mapping[e.Namespace]
+		if e.Version != "" || e.Namespace == "" || !ok {
+			return nil
+		}
+		gv, err := schema.ParseGroupVersion(e.Object.GetAPIVersion())
+		if err != nil || gv.Group != e.Group {
+			return nil
+		}
+		what := fmt.Sprintf("%s %s/%s", schema.GroupResource{Group: e.Group, Resource: e.Resource}, target, e.Name)
+		ri := dyn.Resource(gv.WithResource(e.Resource)).Namespace(target)
+		live, err := ri.Get(ctx, e.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			c.NotRestored++
+			return nil
+		case err != nil:
+			c.Compared++
+			c.differ(fmt.Sprintf("%s could not be read: %v", what, err))
+			return nil
+		}
+		c.Compared++
+		want := e.Object.DeepCopy()
+		want.SetNamespace(target)
+		restore.Clean(want, backupName, restoreName)
+		if diff := restore.Changes(ctx, ri, live, want); len(diff) > 0 {
+			c.differ(fmt.Sprintf("%s differs from the backup in %s", what, strings.Join(diff, ", ")))
+			return nil
+		}
+		c.Identical++
+		return nil
+	})
+	sort.Strings(c.Differing)
+	return c, err
+}
+
+func (c *Comparison) differ(s string) {
+	if len(c.Differing) < maxFailures {
+		c.Differing = append(c.Differing, s)
+	}
+}
+
+// Cleanup deletes the target namespaces the test restore made — those
+// labelled with its name — and, with them, everything restored into
+// them. A target namespace not made by it is left, and said. It returns
+// what it left and why.
+func Cleanup(ctx context.Context, c client.Client, restoreName string, targets []string) []string {
+	var left []string
+	for _, name := range targets {
+		ns := &corev1.Namespace{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			left = append(left, fmt.Sprintf("namespace %s could not be read: %v", name, err))
+			continue
+		case ns.Labels[salvorv1.RestoreNameLabel] != restoreName:
+			left = append(left, fmt.Sprintf("namespace %s was not made by test restore %s; left as it is", name, restoreName))
+			continue
+		case ns.DeletionTimestamp != nil:
+			continue
+		}
+		uid := ns.UID
+		if err := c.Delete(ctx, ns, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+			left = append(left, fmt.Sprintf("deleting namespace %s: %v", name, err))
+		}
+	}
+	return left
+}
+
+// SortedValues are a mapping's targets, sorted.
+func SortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}

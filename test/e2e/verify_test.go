@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestVerifyBackup: `salvor backup verify` passes on a fresh backup, object
+// by object; after one byte of the tarball is flipped in the location it
+// fails naming the tarball, and after the results file is deleted it fails
+// naming that file; each outcome is in status.verification. A backup
+// written by Velero (no manifest) is verified as far as it can be, and
+// says so; a hostile tarball fails to read whole.
+func TestVerifyBackup(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	raw := openObjectStore(t, cfg)
+	ctx := context.Background()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "shop"}, Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shop"}, StringData: map[string]string{"p": "x"}})
+	c.mustSalvor(t, "backup", "create", "shop-1", "--include-namespaces", "shop", "--wait")
+
+	out := c.mustSalvor(t, "backup", "verify", "shop-1")
+	for _, want := range []string{"Verification: Passed", "shop-1.tar.gz", "shop-1-results.gz", "velero-backup.json", "Items read whole: 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify of a fresh backup lacks %q:\n%s", want, out)
+		}
+	}
+	v := c.getBackup(t, "shop-1").Status.Verification
+	if v == nil || v.Phase != salvorv1.VerificationPhasePassed || !v.Manifest || v.CompletionTimestamp == nil || len(v.Failures) != 0 {
+		t.Fatalf("status.verification of a fresh backup: %+v", v)
+	}
+	for _, o := range v.Objects {
+		if o.Result != salvorv1.ObjectOK {
+			t.Errorf("object %s of a fresh backup: %s %s", o.Name, o.Result, o.Detail)
+		}
+	}
+	if len(v.Objects) < 7 {
+		t.Errorf("only %d objects verified: %+v", len(v.Objects), v.Objects)
+	}
+
+	// One byte of the tarball flipped.
+	key := "backups/shop-1/shop-1.tar.gz"
+	rc, err := raw.GetObject(ctx, cfg["bucket"], key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := io.ReadAll(rc)
+	rc.Close()
+	bad := bytes.Clone(good)
+	bad[len(bad)/2] ^= 0x01
+	if err := raw.PutObject(ctx, cfg["bucket"], key, bytes.NewReader(bad)); err != nil {
+		t.Fatal(err)
+	}
+	out, err = c.salvor(t, "backup", "verify", "shop-1")
+	if err == nil || !strings.Contains(out, "Verification: Failed") || !strings.Contains(out, "shop-1.tar.gz: changed") {
+		t.Errorf("verify after a byte of the tarball was flipped: %v\n%s", err, out)
+	}
+	v = c.getBackup(t, "shop-1").Status.Verification
+	if v.Phase != salvorv1.VerificationPhaseFailed || !strings.Contains(strings.Join(v.Failures, "\n"), "shop-1.tar.gz: changed") {
+		t.Errorf("status.verification after the flip: %s %q", v.Phase, v.Failures)
+	}
+
+	// The tarball put back, the results file deleted.
+	if err := raw.PutObject(ctx, cfg["bucket"], key, bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.DeleteObject(ctx, cfg["bucket"], "backups/shop-1/shop-1-results.gz"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = c.salvor(t, "backup", "verify", "shop-1")
+	if err == nil || !strings.Contains(out, "shop-1-results.gz: missing") || strings.Contains(out, "shop-1.tar.gz: changed") {
+		t.Errorf("verify after the results file was deleted: %v\n%s", err, out)
+	}
+	v = c.getBackup(t, "shop-1").Status.Verification
+	if v.Phase != salvorv1.VerificationPhaseFailed || len(v.Failures) != 1 || !strings.Contains(v.Failures[0], "shop-1-results.gz: missing") {
+		t.Errorf("status.verification after the results were deleted: %s %q", v.Phase, v.Failures)
+	}
+	// describe shows the last outcome.
+	if out := c.mustSalvor(t, "backup", "describe", "shop-1"); !strings.Contains(out, "Verification: Failed") || !strings.Contains(out, "missing") {
+		t.Errorf("describe after a failed verification:\n%s", out)
+	}
+
+	// A backup as Velero writes it: no manifest.
+	store := openStore(t, cfg)
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"from-velero","namespace":"vns"},"data":{"k":"v"}}`
+	if err := raw.PutObject(ctx, cfg["bucket"], "backups/velero-made/velero-made.tar.gz", bytes.NewReader(tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/vns/from-velero.json", cm},
+		{"resources/configmaps/v1-preferredversion/namespaces/vns/from-velero.json", cm},
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutJSON(ctx, "velero-made", persistence.ResourceListFile, map[string][]string{"v1/ConfigMap": {"vns/from-velero"}}); err != nil {
+		t.Fatal(err)
+	}
+	meta := map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup", "metadata": map[string]any{"name": "velero-made", "namespace": "velero"},
+		"spec": map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}}
+	putVeleroMetadata(t, cfg, "velero-made", meta)
+	c.waitBackup(t, "velero-made", salvorv1.BackupPhaseCompleted)
+	out = c.mustSalvor(t, "backup", "verify", "velero-made")
+	for _, want := range []string{"Verification: Passed", "No manifest", "no checksum could be checked", "unchecked", "Items read whole: 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify of a Velero backup lacks %q:\n%s", want, out)
+		}
+	}
+	if v := c.getBackup(t, "velero-made").Status.Verification; v.Manifest || v.Phase != salvorv1.VerificationPhasePassed {
+		t.Errorf("status.verification of a Velero backup: %+v", v)
+	}
+
+	// A Velero-shaped backup whose resource list names an item its
+	// tarball lacks, and one whose tarball climbs out of the archive.
+	if err := store.PutJSON(ctx, "velero-made", persistence.ResourceListFile, map[string][]string{"v1/ConfigMap": {"vns/from-velero", "vns/lost"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = c.salvor(t, "backup", "verify", "velero-made")
+	if err == nil || !strings.Contains(out, "the resource list names v1/ConfigMap vns/lost, which the tarball does not hold") {
+		t.Errorf("verify of a backup whose resource list names a missing item: %v\n%s", err, out)
+	}
+	if err := raw.PutObject(ctx, cfg["bucket"], "backups/evil/evil.tar.gz", bytes.NewReader(tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/../../../etc/x.json", cm},
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	meta["metadata"] = map[string]any{"name": "evil"}
+	putVeleroMetadata(t, cfg, "evil", meta)
+	c.waitBackup(t, "evil", salvorv1.BackupPhaseCompleted)
+	out, err = c.salvor(t, "backup", "verify", "evil")
+	if err == nil || !strings.Contains(out, "does not read whole") || !strings.Contains(out, "leaves the archive") {
+		t.Errorf("verify of a hostile tarball: %v\n%s", err, out)
+	}
+}
+
+// TestTestRestore: `salvor backup verify --restore-into-prefix` restores a
+// namespace of several kinds into drill-<namespace>, finds every restored
+// object identical to the backup, records it, and deletes the namespace it
+// made; the original namespace is not touched (resourceVersions compared).
+// A target namespace that exists already refuses the test restore before
+// anything is created.
+func TestTestRestore(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	replicas := int32(2)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "shop"}, Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shop"}, StringData: map[string]string{"p": "x"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: "shop"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{
+			Ports: []corev1.ServicePort{{Port: 80}}, Selector: map[string]string{"app": "web"}}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.io/web:1"}}}}}})
+	c.mustSalvor(t, "backup", "create", "shop-1", "--include-namespaces", "shop", "--wait")
+	before := versionsIn(t, c, "shop")
+
+	out := c.mustSalvor(t, "backup", "verify", "shop-1", "--restore-into-prefix", "drill")
+	for _, want := range []string{"Verification: Passed", "Test restore: shop-1-verify-", "into drill-shop", "5 objects compared, 5 identical to the backup, 0 differ", "Cleaned up"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("test restore output lacks %q:\n%s", want, out)
+		}
+	}
+	v := c.getBackup(t, "shop-1").Status.Verification
+	if v == nil || v.Phase != salvorv1.VerificationPhasePassed || v.TestRestore == nil {
+		t.Fatalf("status.verification: %+v", v)
+	}
+	tr := v.TestRestore
+	if tr.Prefix != "drill" || tr.RestorePhase != "Completed" || tr.Compared != 5 || tr.Identical != 5 || !tr.CleanedUp || len(tr.Namespaces) != 1 || tr.Namespaces[0] != "drill-shop" {
+		t.Errorf("status.verification.testRestore: %+v", tr)
+	}
+	rs := c.getRestore(t, tr.Restore)
+	if rs.Labels[salvorv1.TestRestoreLabel] != "shop-1" || rs.Spec.NamespaceMapping["shop"] != "drill-shop" || len(rs.OwnerReferences) != 1 {
+		t.Errorf("the test restore's Restore: labels %v, mapping %v, owners %v", rs.Labels, rs.Spec.NamespaceMapping, rs.OwnerReferences)
+	}
+	// The server deleted the namespace it made; with no namespace
+	// controller on the testbed, the test finalizes it as one would.
+	ns := &corev1.Namespace{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "drill-shop"}, ns); err != nil || ns.DeletionTimestamp == nil {
+		t.Fatalf("drill-shop after the test restore: deleting %v, %v", ns.DeletionTimestamp, err)
+	}
+	c.finalizeNamespace(t, "drill-shop")
+	if after := versionsIn(t, c, "shop"); !maps.Equal(before, after) {
+		t.Errorf("the original namespace changed: before %v, after %v", before, after)
+	}
+
+	// A target that exists already: refused, nothing created.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken-shop"}})
+	out, err := c.salvor(t, "backup", "verify", "shop-1", "--restore-into-prefix", "taken")
+	if err == nil || !strings.Contains(out, "namespace taken-shop exists; a test restore restores only into namespaces it makes") {
+		t.Errorf("a test restore into an existing namespace: %v\n%s", err, out)
+	}
+	if got := versionsIn(t, c, "taken-shop"); len(got) != 0 {
+		t.Errorf("the existing namespace got %v", got)
+	}
+}
+
+// versionsIn maps every ConfigMap, Secret, ServiceAccount, Service and
+// Deployment in namespace ns to its resourceVersion.
+func versionsIn(t *testing.T, c *cluster, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceAccountList{}, &corev1.ServiceList{}, &appsv1.DeploymentList{}} {
+		if err := c.client.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(l)
+		for _, it := range items {
+			o := it.(client.Object)
+			out[fmt.Sprintf("%T/%s", o, o.GetName())] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+// finalizeNamespace does what the namespace controller (absent on the
+// testbed) does for a deleted namespace once it is empty: it clears the
+// namespace's finalizers, so the namespace goes.
+func (c *cluster) finalizeNamespace(t *testing.T, name string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "namespace "+name+" gone", time.Minute, func() (bool, string) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
+}
