@@ -41,8 +41,9 @@ func ChartFiles() (map[string][]byte, error) {
 		Operator      []rbacv1.PolicyRule `json:"operator"`
 		MetricsReader []rbacv1.PolicyRule `json:"metricsReader"`
 		Auth          []rbacv1.PolicyRule `json:"auth"`
+		TestRestores  []rbacv1.PolicyRule `json:"testRestores"`
 		NotRestored   []string            `json:"notRestored"`
-	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, resources.NotRestored})
+	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, TestRestoreRules, resources.NotRestored})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,7 @@ type Options struct {
 	CPULimit       string
 	MemoryLimit    string
 	SpoolSize      string
+	TestRestores   bool
 	DryRun         bool
 	Output         string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
@@ -105,6 +106,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.CPULimit, "server-cpu-limit", "", "the server's CPU limit (empty for none)")
 	f.StringVar(&o.MemoryLimit, "server-memory-limit", DefaultMemoryLimit, "the server's memory limit (empty for none)")
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
+	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	return cmd
@@ -241,6 +243,13 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		// any scraper that finds targets through Services.
 		&corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-metrics", Namespace: ns, Labels: labels},
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstrFromString("metrics")}}}},
+	}
+	if o.TestRestores {
+		name := "salvor-test-restores-" + ns
+		typed = append(typed, clusterRole(name, labels, TestRestoreRules),
+			&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})
 	}
 	var credential *corev1.SecretKeySelector
 	if o.SecretFile != "" {

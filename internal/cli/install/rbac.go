@@ -154,6 +154,14 @@ func DiscoverServerRules(cfg *rest.Config, w io.Writer) ([]rbacv1.PolicyRule, er
 	return ServerRules(lists), nil
 }
 
+// TestRestoreRules are what test restores add (install --test-restores):
+// deleting namespaces, to remove the ones a test restore made. RBAC cannot
+// name namespaces by prefix, so the server checks, before it deletes one,
+// that its own test restore made it (by label and UID).
+var TestRestoreRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"delete"}},
+}
+
 // The ClusterRoles users are bound to (with a RoleBinding in Salvor's
 // namespace). docs/security.md says what each allows.
 var (
