@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,7 +30,10 @@ import (
 // it restored. Each step is recorded in status.verification, so a server
 // restart picks up where it was.
 type VerifyReconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads the Backup uncached: a verification's steps are
+	// recorded in its status, and a stale copy would repeat one.
+	APIReader client.Reader
 	Locations *Locations
 	Dynamic   dynamic.Interface
 	Log       *slog.Logger
@@ -47,13 +51,18 @@ func (r *VerifyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &salvorv1.Backup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	request := b.Annotations[salvorv1.VerifyAnnotation]
 	v := b.Status.Verification
 	if request == "" || b.DeletionTimestamp != nil || (v != nil && v.Request == request && v.Phase != salvorv1.VerificationPhaseInProgress) {
 		return ctrl.Result{}, nil
+	}
+	if errs := validation.IsDNS1123Label(request); len(errs) > 0 || len(request) > 20 {
+		now := metav1.Now()
+		v = &salvorv1.BackupVerification{Request: request, StartTimestamp: &now}
+		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("annotation %s: %q is not a request ID (at most 20 lowercase letters and digits); salvor backup verify makes one", salvorv1.VerifyAnnotation, request))
 	}
 	switch b.Status.Phase {
 	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:
@@ -126,9 +135,16 @@ func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, 
 		if msg := r.mayTestRestore(ctx, tr.Namespaces); msg != "" {
 			return ctrl.Result{}, r.finish(ctx, b, v, msg)
 		}
-		rs := r.testRestoreOf(b, mapping)
+		rs := r.testRestoreOf(b, v.Request, mapping)
 		if err := r.Client.Create(ctx, rs); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating the test restore of backup %s: %w", b.Name, err)
+			// Made by an attempt that stopped before recording it: the
+			// same request gives the same name; it is taken over only if
+			// it is this backup's.
+			existing := &salvorv1.Restore{}
+			if !apierrors.IsAlreadyExists(err) || r.APIReader.Get(ctx, client.ObjectKeyFromObject(rs), existing) != nil ||
+				existing.Labels[salvorv1.TestRestoreLabel] != b.Name || !metav1.IsControlledBy(existing, b) {
+				return ctrl.Result{}, fmt.Errorf("creating the test restore %s of backup %s: %w", rs.Name, b.Name, err)
+			}
 		}
 		tr.Restore = rs.Name
 		r.Log.Info("test restore started", "backup", b.Name, "restore", rs.Name, "namespaces", tr.Namespaces)
@@ -199,7 +215,7 @@ func (r *VerifyReconciler) mayTestRestore(ctx context.Context, targets []string)
 // testRestoreOf is the Restore a test restore runs: every namespace of the
 // backup mapped to its target, nothing cluster-scoped, no volumes, owned
 // by the Backup (so it goes with it).
-func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, mapping map[string]string) *salvorv1.Restore {
+func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, request string, mapping map[string]string) *salvorv1.Restore {
 	var namespaces []string
 	for ns := range mapping {
 		namespaces = append(namespaces, ns)
@@ -212,7 +228,7 @@ func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, mapping map[string]
 	}
 	rs := &salvorv1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: b.Namespace, GenerateName: strings.TrimRight(base, "-.") + "-verify-",
+			Namespace: b.Namespace, Name: strings.TrimRight(base, "-.") + "-verify-" + request,
 			Labels: map[string]string{salvorv1.TestRestoreLabel: b.Name},
 		},
 		Spec: salvorv1.RestoreSpec{

@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -234,6 +235,19 @@ func TestInstallRBACIsEnough(t *testing.T) {
 			t.Errorf("restored with the installed RBAC: %T %s: %v", o, name, err)
 		}
 	}
+	// Verification works with the installed RBAC; a test restore, which
+	// deletes namespaces, is refused without --test-restores, before it
+	// creates anything.
+	if out := c.mustSalvor(t, "backup", "verify", "rbac"); !strings.Contains(out, "Verification: Passed") {
+		t.Errorf("verify with the installed RBAC:\n%s", out)
+	}
+	if out, err := c.salvor(t, "backup", "verify", "rbac", "--restore-into-prefix", "drill"); err == nil ||
+		!strings.Contains(out, "the server may not delete namespaces") || !strings.Contains(out, "salvor install --test-restores") {
+		t.Errorf("a test restore without --test-restores: %v\n%s", err, out)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "drill-rbac"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused test restore made its namespace: %v", err)
+	}
 	if out := words(c.mustSalvor(t, "restore", "get", "-o", "wide")); !strings.Contains(out, "rbac:rbac2") {
 		t.Errorf("restore get -o wide: %s", out)
 	}
@@ -274,6 +288,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_restores_total{phase="Completed"} 1`,
+		`salvor_backup_verifications_total{kind="integrity",outcome="Passed"} 1`, `salvor_backup_verifications_total{kind="test-restore",outcome="Failed"} 1`,
 		"salvor_build_info{", `salvor_location_available{location="default"} 1`}
 	for _, m := range used {
 		if !strings.HasPrefix(m, "salvor_schedule_") && !strings.HasPrefix(m, "salvor_operation") && m != "salvor_plugin_restarts_total" {
@@ -290,7 +305,8 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		}
 		for _, w := range want {
 			if !strings.Contains(body, w) && !strings.Contains(body, strings.TrimSuffix(w, "{")+" ") {
-				return false, "missing " + strings.TrimSpace(w) + " in\n" + tail(body, 5)
+				name, _, _ := strings.Cut(strings.TrimSpace(w), "{")
+				return false, "missing " + strings.TrimSpace(w) + "; the server has:\n" + linesWith(body, name+"{", name+" ")
 			}
 		}
 		return true, ""
@@ -330,4 +346,18 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// linesWith are the lines of s that begin with any of prefixes.
+func linesWith(s string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

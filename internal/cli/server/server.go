@@ -215,7 +215,7 @@ func (o *options) run(ctx context.Context) error {
 		}},
 		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
-		&controller.VerifyReconciler{Client: mgr.GetClient(), Locations: locations, Dynamic: dyn, Log: logger},
+		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Engine:        &restore.Engine{Dynamic: dyn, REST: creates, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget},
