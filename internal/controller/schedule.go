@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -262,6 +263,13 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Sched
 		},
 		Spec: *s.Spec.Template.DeepCopy(),
 	}
+	if v := s.Spec.Verify; v != nil && v.Every > 0 && s.Status.BackupsCreated%v.Every == 0 {
+		// Verified once it ends (see VerifyReconciler).
+		b.Annotations = map[string]string{salvorv1.VerifyAnnotation: strconv.FormatInt(now.UnixNano(), 36)}
+		if v.RestoreIntoPrefix != "" {
+			b.Annotations[salvorv1.VerifyPrefixAnnotation] = v.RestoreIntoPrefix
+		}
+	}
 	if s.Spec.UseOwnerReferencesInBackup != nil && *s.Spec.UseOwnerReferencesInBackup {
 		b.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: salvorv1.GroupVersion.String(), Kind: "Schedule", Name: s.Name, UID: s.UID,
@@ -278,6 +286,8 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Sched
 			return nil
 		}
 		err = nil // made by an earlier look at this same run
+	} else if err == nil {
+		s.Status.BackupsCreated++
 	}
 	if err != nil {
 		return fmt.Errorf("schedule %s: creating backup %s: %w", s.Name, b.Name, err)
@@ -407,6 +417,16 @@ func (r *ScheduleReconciler) validate(ctx context.Context, s *salvorv1.Schedule)
 	for field, d := range map[string]time.Duration{"jitter": s.Spec.Jitter.Duration, "startingDeadline": s.Spec.StartingDeadline.Duration} {
 		if d < 0 {
 			problems = append(problems, fmt.Sprintf("spec.%s %s: must not be negative", field, d))
+		}
+	}
+	if v := s.Spec.Verify; v != nil {
+		if v.Every < 1 {
+			problems = append(problems, fmt.Sprintf("spec.verify.every %d: must be at least 1 (1 verifies every backup)", v.Every))
+		}
+		if v.RestoreIntoPrefix != "" {
+			if errs := validation.IsDNS1123Label(v.RestoreIntoPrefix); len(errs) > 0 {
+				problems = append(problems, fmt.Sprintf("spec.verify.restoreIntoPrefix %q: %s", v.RestoreIntoPrefix, strings.Join(errs, "; ")))
+			}
 		}
 	}
 	if p := s.Spec.Retention; p != nil {

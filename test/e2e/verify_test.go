@@ -260,3 +260,70 @@ func (c *cluster) finalizeNamespace(t *testing.T, name string) {
 		return apierrors.IsNotFound(err), errString(err)
 	})
 }
+
+// TestScheduleVerify: a schedule with spec.verify verifies its first
+// backup and every Nth after it once each ends, and test-restores them
+// when given a prefix; the others are left alone.
+func TestScheduleVerify(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cadence"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "cadence"}, Data: map[string]string{"k": "v"}})
+
+	c.mustSalvor(t, "schedule", "create", "every-other", "--schedule", "@every 2s", "--include-namespaces", "cadence", "--verify-every", "2")
+	var backups []salvorv1.Backup
+	eventually(t, "three backups of the schedule, ended", time.Minute, func() (bool, string) {
+		backups = c.scheduleBackups(t, "every-other")
+		if len(backups) < 3 {
+			return false, fmt.Sprint(len(backups), " backups")
+		}
+		for _, b := range backups[:3] {
+			if b.Status.Phase != salvorv1.BackupPhaseCompleted {
+				return false, b.Name + " is " + string(b.Status.Phase)
+			}
+			if b.Annotations[salvorv1.VerifyAnnotation] != "" && (b.Status.Verification == nil || b.Status.Verification.Phase == salvorv1.VerificationPhaseInProgress) {
+				return false, b.Name + " is not verified yet"
+			}
+		}
+		return true, ""
+	})
+	c.mustSalvor(t, "schedule", "pause", "every-other")
+	for i, b := range backups[:3] {
+		v := b.Status.Verification
+		if i%2 == 0 && (v == nil || v.Phase != salvorv1.VerificationPhasePassed || !v.Manifest) {
+			t.Errorf("backup %d (%s) of a schedule verifying every 2nd: %+v", i+1, b.Name, v)
+		}
+		if i%2 == 1 && (v != nil || b.Annotations[salvorv1.VerifyAnnotation] != "") {
+			t.Errorf("backup %d (%s) was verified: %+v", i+1, b.Name, v)
+		}
+	}
+	if out := c.mustSalvor(t, "schedule", "describe", "every-other"); !strings.Contains(out, "the first backup and every 2 after it") {
+		t.Errorf("schedule describe lacks spec.verify:\n%s", out)
+	}
+
+	c.mustSalvor(t, "schedule", "create", "drilled", "--schedule", "@every 1h", "--include-namespaces", "cadence",
+		"--verify-every", "1", "--verify-restore-into-prefix", "drill")
+	var b salvorv1.Backup
+	eventually(t, "the drilled schedule's first backup, verified", time.Minute, func() (bool, string) {
+		bs := c.scheduleBackups(t, "drilled")
+		if len(bs) == 0 {
+			return false, "no backup yet"
+		}
+		b = bs[0]
+		v := b.Status.Verification
+		return v != nil && v.Phase != salvorv1.VerificationPhaseInProgress, fmt.Sprintf("%s %+v", b.Status.Phase, v)
+	})
+	if tr := b.Status.Verification.TestRestore; b.Status.Verification.Phase != salvorv1.VerificationPhasePassed || tr == nil ||
+		tr.Compared != 1 || tr.Identical != 1 || !tr.CleanedUp || tr.Namespaces[0] != "drill-cadence" {
+		t.Errorf("the drilled schedule's backup: %+v, test restore %+v", b.Status.Verification, b.Status.Verification.TestRestore)
+	}
+	// A bad prefix fails the schedule's validation.
+	_, _ = c.salvor(t, "schedule", "create", "bad-prefix", "--schedule", "@daily", "--verify-every", "1", "--verify-restore-into-prefix", "Not_A_Name")
+	eventually(t, "the bad prefix refused", 30*time.Second, func() (bool, string) {
+		s := c.schedule(t, "bad-prefix")
+		return s.Status.Phase == salvorv1.SchedulePhaseFailedValidation && strings.Contains(strings.Join(s.Status.ValidationErrors, " "), "spec.verify.restoreIntoPrefix"),
+			fmt.Sprint(s.Status.Phase, s.Status.ValidationErrors)
+	})
+}

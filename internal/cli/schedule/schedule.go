@@ -38,6 +38,8 @@ type createOptions struct {
 	jitter, startingDeadline                                 time.Duration
 	keepLast, keepHourly, keepDaily, keepWeekly, keepMonthly int
 	keepYearly, keepFailed                                   int
+	verifyEvery                                              int
+	verifyPrefix                                             string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -89,6 +91,8 @@ deletes its newest Completed backup. See docs/schedules.md.`,
 	f.IntVar(&o.keepMonthly, "keep-monthly", 0, "keep the newest Completed backup of each of the last N months")
 	f.IntVar(&o.keepYearly, "keep-yearly", 0, "keep the newest Completed backup of each of the last N years")
 	f.IntVar(&o.keepFailed, "keep-failed", 0, "keep the newest N failed or partially failed backups (default: their TTL decides)")
+	f.IntVar(&o.verifyEvery, "verify-every", 0, "verify the schedule's first backup and every Nth after it once it ends, as salvor backup verify does (0: none)")
+	f.StringVar(&o.verifyPrefix, "verify-restore-into-prefix", "", "with --verify-every: also test-restore each verified backup into namespaces named PREFIX-<namespace>, compare and delete them")
 	return cmd
 }
 
@@ -124,6 +128,14 @@ func (o *createOptions) object(cmd *cobra.Command, name, namespace string) (*sal
 		s.Spec.UseOwnerReferencesInBackup = &o.ownerReferences
 	}
 	f := cmd.Flags()
+	switch {
+	case o.verifyEvery < 0:
+		return nil, fmt.Errorf("--verify-every %d: must not be negative", o.verifyEvery)
+	case o.verifyPrefix != "" && o.verifyEvery == 0:
+		return nil, fmt.Errorf("--verify-restore-into-prefix needs --verify-every (1 verifies every backup)")
+	case o.verifyEvery > 0:
+		s.Spec.Verify = &salvorv1.ScheduleVerify{Every: o.verifyEvery, RestoreIntoPrefix: o.verifyPrefix}
+	}
 	keeps := map[string]*int{"keep-last": &o.keepLast, "keep-hourly": &o.keepHourly, "keep-daily": &o.keepDaily, "keep-weekly": &o.keepWeekly,
 		"keep-monthly": &o.keepMonthly, "keep-yearly": &o.keepYearly, "keep-failed": &o.keepFailed}
 	any := false
@@ -287,6 +299,13 @@ func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 		p("Starting deadline", "%s", s.Spec.StartingDeadline.Duration)
 	}
 	p("Retention", "%s", retentionText(s.Spec.Retention))
+	if v := s.Spec.Verify; v != nil {
+		how := "objects checked against their manifest"
+		if v.RestoreIntoPrefix != "" {
+			how += ", and a test restore into " + v.RestoreIntoPrefix + "-<namespace>"
+		}
+		p("Verify", "the first backup and every %d after it (%s); backups created so far: %d", v.Every, how, s.Status.BackupsCreated)
+	}
 	t := s.Spec.Template
 	p("Template", "namespaces %s, resources %s, location %s, TTL %s", output.Filter(t.IncludedNamespaces, t.ExcludedNamespaces),
 		output.Filter(t.IncludedResources, t.ExcludedResources), orDefault(t.StorageLocation), ttl(t.TTL.Duration))

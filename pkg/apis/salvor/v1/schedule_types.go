@@ -83,7 +83,8 @@ type ScheduleSpec struct {
 
 // ScheduleVerify says which of a schedule's backups are verified, and how.
 type ScheduleVerify struct {
-	// Every verifies every Every-th backup the schedule starts (1: all).
+	// Every verifies the schedule's first backup and every Every-th one
+	// after it (1: all).
 	// +kubebuilder:validation:Minimum=1
 	Every int `json:"every"`
 	// RestoreIntoPrefix, when set, also test-restores each verified
@@ -155,6 +156,10 @@ type ScheduleStatus struct {
 	// LastSkipReason says why the last skipped run was skipped.
 	// +optional
 	LastSkipReason string `json:"lastSkipReason,omitempty"`
+	// BackupsCreated counts the backups the schedule created: spec.verify
+	// picks the backups to verify by it.
+	// +optional
+	BackupsCreated int `json:"backupsCreated,omitempty"`
 	// PausedAt is when the server saw the schedule paused; the schedule is
 	// running when it is unset.
 	// +optional
