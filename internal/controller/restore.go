@@ -241,7 +241,10 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	volumes, err := r.volumes(ctx, store, rs, b)
+	var volumes restore.VolumeRestorer
+	if !rs.Spec.DryRun {
+		volumes, err = r.volumes(ctx, store, rs, b)
+	}
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
 		return
@@ -277,6 +280,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	rs.Status.Progress = &salvorv1.RestoreProgress{TotalItems: out.Progress.TotalItems, ItemsRestored: out.Progress.ItemsRestored}
 	rs.Status.Errors, rs.Status.Warnings = out.Results.Errors.Count(), out.Results.Warnings.Count()
 	rs.Status.RestoreItemOperationsAttempted = len(out.Operations)
+	rs.Status.DryRun = out.DryRun
 	rs.Status.Phase = salvorv1.RestorePhaseCompleted
 	if rs.Status.Errors > 0 {
 		rs.Status.Phase = salvorv1.RestorePhasePartiallyFailed
@@ -344,7 +348,7 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 func observeRestoreEnd(rs *salvorv1.Restore) {
 	phase := string(rs.Status.Phase)
 	metrics.Restores.WithLabelValues(phase).Inc()
-	if rs.Status.Progress != nil {
+	if rs.Status.Progress != nil && !rs.Spec.DryRun {
 		metrics.ItemsRestored.Add(float64(rs.Status.Progress.ItemsRestored))
 	}
 	if rs.Status.StartTimestamp != nil && rs.Status.CompletionTimestamp != nil {

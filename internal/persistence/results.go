@@ -57,6 +57,19 @@ func (r *Result) All() []string {
 type Results struct {
 	Warnings Result `json:"warnings"`
 	Errors   Result `json:"errors"`
+	// DryRun lists, for a dry-run restore, what restoring each item would
+	// do (Salvor's; Velero's readers ignore it).
+	DryRun []DryRunItem `json:"dryRun,omitempty"`
+}
+
+// DryRunItem is what a dry-run restore found restoring one item would do.
+type DryRunItem struct {
+	// Item is "<resource> <namespace>/<name>" as restored (mapped).
+	Item    string `json:"item"`
+	Outcome string `json:"outcome"`
+	// Detail: the fields that differ, why it is skipped, the API server's
+	// refusal.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Normalize makes empty lists and maps non-nil, as Velero writes them.

@@ -32,7 +32,7 @@ func NewCreateClient(cfg *rest.Config) (rest.Interface, error) {
 
 // postObject creates obj and discards the object the server sends back:
 // the restore needs only to know whether the create worked.
-func postObject(ctx context.Context, c rest.Interface, gvr schema.GroupVersionResource, namespaced bool, obj *unstructured.Unstructured) error {
+func postObject(ctx context.Context, c rest.Interface, gvr schema.GroupVersionResource, namespaced bool, obj *unstructured.Unstructured, dryRun bool) error {
 	body, err := json.Marshal(obj.Object)
 	if err != nil {
 		return fmt.Errorf("encoding %s %s: %w", gvr.Resource, obj.GetName(), err)
@@ -45,7 +45,11 @@ func postObject(ctx context.Context, c rest.Interface, gvr schema.GroupVersionRe
 		path += "/namespaces/" + obj.GetNamespace()
 	}
 	path += "/" + gvr.Resource
-	return c.Post().AbsPath(path).Body(body).Do(ctx).Error()
+	req := c.Post().AbsPath(path).Body(body)
+	if dryRun {
+		req = req.Param("dryRun", metav1.DryRunAll)
+	}
+	return req.Do(ctx).Error()
 }
 
 // gvrFor picks the version to create an item at: the backed-up version if
@@ -66,8 +70,11 @@ func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVer
 
 func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, what, ns string) {
 	gvr, namespaced, ok := r.gvrFor(it, obj)
+	item := r.dryName(it, obj)
 	if !ok {
-		r.rec.Error(ns, fmt.Sprintf("%s: the cluster does not serve resource %s", what, it.kind.gr))
+		msg := fmt.Sprintf("the cluster does not serve resource %s", it.kind.gr)
+		r.rec.Error(ns, what+": "+msg)
+		r.dry.record(item, salvorv1.DryRunWouldFail, msg)
 		return
 	}
 	// The backup is untrusted: an item filed under the other scope than
@@ -80,22 +87,32 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		if namespaced {
 			scope, filed = "namespaced", "the cluster-scoped items"
 		}
-		r.rec.Error(ns, fmt.Sprintf("%s: resource %s is %s but the backup files this item under %s; not restored", what, it.kind.gr, scope, filed))
+		msg := fmt.Sprintf("resource %s is %s but the backup files this item under %s; not restored", it.kind.gr, scope, filed)
+		r.rec.Error(ns, what+": "+msg)
+		r.dry.record(item, salvorv1.DryRunWouldFail, msg)
 		return
 	}
-	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj); {
+	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil); {
 	case err == nil:
 		r.restored.Add(1)
+		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
+			r.dry.namespaces.Store(obj.GetName(), true)
+		}
+		r.dry.record(item, salvorv1.DryRunWouldCreate, "")
+	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
+		r.restored.Add(1)
+		r.dry.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
 	case apierrors.IsAlreadyExists(err):
 		res := r.e.Dynamic.Resource(gvr)
 		var ri dynamic.ResourceInterface = res
 		if namespaced {
 			ri = res.Namespace(obj.GetNamespace())
 		}
-		r.existing(ctx, ri, obj, what, ns)
+		r.existing(ctx, ri, obj, what, item, ns)
 	default:
 		if ctx.Err() == nil {
 			r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
+			r.dry.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
 }
@@ -123,21 +140,24 @@ func Changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstr
 }
 
 // existing applies the existing-resource policy.
-func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, ns string) {
+func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, item, ns string) {
 	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
+		r.dry.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("exists but could not be read: %v", err))
 		return
 	}
 	diff := Changes(ctx, ri, live, obj)
 	if len(diff) == 0 {
 		r.restored.Add(1)
+		r.dry.record(item, salvorv1.DryRunIdentical, "")
 		return
 	}
 	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
 		// Handled as asked: counted, and said in the warnings.
 		r.rec.Warning(ns, fmt.Sprintf("%s already exists and differs from the backup in %s; left as it is (existingResourcePolicy none)", what, strings.Join(diff, ", ")))
 		r.restored.Add(1)
+		r.dry.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be left as it is (existingResourcePolicy none)")
 		return
 	}
 	patch := obj.DeepCopy()
@@ -147,9 +167,11 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
 		return
 	}
-	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{DryRun: r.dryRunOptions()}); err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s already exists and could not be updated: %v", what, err))
+		r.dry.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("differs in %s; updating it would fail: %v", strings.Join(diff, ", "), err))
 		return
 	}
 	r.restored.Add(1)
+	r.dry.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be updated (existingResourcePolicy update)")
 }

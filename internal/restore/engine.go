@@ -71,6 +71,8 @@ type Outcome struct {
 	Progress   Progress
 	Results    persistence.Results
 	Operations []itemoperation.RestoreOperation
+	// DryRun counts a dry run's outcomes (Results.DryRun lists them).
+	DryRun *salvorv1.DryRunSummary
 }
 
 type run struct {
@@ -110,8 +112,10 @@ type run struct {
 	allowed map[allowKey]bool
 	// reported are the unavailable API groups already warned about
 	// (discovery runs again after each tier that adds CRDs).
-	reported   map[schema.GroupVersion]bool
-	rec        persistence.Recorder
+	reported map[schema.GroupVersion]bool
+	rec      persistence.Recorder
+	// dry is set for a dry-run restore (see dryrun.go).
+	dry        *dryRun
 	operations []itemoperation.RestoreOperation
 	restored   atomic.Int64
 	total      atomic.Int64
@@ -160,6 +164,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
 	}
+	if rs.Spec.DryRun {
+		r.dry, r.volumes = &dryRun{}, nil
+	}
 	// Discovery first: reading checks each item's scope against it.
 	if err := r.discover(); err != nil {
 		return nil, err
@@ -180,6 +187,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations}
+	out.Results.DryRun, out.DryRun = r.dry.result()
 	if onProgress != nil {
 		onProgress(out.Progress)
 	}
@@ -269,7 +277,7 @@ func (r *run) restoreAll(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("restore %s: %w", r.restore.Name, err)
 		}
-		if len(names) > 0 {
+		if len(names) > 0 && r.dry == nil {
 			r.waitEstablished(ctx, names)
 			if err := r.discover(); err != nil {
 				return err

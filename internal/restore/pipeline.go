@@ -13,6 +13,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
@@ -146,11 +147,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		res, err := act.Action.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
 		if err != nil {
 			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.Action.Name(), err))
+			r.dry.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, fmt.Sprintf("RestoreItemAction %s failed: %v", act.Action.Name(), err))
 			return
 		}
 		if res.SkipRestore {
 			r.log.Info("skipped by a plugin", "item", what, "plugin", act.Action.Name())
 			r.restored.Add(1)
+			r.dry.record(r.dryName(it, obj), salvorv1.DryRunSkipped, "by RestoreItemAction "+act.Action.Name())
 			return
 		}
 		if res.Item != nil {
@@ -172,10 +175,18 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			}
 			r.restoreItem(ctx, dep, w)
 		}
-		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 {
+		if res.WaitForAdditionalItems && len(res.AdditionalItems) > 0 && r.dry == nil {
 			r.waitReady(ctx, act.Action, res, what, target)
 		}
-		if res.OperationID != "" {
+		if res.OperationID != "" && r.dry != nil {
+			// A dry run follows no operation: one the plugin started
+			// anyway (it can see spec.dryRun) is cancelled at once.
+			msg := fmt.Sprintf("%s: RestoreItemAction %s started operation %s in a dry run; cancelled", what, act.Action.Name(), res.OperationID)
+			if err := act.Action.Cancel(ctx, res.OperationID, r.restore); err != nil {
+				msg += fmt.Sprintf(" (the cancel failed: %v)", err)
+			}
+			r.rec.Warning(target, msg)
+		} else if res.OperationID != "" {
 			r.addOperation(act.Action.Name(), it, target, res.OperationID)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // read checks the whole tarball and spools its items, tier by tier.
@@ -126,6 +127,7 @@ func (r *run) read(tarball io.Reader) error {
 		if selected && r.revokedToken(gr, e.Object) {
 			selected = false
 			r.rec.Warning(e.Namespace, fmt.Sprintf("secret %s/%s is a service account token (%s): not restored — the cluster issues tokens anew, and one deleted to revoke it stays revoked; name secrets in includedResources to restore it", e.Namespace, e.Name, tokenSecretType))
+			r.dry.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, "a service account token: the cluster issues tokens anew; name secrets in includedResources to restore it")
 		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
@@ -231,6 +233,7 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 			// one this restore maps it to.
 			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it as it is",
 				gr, name, from, r.restore.Spec.NamespaceMapping[from], from))
+			r.dry.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it as it is", from, r.restore.Spec.NamespaceMapping[from]))
 			return false
 		}
 	}
@@ -391,8 +394,14 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		obj.SetKind("Namespace")
 		obj.SetName(target)
 		Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
-		if _, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{DryRun: r.dryRunOptions()})
+		switch {
+		case err == nil && r.dry != nil:
+			r.dry.namespaces.Store(target, true)
+			r.dry.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldCreate, "made by the restore: the backup holds items of namespace "+ns)
+		case err != nil && !apierrors.IsAlreadyExists(err):
 			r.rec.Error(target, fmt.Sprintf("creating namespace %s: %v", target, err))
+			r.dry.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
 	return nil

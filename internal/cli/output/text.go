@@ -91,3 +91,27 @@ func Results(w io.Writer, raw []byte) {
 		}
 	}
 }
+
+// DryRun prints the items of a dry-run restore's results that would fail
+// or differ (the others are counted in its status).
+func DryRun(w io.Writer, raw []byte) {
+	var r struct {
+		DryRun []struct {
+			Item, Outcome, Detail string
+		} `json:"dryRun"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return
+	}
+	for _, part := range []struct{ title, outcome string }{{"Would fail", "would-fail"}, {"Differ from the backup", "differs"}} {
+		var lines []string
+		for _, it := range r.DryRun {
+			if it.Outcome == part.outcome {
+				lines = append(lines, "  "+it.Item+": "+it.Detail)
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s:\n%s\n", part.title, strings.Join(lines, "\n"))
+		}
+	}
+}

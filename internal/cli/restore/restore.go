@@ -39,6 +39,7 @@ type createOptions struct {
 	itemOperationTimeout                 time.Duration
 	wait                                 bool
 	strict                               bool
+	dryRun                               bool
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -48,7 +49,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 		Short: "Restore from a backup",
 		Example: `  salvor restore create --from-backup nightly --wait
   salvor restore create shop-copy --from-backup nightly --include-namespaces shop --namespace-mappings shop:shop-copy
-  salvor restore create --from-backup nightly --existing-resource-policy update`,
+  salvor restore create --from-backup nightly --existing-resource-policy update
+  salvor restore create --from-backup nightly --dry-run --wait`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.backup == "" {
@@ -81,6 +83,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 					ExistingResourcePolicy: salvorv1.ExistingResourcePolicy(o.existing),
 					ItemOperationTimeout:   metav1.Duration{Duration: o.itemOperationTimeout},
 					Strict:                 o.strict,
+					DryRun:                 o.dryRun,
 				},
 			}
 			if o.selector != "" {
@@ -145,6 +148,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.Lookup("restore-volumes").NoOptDefVal = "true"
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the restore to finish, showing its progress")
+	f.BoolVar(&o.dryRun, "dry-run", false, "run the whole restore but send every write as a server-side dry run: nothing is written, and describe --details says what each item would do")
 	return cmd
 }
 
@@ -275,7 +279,14 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
 			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
 			done, total := progress(rs)
-			fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+			if s.DryRun {
+				fmt.Fprintf(w, "Dry run:      nothing was written\nItems:        %d of %d checked\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+				if d := st.DryRun; d != nil {
+					fmt.Fprintf(w, "Would:        create %d, leave %d identical, find %d differing, skip %d, fail %d\n", d.WouldCreate, d.Identical, d.Differs, d.Skipped, d.WouldFail)
+				}
+			} else {
+				fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+			}
 			if n := st.RestoreItemOperationsAttempted; n > 0 {
 				fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n", st.RestoreItemOperationsCompleted, n,
 					st.RestoreItemOperationsFailed, n-st.RestoreItemOperationsCompleted-st.RestoreItemOperationsFailed)
@@ -283,7 +294,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if details {
 				describeVolumes(cmd.Context(), w, c, rs)
 			}
-			if details && (st.Errors > 0 || st.Warnings > 0) {
+			if details && (st.Errors > 0 || st.Warnings > 0 || (s.DryRun && st.DryRun != nil)) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
 				rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreResults, rs.Name)
@@ -294,6 +305,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				defer rc.Close()
 				b, _ := io.ReadAll(rc)
 				output.Results(w, b)
+				if s.DryRun {
+					output.DryRun(w, b)
+				}
 			}
 			return nil
 		},

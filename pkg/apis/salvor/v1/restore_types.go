@@ -117,7 +117,40 @@ type RestoreStatus struct {
 	RestoreItemOperationsCompleted int `json:"restoreItemOperationsCompleted,omitempty"`
 	// +optional
 	RestoreItemOperationsFailed int `json:"restoreItemOperationsFailed,omitempty"`
+	// DryRun counts what a dry run found the restore would do, item by
+	// item (the restore's results list each item).
+	// +optional
+	// +nullable
+	DryRun *DryRunSummary `json:"dryRun,omitempty"`
 }
+
+// DryRunSummary counts a dry-run restore's items by what restoring them
+// would do.
+type DryRunSummary struct {
+	// WouldCreate: not in the cluster; the API server accepted the create
+	// as a dry run (or could not check it, its namespace or resource being
+	// made by the same restore: see the item's detail).
+	WouldCreate int `json:"wouldCreate"`
+	// Identical: in the cluster already, as the backup has it.
+	Identical int `json:"identical"`
+	// Differs: in the cluster, different from the backup (the item names
+	// the fields); left as it is, or updated with existingResourcePolicy
+	// update.
+	Differs int `json:"differs"`
+	// Skipped: left out by a plugin or by the restore's rules.
+	Skipped int `json:"skipped"`
+	// WouldFail: the API server (or a plugin) refused it.
+	WouldFail int `json:"wouldFail"`
+}
+
+// The outcomes of a dry-run restore's items.
+const (
+	DryRunWouldCreate = "would-create"
+	DryRunIdentical   = "identical"
+	DryRunDiffers     = "differs"
+	DryRunSkipped     = "skipped"
+	DryRunWouldFail   = "would-fail"
+)
 
 // Restore is a request to bring back objects and volumes from a Backup, and its result.
 //
