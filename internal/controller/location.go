@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +53,14 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	phase, message := salvorv1.BackupStorageLocationPhaseAvailable, ""
+	var notes []string
+	if bsl.Spec.Encryption != nil {
+		note, err := r.keys(checkCtx, bsl)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		notes = append(notes, note...)
+	}
 	store, err := r.Locations.Store(checkCtx, bsl)
 	if err == nil {
 		err = store.Check(checkCtx)
@@ -59,10 +68,16 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	now := metav1.Now()
 	if err != nil {
 		phase, message = salvorv1.BackupStorageLocationPhaseUnavailable, err.Error()
-	} else if err := r.sync(checkCtx, bsl); err != nil {
+	} else if unreadable, err := r.sync(checkCtx, bsl); err != nil {
 		r.Log.Warn("syncing backups from a location", "location", bsl.Name, "error", err)
 	} else {
 		bsl.Status.LastSyncedTime = &now
+		if len(unreadable) > 0 {
+			notes = append(notes, fmt.Sprintf("%d backups in the location cannot be read, so are not synced: %s", len(unreadable), strings.Join(unreadable, "; ")))
+		}
+	}
+	if message == "" {
+		message = strings.Join(notes, "; ")
 	}
 	if bsl.Status.Phase != phase {
 		r.Log.Info("backup storage location changed phase", "location", bsl.Name, "phase", phase, "message", message)
@@ -77,18 +92,19 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // sync creates in the cluster the backups the location holds that the
 // cluster lacks.
-func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStorageLocation) error {
+// It returns the backups it could not read, saying why.
+func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (unreadable []string, err error) {
 	store, err := r.Locations.Store(ctx, bsl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names, err := store.ListBackups(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	existing := &salvorv1.BackupList{}
 	if err := r.Client.List(ctx, existing, client.InNamespace(bsl.Namespace)); err != nil {
-		return err
+		return nil, err
 	}
 	have := map[string]*salvorv1.Backup{}
 	for i := range existing.Items {
@@ -102,7 +118,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 				if stored, err := store.GetBackup(ctx, name); err == nil {
 					b.Status = stored.Status
 					if err := updateStatus(ctx, r.Client, b); err != nil {
-						return fmt.Errorf("recording synced backup %s: %w", name, err)
+						return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 					}
 				}
 			}
@@ -111,6 +127,9 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		stored, err := store.GetBackup(ctx, name)
 		if err != nil {
 			r.Log.Warn("reading a backup's metadata during sync", "location", bsl.Name, "backup", name, "error", err)
+			if len(unreadable) < 5 {
+				unreadable = append(unreadable, fmt.Sprintf("%s: %v", name, err))
+			}
 			continue
 		}
 		if exp := stored.Status.Expiration; bsl.Spec.ReadOnly() && exp != nil && exp.Time.Before(time.Now()) {
@@ -135,19 +154,49 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		}
 		b.Spec.StorageLocation = bsl.Name
 		if err := r.Client.Create(ctx, b); err != nil {
-			return fmt.Errorf("creating synced backup %s: %w", name, err)
+			return unreadable, fmt.Errorf("creating synced backup %s: %w", name, err)
 		}
 		b.Status = stored.Status
 		if b.Status.Phase == "" {
 			b.Status.Phase = salvorv1.BackupPhaseCompleted
 		}
 		if err := updateStatus(ctx, r.Client, b); err != nil {
-			return fmt.Errorf("recording synced backup %s: %w", name, err)
+			return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 		}
 		r.syncProgressResources(ctx, store, b)
 		r.Log.Info("synced a backup from its location", "location", bsl.Name, "backup", name)
 	}
-	return nil
+	return unreadable, nil
+}
+
+// keys makes sure an encrypted location has its keys, adds one when a
+// rotation is asked for, and records them in its status; it returns what
+// the location's status should say.
+func (r *LocationReconciler) keys(ctx context.Context, bsl *salvorv1.BackupStorageLocation) ([]string, error) {
+	var notes []string
+	keys, unsaved, err := r.Locations.EncryptionKeys(ctx, bsl)
+	if err != nil {
+		return []string{err.Error()}, nil
+	}
+	what := keySecretName(r.Locations.Namespace, bsl.Spec.Encryption.KeySecret)
+	if unsaved {
+		notes = append(notes, fmt.Sprintf("the server created a new encryption key (%s): keep a copy of the keys outside the cluster — without them the location's backups cannot be read — then remove the Secret's annotation %s", what, salvorv1.KeyNotSavedAnnotation))
+	}
+	if bsl.Annotations[salvorv1.RotateKeyAnnotation] != "" {
+		if keys, err = r.Locations.RotateKey(ctx, bsl); err != nil {
+			return nil, err
+		}
+		r.Log.Info("added a key to an encrypted location", "location", bsl.Name, "secret", what, "keys", keys.Count(), "recipient", keys.Recipient())
+		patch := client.MergeFrom(bsl.DeepCopy())
+		delete(bsl.Annotations, salvorv1.RotateKeyAnnotation)
+		status := bsl.Status
+		if err := r.Client.Patch(ctx, bsl, patch); err != nil {
+			return nil, err
+		}
+		bsl.Status = status
+	}
+	bsl.Status.EncryptionKeys, bsl.Status.EncryptionRecipient = keys.Count(), keys.Recipient()
+	return notes, nil
 }
 
 // syncProgressResources recreates a synced backup's VolumePluginBackups, so

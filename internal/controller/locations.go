@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/encryption"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -144,7 +145,6 @@ func (l *Locations) credentialFile(ctx context.Context, c *corev1.SecretKeySelec
 	return path, os.Rename(tmp.Name(), path)
 }
 
-// Store opens a location's object store.
 // StoreNamed opens the backup store of the location named name.
 func (l *Locations) StoreNamed(ctx context.Context, name string) (*persistence.BackupStore, error) {
 	bsl, err := l.Get(ctx, name)
@@ -154,6 +154,8 @@ func (l *Locations) StoreNamed(ctx context.Context, name string) (*persistence.B
 	return l.Store(ctx, bsl)
 }
 
+// Store opens a location's object store: through its encryption when it
+// is encrypted.
 func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*persistence.BackupStore, error) {
 	config, err := l.config(ctx, bsl)
 	if err != nil {
@@ -162,6 +164,13 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), config)
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	if bsl.Spec.Encryption != nil {
+		keys, _, err := l.EncryptionKeys(ctx, bsl)
+		if err != nil {
+			return nil, err
+		}
+		store = &encryption.Store{ObjectStore: store, Keys: keys, Location: bsl.Name, KeySecret: keySecretName(l.Namespace, bsl.Spec.Encryption.KeySecret)}
 	}
 	if bsl.Spec.ReadOnly() {
 		return persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch), nil

@@ -95,6 +95,9 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			problems = append(problems, fmt.Sprintf("backup %q is %s: only a Completed or PartiallyFailed backup can be restored", b.Name, b.Status.Phase))
 		}
 	}
+	if len(problems) == 0 {
+		problems = r.unreadable(ctx, b)
+	}
 	// Both checks read the backup's resource list: from the location once.
 	list := sync.OnceValues(func() (map[string][]string, error) { return r.resourceList(ctx, b) })
 	if len(problems) == 0 {
@@ -144,6 +147,26 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	r.run(runCtx, ctx, rs, b, cancel)
 	return ctrl.Result{}, nil
+}
+
+// unreadable says why a backup of an encrypted location cannot be read
+// with the location's keys (a key removed from its Secret, or the Secret
+// deleted and made anew): the restore fails validation instead of failing
+// half way.
+func (r *RestoreReconciler) unreadable(ctx context.Context, b *salvorv1.Backup) []string {
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil || bsl.Spec.Encryption == nil {
+		return nil // an unencrypted location's problems show when it is read
+	}
+	what := keySecretName(r.Locations.Namespace, bsl.Spec.Encryption.KeySecret)
+	store, err := r.Locations.Store(ctx, bsl)
+	if err == nil {
+		_, err = store.GetBackup(ctx, b.Name)
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("backup %s cannot be read with the keys of its encrypted location %s (%s): %v", b.Name, bsl.Name, what, err)}
+	}
+	return nil
 }
 
 // resourceList reads a backup's resource list from its location.

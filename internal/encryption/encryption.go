@@ -123,3 +123,25 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// ToRecipient returns r encrypted to an age public key (age1...), as a
+// stream: how a file of an encrypted location leaves the server for a
+// client that holds only its own key.
+func ToRecipient(r io.Reader, recipient string) (io.ReadCloser, error) {
+	rcpt, err := age.ParseX25519Recipient(recipient)
+	if err != nil {
+		return nil, fmt.Errorf("recipient %q is not an age public key: %w", recipient, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		w, err := age.Encrypt(pw, rcpt)
+		if err == nil {
+			_, err = io.Copy(w, r)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
+}

@@ -421,15 +421,15 @@ func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string, keep
 	return s.ClearJournal(ctx, name)
 }
 
-// SignedURL returns a URL, valid for ttl, of one of a backup's files.
-func (s *BackupStore) SignedURL(ctx context.Context, name string, f File, ttl time.Duration) (string, error) {
-	key := s.BackupFile(name, f)
+// SignedKeyURL returns a URL, valid for ttl, of one of the files of a
+// backup or restore (a BackupFile or RestoreFile key).
+func (s *BackupStore) SignedKeyURL(ctx context.Context, key string, ttl time.Duration) (string, error) {
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("backup %s has no %s%s file in its location", name, name, f)
+		return "", fmt.Errorf("%s is not in the location", strings.TrimPrefix(key, s.prefix))
 	}
 	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }
@@ -460,19 +460,6 @@ func (s *BackupStore) PutRestoreLogs(ctx context.Context, name string, r io.Read
 // GetRestoreJSON reads one of a restore's gzip'd JSON files into v.
 func (s *BackupStore) GetRestoreJSON(ctx context.Context, name string, f File, v any) error {
 	return s.getJSON(ctx, s.RestoreFile(name, f), true, v)
-}
-
-// RestoreSignedURL returns a URL, valid for ttl, of one of a restore's files.
-func (s *BackupStore) RestoreSignedURL(ctx context.Context, name string, f File, ttl time.Duration) (string, error) {
-	key := s.RestoreFile(name, f)
-	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", fmt.Errorf("restore %s has no restore-%s%s file in its location", name, name, f)
-	}
-	return s.store.CreateSignedURL(ctx, s.bucket, key, ttl)
 }
 
 // GetVolumeSnapshots reads a backup's volume snapshots into v; a backup

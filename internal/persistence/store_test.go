@@ -155,7 +155,7 @@ func TestABackupIsWholeOnlyWithItsMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	lr.Close()
-	if _, err := s.SignedURL(ctx, "b1", VolumeSnapshotsFile, time.Minute); err == nil || !strings.Contains(err.Error(), "b1-volumesnapshots.json.gz") {
+	if _, err := s.SignedKeyURL(ctx, s.BackupFile("b1", VolumeSnapshotsFile), time.Minute); err == nil || !strings.Contains(err.Error(), "b1-volumesnapshots.json.gz") {
 		t.Errorf("a signed URL for a missing file: %v", err)
 	}
 
@@ -285,8 +285,8 @@ func TestRestoreFilesRoundTrip(t *testing.T) {
 		t.Errorf("not gzip: %v", err)
 	}
 	s.PutRestoreLogs(ctx, "r1", strings.NewReader("log"))
-	if _, err := s.RestoreSignedURL(ctx, "r1", LogFile, time.Minute); err != nil {
-		t.Errorf("RestoreSignedURL(logs) = %v", err)
+	if _, err := s.SignedKeyURL(ctx, s.RestoreFile("r1", LogFile), time.Minute); err != nil {
+		t.Errorf("a signed URL of a restore's log: %v", err)
 	}
 }
 
@@ -333,7 +333,7 @@ func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 	if want := []string{"backups/b1/b1-salvor-manifest.json.gz", "backups/b1/b1.tar.gz", "backups/b1/salvor-backup.json", "backups/b1/velero-backup.json"}; !slices.Equal(keys, want) {
 		t.Errorf("the bucket holds %v; want only what the ReadWrite store wrote, %v", keys, want)
 	}
-	if _, err := ro.RestoreSignedURL(ctx, "r1", ResultsFile, time.Minute); err == nil || !strings.Contains(err.Error(), "memory") {
+	if _, err := ro.SignedKeyURL(ctx, ro.RestoreFile("r1", ResultsFile), time.Minute); err == nil || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("a signed URL for a file in memory: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ import (
 
 // s3Location creates a location on MinIO through the CLI and waits until
 // the server finds it available.
-func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket string, isDefault bool) map[string]string {
+func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket string, isDefault bool, extra ...string) map[string]string {
 	t.Helper()
 	cfg := map[string]string{
 		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
@@ -41,7 +41,7 @@ func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket st
 	if isDefault {
 		args = append(args, "--default")
 	}
-	c.mustSalvor(t, args...)
+	c.mustSalvor(t, append(args, extra...)...)
 	c.waitLocation(t, name, salvorv1.BackupStorageLocationPhaseAvailable)
 	cfg["bucket"] = bucket
 	return cfg

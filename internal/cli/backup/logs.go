@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	agecrypt "filippo.io/age"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,9 +56,15 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 	if strings.HasPrefix(string(kind), "Restore") {
 		of = "restore " + name
 	}
+	// A key of this download's own: a file of an encrypted location comes
+	// encrypted to it, and only this process can read it.
+	id, err := agecrypt.GenerateX25519Identity()
+	if err != nil {
+		return nil, err
+	}
 	d := &salvorv1.DownloadRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: namespace},
-		Spec:       salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: kind, Name: name}},
+		Spec:       salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: kind, Name: name}, Recipient: id.Recipient().String()},
 	}
 	if err := c.Create(ctx, d); err != nil {
 		return nil, fmt.Errorf("asking the server for %s of %s: %w", kind, of, err)
@@ -79,6 +86,17 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 	body, err := open(ctx, d.Status.DownloadURL)
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s of %s: %w", kind, of, err)
+	}
+	if d.Status.Encrypted {
+		plain, err := agecrypt.Decrypt(body, id)
+		if err != nil {
+			body.Close()
+			return nil, fmt.Errorf("decrypting %s of %s: %w", kind, of, err)
+		}
+		body = struct {
+			io.Reader
+			io.Closer
+		}{plain, body}
 	}
 	if kind == salvorv1.DownloadTargetBackupContents {
 		return body, nil

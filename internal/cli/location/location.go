@@ -24,7 +24,7 @@ func NewCommand(k *kube.Options) *cobra.Command {
 		Aliases: []string{"backup-locations", "bsl"},
 		Short:   "Work with backup storage locations",
 	}
-	cmd.AddCommand(newCreate(k), newGet(k), newSet(k), newDelete(k))
+	cmd.AddCommand(newCreate(k), newGet(k), newSet(k), newDelete(k), newRotateKey(k))
 	return cmd
 }
 
@@ -34,6 +34,7 @@ type createOptions struct {
 	isDefault                bool
 	accessMode               string
 	credential               map[string]string
+	encryptionKey            string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -46,6 +47,8 @@ func newCreate(k *kube.Options) *cobra.Command {
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
   salvor backup-location create s3-keyed --provider salvor.dev/s3 --bucket backups --credential s3-credentials=cloud \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true
+  salvor backup-location create vault --provider salvor.dev/s3 --bucket backups --prefix sealed --encryption-key-secret backup-keys \
+      --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
   salvor backup-location create primary-dr --provider salvor.dev/s3 --bucket backups --prefix cluster-a --access-mode ReadOnly \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
 		Args: cobra.ExactArgs(1),
@@ -88,10 +91,21 @@ func newCreate(k *kube.Options) *cobra.Command {
 					Credential:    credential,
 				},
 			}
+			if o.encryptionKey != "" {
+				sel, err := keySelector(o.encryptionKey)
+				if err != nil {
+					return err
+				}
+				bsl.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: sel}
+			}
 			if err := c.Create(ctx, bsl); err != nil {
 				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
+			if e := bsl.Spec.Encryption; e != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
+					k.Namespace, e.KeySecret.Name, e.KeySecret.Key)
+			}
 			return nil
 		},
 	}
@@ -104,6 +118,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
 	f.StringVar(&o.accessMode, "access-mode", string(salvorv1.BackupStorageLocationAccessModeReadWrite),
 		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")
+	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
 	return cmd
 }
 

@@ -29,6 +29,12 @@ type DownloadTarget struct {
 // DownloadRequestSpec says which file to make downloadable.
 type DownloadRequestSpec struct {
 	Target DownloadTarget `json:"target"`
+	// Recipient is an age public key (age1...) of the client asking. A file
+	// of an encrypted location is not served as stored (only the server
+	// holds the location's keys): the server decrypts it and encrypts it to
+	// this key into a short-lived copy, whose URL it answers with.
+	// +optional
+	Recipient string `json:"recipient,omitempty"`
 }
 
 // DownloadRequestPhase is whether the server has answered.
@@ -47,6 +53,10 @@ type DownloadRequestStatus struct {
 	Phase DownloadRequestPhase `json:"phase,omitempty"`
 	// +optional
 	DownloadURL string `json:"downloadURL,omitempty"`
+	// Encrypted tells that the URL's content is encrypted to
+	// spec.recipient (the location is encrypted).
+	// +optional
+	Encrypted bool `json:"encrypted,omitempty"`
 	// +optional
 	// +nullable
 	Expiration *metav1.Time `json:"expiration,omitempty"`

@@ -53,6 +53,22 @@ type BackupStorageLocationSpec struct {
 	// +kubebuilder:validation:Enum=ReadWrite;ReadOnly
 	// +kubebuilder:default=ReadWrite
 	AccessMode BackupStorageLocationAccessMode `json:"accessMode,omitempty"`
+	// Encryption encrypts every object Salvor writes to the location, and
+	// checks every one it reads (Salvor's; Velero cannot read such a
+	// location). See docs/security.md.
+	// +optional
+	// +nullable
+	Encryption *LocationEncryption `json:"encryption,omitempty"`
+}
+
+// LocationEncryption says where a location's keys are.
+type LocationEncryption struct {
+	// KeySecret names a key of a Secret in the server's namespace holding
+	// the location's keys: age identities (AGE-SECRET-KEY-1...), one a
+	// line, oldest first. The newest encrypts; all decrypt. When the
+	// Secret or the key does not exist, the server creates it with a new
+	// key and says so in the location's status.
+	KeySecret corev1.SecretKeySelector `json:"keySecret"`
 }
 
 // BackupStorageLocationAccessMode says whether Salvor may write to a location.
@@ -81,6 +97,13 @@ type BackupStorageLocationStatus struct {
 	// +optional
 	// +nullable
 	LastSyncedTime *metav1.Time `json:"lastSyncedTime,omitempty"`
+	// EncryptionKeys counts the keys in an encrypted location's key
+	// Secret, and EncryptionRecipient is the public half of the newest,
+	// the one new objects are encrypted to.
+	// +optional
+	EncryptionKeys int `json:"encryptionKeys,omitempty"`
+	// +optional
+	EncryptionRecipient string `json:"encryptionRecipient,omitempty"`
 }
 
 // BackupStorageLocation is an object store that holds backups.

@@ -42,6 +42,16 @@ const (
 	// namespaces it created, with the Backup's name.
 	TestRestoreLabel = "salvor.dev/test-restore-of"
 
+	// RotateKeyAnnotation asks the server to add a key to an encrypted
+	// location's key Secret (`salvor backup-location rotate-key`); its
+	// value identifies the request.
+	RotateKeyAnnotation = "salvor.dev/rotate-key-requested"
+	// KeyNotSavedAnnotation marks a key Secret the server made (or added a
+	// key to because the key was missing): until someone removes it, having
+	// kept a copy of the keys outside the cluster, the location's status
+	// says so.
+	KeyNotSavedAnnotation = "salvor.dev/key-not-saved"
+
 	// FilesFinalizer keeps a Backup until its files are deleted.
 	FilesFinalizer = "salvor.dev/backup-files"
 
