@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -79,6 +80,9 @@ func StartMinIO(t testing.TB, buckets ...string) *MinIO {
 	return m
 }
 
+// MinIOKMSKey is the ID of the KMS key MinIO is started with.
+const MinIOKMSKey = "salvor-test-key"
+
 // Start starts (again) the MinIO that StartMinIO set up, on the same port
 // and data, and waits until it is ready: a fault test stops it with Stop and
 // brings it back.
@@ -87,7 +91,10 @@ func (m *MinIO) Start(t testing.TB) {
 	m.cmd = exec.Command(Binary(t, "minio"), "server", m.DataDir,
 		"--address", fmt.Sprintf("127.0.0.1:%d", m.port), "--console-address", fmt.Sprintf("127.0.0.1:%d", m.console), "--quiet")
 	m.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.AccessKey, "MINIO_ROOT_PASSWORD="+m.SecretKey,
-		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off",
+		// A built-in KMS key, so server-side encryption (SSE-S3, SSE-KMS
+		// with key ID MinIOKMSKey) works as on AWS.
+		"MINIO_KMS_SECRET_KEY="+MinIOKMSKey+":"+base64.StdEncoding.EncodeToString([]byte("salvor-testbed-kms-key-32-bytes!")))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "minio.log"))
 	if err != nil {
 		t.Fatal(err)

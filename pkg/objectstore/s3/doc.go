@@ -5,7 +5,10 @@
 // config carries over: region, s3Url (an S3-compatible endpoint),
 // s3ForcePathStyle, insecureSkipTLSVerify, caCert (PEM), credentialsFile (an
 // AWS shared-credentials file), profile, and publicUrl (the endpoint used in
-// signed URLs). Without credentialsFile the SDK's default chain applies
+// signed URLs), and for server-side encryption serverSideEncryption (AES256,
+// aws:kms, aws:kms:dsse), kmsKeyId and customerKeyEncryptionFile (SSE-C: a
+// file of exactly 32 raw bytes, sent with every write and read; such
+// objects cannot be served by signed URL). Without credentialsFile the SDK's default chain applies
 // (environment, shared config, instance roles). Uploads of unknown length —
 // a tarball streamed while it is written — go as multipart uploads.
 package s3

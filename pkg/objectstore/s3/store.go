@@ -29,6 +29,7 @@ const Name = "salvor.dev/s3"
 var validKeys = []string{
 	"region", "s3Url", "publicUrl", "s3ForcePathStyle", "insecureSkipTLSVerify", "caCert",
 	"credentialsFile", "profile", "bucket", "prefix",
+	"serverSideEncryption", "kmsKeyId", "customerKeyEncryptionFile",
 }
 
 // Store talks to one S3 endpoint; see the package doc.
@@ -38,6 +39,7 @@ type Store struct {
 	public *s3.Client
 	//lint:ignore SA1019 transfermanager is a separate, younger module; manager still does multipart uploads of unknown length, which is all Salvor needs
 	uploader *manager.Uploader
+	sse      sse
 }
 
 var _ sdk.ObjectStore = (*Store)(nil)
@@ -55,6 +57,10 @@ func (s *Store) Init(cfg map[string]string) error {
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		return fmt.Errorf("config keys %v are not known; valid keys are %v", unknown, validKeys)
+	}
+	var err error
+	if s.sse, err = parseSSE(cfg); err != nil {
+		return err
 	}
 	pathStyle, err := boolKey(cfg, "s3ForcePathStyle")
 	if err != nil {
@@ -159,7 +165,9 @@ func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, bo
 		return err
 	}
 	//lint:ignore SA1019 see Store.uploader
-	_, err := s.uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: body})
+	in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: body}
+	s.sse.put(in)
+	_, err := s.uploader.Upload(ctx, in)
 	if err != nil {
 		return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, err)
 	}
@@ -174,7 +182,9 @@ func (s *Store) ObjectExistsWithContext(ctx context.Context, bucket, key string)
 	if err := s.ready(); err != nil {
 		return false, err
 	}
-	_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	in := &s3.HeadObjectInput{Bucket: &bucket, Key: &key}
+	s.sse.head(in)
+	_, err := s.client.HeadObject(ctx, in)
 	if err == nil {
 		return true, nil
 	}
@@ -193,7 +203,9 @@ func (s *Store) GetObjectWithContext(ctx context.Context, bucket, key string) (i
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	s.sse.get(in)
+	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("getting s3://%s/%s: %w", bucket, key, err)
 	}
@@ -261,6 +273,9 @@ func (s *Store) DeleteObjectWithContext(ctx context.Context, bucket, key string)
 func (s *Store) CreateSignedURL(bucket, key string, ttl time.Duration) (string, error) {
 	if err := s.ready(); err != nil {
 		return "", err
+	}
+	if s.sse.customerKey != "" {
+		return "", errors.New("objects encrypted with a customer-provided key (customerKeyEncryptionFile) cannot be served by URL: the key would have to travel with every download")
 	}
 	req, err := s3.NewPresignClient(s.public).PresignGetObject(context.Background(),
 		&s3.GetObjectInput{Bucket: &bucket, Key: &key}, s3.WithPresignExpires(ttl))
