@@ -48,13 +48,15 @@ func BenchmarkBackup(b *testing.B) {
 
 	list := bareList(b, c)
 	for _, variant := range []struct {
-		name    string
-		plugins string
-	}{{"no-plugins", b.TempDir()}, {"two-actions", pluginDir}} {
+		name     string
+		plugins  string
+		location []string
+	}{{"no-plugins", b.TempDir(), nil}, {"two-actions", pluginDir, nil},
+		{"encrypted", b.TempDir(), []string{"--encryption-key-secret", "bench-keys"}}} {
 		b.Run(variant.name, func(b *testing.B) {
 			s := c.startServer(b, "--plugin-dir", variant.plugins)
 			loc := "loc-" + variant.name
-			c.s3Location(b, minio, loc, "backups", false)
+			c.s3Location(b, minio, loc, "backups", false, variant.location...)
 			name := "bench-" + variant.name
 			start := time.Now()
 			c.mustSalvor(b, "backup", "create", name, "--storage-location", loc, "--include-namespaces", benchNamespaces())
@@ -344,6 +346,31 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	b.ReportMetric(dry, "dry-run-s")
 	b.ReportMetric(took/dry, "x-dry-run-vs-restore")
+
+	// The same restore from an encrypted location (its backup made there).
+	c.s3Location(b, minio, "sealed", "backups", false, "--prefix", "sealed", "--encryption-key-secret", "bench-keys")
+	c.mustSalvor(b, "backup", "create", "src-sealed", "--storage-location", "sealed", "--include-namespaces", benchNamespaces(), "--wait")
+	var sealedMappings []string
+	for i := range 10 {
+		sealedMappings = append(sealedMappings, fmt.Sprintf("bench-%d:sealed-%d", i, i))
+	}
+	start = time.Now()
+	c.mustSalvor(b, "restore", "create", "unsealed", "--from-backup", "src-sealed", "--include-resources", "configmaps",
+		"--namespace-mappings", strings.Join(sealedMappings, ","))
+	c.watchUntil(b, &salvorv1.RestoreList{}, "unsealed", func(o runtime.Object) bool {
+		rs = o.(*salvorv1.Restore)
+		switch rs.Status.Phase {
+		case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+			return true
+		}
+		return false
+	})
+	sealed := time.Since(start).Seconds()
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Progress.ItemsRestored != n {
+		b.Fatalf("encrypted restore ended %s with %+v: %s", rs.Status.Phase, rs.Status.Progress, rs.Status.FailureReason)
+	}
+	b.ReportMetric(sealed, "encrypted-restore-s")
+	b.ReportMetric(sealed/took, "x-encrypted-vs-plain-restore")
 }
 
 // restoreArgs passes SALVOR_BENCH_SERVER_ARGS (space-separated) to the server.
