@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,7 +62,30 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			r.Log.Info("backup deleted while it runs: stopping it before removing its files", "backup", key)
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
-		return ctrl.Result{}, r.deleteFiles(ctx, b)
+		// On an immutable location nothing is done — no delete action,
+		// no snapshot deleted — while the backup's objects are retained:
+		// written by its end, they are retained at least until its end
+		// plus the location's retainFor.
+		var err error
+		if until, ok := r.retainedByLocation(ctx, b); ok {
+			err = fmt.Errorf("retained by S3 Object Lock until %s", until.UTC().Format(time.RFC3339))
+		} else {
+			err = r.deleteFiles(ctx, b)
+		}
+		if until, ok := retainedUntil(err); ok {
+			// Not a failure: the location keeps the backup as promised.
+			// It is deleted once the retention ends.
+			msg := fmt.Sprintf("its objects are retained by the location's Object Lock until %s; it is deleted then", until.UTC().Format(time.RFC3339))
+			if b.Status.DeletionBlocked != msg || b.Status.Phase != salvorv1.BackupPhaseDeleting {
+				b.Status.DeletionBlocked, b.Status.Phase = msg, salvorv1.BackupPhaseDeleting
+				if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
+					return ctrl.Result{}, err
+				}
+				r.Log.Info("backup deletion waits for its retention", "backup", key, "until", until)
+			}
+			return ctrl.Result{RequeueAfter: time.Until(until) + time.Second}, nil
+		}
+		return ctrl.Result{}, err
 	}
 	if !terminal(b.Status.Phase) || b.Status.Expiration == nil {
 		return ctrl.Result{}, nil
@@ -212,4 +236,43 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 		}
 	}
 	return nil
+}
+
+// retainedUntil reads, from an object store's refusal to delete, until
+// when S3 Object Lock retains the object (salvor.dev/s3 says "retained by
+// S3 Object Lock until <RFC 3339>"; the words cross the plugin boundary,
+// the error's type does not).
+func retainedUntil(err error) (time.Time, bool) {
+	if err == nil {
+		return time.Time{}, false
+	}
+	const marker = "retained by S3 Object Lock until "
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := msg[i+len(marker):]
+	if j := strings.IndexAny(rest, " ;)\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	t, perr := time.Parse(time.RFC3339, rest)
+	if perr != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// retainedByLocation tells until when a backup of an immutable location
+// is retained, if that is still ahead.
+func (r *GCReconciler) retainedByLocation(ctx context.Context, b *salvorv1.Backup) (time.Time, bool) {
+	if b.Status.CompletionTimestamp == nil || b.Spec.StorageLocation == "" {
+		return time.Time{}, false
+	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	if err != nil || bsl.Spec.Immutability == nil || bsl.Spec.ReadOnly() {
+		return time.Time{}, false
+	}
+	until := b.Status.CompletionTimestamp.Add(bsl.Spec.Immutability.RetainFor.Duration)
+	return until, time.Now().Before(until)
 }

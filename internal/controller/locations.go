@@ -93,6 +93,16 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 	if bsl.Spec.ObjectStorage.Prefix != "" {
 		config["prefix"] = bsl.Spec.ObjectStorage.Prefix
 	}
+	if im := bsl.Spec.Immutability; im != nil {
+		// The object store applies the retention (salvor.dev/s3 knows
+		// these keys; a store that does not refuses them at Init, and the
+		// location is Unavailable saying so).
+		config["objectLockMode"] = im.Mode
+		if im.Mode == "" {
+			config["objectLockMode"] = "GOVERNANCE"
+		}
+		config["objectLockRetainFor"] = im.RetainFor.Duration.String()
+	}
 	if c := bsl.Spec.Credential; c != nil {
 		path, err := l.credentialFile(ctx, c)
 		if err != nil {

@@ -30,6 +30,18 @@ import (
 // the server finds it available.
 func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket string, isDefault bool, extra ...string) map[string]string {
 	t.Helper()
+	if isDefault {
+		extra = append(extra, "--default")
+	}
+	cfg := c.s3LocationNoWait(t, minio, name, bucket, extra...)
+	c.waitLocation(t, name, salvorv1.BackupStorageLocationPhaseAvailable)
+	return cfg
+}
+
+// s3LocationNoWait creates a location on the MinIO's bucket and returns at
+// once.
+func (c *cluster) s3LocationNoWait(t testing.TB, minio *testbed.MinIO, name, bucket string, extra ...string) map[string]string {
+	t.Helper()
 	cfg := map[string]string{
 		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
 	}
@@ -38,11 +50,7 @@ func (c *cluster) s3Location(t testing.TB, minio *testbed.MinIO, name, bucket st
 		kv = append(kv, k+"="+v)
 	}
 	args := []string{"backup-location", "create", name, "--provider", "salvor.dev/s3", "--bucket", bucket, "--config", strings.Join(kv, ",")}
-	if isDefault {
-		args = append(args, "--default")
-	}
 	c.mustSalvor(t, append(args, extra...)...)
-	c.waitLocation(t, name, salvorv1.BackupStorageLocationPhaseAvailable)
 	cfg["bucket"] = bucket
 	return cfg
 }

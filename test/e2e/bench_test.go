@@ -51,8 +51,8 @@ func BenchmarkBackup(b *testing.B) {
 		name     string
 		plugins  string
 		location []string
-	}{{"no-plugins", b.TempDir(), nil}, {"two-actions", pluginDir, nil},
-		{"encrypted", b.TempDir(), []string{"--encryption-key-secret", "bench-keys"}}} {
+	}{{"no-plugins", b.TempDir(), nil}, {"encrypted", b.TempDir(), []string{"--encryption-key-secret", "bench-keys"}},
+		{"no-plugins-again", b.TempDir(), nil}, {"two-actions", pluginDir, nil}} {
 		b.Run(variant.name, func(b *testing.B) {
 			s := c.startServer(b, "--plugin-dir", variant.plugins)
 			loc := "loc-" + variant.name

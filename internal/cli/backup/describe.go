@@ -47,6 +47,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				b = final
 			}
 			describe(cmd.OutOrStdout(), b)
+			if b.Status.DeletionBlocked != "" && b.DeletionTimestamp != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Deletion:     waits — %s\n", b.Status.DeletionBlocked)
+			}
 			if b.Status.Verification != nil {
 				fmt.Fprintln(cmd.OutOrStdout())
 				DescribeVerification(cmd.OutOrStdout(), b.Status.Verification)

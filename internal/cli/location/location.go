@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,8 @@ type createOptions struct {
 	accessMode               string
 	credential               map[string]string
 	encryptionKey            string
+	immutableFor             time.Duration
+	immutableMode            string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -91,6 +94,17 @@ func newCreate(k *kube.Options) *cobra.Command {
 					Credential:    credential,
 				},
 			}
+			if o.immutableFor < 0 || (o.immutableFor == 0 && o.immutableMode != "") {
+				return fmt.Errorf("--immutable-for %s: give how long each object is retained (for example 720h); --immutable-mode needs it", o.immutableFor)
+			}
+			if o.immutableFor > 0 {
+				switch o.immutableMode {
+				case "", "GOVERNANCE", "COMPLIANCE":
+				default:
+					return fmt.Errorf("--immutable-mode %q: want GOVERNANCE or COMPLIANCE", o.immutableMode)
+				}
+				bsl.Spec.Immutability = &salvorv1.LocationImmutability{RetainFor: metav1.Duration{Duration: o.immutableFor}, Mode: o.immutableMode}
+			}
 			if o.encryptionKey != "" {
 				sel, err := keySelector(o.encryptionKey)
 				if err != nil {
@@ -118,6 +132,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
 	f.StringVar(&o.accessMode, "access-mode", string(salvorv1.BackupStorageLocationAccessModeReadWrite),
 		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")
+	f.DurationVar(&o.immutableFor, "immutable-for", 0, "write every object with an S3 Object Lock retention of this long (at least the backups' TTL); the bucket must have Object Lock enabled")
+	f.StringVar(&o.immutableMode, "immutable-mode", "", "with --immutable-for: GOVERNANCE (default) or COMPLIANCE")
 	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
 	return cmd
 }

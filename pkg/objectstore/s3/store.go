@@ -30,6 +30,7 @@ var validKeys = []string{
 	"region", "s3Url", "publicUrl", "s3ForcePathStyle", "insecureSkipTLSVerify", "caCert",
 	"credentialsFile", "profile", "bucket", "prefix",
 	"serverSideEncryption", "kmsKeyId", "customerKeyEncryptionFile",
+	"objectLockMode", "objectLockRetainFor",
 }
 
 // Store talks to one S3 endpoint; see the package doc.
@@ -40,6 +41,7 @@ type Store struct {
 	//lint:ignore SA1019 transfermanager is a separate, younger module; manager still does multipart uploads of unknown length, which is all Salvor needs
 	uploader *manager.Uploader
 	sse      sse
+	lock     lock
 }
 
 var _ sdk.ObjectStore = (*Store)(nil)
@@ -60,6 +62,9 @@ func (s *Store) Init(cfg map[string]string) error {
 	}
 	var err error
 	if s.sse, err = parseSSE(cfg); err != nil {
+		return err
+	}
+	if s.lock, err = parseLock(cfg); err != nil {
 		return err
 	}
 	pathStyle, err := boolKey(cfg, "s3ForcePathStyle")
@@ -123,6 +128,14 @@ func (s *Store) Init(cfg map[string]string) error {
 		s.public = clientFor(pub)
 	}
 	s.uploader = manager.NewUploader(s.client) //lint:ignore SA1019 see Store.uploader
+	if s.lock.on() {
+		if cfg["bucket"] == "" {
+			return errors.New("config objectLockMode needs the bucket (config bucket) to check it has Object Lock")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return s.checkBucket(ctx, cfg["bucket"])
+	}
 	return nil
 }
 
@@ -167,6 +180,7 @@ func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, bo
 	//lint:ignore SA1019 see Store.uploader
 	in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: body}
 	s.sse.put(in)
+	s.lock.put(in, time.Now())
 	_, err := s.uploader.Upload(ctx, in)
 	if err != nil {
 		return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, err)
@@ -263,6 +277,12 @@ func (s *Store) DeleteObject(bucket, key string) error {
 func (s *Store) DeleteObjectWithContext(ctx context.Context, bucket, key string) error {
 	if err := s.ready(); err != nil {
 		return err
+	}
+	if s.lock.on() {
+		// A plain delete would only hide the object behind a delete
+		// marker, its retained bytes staying: delete every version, or
+		// fail saying how long the lock holds.
+		return s.deleteVersions(ctx, bucket, key)
 	}
 	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil {
 		return fmt.Errorf("deleting s3://%s/%s: %w", bucket, key, err)

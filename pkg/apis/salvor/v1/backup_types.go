@@ -122,6 +122,10 @@ type BackupStatus struct {
 	// FormatVersion is the version of the backup's tarball layout.
 	// +optional
 	FormatVersion string `json:"formatVersion,omitempty"`
+	// DeletionBlocked says why a backup being deleted still waits: its
+	// objects are retained by its location's Object Lock until a time.
+	// +optional
+	DeletionBlocked string `json:"deletionBlocked,omitempty"`
 	// Verification is the outcome of the backup's last verification
 	// (`salvor backup verify`, or its schedule's spec.verify).
 	// +optional

@@ -59,6 +59,27 @@ type BackupStorageLocationSpec struct {
 	// +optional
 	// +nullable
 	Encryption *LocationEncryption `json:"encryption,omitempty"`
+	// Immutability writes every object with an S3 Object Lock retention of
+	// RetainFor from when it is written, so that nobody — ransomware with
+	// the bucket's keys included — can delete or overwrite a backup before
+	// then. The bucket must have Object Lock enabled; the location is
+	// Unavailable, saying why, otherwise. Deleting or expiring a backup
+	// waits for the retention to end. Set RetainFor to at least the
+	// backups' TTL.
+	// +optional
+	// +nullable
+	Immutability *LocationImmutability `json:"immutability,omitempty"`
+}
+
+// LocationImmutability is how long a location's objects are retained.
+type LocationImmutability struct {
+	RetainFor metav1.Duration `json:"retainFor"`
+	// Mode is GOVERNANCE (the default: a user granted
+	// s3:BypassGovernanceRetention can still delete) or COMPLIANCE (nobody
+	// can, the account's root included, until the retention ends).
+	// +optional
+	// +kubebuilder:validation:Enum=GOVERNANCE;COMPLIANCE
+	Mode string `json:"mode,omitempty"`
 }
 
 // LocationEncryption says where a location's keys are.
