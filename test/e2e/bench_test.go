@@ -287,15 +287,7 @@ func BenchmarkRestore(b *testing.B) {
 	restoreCPU, serverCPU, etcdCPU := cpuSeconds(apiserver), cpuSeconds(s.cmd.Process.Pid), cpuSeconds(etcd)
 	c.mustSalvor(b, "restore", "create", "copy", "--from-backup", "src", "--include-resources", "configmaps",
 		"--namespace-mappings", strings.Join(mappings, ","))
-	rs := &salvorv1.Restore{}
-	c.watchUntil(b, &salvorv1.RestoreList{}, "copy", func(o runtime.Object) bool {
-		rs = o.(*salvorv1.Restore)
-		switch rs.Status.Phase {
-		case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-			return true
-		}
-		return false
-	})
+	rs := c.watchRestoreEnd(b, "copy")
 	peak := rssPeak(s.cmd.Process.Pid) // a fresh server: the restore's high-water mark
 	took := time.Since(start).Seconds()
 	restoreCPU = cpuSeconds(apiserver) - restoreCPU
@@ -332,14 +324,7 @@ func BenchmarkRestore(b *testing.B) {
 	start = time.Now()
 	c.mustSalvor(b, "restore", "create", "dry", "--from-backup", "src", "--include-resources", "configmaps",
 		"--namespace-mappings", strings.Join(dryMappings, ","), "--dry-run")
-	c.watchUntil(b, &salvorv1.RestoreList{}, "dry", func(o runtime.Object) bool {
-		rs = o.(*salvorv1.Restore)
-		switch rs.Status.Phase {
-		case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-			return true
-		}
-		return false
-	})
+	rs = c.watchRestoreEnd(b, "dry")
 	dry := time.Since(start).Seconds()
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.DryRun == nil || rs.Status.DryRun.WouldCreate != n {
 		b.Fatalf("dry run ended %s with %+v: %s", rs.Status.Phase, rs.Status.DryRun, rs.Status.FailureReason)
@@ -357,14 +342,7 @@ func BenchmarkRestore(b *testing.B) {
 	start = time.Now()
 	c.mustSalvor(b, "restore", "create", "unsealed", "--from-backup", "src-sealed", "--include-resources", "configmaps",
 		"--namespace-mappings", strings.Join(sealedMappings, ","))
-	c.watchUntil(b, &salvorv1.RestoreList{}, "unsealed", func(o runtime.Object) bool {
-		rs = o.(*salvorv1.Restore)
-		switch rs.Status.Phase {
-		case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-			return true
-		}
-		return false
-	})
+	rs = c.watchRestoreEnd(b, "unsealed")
 	sealed := time.Since(start).Seconds()
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Progress.ItemsRestored != n {
 		b.Fatalf("encrypted restore ended %s with %+v: %s", rs.Status.Phase, rs.Status.Progress, rs.Status.FailureReason)
@@ -375,3 +353,17 @@ func BenchmarkRestore(b *testing.B) {
 
 // restoreArgs passes SALVOR_BENCH_SERVER_ARGS (space-separated) to the server.
 func restoreArgs() []string { return strings.Fields(os.Getenv("SALVOR_BENCH_SERVER_ARGS")) }
+
+// watchRestoreEnd follows a restore through a watch until it has ended.
+func (c *cluster) watchRestoreEnd(b testing.TB, name string) *salvorv1.Restore {
+	rs := &salvorv1.Restore{}
+	c.watchUntil(b, &salvorv1.RestoreList{}, name, func(o runtime.Object) bool {
+		rs = o.(*salvorv1.Restore)
+		switch rs.Status.Phase {
+		case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+			return true
+		}
+		return false
+	})
+	return rs
+}
