@@ -9,13 +9,15 @@
 //	<prefix>/backups/<name>/<name>-resource-list.json.gz
 //	<prefix>/backups/<name>/<name>-itemoperations.json.gz
 //	<prefix>/backups/<name>/<name>-volumesnapshots.json.gz
+//	<prefix>/backups/<name>/<name>-salvor-manifest.json.gz  SHA-256 of every other file and item (Salvor's)
 //	<prefix>/restores/<name>/...
+//	<prefix>/metadata/downloads/...  short-lived copies served from an encrypted location
 //
 // # Never half a backup
 //
 // A backup exists for a reader when its metadata file does. Salvor streams
 // the tarball first (while the backup runs), then the logs and the other
-// files, and writes the metadata last; a failure before that removes what was
+// files, then the manifest (see Manifest), and writes the metadata last; a failure before that removes what was
 // written, and deleting a backup removes the metadata first. So whatever
 // moment a backup is interrupted at, it either looks whole or not at all.
 package persistence
