@@ -17,7 +17,8 @@
 //
 // A backup exists for a reader when its metadata file does. Salvor streams
 // the tarball first (while the backup runs), then the logs and the other
-// files, then the manifest (see Manifest), and writes the metadata last; a failure before that removes what was
-// written, and deleting a backup removes the metadata first. So whatever
+// files, then the manifest (see Manifest), and writes the metadata last; a
+// failure before that removes what was written, and deleting a backup
+// removes the metadata first. So whatever
 // moment a backup is interrupted at, it either looks whole or not at all.
 package persistence
