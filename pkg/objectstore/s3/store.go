@@ -177,10 +177,10 @@ func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, bo
 	if err := s.ready(); err != nil {
 		return err
 	}
-	//lint:ignore SA1019 see Store.uploader
 	in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: body}
 	s.sse.put(in)
 	s.lock.put(in, time.Now())
+	//lint:ignore SA1019 see Store.uploader
 	_, err := s.uploader.Upload(ctx, in)
 	if err != nil {
 		return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, err)
