@@ -266,7 +266,11 @@ func retainedUntil(err error) (time.Time, bool) {
 // retainedByLocation tells until when a backup of an immutable location
 // is retained, if that is still ahead.
 func (r *GCReconciler) retainedByLocation(ctx context.Context, b *salvorv1.Backup) (time.Time, bool) {
-	if b.Status.CompletionTimestamp == nil || b.Spec.StorageLocation == "" {
+	// Only a whole backup is known to have written its objects by its end;
+	// for any other, the store's refusal to delete says whether it waits.
+	whole := b.Status.Phase == salvorv1.BackupPhaseCompleted || b.Status.Phase == salvorv1.BackupPhasePartiallyFailed ||
+		(b.Status.Phase == salvorv1.BackupPhaseDeleting && b.Status.DeletionBlocked != "")
+	if !whole || b.Status.CompletionTimestamp == nil || b.Spec.StorageLocation == "" {
 		return time.Time{}, false
 	}
 	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
