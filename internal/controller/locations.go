@@ -30,6 +30,10 @@ type Locations struct {
 	// CredentialsDir holds the credential files written for plugins
 	// (default: a directory under the system's temporary one).
 	CredentialsDir string
+	// StagingDir keeps the files of immutable locations' backups until they
+	// are whole (default: a directory under the system's temporary one, the
+	// server's scratch volume when installed).
+	StagingDir string
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
@@ -175,6 +179,11 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}
+	if bsl.Spec.Immutability != nil && !bsl.Spec.ReadOnly() {
+		// Below the encryption: what waits on the server's disk is
+		// encrypted too.
+		store = persistence.Staged(store, filepath.Join(l.stagingDir(), bsl.Namespace, bsl.Name))
+	}
 	if bsl.Spec.Encryption != nil {
 		keys, _, err := l.EncryptionKeys(ctx, bsl)
 		if err != nil {
@@ -186,4 +195,11 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 		return persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch), nil
 	}
 	return persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix), nil
+}
+
+func (l *Locations) stagingDir() string {
+	if l.StagingDir != "" {
+		return l.StagingDir
+	}
+	return filepath.Join(os.TempDir(), "salvor-staging")
 }

@@ -21,6 +21,9 @@ type Store struct {
 	Location, KeySecret string
 }
 
+// Inner is the store below the encryption.
+func (s *Store) Inner() host.ObjectStore { return s.ObjectStore }
+
 // PutObject encrypts body as it streams to the store.
 func (s *Store) PutObject(ctx context.Context, bucket, key string, body io.Reader) error {
 	enc := s.Keys.EncryptStream(body)

@@ -212,6 +212,14 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	if err != nil {
 		return err
 	}
+	staged := stagedOf(s.store)
+	dir := s.key("backups", b.Name) + "/"
+	if staged != nil {
+		// An immutable location: the files, final now, go up once.
+		if err := staged.commit(ctx, s.bucket, dir); err != nil {
+			return err
+		}
+	}
 	if err := s.seal(ctx, b.Name, string(b.UID), map[string][]byte{SalvorMetadataFile: sb, MetadataFile: vb}); err != nil {
 		return err
 	}
@@ -220,6 +228,11 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	}
 	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, MetadataFile), bytes.NewReader(vb)); err != nil {
 		return fmt.Errorf("writing %s: %w", MetadataFile, err)
+	}
+	if staged != nil {
+		if err := staged.discard(s.bucket, dir); err != nil {
+			return fmt.Errorf("backup %s is whole; removing its staged files from the server's disk: %w", b.Name, err)
+		}
 	}
 	return nil
 }
@@ -288,7 +301,15 @@ func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any)
 // of a backup's log, as a gzip member of their own: readers of gzip take
 // the members as one stream. The log goes through a temporary file, so
 // memory does not grow with it, and is written back whole.
+//
+// On an immutable location a whole backup's log was written once, with
+// it, and stays as it is: nothing is appended.
 func (s *BackupStore) AppendLog(ctx context.Context, name string, lines []byte) error {
+	if stagedOf(s.store) != nil {
+		if whole, err := s.IsWhole(ctx, name); err != nil || whole {
+			return err
+		}
+	}
 	tmp, err := os.CreateTemp("", "salvor-log-*.gz")
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func TestImmutableLocation(t *testing.T) {
 	if _, err := raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("locked"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
-	c.startServer(t)
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	const retain = 8 * time.Second
 	c.s3Location(t, minio, "locked", "locked", true, "--immutable-for", retain.String())
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}},
@@ -73,6 +73,34 @@ func TestImmutableLocation(t *testing.T) {
 			t.Errorf("a retained version of %s was deleted through S3", aws.ToString(v.Key))
 		}
 	}
+
+	// A backup whose plugin operation runs on after its first pass: its
+	// files change until it finalizes, yet each object is written once.
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "kept", Annotations: opMap("2", false)}})
+	c.mustSalvor(t, "backup", "create", "with-op", "--include-namespaces", "kept", "--wait")
+	if b := c.getBackup(t, "with-op"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Fatalf("backup with an operation: %s, %d operations completed", b.Status.Phase, b.Status.BackupItemOperationsCompleted)
+	}
+	ops, err := raw.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("locked"), Prefix: aws.String("backups/with-op/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, v := range ops.Versions {
+		seen[aws.ToString(v.Key)]++
+	}
+	for k, n := range seen {
+		if n != 1 || strings.Contains(k, "/journal/") {
+			t.Errorf("object %s: %d versions", k, n)
+		}
+	}
+	if len(seen) < 8 || len(ops.DeleteMarkers) != 0 {
+		t.Errorf("the backup with an operation wrote %v and %d delete markers", seen, len(ops.DeleteMarkers))
+	}
+	if out := c.mustSalvor(t, "backup", "verify", "with-op"); !strings.Contains(out, "Verification: Passed") {
+		t.Errorf("verify of the backup with an operation:\n%s", out)
+	}
+	c.mustSalvor(t, "restore", "create", "with-op", "--from-backup", "with-op", "--namespace-mappings", "kept:kept-copy", "--wait")
 
 	c.mustSalvor(t, "backup", "delete", "kept")
 	eventually(t, "the deletion waiting for the retention", time.Minute, func() (bool, string) {
