@@ -94,6 +94,33 @@ func TestEncryptedLocation(t *testing.T) {
 		t.Errorf("a restore's results from an encrypted location:\n%s", out)
 	}
 
+	// A changed byte in the encrypted tarball: the restore fails naming the
+	// backup's object, before it creates anything.
+	tarKey := "backups/first/first.tar.gz"
+	rc, err := raw.GetObject(ctx, cfg["bucket"], tarKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := io.ReadAll(rc)
+	rc.Close()
+	bad := bytes.Clone(good)
+	bad[len(bad)-40] ^= 1
+	if err := raw.PutObject(ctx, cfg["bucket"], tarKey, bytes.NewReader(bad)); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.salvor(t, "restore", "create", "tampered", "--from-backup", "first", "--namespace-mappings", "sealed:tampered", "--wait")
+	rs := c.waitRestore(t, "tampered", salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailedValidation)
+	if rs.Status.Phase != salvorv1.RestorePhaseFailed || !strings.Contains(rs.Status.FailureReason, "object backups/first/first.tar.gz of encrypted location vault") ||
+		!strings.Contains(rs.Status.FailureReason, "changed or truncated") {
+		t.Errorf("a restore of a tampered encrypted backup: %s %q", rs.Status.Phase, rs.Status.FailureReason)
+	}
+	if got := versionsIn(t, c, "tampered"); len(got) != 0 {
+		t.Errorf("a restore of a tampered backup created %v", got)
+	}
+	if err := raw.PutObject(ctx, cfg["bucket"], tarKey, bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+
 	// Rotation: a second key; the next backup uses it; the first still restores.
 	out := c.mustSalvor(t, "backup-location", "rotate-key", "vault")
 	bsl = c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
@@ -138,7 +165,7 @@ func TestEncryptedLocation(t *testing.T) {
 		return b.Status.EncryptionKeys == 1 && strings.Contains(b.Status.Message, "the server created a new encryption key (Secret salvor/backup-keys, key keys)"), b.Status.Message
 	})
 	_, _ = c.salvor(t, "restore", "create", "lost", "--from-backup", "first", "--namespace-mappings", "sealed:lost")
-	rs := c.waitRestore(t, "lost", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailed, salvorv1.RestorePhasePartiallyFailed)
+	rs = c.waitRestore(t, "lost", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailed, salvorv1.RestorePhasePartiallyFailed)
 	msg := strings.Join(rs.Status.ValidationErrors, " ")
 	if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(msg, "backup first cannot be read with the keys of its encrypted location vault (Secret salvor/backup-keys, key keys)") ||
 		!strings.Contains(msg, "does not hold") {
