@@ -214,6 +214,16 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []s
 			problems = append(problems, backup.UnmatchedNamespaces(b.Spec, present)...)
 		}
 	}
+	if bsl != nil && bsl.Spec.Immutability != nil {
+		ttl, what := b.Spec.TTL.Duration, "ttl"
+		if ttl <= 0 {
+			ttl, what = r.DefaultTTL, "the server's default ttl (--default-backup-ttl)"
+		}
+		if retain := bsl.Spec.Immutability.RetainFor.Duration; ttl > retain {
+			problems = append(problems, fmt.Sprintf("%s %s is longer than location %s's immutability.retainFor %s: the backup would be deletable before it expires; give a ttl of at most %s, or raise retainFor",
+				what, ttl, bsl.Name, retain, retain))
+		}
+	}
 	switch {
 	case bsl == nil:
 	case bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseUnavailable:

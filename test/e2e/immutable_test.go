@@ -46,11 +46,17 @@ func TestImmutableLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
-	const retain = 8 * time.Second
+	const retain = 30 * time.Second
 	c.s3Location(t, minio, "locked", "locked", true, "--immutable-for", retain.String())
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "kept"}, Data: map[string]string{"k": "v"}})
-	c.mustSalvor(t, "backup", "create", "kept", "--include-namespaces", "kept", "--wait")
+	// A backup that would outlive its retention is refused.
+	_, _ = c.salvor(t, "backup", "create", "too-long", "--include-namespaces", "kept", "--ttl", "1h")
+	if b := c.waitBackup(t, "too-long", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted); !strings.Contains(strings.Join(b.Status.ValidationErrors, " "),
+		"ttl 1h0m0s is longer than location locked's immutability.retainFor 30s: the backup would be deletable before it expires") {
+		t.Errorf("a backup whose ttl outlives the retention: %s %q", b.Status.Phase, b.Status.ValidationErrors)
+	}
+	c.mustSalvor(t, "backup", "create", "kept", "--include-namespaces", "kept", "--ttl", retain.String(), "--wait")
 	b := c.getBackup(t, "kept")
 
 	list, err := raw.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("locked"), Prefix: aws.String("backups/kept/")})
@@ -77,7 +83,7 @@ func TestImmutableLocation(t *testing.T) {
 	// A backup whose plugin operation runs on after its first pass: its
 	// files change until it finalizes, yet each object is written once.
 	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "kept", Annotations: opMap("2", false)}})
-	c.mustSalvor(t, "backup", "create", "with-op", "--include-namespaces", "kept", "--wait")
+	c.mustSalvor(t, "backup", "create", "with-op", "--include-namespaces", "kept", "--ttl", retain.String(), "--wait")
 	if b := c.getBackup(t, "with-op"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
 		t.Fatalf("backup with an operation: %s, %d operations completed", b.Status.Phase, b.Status.BackupItemOperationsCompleted)
 	}
