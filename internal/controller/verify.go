@@ -222,9 +222,10 @@ func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, request string, map
 	}
 	slices.Sort(namespaces)
 	no := false
+	// The name labels every restored object: at most 63 characters.
 	base := b.Name
-	if len(base) > 40 {
-		base = base[:40]
+	if limit := 63 - len("-verify-") - len(request); len(base) > limit {
+		base = base[:limit]
 	}
 	rs := &salvorv1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
