@@ -32,36 +32,35 @@ func (l *Locations) EncryptionKeys(ctx context.Context, bsl *salvorv1.BackupStor
 	}
 	secret := &corev1.Secret{}
 	err = l.Secrets.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: sel.Name}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		key, kerr := encryption.NewKey(time.Now())
-		if kerr != nil {
-			return nil, false, kerr
-		}
-		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sel.Name, Namespace: l.Namespace,
-			Labels:      map[string]string{"app.kubernetes.io/name": "salvor"},
-			Annotations: map[string]string{salvorv1.KeyNotSavedAnnotation: notSaved(bsl)}}, Data: map[string][]byte{sel.Key: []byte(key)}}
-		if err := l.Client.Create(ctx, secret); err != nil {
-			return nil, false, fmt.Errorf("backup storage location %s: creating its encryption key (%s): %w", bsl.Name, what, err)
-		}
-	case err != nil:
+	missing := apierrors.IsNotFound(err)
+	if err != nil && !missing {
 		return nil, false, fmt.Errorf("backup storage location %s: reading its encryption key (%s): %w", bsl.Name, what, err)
-	case len(secret.Data[sel.Key]) == 0:
-		key, kerr := encryption.NewKey(time.Now())
-		if kerr != nil {
-			return nil, false, kerr
+	}
+	if missing || len(secret.Data[sel.Key]) == 0 {
+		// A new key, marked until someone says it is kept elsewhere.
+		key, err := encryption.NewKey(time.Now())
+		if err != nil {
+			return nil, false, err
 		}
 		patch := client.MergeFrom(secret.DeepCopy())
+		if missing {
+			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sel.Name, Namespace: l.Namespace,
+				Labels: map[string]string{"app.kubernetes.io/name": "salvor"}}}
+		}
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
-		secret.Data[sel.Key] = []byte(key)
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
 		}
-		secret.Annotations[salvorv1.KeyNotSavedAnnotation] = notSaved(bsl)
-		if err := l.Client.Patch(ctx, secret, patch); err != nil {
-			return nil, false, fmt.Errorf("backup storage location %s: adding its encryption key (%s): %w", bsl.Name, what, err)
+		secret.Data[sel.Key], secret.Annotations[salvorv1.KeyNotSavedAnnotation] = []byte(key), notSaved(bsl)
+		if missing {
+			err = l.Client.Create(ctx, secret)
+		} else {
+			err = l.Client.Patch(ctx, secret, patch)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("backup storage location %s: making its encryption key (%s): %w", bsl.Name, what, err)
 		}
 	}
 	keys, err = encryption.ParseKeys(secret.Data[sel.Key])
@@ -75,13 +74,10 @@ func notSaved(bsl *salvorv1.BackupStorageLocation) string {
 	return fmt.Sprintf("made by the Salvor server for location %s at %s; remove this annotation once the keys are kept outside the cluster", bsl.Name, time.Now().UTC().Format(time.RFC3339))
 }
 
-// RotateKey adds a new key to an encrypted location's key Secret: new
-// objects are encrypted to it; the older keys stay, so older backups stay
-// readable.
+// RotateKey adds a new key to an encrypted location's key Secret (made
+// already, by EncryptionKeys): new objects are encrypted to it; the older
+// keys stay, so older backups stay readable.
 func (l *Locations) RotateKey(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (*encryption.Keys, error) {
-	if _, _, err := l.EncryptionKeys(ctx, bsl); err != nil {
-		return nil, err
-	}
 	sel := bsl.Spec.Encryption.KeySecret
 	secret := &corev1.Secret{}
 	if err := l.Secrets.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: sel.Name}, secret); err != nil {

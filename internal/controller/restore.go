@@ -225,17 +225,7 @@ func unmatchedNamespaces(rs *salvorv1.Restore, b *salvorv1.Backup, resourceList 
 	if err != nil {
 		return []string{fmt.Sprintf("strict: could not read backup %s's resource list to check the namespaces: %v", b.Name, err)}
 	}
-	held := map[string]bool{}
-	for key, items := range list {
-		for _, item := range items {
-			if ns, _, namespaced := strings.Cut(item, "/"); namespaced {
-				held[ns] = true
-			} else if key == "v1/Namespace" {
-				held[item] = true
-			}
-		}
-	}
-	return restore.UnmatchedNamespaces(rs.Spec, held)
+	return restore.UnmatchedNamespaces(rs.Spec, persistence.ListedNamespaces(list))
 }
 
 func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reason string) error {

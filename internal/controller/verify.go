@@ -110,45 +110,12 @@ func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 }
 
 // testRestore moves a test restore on by one step: start it, or, once its
-// Restore has ended, compare and clean up.
+// Restore has ended, compare and clean up. The location is read only for
+// those two steps, not at each change of the Restore in between.
 func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification, prefix string) (ctrl.Result, error) {
-	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
-	if err != nil {
-		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: %v", b.Name, err))
-	}
-	list, err := store.GetResourceList(ctx, b.Name)
-	if err != nil {
-		return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: reading its resource list: %v", b.Name, err))
-	}
-	mapping, err := verify.Targets(list, prefix)
-	if err != nil {
-		return ctrl.Result{}, r.finish(ctx, b, v, "test restore: "+err.Error())
-	}
 	tr := v.TestRestore
 	if tr == nil {
-		tr = &salvorv1.TestRestoreOutcome{Prefix: prefix, Namespaces: verify.SortedValues(mapping)}
-		v.TestRestore = tr
-		if len(mapping) == 0 {
-			tr.Message = "the backup holds no namespaced items: nothing to test-restore"
-			return ctrl.Result{}, r.finish(ctx, b, v, "")
-		}
-		if msg := r.mayTestRestore(ctx, tr.Namespaces); msg != "" {
-			return ctrl.Result{}, r.finish(ctx, b, v, msg)
-		}
-		rs := r.testRestoreOf(b, v.Request, mapping)
-		if err := r.Client.Create(ctx, rs); err != nil {
-			// Made by an attempt that stopped before recording it: the
-			// same request gives the same name; it is taken over only if
-			// it is this backup's.
-			existing := &salvorv1.Restore{}
-			if !apierrors.IsAlreadyExists(err) || r.APIReader.Get(ctx, client.ObjectKeyFromObject(rs), existing) != nil ||
-				existing.Labels[salvorv1.TestRestoreLabel] != b.Name || !metav1.IsControlledBy(existing, b) {
-				return ctrl.Result{}, fmt.Errorf("creating the test restore %s of backup %s: %w", rs.Name, b.Name, err)
-			}
-		}
-		tr.Restore = rs.Name
-		r.Log.Info("test restore started", "backup", b.Name, "restore", rs.Name, "namespaces", tr.Namespaces)
-		return ctrl.Result{}, r.record(ctx, b, v)
+		return ctrl.Result{}, r.startTestRestore(ctx, b, v, prefix)
 	}
 	rs := &salvorv1.Restore{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: tr.Restore}, rs); err != nil {
@@ -159,26 +126,18 @@ func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, 
 		}
 		return ctrl.Result{}, err
 	}
-	switch rs.Status.Phase {
-	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-	default:
+	if !restoreDone(rs.Status.Phase) {
 		return ctrl.Result{}, nil // the Restore's changes bring it back
 	}
 	tr.RestorePhase = string(rs.Status.Phase)
 	var problems []string
 	if rs.Status.Phase == salvorv1.RestorePhaseCompleted || rs.Status.Phase == salvorv1.RestorePhasePartiallyFailed {
-		tarball, err := store.GetTarball(ctx, b.Name)
+		cmp, err := r.compare(ctx, b, rs)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("reading the backup's tarball to compare: %v", err))
-		} else {
-			cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, mapping)
-			tarball.Close()
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("comparing the restored objects with the backup: %v", err))
-			}
-			if cmp != nil {
-				tr.Compared, tr.Identical, tr.NotRestored, tr.Differing = cmp.Compared, cmp.Identical, cmp.NotRestored, cmp.Differing
-			}
+			problems = append(problems, err.Error())
+		}
+		if cmp != nil {
+			tr.Compared, tr.Identical, tr.NotRestored, tr.Differing = cmp.Compared, cmp.Identical, cmp.NotRestored, cmp.Differing
 		}
 	}
 	left := verify.Cleanup(ctx, r.Client, rs.Name, tr.Namespaces)
@@ -186,6 +145,65 @@ func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, 
 	problems = append(problems, left...)
 	tr.Message = strings.Join(problems, "; ")
 	return ctrl.Result{}, r.finish(ctx, b, v, "")
+}
+
+// startTestRestore reads which namespaces the backup holds, checks the
+// test restore may run, and creates its Restore.
+func (r *VerifyReconciler) startTestRestore(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification, prefix string) error {
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: %v", b.Name, err))
+	}
+	list, err := store.GetResourceList(ctx, b.Name)
+	if err != nil {
+		return r.finish(ctx, b, v, fmt.Sprintf("test restore of backup %s: reading its resource list: %v", b.Name, err))
+	}
+	mapping, err := verify.Targets(list, prefix)
+	if err != nil {
+		return r.finish(ctx, b, v, "test restore: "+err.Error())
+	}
+	tr := &salvorv1.TestRestoreOutcome{Prefix: prefix, Namespaces: verify.SortedValues(mapping)}
+	v.TestRestore = tr
+	if len(mapping) == 0 {
+		tr.Message = "the backup holds no namespaced items: nothing to test-restore"
+		return r.finish(ctx, b, v, "")
+	}
+	if msg := r.mayTestRestore(ctx, tr.Namespaces); msg != "" {
+		return r.finish(ctx, b, v, msg)
+	}
+	rs := r.testRestoreOf(b, v.Request, mapping)
+	if err := r.Client.Create(ctx, rs); err != nil {
+		// Made by an attempt that stopped before recording it: the same
+		// request gives the same name; it is taken over only if it is
+		// this backup's.
+		existing := &salvorv1.Restore{}
+		if !apierrors.IsAlreadyExists(err) || r.APIReader.Get(ctx, client.ObjectKeyFromObject(rs), existing) != nil ||
+			existing.Labels[salvorv1.TestRestoreLabel] != b.Name || !metav1.IsControlledBy(existing, b) {
+			return fmt.Errorf("creating the test restore %s of backup %s: %w", rs.Name, b.Name, err)
+		}
+	}
+	tr.Restore = rs.Name
+	r.Log.Info("test restore started", "backup", b.Name, "restore", rs.Name, "namespaces", tr.Namespaces)
+	return r.record(ctx, b, v)
+}
+
+// compare reads the backup's tarball and compares it with what the ended
+// test restore made, through the Restore's own namespace mapping.
+func (r *VerifyReconciler) compare(ctx context.Context, b *salvorv1.Backup, rs *salvorv1.Restore) (*verify.Comparison, error) {
+	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
+	if err != nil {
+		return nil, fmt.Errorf("reading the backup's tarball to compare: %w", err)
+	}
+	tarball, err := store.GetTarball(ctx, b.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the backup's tarball to compare: %w", err)
+	}
+	defer tarball.Close()
+	cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, rs.Spec.NamespaceMapping)
+	if err != nil {
+		err = fmt.Errorf("comparing the restored objects with the backup: %w", err)
+	}
+	return cmp, err
 }
 
 // mayTestRestore refuses a test restore that could touch what it did not

@@ -82,9 +82,15 @@ func (k *Keys) Encrypt(w io.Writer) (io.WriteCloser, error) {
 
 // EncryptStream reads r and returns its encryption, as a stream.
 func (k *Keys) EncryptStream(r io.Reader) io.ReadCloser {
+	return stream(r, k.newest.Recipient())
+}
+
+// stream encrypts r to recipient as it is read; closing the result stops
+// the encryption.
+func stream(r io.Reader, recipient age.Recipient) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
-		w, err := k.Encrypt(pw)
+		w, err := age.Encrypt(pw, recipient)
 		if err == nil {
 			_, err = io.Copy(w, r)
 			if cerr := w.Close(); err == nil {
@@ -132,16 +138,5 @@ func ToRecipient(r io.Reader, recipient string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recipient %q is not an age public key: %w", recipient, err)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		w, err := age.Encrypt(pw, rcpt)
-		if err == nil {
-			_, err = io.Copy(w, r)
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-		}
-		pw.CloseWithError(err)
-	}()
-	return pr, nil
+	return stream(r, rcpt), nil
 }

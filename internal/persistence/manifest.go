@@ -68,37 +68,39 @@ func (m *Manifest) Object(name string) (ObjectDigest, bool) {
 	return ObjectDigest{}, false
 }
 
-// digester hashes a stream as it is read (or written) whole.
-type digester struct {
+// Digester hashes what is written to it, as the manifest records objects.
+type Digester struct {
 	h    hash.Hash
 	size int64
 }
 
-func newDigester() *digester { return &digester{h: sha256.New()} }
+// NewDigester returns an empty Digester.
+func NewDigester() *Digester { return &Digester{h: sha256.New()} }
 
-func (d *digester) Write(p []byte) (int, error) {
+func (d *Digester) Write(p []byte) (int, error) {
 	d.size += int64(len(p))
 	return d.h.Write(p)
 }
 
-func (d *digester) digest(name string) ObjectDigest {
+// Digest is what was written, as the object named name.
+func (d *Digester) Digest(name string) ObjectDigest {
 	return ObjectDigest{Name: name, Size: d.size, SHA256: hex.EncodeToString(d.h.Sum(nil))}
 }
 
 // DigestObject hashes a whole stream.
 func DigestObject(name string, r io.Reader) (ObjectDigest, error) {
-	d := newDigester()
+	d := NewDigester()
 	if _, err := io.Copy(d, r); err != nil {
 		return ObjectDigest{}, err
 	}
-	return d.digest(name), nil
+	return d.Digest(name), nil
 }
 
 // DigestTarball hashes a tarball (gzip'd tar) and each of its item
 // entries. It does not check the entries: that is the reader's job
 // (archive.Read); a stream that is not a tarball is an error.
 func DigestTarball(name string, r io.Reader) (TarballDigest, error) {
-	d := newDigester()
+	d := NewDigester()
 	items, err := digestItems(io.TeeReader(r, d))
 	if err != nil {
 		return TarballDigest{}, err
@@ -107,7 +109,7 @@ func DigestTarball(name string, r io.Reader) (TarballDigest, error) {
 	if _, err := io.Copy(d, r); err != nil {
 		return TarballDigest{}, err
 	}
-	return TarballDigest{Object: d.digest(name), Items: items}, nil
+	return TarballDigest{Object: d.Digest(name), Items: items}, nil
 }
 
 func digestItems(r io.Reader) ([]ItemDigest, error) {

@@ -498,3 +498,20 @@ func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any
 func (s *BackupStore) GetBackupJSON(ctx context.Context, name string, f File, v any) error {
 	return s.getJSON(ctx, s.BackupFile(name, f), true, v)
 }
+
+// ListedNamespaces are the namespaces a backup's resource list holds items
+// of, or Namespace objects of: entries are "<namespace>/<name>" for
+// namespaced items and "<name>" for the others.
+func ListedNamespaces(list map[string][]string) map[string]bool {
+	held := map[string]bool{}
+	for key, items := range list {
+		for _, item := range items {
+			if ns, _, namespaced := strings.Cut(item, "/"); namespaced {
+				held[ns] = true
+			} else if key == "v1/Namespace" {
+				held[item] = true
+			}
+		}
+	}
+	return held
+}

@@ -165,9 +165,7 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 		return
 	}
 	defer rc.Close()
-	whole := sha256.New()
-	var size int64
-	counter := writerFunc(func(p []byte) (int, error) { size += int64(len(p)); return whole.Write(p) })
+	whole := persistence.NewDigester()
 	expected := map[string]string{}
 	for _, it := range items {
 		expected[it.Path] = it.SHA256
@@ -181,7 +179,7 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 		}
 	}
 	entries := 0
-	_, readErr := archive.Read(io.TeeReader(rc, counter), func(e archive.Entry) error {
+	_, readErr := archive.Read(io.TeeReader(rc, whole), func(e archive.Entry) error {
 		entries++
 		if e.Version == "" {
 			r.Items++ // its other copies are the same item at a version
@@ -211,7 +209,7 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 	})
 	if readErr == nil {
 		// Read the rest (gzip padding), so the digest covers it.
-		_, readErr = io.Copy(counter, rc)
+		_, readErr = io.Copy(whole, rc)
 	}
 	if want != nil {
 		for _, it := range items {
@@ -232,9 +230,8 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 	switch {
 	case readErr != nil:
 		r.object(object, salvorv1.ObjectChanged, "does not read whole: "+readErr.Error())
-	case want != nil && (size != want.Size || hex.EncodeToString(whole.Sum(nil)) != want.SHA256):
-		got := persistence.ObjectDigest{Name: object, Size: size, SHA256: hex.EncodeToString(whole.Sum(nil))}
-		detail := differs(got, *want)
+	case want != nil && whole.Digest(object) != *want:
+		detail := differs(whole.Digest(object), *want)
 		if len(itemProblems) > 0 {
 			detail += "; " + itemProblems[0]
 			if len(itemProblems) > 1 {
@@ -251,10 +248,6 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 		r.fail("%s: %s", object, p)
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // listed is the resource list as a set of "<apiVersion>/<Kind>\x00<entry>".
 func listed(list map[string][]string) map[string]bool {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -30,18 +31,7 @@ func Targets(list map[string][]string, prefix string) (map[string]string, error)
 		return nil, fmt.Errorf("restore-into prefix %q: %s", prefix, strings.Join(errs, "; "))
 	}
 	out := map[string]string{}
-	for key, entries := range list {
-		for _, e := range entries {
-			ns, _, namespaced := strings.Cut(e, "/")
-			switch {
-			case namespaced:
-				out[ns] = ""
-			case key == "v1/Namespace":
-				out[e] = ""
-			}
-		}
-	}
-	for ns := range out {
+	for ns := range persistence.ListedNamespaces(list) {
 		target := prefix + "-" + ns
 		if errs := validation.IsDNS1123Label(target); len(errs) > 0 {
 			return nil, fmt.Errorf("namespace %s would be test-restored as %q, which is not a namespace name: %s; choose a shorter prefix", ns, target, strings.Join(errs, "; "))
