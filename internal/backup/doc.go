@@ -6,9 +6,12 @@
 //
 // Items are listed page by page and handed to a bounded pool of workers that
 // run the plugins and write each item into the tarball, which is uploaded
-// while it is being written. Nothing grows with the number of items but the
-// set of items already seen (so each is backed up once) and the resource
-// list the layout requires.
+// while it is being written. The two things that grow with the number of
+// items — the set of items already seen (so each is backed up once) and the
+// resource list the layout requires — stay in memory only up to a small
+// budget and then move to a scratch directory on the server's disk (a hash
+// table in files; sorted runs merged when the list is written), so a
+// backup's memory does not depend on its size.
 //
 // # Failures
 //

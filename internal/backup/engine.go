@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,11 +52,21 @@ type Progress struct {
 
 // Outcome is what a backup produced.
 type Outcome struct {
-	Progress     Progress
-	Results      persistence.Results
-	Operations   []itemoperation.BackupOperation
-	ResourceList map[string][]string
+	Progress   Progress
+	Results    persistence.Results
+	Operations []itemoperation.BackupOperation
+	// ResourceList names every item backed up, kept in the run's scratch
+	// directory until Close.
+	ResourceList *ResourceList
 	Snapshots    []VolumeSnapshot
+}
+
+// Close removes what the outcome keeps on the server's disk.
+func (o *Outcome) Close() {
+	if o != nil && o.ResourceList != nil {
+		o.ResourceList.Close()
+		os.RemoveAll(o.ResourceList.dir)
+	}
 }
 
 // filters are the backup's include/exclude lists and label selector.
@@ -84,7 +94,7 @@ type run struct {
 	mu           sync.Mutex
 	rec          persistence.Recorder
 	operations   []itemoperation.BackupOperation
-	resourceList map[string][]string
+	resourceList *ResourceList
 	snapshotter  *Snapshotter
 	snapshots    []VolumeSnapshot
 	// crds records, per resource of the backed-up items, whether its CRD
@@ -113,7 +123,21 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, err
 	}
-	r := &run{e: e, backup: b, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{}, resourceList: map[string][]string{}, snapshotter: s}
+	// The set of items seen and the resource list grow with the backup:
+	// past a small budget they live in a scratch directory of their own.
+	scratch, err := os.MkdirTemp("", "salvor-backup-")
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: a scratch directory: %w", b.Name, err)
+	}
+	r := &run{e: e, backup: b, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
+		seen: seenSet{dir: scratch}, resourceList: NewResourceList(scratch), snapshotter: s}
+	defer r.seen.close()
+	kept := false
+	defer func() {
+		if !kept {
+			os.RemoveAll(scratch)
+		}
+	}()
 	ReportUnavailable(&r.rec, unavailable, b.Spec.IncludedResources)
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
@@ -158,9 +182,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	case uploadErr != nil:
 		return started, fmt.Errorf("uploading the tarball of backup %s: %w", b.Name, uploadErr)
 	}
-	for k := range r.resourceList {
-		sort.Strings(r.resourceList[k])
-	}
+	kept = true
 	out := &Outcome{
 		Progress:     Progress{TotalItems: int(r.total.Load()), ItemsBackedUp: int(r.done.Load())},
 		Results:      r.rec.Results(),
@@ -370,7 +392,11 @@ func describe(res resources.Resource, ns, name string) string {
 // the item. It returns an error only when the backup cannot go on.
 func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, listed bool) error {
 	ns, name := item.GetNamespace(), item.GetName()
-	if dup := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name)); dup {
+	dup, err := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name))
+	if err != nil {
+		return err
+	}
+	if dup {
 		if listed {
 			r.total.Add(-1)
 		}
@@ -425,10 +451,7 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 	if ns != "" {
 		entry = ns + "/" + name
 	}
-	r.mu.Lock()
-	r.resourceList[key] = append(r.resourceList[key], entry)
-	r.mu.Unlock()
-	return nil
+	return r.resourceList.Add(key, entry)
 }
 
 func (r *run) addOperation(ctx context.Context, plugin string, res resources.Resource, ns, name string, out host.BackupResult) {
@@ -462,8 +485,8 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 		r.rec.Warning(id.Namespace, fmt.Sprintf("%s asked for %s, a resource this cluster does not serve", from, id))
 		return nil
 	}
-	if dup := r.seen.has(itemKey(id.GroupResource, id.Namespace, id.Name)); dup {
-		return nil
+	if dup, err := r.seen.has(itemKey(id.GroupResource, id.Namespace, id.Name)); dup || err != nil {
+		return err
 	}
 	item, err := r.e.Dynamic.Resource(res.GVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

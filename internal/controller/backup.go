@@ -406,6 +406,11 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 			cancel(cancelCause(b))
 		}
 	})
+	if out != nil {
+		// Whatever happens below, the outcome's files on this disk go
+		// (its resource list is written to the location first, if at all).
+		defer out.Close()
+	}
 	if err != nil {
 		reason := err.Error()
 		if cause := context.Cause(runCtx); cause != nil {

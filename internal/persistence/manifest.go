@@ -2,15 +2,18 @@ package persistence
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -52,10 +55,69 @@ type ItemDigest struct {
 }
 
 // TarballDigest is what hashing a tarball gives: the object's digest and
-// its items'.
+// its items'. The items are kept on the server's disk: a backup has as many
+// as it likes, and the server's memory must not grow with them.
 type TarballDigest struct {
 	Object ObjectDigest
-	Items  []ItemDigest
+	Items  *ItemDigests
+}
+
+// ItemDigests is a list of item digests in a temporary file, in the order
+// they were added.
+type ItemDigests struct {
+	f *os.File
+	w *bufio.Writer
+	n int
+}
+
+func newItemDigests() (*ItemDigests, error) {
+	f, err := os.CreateTemp("", "salvor-item-digests-")
+	if err != nil {
+		return nil, fmt.Errorf("a file for the tarball's item digests: %w", err)
+	}
+	return &ItemDigests{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+func (l *ItemDigests) add(d ItemDigest) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	l.n++
+	l.w.Write(b)
+	return l.w.WriteByte('\n')
+}
+
+// Len is how many digests the list holds.
+func (l *ItemDigests) Len() int { return l.n }
+
+// Each calls fn with every digest, in order.
+func (l *ItemDigests) Each(fn func(ItemDigest) error) error {
+	if err := l.w.Flush(); err != nil {
+		return err
+	}
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bufio.NewReader(l.f))
+	for range l.n {
+		var d ItemDigest
+		if err := dec.Decode(&d); err != nil {
+			return fmt.Errorf("reading back the tarball's item digests: %w", err)
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes the file.
+func (l *ItemDigests) Close() {
+	if l != nil {
+		l.f.Close()
+		os.Remove(l.f.Name())
+	}
 }
 
 // Object returns the digest of the object named name, if the manifest has it.
@@ -101,47 +163,55 @@ func DigestObject(name string, r io.Reader) (ObjectDigest, error) {
 // (archive.Read); a stream that is not a tarball is an error.
 func DigestTarball(name string, r io.Reader) (TarballDigest, error) {
 	d := NewDigester()
-	items, err := digestItems(io.TeeReader(r, d))
+	items, err := newItemDigests()
 	if err != nil {
 		return TarballDigest{}, err
 	}
-	// Whatever follows the gzip stream belongs to the object too.
-	if _, err := io.Copy(d, r); err != nil {
+	err = digestItems(io.TeeReader(r, d), items)
+	if err == nil {
+		// Whatever follows the gzip stream belongs to the object too.
+		_, err = io.Copy(d, r)
+	}
+	if err == nil {
+		err = items.w.Flush()
+	}
+	if err != nil {
+		items.Close()
 		return TarballDigest{}, err
 	}
 	return TarballDigest{Object: d.Digest(name), Items: items}, nil
 }
 
-func digestItems(r io.Reader) ([]ItemDigest, error) {
+func digestItems(r io.Reader, items *ItemDigests) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("not gzip: %w", err)
+		return fmt.Errorf("not gzip: %w", err)
 	}
 	tr := tar.NewReader(gz)
-	var items []ItemDigest
+	h := sha256.New()
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("not a tar stream: %w", err)
+			return fmt.Errorf("not a tar stream: %w", err)
 		}
 		name := path.Clean(hdr.Name)
 		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(name, "resources/") {
 			continue
 		}
-		h := sha256.New()
+		h.Reset()
 		if _, err := io.Copy(h, tr); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			return fmt.Errorf("reading %s: %w", name, err)
 		}
-		items = append(items, ItemDigest{Path: name, SHA256: hex.EncodeToString(h.Sum(nil))})
+		if err := items.add(ItemDigest{Path: name, SHA256: hex.EncodeToString(h.Sum(nil))}); err != nil {
+			return err
+		}
 	}
 	// Drain the gzip stream to its end, so the object's digest covers it all.
-	if _, err := io.Copy(io.Discard, gz); err != nil {
-		return nil, err
-	}
-	return items, nil
+	_, err = io.Copy(io.Discard, gz)
+	return err
 }
 
 // tarballDigests remembers, per backup, the digest of the tarball a store
@@ -157,6 +227,7 @@ func (t *tarballDigests) put(key string, d TarballDigest) {
 	if t.m == nil {
 		t.m = map[string]TarballDigest{}
 	}
+	t.m[key].Items.Close()
 	t.m[key] = d
 }
 
@@ -171,6 +242,7 @@ func (t *tarballDigests) take(key string) (TarballDigest, bool) {
 func (t *tarballDigests) forget(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.m[key].Items.Close()
 	delete(t.m, key)
 }
 
@@ -195,6 +267,8 @@ func (s *BackupStore) putTarballDigesting(ctx context.Context, name string, r io
 	<-done
 	if err == nil && derr == nil {
 		s.written.put(key, dg)
+	} else {
+		dg.Items.Close()
 	}
 	return err
 }
@@ -214,23 +288,22 @@ func (s *BackupStore) seal(ctx context.Context, name, uid string, metadata map[s
 	}
 	dir := s.key("backups", name) + "/"
 	tarKey := s.BackupFile(name, TarballFile)
+	var items *ItemDigests
+	defer func() { items.Close() }()
 	for _, k := range keys {
 		rel := strings.TrimPrefix(k, dir)
 		if k == s.manifestKey(name) || metadata[rel] != nil || strings.HasPrefix(rel, "journal/") {
 			continue
 		}
 		if k == tarKey {
-			if d, ok := s.written.take(k); ok {
-				m.Objects = append(m.Objects, d.Object)
-				m.Items = d.Items
-				continue
-			}
-			d, err := s.readTarballDigest(ctx, name)
-			if err != nil {
-				return err
+			d, ok := s.written.take(k)
+			if !ok {
+				if d, err = s.readTarballDigest(ctx, name); err != nil {
+					return err
+				}
 			}
 			m.Objects = append(m.Objects, d.Object)
-			m.Items = d.Items
+			items = d.Items
 			continue
 		}
 		d, err := s.readDigest(ctx, k, rel)
@@ -244,18 +317,67 @@ func (s *BackupStore) seal(ctx context.Context, name, uid string, metadata map[s
 		m.Objects = append(m.Objects, d)
 	}
 	sort.Slice(m.Objects, func(i, j int) bool { return m.Objects[i].Name < m.Objects[j].Name })
-	return s.putManifest(ctx, m)
+	return s.putManifest(ctx, m, items)
 }
 
-func (s *BackupStore) putManifest(ctx context.Context, m *Manifest) error {
-	b, err := gzipJSON(m)
+// putManifest writes a manifest whose items are m.Items or, when items is
+// not nil, those of items, streamed from the server's disk.
+func (s *BackupStore) putManifest(ctx context.Context, m *Manifest, items *ItemDigests) error {
+	err := s.PutJSON(ctx, m.Backup, ManifestFile, manifestWriter{m, items})
 	if err != nil {
-		return err
-	}
-	if err := s.store.PutObject(ctx, s.bucket, s.manifestKey(m.Backup), bytes.NewReader(b)); err != nil {
 		return fmt.Errorf("writing the manifest of backup %s: %w", m.Backup, err)
 	}
 	return nil
+}
+
+// manifestWriter streams a manifest: its header, then its items one by one.
+type manifestWriter struct {
+	m     *Manifest
+	items *ItemDigests
+}
+
+func (mw manifestWriter) WriteJSON(w io.Writer) error {
+	header := *mw.m
+	header.Items = nil
+	b, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	// The header ends with "items":null}: the items go in its place.
+	head, ok := bytes.CutSuffix(b, []byte(`"items":null}`))
+	if !ok {
+		return fmt.Errorf("encoding a manifest: unexpected header %.80s", b)
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(head)
+	bw.WriteString(`"items":[`)
+	n := 0
+	each := func(d ItemDigest) error {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		n++
+		_, err = bw.Write(b)
+		return err
+	}
+	if mw.items != nil {
+		err = mw.items.Each(each)
+	} else {
+		for _, d := range mw.m.Items {
+			if err = each(d); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 func (s *BackupStore) readDigest(ctx context.Context, key, rel string) (ObjectDigest, error) {
@@ -294,24 +416,120 @@ func (s *BackupStore) GetManifest(ctx context.Context, name string) (*Manifest, 
 		return nil, false, err
 	}
 	m := &Manifest{}
-	if err := s.getJSON(ctx, key, true, m); err != nil {
+	read := manifestReader{m: m, item: func(d ItemDigest) error { m.Items = append(m.Items, d); return nil }}
+	if err := s.getJSON(ctx, key, true, read); err != nil {
 		return nil, true, err
 	}
-	if m.Version != ManifestVersion {
-		return nil, true, fmt.Errorf("%s: manifest version %d is not one this Salvor reads (%d)", key, m.Version, ManifestVersion)
-	}
-	if m.Backup != name {
-		return nil, true, fmt.Errorf("%s: the manifest is of backup %q, not %q", key, m.Backup, name)
+	if err := m.check(key, name); err != nil {
+		return nil, true, err
 	}
 	return m, true, nil
+}
+
+func (m *Manifest) check(key, name string) error {
+	if m.Version != ManifestVersion {
+		return fmt.Errorf("%s: manifest version %d is not one this Salvor reads (%d)", key, m.Version, ManifestVersion)
+	}
+	if m.Backup != name {
+		return fmt.Errorf("%s: the manifest is of backup %q, not %q", key, m.Backup, name)
+	}
+	return nil
+}
+
+// manifestReader reads a manifest's fields into m and hands its items to
+// item one at a time, so a caller need not hold them all.
+type manifestReader struct {
+	m    *Manifest
+	item func(ItemDigest) error
+}
+
+func (mr manifestReader) decodeFrom(dec *json.Decoder) error {
+	if err := expect(dec, json.Delim('{')); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v any
+		switch t {
+		case "version":
+			v = &mr.m.Version
+		case "backup":
+			v = &mr.m.Backup
+		case "uid":
+			v = &mr.m.UID
+		case "written":
+			v = &mr.m.Written
+		case "objects":
+			v = &mr.m.Objects
+		case "items":
+			if err := mr.items(dec); err != nil {
+				return err
+			}
+			continue
+		default:
+			v = &json.RawMessage{}
+		}
+		if err := dec.Decode(v); err != nil {
+			return err
+		}
+	}
+	return expect(dec, json.Delim('}'))
+}
+
+func (mr manifestReader) items(dec *json.Decoder) error {
+	t, err := dec.Token()
+	if err != nil || t == nil { // null: no items
+		return err
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("the manifest's items are not a list")
+	}
+	for dec.More() {
+		var d ItemDigest
+		if err := dec.Decode(&d); err != nil {
+			return err
+		}
+		if err := mr.item(d); err != nil {
+			return err
+		}
+	}
+	return expect(dec, json.Delim(']'))
+}
+
+func expect(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != want {
+		return fmt.Errorf("expected %v, found %v", want, t)
+	}
+	return nil
 }
 
 // reseal brings a manifest's entry for one object up to date after it was
 // changed on purpose (a log's end line added once the backup was whole).
 // A backup without a manifest stays without one.
 func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
-	m, ok, err := s.GetManifest(ctx, name)
+	key := s.manifestKey(name)
+	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil || !ok {
+		return err
+	}
+	// The items pass through a file: a large backup's would not fit in memory.
+	items, err := newItemDigests()
+	if err != nil {
+		return err
+	}
+	defer items.Close()
+	m := &Manifest{}
+	if err := s.getJSON(ctx, key, true, manifestReader{m: m, item: items.add}); err != nil {
+		return err
+	}
+	if err := m.check(key, name); err != nil {
 		return err
 	}
 	rel := name + f.Suffix()
@@ -329,7 +547,7 @@ func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
 		m.Objects = append(m.Objects, d)
 		sort.Slice(m.Objects, func(i, j int) bool { return m.Objects[i].Name < m.Objects[j].Name })
 	}
-	return s.putManifest(ctx, m)
+	return s.putManifest(ctx, m, items)
 }
 
 // BackupObjects lists the names (inside backups/<name>/) of every object

@@ -147,7 +147,7 @@ func gzipped(t *testing.T, s string) []byte {
 func TestManifestRefusesWhatIsNotItsBackup(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t, "")
-	if err := s.putManifest(ctx, &Manifest{Version: ManifestVersion, Backup: "other"}); err != nil {
+	if err := s.putManifest(ctx, &Manifest{Version: ManifestVersion, Backup: "other"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// putManifest writes under the manifest's own backup name; copy it.

@@ -127,8 +127,10 @@ type Finish struct {
 	// Logs is the gzip'd log (best effort: a failure is not fatal).
 	Logs io.Reader
 	// Results, ResourceList and ItemOperations are written gzip'd as JSON.
-	Results        *Results
-	ResourceList   map[string][]string
+	Results *Results
+	// ResourceList is a map[string][]string or a JSONWriter (a backup's,
+	// which may be too large to hold in memory).
+	ResourceList   any
 	ItemOperations any
 	// VolumeSnapshots is written when not nil.
 	VolumeSnapshots any
@@ -182,8 +184,33 @@ func (s *BackupStore) PutFiles(ctx context.Context, f Finish) error {
 	return nil
 }
 
-// PutJSON writes one of a backup's gzip'd JSON files.
+// JSONWriter is a value that writes its own JSON as a stream, for a file
+// too large to encode in memory.
+type JSONWriter interface {
+	WriteJSON(w io.Writer) error
+}
+
+// PutJSON writes one of a backup's gzip'd JSON files; a JSONWriter is
+// streamed to the location.
 func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) error {
+	if jw, ok := v.(JSONWriter); ok {
+		pr, pw := io.Pipe()
+		go func() {
+			gz := gzip.NewWriter(pw)
+			err := jw.WriteJSON(gz)
+			if err == nil {
+				err = gz.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, f), pr)
+		// The store may stop reading early (a failed upload): end the writer.
+		pr.CloseWithError(io.ErrClosedPipe)
+		if err != nil {
+			return fmt.Errorf("writing %s%s: %w", name, f, err)
+		}
+		return nil
+	}
 	b, err := gzipJSON(v)
 	if err != nil {
 		return fmt.Errorf("encoding %s%s: %w", name, f, err)
@@ -252,10 +279,22 @@ func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, v any) e
 		defer zr.Close()
 		r = zr
 	}
-	if err := json.NewDecoder(io.LimitReader(r, 256<<20)).Decode(v); err != nil {
+	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
+	if sd, ok := v.(streamDecoder); ok {
+		err = sd.decodeFrom(dec)
+	} else {
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		return fmt.Errorf("%s is not valid JSON: %w", key, err)
 	}
 	return nil
+}
+
+// streamDecoder is a value that reads its JSON piece by piece, for a file
+// too large to hold in memory whole.
+type streamDecoder interface {
+	decodeFrom(dec *json.Decoder) error
 }
 
 // GetBackup reads a backup's metadata: Salvor's file if present, else
