@@ -10,8 +10,10 @@ echo "## Plugin call round trips (test/compat, BenchmarkExecute)"
 echo "## Backup of ConfigMaps on the testbed (test/e2e, BenchmarkBackup; SALVOR_BENCH_ITEMS=${SALVOR_BENCH_ITEMS:-10000})"
 make --no-print-directory testbed >/dev/null
 go test -run '^$' -bench 'BenchmarkBackup|BenchmarkRestore' -benchtime 1x -timeout 2h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\s+bench_test)'
-echo "## Salvor beside Velero, same control plane, MinIO and objects (test/e2e, BenchmarkBesideVelero; builds Velero's server from test/compat/velero)"
-go test -run '^$' -bench BenchmarkBesideVelero -benchtime 1x -timeout 4h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\||\s+velero_bench_test)'
+echo "## Backup and restore on fresh servers (test/e2e, BenchmarkScale; SALVOR_BENCH_ITEMS=${SALVOR_BENCH_ITEMS:-10000})"
+go test -run '^$' -bench BenchmarkScale -benchtime 1x -timeout 4h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\||\s+(bench|velero_bench)_test)'
+echo "## Salvor beside Velero, same control plane, MinIO and objects (test/e2e, BenchmarkBesideVelero; SALVOR_BENCH_VELERO_ITEMS=${SALVOR_BENCH_VELERO_ITEMS:-10000}; builds Velero's server from test/compat/velero)"
+go test -run '^$' -bench BenchmarkBesideVelero -benchtime 1x -timeout 4h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\||\s+(bench|velero_bench)_test)'
 echo "## Reading and spooling a tarball of 10,000 ConfigMaps (internal/restore, BenchmarkRead)"
 go test -run '^$' -bench BenchmarkRead -benchmem -count 3 ./internal/restore 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 echo "## Volume snapshots (pkg/snapshot/localvolume, BenchmarkLocalVolume; SALVOR_BENCH_VOLUME_MIB=${SALVOR_BENCH_VOLUME_MIB:-256})"

@@ -59,7 +59,7 @@ func BenchmarkBackup(b *testing.B) {
 			c.s3Location(b, minio, loc, "backups", false, variant.location...)
 			name := "bench-" + variant.name
 			start := time.Now()
-			c.mustSalvor(b, "backup", "create", name, "--storage-location", loc, "--include-namespaces", benchNamespaces())
+			c.mustSalvor(b, "backup", "create", name, "--storage-location", loc, "--include-namespaces", benchNamespaces(n))
 			final := &salvorv1.Backup{}
 			c.watchUntil(b, &salvorv1.BackupList{}, name, func(o runtime.Object) bool {
 				final = o.(*salvorv1.Backup)
@@ -118,18 +118,33 @@ func finished(p salvorv1.BackupPhase) bool {
 	return false
 }
 
-func benchNamespaces() string {
+// benchNS is how many namespaces n benchmark items are spread over: 10, or
+// one per 3,000 items up to 100 (300,000 items: 100 namespaces).
+func benchNS(n int) int { return min(max(n/3000, 10), 100) }
+
+// benchNamespaces lists the namespaces of n benchmark items, for
+// --include-namespaces.
+func benchNamespaces(n int) string {
 	var ns []string
-	for i := range 10 {
+	for i := range benchNS(n) {
 		ns = append(ns, fmt.Sprintf("bench-%d", i))
 	}
 	return strings.Join(ns, ",")
 }
 
+// benchMappings maps each namespace of n benchmark items to prefix-<i>.
+func benchMappings(n int, prefix string) []string {
+	var m []string
+	for i := range benchNS(n) {
+		m = append(m, fmt.Sprintf("bench-%d:%s-%d", i, prefix, i))
+	}
+	return m
+}
+
 // populate creates n ConfigMaps of about 1 KiB, 16 at a time.
 func populate(b *testing.B, c *cluster, n int) {
 	ctx := context.Background()
-	for i := range 10 {
+	for i := range benchNS(n) {
 		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)}}); err != nil {
 			b.Fatal(err)
 		}
@@ -138,7 +153,7 @@ func populate(b *testing.B, c *cluster, n int) {
 	start := time.Now()
 	c.createMany(b, n, func(i int) client.Object {
 		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%10)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%benchNS(n))},
 			Data:       map[string]string{"payload": payload},
 		}
 	})
@@ -239,7 +254,7 @@ func BenchmarkRestore(b *testing.B) {
 	c := startCluster(b)
 	minio := testbed.StartMinIO(b, "backups")
 	ctx := context.Background()
-	for i := range 10 {
+	for i := range benchNS(n) {
 		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)}}); err != nil {
 			b.Fatal(err)
 		}
@@ -262,7 +277,7 @@ func BenchmarkRestore(b *testing.B) {
 	start := time.Now()
 	for i := range n {
 		if err := sa.client.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%10)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%07d", i), Namespace: fmt.Sprintf("bench-%d", i%benchNS(n))},
 			Data:       map[string]string{"payload": payload},
 		}); err != nil {
 			b.Fatal(err)
@@ -274,15 +289,12 @@ func BenchmarkRestore(b *testing.B) {
 
 	s := sa.startServer(b, append([]string{"--plugin-dir", b.TempDir()}, restoreArgs()...)...)
 	c.s3Location(b, minio, "primary", "backups", true)
-	c.mustSalvor(b, "backup", "create", "src", "--include-namespaces", benchNamespaces(), "--wait")
+	c.mustSalvor(b, "backup", "create", "src", "--include-namespaces", benchNamespaces(n), "--wait")
 	// A fresh server for the restore, so its peak RSS is the restore's and
 	// not the backup's.
 	s.stop()
 	s = sa.startServer(b, append([]string{"--plugin-dir", b.TempDir()}, restoreArgs()...)...)
-	var mappings []string
-	for i := range 10 {
-		mappings = append(mappings, fmt.Sprintf("bench-%d:copy-%d", i, i))
-	}
+	mappings := benchMappings(n, "copy")
 	start = time.Now()
 	restoreCPU, serverCPU, etcdCPU := cpuSeconds(apiserver), cpuSeconds(s.cmd.Process.Pid), cpuSeconds(etcd)
 	c.mustSalvor(b, "restore", "create", "copy", "--from-backup", "src", "--include-resources", "configmaps",
@@ -313,13 +325,11 @@ func BenchmarkRestore(b *testing.B) {
 	// The same restore as a dry run, into 10 empty namespaces: every item
 	// is sent to the API server as a dry-run create (validated, admitted,
 	// not stored).
-	var dryMappings []string
-	for i := range 10 {
-		ns := fmt.Sprintf("dry-%d", i)
-		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	dryMappings := benchMappings(n, "dry")
+	for i := range benchNS(n) {
+		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dry-%d", i)}}); err != nil {
 			b.Fatal(err)
 		}
-		dryMappings = append(dryMappings, fmt.Sprintf("bench-%d:%s", i, ns))
 	}
 	start = time.Now()
 	c.mustSalvor(b, "restore", "create", "dry", "--from-backup", "src", "--include-resources", "configmaps",
@@ -334,11 +344,8 @@ func BenchmarkRestore(b *testing.B) {
 
 	// The same restore from an encrypted location (its backup made there).
 	c.s3Location(b, minio, "sealed", "backups", false, "--prefix", "sealed", "--encryption-key-secret", "bench-keys")
-	c.mustSalvor(b, "backup", "create", "src-sealed", "--storage-location", "sealed", "--include-namespaces", benchNamespaces(), "--wait")
-	var sealedMappings []string
-	for i := range 10 {
-		sealedMappings = append(sealedMappings, fmt.Sprintf("bench-%d:sealed-%d", i, i))
-	}
+	c.mustSalvor(b, "backup", "create", "src-sealed", "--storage-location", "sealed", "--include-namespaces", benchNamespaces(n), "--wait")
+	sealedMappings := benchMappings(n, "sealed")
 	start = time.Now()
 	c.mustSalvor(b, "restore", "create", "unsealed", "--from-backup", "src-sealed", "--include-resources", "configmaps",
 		"--namespace-mappings", strings.Join(sealedMappings, ","))

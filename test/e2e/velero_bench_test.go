@@ -341,34 +341,17 @@ type sideBySide struct {
 	restoreRSS, restMem  int64
 }
 
-// BenchmarkBesideVelero backs up N ConfigMaps of about 1 KiB in 10
-// namespaces and restores them into 10 new namespaces (ConfigMaps only),
-// first with Salvor's server, then with Velero's (v1.18, with its AWS
-// plugin), on the same control plane, the same MinIO and the same objects.
-// Each backup and each restore starts on a fresh server, so every peak RSS
-// is that one job's. Times run from submitting the Backup or Restore to
-// seeing it finished through a watch. It prints one table.
-func BenchmarkBesideVelero(b *testing.B) {
-	n := benchItems(b)
-	v := buildVelero(b)
-	c := startCluster(b)
-	minio := testbed.StartMinIO(b, "salvor", "velero")
-	populate(b, c, n)
-	mappings := func(prefix string) []string {
-		var m []string
-		for i := range 10 {
-			m = append(m, fmt.Sprintf("bench-%d:%s-%d", i, prefix, i))
-		}
-		return m
-	}
-
-	// Salvor.
+// salvorJobs backs up the n benchmark ConfigMaps with Salvor and restores
+// them into new namespaces (ConfigMaps only), each job on a fresh server so
+// every peak is that job's, timed from submitting the Backup or Restore to
+// seeing it finished through a watch.
+func (c *cluster) salvorJobs(b *testing.B, minio *testbed.MinIO, bucket string, n int) sideBySide {
 	sv := sideBySide{tool: "Salvor"}
 	s := c.startServer(b, "--plugin-dir", b.TempDir())
-	c.s3Location(b, minio, "primary", "salvor", true)
+	c.s3Location(b, minio, "primary", bucket, true)
 	mem := sampleTree(s.cmd.Process.Pid)
 	start := time.Now()
-	c.mustSalvor(b, "backup", "create", "side", "--include-namespaces", benchNamespaces())
+	c.mustSalvor(b, "backup", "create", "side", "--include-namespaces", benchNamespaces(n))
 	bk := &salvorv1.Backup{}
 	c.watchUntil(b, &salvorv1.BackupList{}, "side", func(o runtime.Object) bool {
 		bk = o.(*salvorv1.Backup)
@@ -385,7 +368,7 @@ func BenchmarkBesideVelero(b *testing.B) {
 	mem = sampleTree(s.cmd.Process.Pid)
 	start = time.Now()
 	c.mustSalvor(b, "restore", "create", "side", "--from-backup", "side", "--include-resources", "configmaps",
-		"--namespace-mappings", strings.Join(mappings("salvor"), ","))
+		"--namespace-mappings", strings.Join(benchMappings(n, "salvor"), ","))
 	rs := c.watchRestoreEnd(b, "side")
 	sv.restore = time.Since(start).Seconds()
 	sv.restMem, sv.restoreRSS = mem.stop(), rssPeak(s.cmd.Process.Pid)
@@ -393,23 +376,89 @@ func BenchmarkBesideVelero(b *testing.B) {
 		b.Fatalf("Salvor's restore ended %s with %+v: %s", rs.Status.Phase, rs.Status.Progress, rs.Status.FailureReason)
 	}
 	s.stop()
+	c.countRestored(b, "salvor", n)
+	return sv
+}
+
+// countRestored checks that a restore into prefix-<i> made all n ConfigMaps.
+func (c *cluster) countRestored(b *testing.B, prefix string, n int) {
+	count := 0
+	for i := range benchNS(n) {
+		list := &corev1.ConfigMapList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
+			b.Fatal(err)
+		}
+		count += len(list.Items)
+	}
+	if count != n {
+		b.Fatalf("the restore into %s-* made %d ConfigMaps, want %d", prefix, count, n)
+	}
+}
+
+// BenchmarkScale backs up and restores N ConfigMaps (SALVOR_BENCH_ITEMS)
+// with Salvor alone, on fresh servers: `SALVOR_BENCH_ITEMS=300000 make bench`
+// measures 300,000 across 100 namespaces, the size of the Velero report
+// (vmware-tanzu/velero#9169) whose backup took 6 hours.
+func BenchmarkScale(b *testing.B) {
+	n := benchItems(b)
+	c := startCluster(b)
+	minio := testbed.StartMinIO(b, "salvor")
+	populate(b, c, n)
+	sv := c.salvorJobs(b, minio, "salvor", n)
+	b.ReportMetric(sv.backup, "backup-s")
+	b.ReportMetric(float64(n)/sv.backup, "backup-items/s")
+	b.ReportMetric(float64(sv.backupRSS)/1024, "backup-peak-RSS-MiB")
+	b.ReportMetric(sv.restore, "restore-s")
+	b.ReportMetric(float64(n)/sv.restore, "restore-items/s")
+	b.ReportMetric(float64(sv.restoreRSS)/1024, "restore-peak-RSS-MiB")
+	printSideBySide(n, sv)
+}
+
+// veleroItems is how many ConfigMaps BenchmarkBesideVelero uses:
+// SALVOR_BENCH_VELERO_ITEMS, default 10,000 (Velero restores about 50 a
+// second here, so its restore of 10,000 takes minutes; of 300,000, hours).
+func veleroItems(b *testing.B) int {
+	n := 10000
+	if v := os.Getenv("SALVOR_BENCH_VELERO_ITEMS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("SALVOR_BENCH_VELERO_ITEMS=%q: want a positive number", v)
+		}
+	}
+	return n
+}
+
+// BenchmarkBesideVelero backs up N ConfigMaps (SALVOR_BENCH_VELERO_ITEMS) of
+// about 1 KiB and restores them into new namespaces (ConfigMaps only),
+// first with Salvor's server, then with Velero's (v1.18, with its AWS
+// plugin), on the same control plane, the same MinIO and the same objects.
+// Each backup and each restore starts on a fresh server, so every peak is
+// that one job's. Times run from submitting the Backup or Restore to seeing
+// it finished through a watch. It prints one table.
+func BenchmarkBesideVelero(b *testing.B) {
+	n := veleroItems(b)
+	v := buildVelero(b)
+	c := startCluster(b)
+	minio := testbed.StartMinIO(b, "salvor", "velero")
+	populate(b, c, n)
+	sv := c.salvorJobs(b, minio, "salvor", n)
 
 	// Velero.
 	vv := sideBySide{tool: "Velero " + v.version}
 	c.installVelero(b, v, minio, "velero")
 	vs := c.startVelero(b, v, minio)
 	dyn := c.dynamic(b)
-	mem = sampleTree(vs.cmd.Process.Pid)
+	mem := sampleTree(vs.cmd.Process.Pid)
 	backup := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "velero.io/v1", "kind": "Backup",
 		"metadata": map[string]any{"name": "side", "namespace": "velero"},
 		"spec": map[string]any{
-			"includedNamespaces": toAny(strings.Split(benchNamespaces(), ",")),
+			"includedNamespaces": toAny(strings.Split(benchNamespaces(n), ",")),
 			"storageLocation":    "default",
 			"snapshotVolumes":    false,
 		},
 	}}
-	start = time.Now()
+	start := time.Now()
 	if _, err := dyn.Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -426,7 +475,7 @@ func BenchmarkBesideVelero(b *testing.B) {
 	vs = c.startVelero(b, v, minio)
 	mem = sampleTree(vs.cmd.Process.Pid)
 	mapping := map[string]any{}
-	for _, m := range mappings("velero") {
+	for _, m := range benchMappings(n, "velero") {
 		from, to, _ := strings.Cut(m, ":")
 		mapping[from] = to
 	}
@@ -450,20 +499,7 @@ func BenchmarkBesideVelero(b *testing.B) {
 		b.Fatalf("Velero's restore ended %s: %v", phase, vr.Object["status"])
 	}
 	vs.stop()
-	// Both restores made every ConfigMap.
-	for _, prefix := range []string{"salvor", "velero"} {
-		count := 0
-		for i := range 10 {
-			list := &corev1.ConfigMapList{}
-			if err := c.client.List(context.Background(), list, client.InNamespace(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
-				b.Fatal(err)
-			}
-			count += len(list.Items)
-		}
-		if count != n {
-			b.Fatalf("%s's restore made %d ConfigMaps, want %d", prefix, count, n)
-		}
-	}
+	c.countRestored(b, "velero", n)
 
 	b.ReportMetric(sv.backup, "salvor-backup-s")
 	b.ReportMetric(vv.backup, "velero-backup-s")
@@ -471,18 +507,27 @@ func BenchmarkBesideVelero(b *testing.B) {
 	b.ReportMetric(sv.restore, "salvor-restore-s")
 	b.ReportMetric(vv.restore, "velero-restore-s")
 	b.ReportMetric(vv.restore/sv.restore, "x-restore")
+	printSideBySide(n, sv, vv)
+}
+
+// printSideBySide prints the figures of each tool as a Markdown table, and
+// with two tools a row of the first's ratio to the second.
+func printSideBySide(n int, tools ...sideBySide) {
 	mib := func(kib int64) string { return fmt.Sprintf("%.0f MiB", float64(kib)/1024) }
 	rate := func(s float64) string { return fmt.Sprintf("%.0f", float64(n)/s) }
 	fmt.Printf("| N | tool | backup | items/s | memory: server + plugins (peak PSS) | server peak RSS | restore | items/s | memory: server + plugins (peak PSS) | server peak RSS |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range []sideBySide{sv, vv} {
+	for _, r := range tools {
 		fmt.Printf("| %d | %s | %.2f s | %s | %s | %s | %.2f s | %s | %s | %s |\n", n, r.tool,
 			r.backup, rate(r.backup), mib(r.backupMem), mib(r.backupRSS),
 			r.restore, rate(r.restore), mib(r.restMem), mib(r.restoreRSS))
 	}
-	fmt.Printf("| %d | Salvor / Velero | %.2fx the time | %.1fx | %.2fx | %.2fx | %.2fx the time | %.1fx | %.2fx | %.2fx |\n", n,
-		sv.backup/vv.backup, vv.backup/sv.backup, ratio(sv.backupMem, vv.backupMem), ratio(sv.backupRSS, vv.backupRSS),
-		sv.restore/vv.restore, vv.restore/sv.restore, ratio(sv.restMem, vv.restMem), ratio(sv.restoreRSS, vv.restoreRSS))
+	if len(tools) == 2 {
+		sv, vv := tools[0], tools[1]
+		fmt.Printf("| %d | %s / %s | %.2fx the time | %.1fx | %.2fx | %.2fx | %.2fx the time | %.1fx | %.2fx | %.2fx |\n", n, sv.tool, vv.tool,
+			sv.backup/vv.backup, vv.backup/sv.backup, ratio(sv.backupMem, vv.backupMem), ratio(sv.backupRSS, vv.backupRSS),
+			sv.restore/vv.restore, vv.restore/sv.restore, ratio(sv.restMem, vv.restMem), ratio(sv.restoreRSS, vv.restoreRSS))
+	}
 }
 
 func ratio(a, b int64) float64 { return float64(a) / float64(b) }
