@@ -209,8 +209,10 @@ func (t *Tracker) poll(ctx context.Context, op Operation, p Plugin) bool {
 	return op.Status.Phase != before
 }
 
-// minPoll is the least time between two polls of an operation.
-const minPoll = 200 * time.Millisecond
+// minPoll is the least time between two polls of an operation: a
+// prediction that keeps coming true a moment later must not turn into
+// polling in a loop.
+const minPoll = time.Second
 
 // predictedEnd is when an operation running at the rate its figures show
 // (units done since it started) will have done them all.

@@ -244,3 +244,87 @@ func TestTrackerPollsWhenTheEndIsDue(t *testing.T) {
 		})
 	}
 }
+
+// steady is a plugin whose operations make steady progress on a clock: each
+// runs from its start for its duration, 1,000 units in all.
+type steady struct {
+	mu       sync.Mutex
+	clk      *clocktesting.FakePassiveClock
+	duration map[string]time.Duration
+	polls    map[string][]time.Time
+}
+
+func (s *steady) Progress(_ context.Context, _, id string) (api.OperationProgress, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clk.Now()
+	s.polls[id] = append(s.polls[id], now)
+	d := s.duration[id]
+	done := min(int64(1000*now.Sub(start)/d), 1000)
+	return api.OperationProgress{NCompleted: done, NTotal: 1000, Completed: done == 1000, Started: start, Updated: now}, nil
+}
+
+func (s *steady) Cancel(context.Context, string, string) error { return nil }
+
+// TestTrackerSeesSteadyOperationsEndInTime runs 200 operations of 5 s to
+// 205 s with steady progress, stepping the tracker whenever it asks: each
+// end is seen within 2 s, no operation is polled twice within a second,
+// and there are no more Progress calls than the backoff alone makes.
+func TestTrackerSeesSteadyOperationsEndInTime(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{Clock: clk}
+	p := &steady{clk: clk, duration: map[string]time.Duration{}, polls: map[string][]time.Time{}}
+	var ops []Operation
+	for i := range 200 {
+		id := fmt.Sprintf("op-%03d", i)
+		// Durations that fall anywhere between two backoff polls.
+		p.duration[id] = 5*time.Second + time.Duration(i)*time.Second + time.Duration(i*37%1000)*time.Millisecond
+		ops = append(ops, op(id, start))
+	}
+	for guard := 0; guard < 10000; guard++ {
+		_, next := tr.Step(context.Background(), "b1", ops, 0, p)
+		if allEnded(ops) {
+			break
+		}
+		clk.SetTime(clk.Now().Add(next))
+	}
+	if !allEnded(ops) {
+		t.Fatal("operations never ended")
+	}
+	var calls, backoffCalls int
+	for _, o := range ops {
+		id, end := o.OperationID, start.Add(p.duration[o.OperationID])
+		polls := p.polls[id]
+		calls += len(polls)
+		if seen := polls[len(polls)-1]; seen.Sub(end) > 2*time.Second {
+			t.Errorf("%s ended at %s, seen %s later", id, end.Format(time.TimeOnly), seen.Sub(end))
+		}
+		for i := 1; i < len(polls); i++ {
+			if gap := polls[i].Sub(polls[i-1]); gap < time.Second {
+				t.Errorf("%s polled twice in %s", id, gap)
+			}
+		}
+		// The backoff alone: at 0, then 1, 2, 4, 8, 10, 10 … s apart,
+		// until a poll at or after the end.
+		for at, gap := time.Duration(0), time.Second; ; gap = min(2*gap, 10*time.Second) {
+			backoffCalls++
+			if at >= p.duration[id] {
+				break
+			}
+			at += gap
+		}
+	}
+	if calls > backoffCalls {
+		t.Errorf("%d Progress calls, more than the backoff's %d", calls, backoffCalls)
+	}
+	t.Logf("%d Progress calls (the backoff alone: %d)", calls, backoffCalls)
+}
+
+func allEnded(ops []Operation) bool {
+	for _, o := range ops {
+		if !Terminal(o.Status) {
+			return false
+		}
+	}
+	return true
+}
