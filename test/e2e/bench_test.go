@@ -24,13 +24,18 @@ import (
 
 // benchItems is how many ConfigMaps BenchmarkBackup backs up:
 // SALVOR_BENCH_ITEMS, default 10000.
-func benchItems(b *testing.B) int {
-	n := 10000
-	if v := os.Getenv("SALVOR_BENCH_ITEMS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			b.Fatalf("SALVOR_BENCH_ITEMS=%q: want a positive number", v)
-		}
+func benchItems(b *testing.B) int { return envCount(b, "SALVOR_BENCH_ITEMS", 10000) }
+
+// envCount reads a positive number from the environment variable name, or
+// gives def when it is not set.
+func envCount(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
 	}
 	return n
 }
@@ -187,15 +192,18 @@ func bareList(b *testing.B, c *cluster) time.Duration {
 }
 
 // rssPeak reads a process's peak resident set (VmHWM) in KiB.
-func rssPeak(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func rssPeak(pid int) int64 { return procKiB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") }
+
+// procKiB reads the figure (in KiB) of the line starting with field in a
+// /proc file; 0 when the process is gone.
+func procKiB(path, field string) int64 {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			if f := strings.Fields(v); len(f) > 0 {
 				n, _ := strconv.ParseInt(f[0], 10, 64)
 				return n
 			}
@@ -223,6 +231,23 @@ func cpuSeconds(pid int) float64 {
 // childPID finds this process's child running the named command (the
 // control plane envtest started), or 0.
 func childPID(comm string) int {
+	for _, p := range processes() {
+		if p.comm == comm && p.ppid == os.Getpid() {
+			return p.pid
+		}
+	}
+	return 0
+}
+
+// proc is a process as /proc/<pid>/stat shows it.
+type proc struct {
+	pid, ppid int
+	comm      string
+}
+
+// processes lists the machine's processes.
+func processes() []proc {
+	var out []proc
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -233,16 +258,19 @@ func childPID(comm string) int {
 		if err != nil {
 			continue
 		}
+		// The command name may hold spaces and parentheses; it ends at the
+		// last ')'.
 		s := string(data)
 		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != comm {
+		if open < 0 || end < open {
 			continue
 		}
-		if f := strings.Fields(s[end+1:]); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			return pid
+		if f := strings.Fields(s[end+1:]); len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			out = append(out, proc{pid: pid, ppid: ppid, comm: s[open+1 : end]})
 		}
 	}
-	return 0
+	return out
 }
 
 // BenchmarkRestore creates N ConfigMaps of about 1 KiB in 10 namespaces one

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,15 +139,9 @@ func (c *cluster) installVelero(b testing.TB, v velero, minio *testbed.MinIO, bu
 	c.create(b, bsl)
 }
 
-// veleroServer is a running `velero server`.
-type veleroServer struct {
-	cmd  *exec.Cmd
-	logs string
-}
-
 // startVelero runs Velero's server outside the cluster, as Salvor's runs in
 // these benchmarks, and waits until its location is Available.
-func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO) *veleroServer {
+func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO) *server {
 	b.Helper()
 	logs := filepath.Join(b.TempDir(), "velero.log")
 	f, err := os.Create(logs)
@@ -164,7 +156,7 @@ func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO) *vel
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	s := &veleroServer{cmd: cmd, logs: logs}
+	s := &server{cmd: cmd, logs: logs}
 	b.Cleanup(func() {
 		s.stop()
 		f.Close()
@@ -187,21 +179,6 @@ func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO) *vel
 		return phase == "Available", phase + " " + msg
 	})
 	return s
-}
-
-func (s *veleroServer) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
 }
 
 // freeAddress is a loopback address with a port nothing listens on now.
@@ -291,22 +268,8 @@ func (m *treeMemory) stop() int64 {
 // descendants lists the processes below pid.
 func descendants(pid int) []int {
 	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-		if len(f) > 1 {
-			if parent, err := strconv.Atoi(f[1]); err == nil {
-				children[parent] = append(children[parent], p)
-			}
-		}
+	for _, p := range processes() {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
 	var out []int
 	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
@@ -317,21 +280,7 @@ func descendants(pid int) []int {
 }
 
 // pss reads a process's proportional set size in KiB (0 once it is gone).
-func pss(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
+func pss(pid int) int64 { return procKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
 
 // sideBySide is one tool's figures in BenchmarkBesideVelero.
 type sideBySide struct {
@@ -417,16 +366,7 @@ func BenchmarkScale(b *testing.B) {
 // veleroItems is how many ConfigMaps BenchmarkBesideVelero uses:
 // SALVOR_BENCH_VELERO_ITEMS, default 10,000 (Velero restores about 50 a
 // second here, so its restore of 10,000 takes minutes; of 300,000, hours).
-func veleroItems(b *testing.B) int {
-	n := 10000
-	if v := os.Getenv("SALVOR_BENCH_VELERO_ITEMS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			b.Fatalf("SALVOR_BENCH_VELERO_ITEMS=%q: want a positive number", v)
-		}
-	}
-	return n
-}
+func veleroItems(b *testing.B) int { return envCount(b, "SALVOR_BENCH_VELERO_ITEMS", 10000) }
 
 // BenchmarkBesideVelero backs up N ConfigMaps (SALVOR_BENCH_VELERO_ITEMS) of
 // about 1 KiB and restores them into new namespaces (ConfigMaps only),
