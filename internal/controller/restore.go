@@ -99,7 +99,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		problems = r.unreadable(ctx, b)
 	}
 	// Both checks read the backup's resource list: from the location once.
-	list := sync.OnceValues(func() (map[string][]string, error) { return r.resourceList(ctx, b) })
+	list := sync.OnceValues(func() (*persistence.ListSummary, error) { return r.resourceList(ctx, b) })
 	if len(problems) == 0 {
 		problems = r.unknownResources(rs, list)
 	}
@@ -169,20 +169,21 @@ func (r *RestoreReconciler) unreadable(ctx context.Context, b *salvorv1.Backup) 
 	return nil
 }
 
-// resourceList reads a backup's resource list from its location.
-func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error) {
+// resourceList reads what the checks need of a backup's resource list from
+// its location.
+func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup) (*persistence.ListSummary, error) {
 	store, err := r.Locations.StoreNamed(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return nil, err
 	}
-	return store.GetResourceList(ctx, b.Name)
+	return store.GetListSummary(ctx, b.Name)
 }
 
 // unknownResources names the resources in the restore's filters that mean
 // nothing: not served by the cluster, and not held by the backup (whose
 // custom resources the cluster may not serve yet). Without the backup's
 // resource list it checks nothing rather than refuse a good name.
-func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList func() (map[string][]string, error)) []string {
+func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList func() (*persistence.ListSummary, error)) []string {
 	if len(rs.Spec.IncludedResources) == 0 && len(rs.Spec.ExcludedResources) == 0 {
 		return nil
 	}
@@ -195,7 +196,7 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList 
 		return nil
 	}
 	inBackup := map[string]bool{}
-	for key, items := range list {
+	for key := range list.Keys {
 		// Keys are group/version/Kind ("v1/ConfigMap" for the core group).
 		parts := strings.Split(key, "/")
 		kind, group := strings.ToLower(parts[len(parts)-1]), ""
@@ -203,12 +204,10 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList 
 			group = parts[0]
 		}
 		inBackup[kind], inBackup[kind+"."+group] = true, true
-		if key == "apiextensions.k8s.io/v1/CustomResourceDefinition" {
-			for _, crd := range items {
-				plural, _, _ := strings.Cut(crd, ".")
-				inBackup[strings.ToLower(crd)], inBackup[strings.ToLower(plural)] = true, true
-			}
-		}
+	}
+	for _, crd := range list.CRDs {
+		plural, _, _ := strings.Cut(crd, ".")
+		inBackup[strings.ToLower(crd)], inBackup[strings.ToLower(plural)] = true, true
 	}
 	problems := resources.Unknown("includedResources", rs.Spec.IncludedResources, served, unavailable, inBackup)
 	return append(problems, resources.Unknown("excludedResources", rs.Spec.ExcludedResources, served, unavailable, inBackup)...)
@@ -217,7 +216,7 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList 
 // unmatchedNamespaces names, for a strict restore, the namespaces its
 // filters and mapping give that the backup does not hold, as its resource
 // list says.
-func unmatchedNamespaces(rs *salvorv1.Restore, b *salvorv1.Backup, resourceList func() (map[string][]string, error)) []string {
+func unmatchedNamespaces(rs *salvorv1.Restore, b *salvorv1.Backup, resourceList func() (*persistence.ListSummary, error)) []string {
 	if len(rs.Spec.IncludedNamespaces) == 0 && len(rs.Spec.ExcludedNamespaces) == 0 && len(rs.Spec.NamespaceMapping) == 0 {
 		return nil
 	}
@@ -225,7 +224,7 @@ func unmatchedNamespaces(rs *salvorv1.Restore, b *salvorv1.Backup, resourceList 
 	if err != nil {
 		return []string{fmt.Sprintf("strict: could not read backup %s's resource list to check the namespaces: %v", b.Name, err)}
 	}
-	return restore.UnmatchedNamespaces(rs.Spec, persistence.ListedNamespaces(list))
+	return restore.UnmatchedNamespaces(rs.Spec, list.Namespaces)
 }
 
 func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reason string) error {

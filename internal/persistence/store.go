@@ -542,15 +542,72 @@ func (s *BackupStore) GetBackupJSON(ctx context.Context, name string, f File, v 
 // of, or Namespace objects of: entries are "<namespace>/<name>" for
 // namespaced items and "<name>" for the others.
 func ListedNamespaces(list map[string][]string) map[string]bool {
-	held := map[string]bool{}
+	sum := newListSummary()
 	for key, items := range list {
 		for _, item := range items {
-			if ns, _, namespaced := strings.Cut(item, "/"); namespaced {
-				held[ns] = true
-			} else if key == "v1/Namespace" {
-				held[item] = true
-			}
+			sum.add(key, item)
 		}
 	}
-	return held
+	return sum.Namespaces
+}
+
+// ListSummary is what a restore's checks need of a backup's resource list:
+// its keys (group/version/Kind, "v1/ConfigMap" for the core group), the
+// names of the CustomResourceDefinitions it holds and the namespaces it
+// holds items in (see ListedNamespaces). It is read as a stream: a large
+// backup's list is never held whole.
+type ListSummary struct {
+	Keys       map[string]bool
+	CRDs       []string
+	Namespaces map[string]bool
+}
+
+func newListSummary() *ListSummary {
+	return &ListSummary{Keys: map[string]bool{}, Namespaces: map[string]bool{}}
+}
+
+func (l *ListSummary) add(key, item string) {
+	l.Keys[key] = true
+	if ns, _, namespaced := strings.Cut(item, "/"); namespaced {
+		l.Namespaces[ns] = true
+	} else if key == "v1/Namespace" {
+		l.Namespaces[item] = true
+	}
+	if key == "apiextensions.k8s.io/v1/CustomResourceDefinition" {
+		l.CRDs = append(l.CRDs, item)
+	}
+}
+
+func (l *ListSummary) decodeFrom(dec *json.Decoder) error {
+	if err := expect(dec, json.Delim('{')); err != nil {
+		return err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		l.Keys[key] = true
+		if err := expect(dec, json.Delim('[')); err != nil {
+			return err
+		}
+		for dec.More() {
+			var item string
+			if err := dec.Decode(&item); err != nil {
+				return err
+			}
+			l.add(key, item)
+		}
+		if err := expect(dec, json.Delim(']')); err != nil {
+			return err
+		}
+	}
+	return expect(dec, json.Delim('}'))
+}
+
+// GetListSummary reads a backup's resource list as a ListSummary.
+func (s *BackupStore) GetListSummary(ctx context.Context, name string) (*ListSummary, error) {
+	sum := newListSummary()
+	return sum, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, sum)
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -391,5 +392,47 @@ func TestAppendLog(t *testing.T) {
 	}
 	if got := read("new"); got != "{\"msg\":\"backup finished\"}\n" {
 		t.Errorf("a log made by appending reads %q", got)
+	}
+}
+
+// listJSON is a resource list that writes itself, as a backup's does.
+type listJSON string
+
+func (l listJSON) WriteJSON(w io.Writer) error {
+	_, err := io.WriteString(w, string(l))
+	return err
+}
+
+// TestResourceListStreams writes a resource list as a stream (a JSONWriter)
+// and reads it back whole and as the summary restores check against: its
+// keys, the CRDs it holds and the namespaces it holds items in.
+func TestResourceListStreams(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, "")
+	list := listJSON(`{"apiextensions.k8s.io/v1/CustomResourceDefinition":["widgets.example.io"],` +
+		`"v1/ConfigMap":["app/a","app/b","web/c"],"v1/Namespace":["app","empty"]}`)
+	if err := s.PutJSON(ctx, "b1", ResourceListFile, list); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := s.GetResourceList(ctx, "b1")
+	if err != nil || len(whole["v1/ConfigMap"]) != 3 {
+		t.Fatalf("GetResourceList = %v, %v", whole, err)
+	}
+	sum, err := s.GetListSummary(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Keys) != 3 || !sum.Keys["v1/ConfigMap"] || !slices.Equal(sum.CRDs, []string{"widgets.example.io"}) {
+		t.Errorf("summary keys %v, CRDs %v", sum.Keys, sum.CRDs)
+	}
+	if want := ListedNamespaces(whole); fmt.Sprint(sum.Namespaces) != fmt.Sprint(want) || len(want) != 3 {
+		t.Errorf("summary namespaces %v, listed %v", sum.Namespaces, want)
+	}
+	// A list that is not one fails, naming the file.
+	if err := s.PutJSON(ctx, "b2", ResourceListFile, listJSON(`{"v1/ConfigMap":"app/a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetListSummary(ctx, "b2"); err == nil || !strings.Contains(err.Error(), "b2-resource-list.json.gz") {
+		t.Errorf("a malformed list: %v", err)
 	}
 }
