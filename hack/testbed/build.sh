@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the testbed's binaries — kube-apiserver, etcd and MinIO, at the
-# versions pinned below — from the Go module proxy into bin/testbed/, once:
-# a binary already there is kept. `hack/testbed/build.sh --regen` rewrites the
-# kube-apiserver module's go.mod from Kubernetes' own (its staging modules
+# Builds the testbed's binaries from the Go module proxy into bin/testbed/,
+# once: a binary already there is kept. Every test needs kube-apiserver, etcd
+# and MinIO; the CSI tests also run kube-controller-manager, the CSI
+# snapshot controller and the csi-snapshotter and csi-provisioner sidecars
+# (their versions are pinned in the wrapper modules beside this script,
+# which repeat each module's non-local replace lines, since `go install`
+# refuses a module that has them). `hack/testbed/build.sh --regen` rewrites
+# the Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
@@ -17,7 +21,7 @@ if [ "${1:-}" = "--regen" ]; then
   kdir=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
   staging_version="v0.${KUBERNETES_VERSION#v1.}"
   {
-    echo "module github.com/salvor-dev/salvor/hack/testbed/kube-apiserver"
+    echo "module github.com/salvor-dev/salvor/hack/testbed/kubernetes"
     echo
     echo "go 1.26.0"
     echo
@@ -26,8 +30,8 @@ if [ "${1:-}" = "--regen" ]; then
     echo "replace ("
     grep -E '^\s*k8s.io/[^ ]+ => ./staging/src/' "$kdir/go.mod" | awk -v v="$staging_version" '{print "\t" $1 " => " $1 " " v}'
     echo ")"
-  } > "$here/kube-apiserver/go.mod"
-  (cd "$here/kube-apiserver" && go mod tidy)
+  } > "$here/kubernetes/go.mod"
+  (cd "$here/kubernetes" && go mod tidy)
   (cd "$here/etcd" && go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION" && go mod tidy)
 fi
 
@@ -37,7 +41,29 @@ if [ ! -x "$out/etcd" ]; then
 fi
 if [ ! -x "$out/kube-apiserver" ]; then
   echo "building kube-apiserver $KUBERNETES_VERSION (4-8 minutes the first time)"
-  (cd "$here/kube-apiserver" && go build -o "$out/kube-apiserver" .)
+  (cd "$here/kubernetes" && go build -o "$out/kube-apiserver" ./kube-apiserver)
+fi
+if [ ! -x "$out/kube-controller-manager" ]; then
+  echo "building kube-controller-manager $KUBERNETES_VERSION (3-5 minutes the first time)"
+  (cd "$here/kubernetes" && go build -o "$out/kube-controller-manager" ./kube-controller-manager)
+fi
+for tool in snapshot-controller csi-snapshotter; do
+  if [ ! -x "$out/$tool" ]; then
+    echo "building $tool (1-2 minutes the first time)"
+    (cd "$here/csi-snapshotter" && go build -o "$out/$tool" "github.com/kubernetes-csi/external-snapshotter/v8/cmd/$tool")
+  fi
+done
+if [ ! -x "$out/csi-provisioner" ]; then
+  echo "building csi-provisioner (1-2 minutes the first time)"
+  (cd "$here/csi-provisioner" && go build -o "$out/csi-provisioner" github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner)
+fi
+# The snapshot CRDs come with the snapshot controller's client module.
+if [ ! -d "$out/snapshot-crds" ]; then
+  crds=$(cd "$here/csi-snapshotter" && go list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8)/config/crd
+  mkdir -p "$out/snapshot-crds.tmp"
+  cp "$crds"/snapshot.storage.k8s.io_*.yaml "$out/snapshot-crds.tmp/"
+  chmod 644 "$out"/snapshot-crds.tmp/*
+  mv "$out/snapshot-crds.tmp" "$out/snapshot-crds"
 fi
 if [ ! -x "$out/minio" ]; then
   echo "building minio $MINIO_VERSION (2-3 minutes the first time)"

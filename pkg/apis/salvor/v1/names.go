@@ -61,4 +61,23 @@ const (
 	SnapshotBackupTag       = "salvor.dev/backup"
 	VeleroSnapshotBackupTag = "velero.io/backup"
 	VeleroSnapshotPVTag     = "velero.io/pv"
+
+	// CSISnapshotClassLabel, set to "true" on a VolumeSnapshotClass, makes
+	// it the class CSI snapshots of its driver's volumes are taken with;
+	// VeleroCSISnapshotClassLabel is Velero's name for it, honoured too.
+	CSISnapshotClassLabel       = "salvor.dev/csi-snapshot-class"
+	VeleroCSISnapshotClassLabel = "velero.io/csi-volumesnapshot-class"
+	// CSISnapshotClassAnnotationPrefix followed by a driver's name, on a
+	// Backup, names the VolumeSnapshotClass that backup uses for the
+	// driver, over the labelled one; Velero's prefix is honoured too.
+	CSISnapshotClassAnnotationPrefix       = "salvor.dev/csi-snapshot-class_"
+	VeleroCSISnapshotClassAnnotationPrefix = "velero.io/csi-volumesnapshot-class_"
+	// SkipVolumeSnapshotAnnotation set to "true" on a PersistentVolumeClaim
+	// keeps its volume's data out of backups: the claim and its volume's
+	// object are backed up, no snapshot is taken.
+	SkipVolumeSnapshotAnnotation = "salvor.dev/skip-volume-snapshot"
+	// CSIVolumeSnapshotAnnotation, on a claim as a backup holds it, names
+	// the VolumeSnapshot (in the claim's namespace) taken of its volume:
+	// a restore creates the claim from it.
+	CSIVolumeSnapshotAnnotation = "salvor.dev/csi-volume-snapshot"
 )
