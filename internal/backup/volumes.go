@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
@@ -74,9 +75,22 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unst
 			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)
 		}
 	case pvResource:
+		plan, err := csi.PlanVolume(ctx, r.e.Dynamic, item, r.backup)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.rec.Error("", fmt.Sprintf("%s: not snapshotted: %v", what, err))
+			return nil
+		}
 		switch {
-		case r.backup.Spec.SnapshotVolumes != nil && !*r.backup.Spec.SnapshotVolumes:
+		case r.backup.Spec.SnapshotVolumes != nil && !*r.backup.Spec.SnapshotVolumes, plan.Skip != "":
 			// Asked for: the volume's object is kept, its data is not.
+		case plan.Class != "":
+			// The claim's CSI action snapshots it, through the snapshot API.
+		case r.snapshotter == nil && plan.Driver != "":
+			r.rec.Warning("", fmt.Sprintf("%s: not snapshotted, its data is not in the backup: %s, and no volume snapshot location serves it "+
+				"(label a VolumeSnapshotClass %s=true, or snapshotVolumes false to say so)", what, plan.NoClass(), salvorv1.CSISnapshotClassLabel))
 		case r.snapshotter == nil:
 			r.rec.Warning("", fmt.Sprintf("%s: not snapshotted, its data is not in the backup: no volume snapshot location serves it "+
 				"(salvor snapshot-location create ... --default, or snapshotVolumes false to say so)", what))

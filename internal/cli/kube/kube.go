@@ -2,12 +2,15 @@ package kube
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -50,6 +53,47 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	return cfg, nil
+}
+
+// ShareWithPlugins points KUBECONFIG, which the server's plugin processes
+// inherit, at the cluster the flags chose, so plugins that talk to the
+// cluster (the built-in CSI actions, Velero's) reach the same one: the
+// --kubeconfig file, with --context made its current context in a copy
+// only the server can read, removed by the returned function. Without
+// either flag, plugins find what the server found (KUBECONFIG,
+// ~/.kube/config or in-cluster credentials).
+func (o *Options) ShareWithPlugins() (func(), error) {
+	if o.Kubeconfig == "" && o.Context == "" {
+		return func() {}, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if o.Context != "" {
+		raw.CurrentContext = o.Context
+	}
+	if err := clientcmdapi.MinifyConfig(raw); err != nil {
+		return nil, fmt.Errorf("the kubeconfig's context %q: %w", raw.CurrentContext, err)
+	}
+	if err := clientcmdapi.FlattenConfig(raw); err != nil {
+		return nil, fmt.Errorf("the kubeconfig's files: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "salvor-kubeconfig-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	remove := func() { os.RemoveAll(dir) }
+	if err := clientcmd.WriteToFile(*raw, path); err != nil {
+		remove()
+		return nil, fmt.Errorf("writing the plugins' kubeconfig: %w", err)
+	}
+	return remove, os.Setenv("KUBECONFIG", path)
 }
 
 // Client returns a client for Salvor's and Kubernetes' objects.

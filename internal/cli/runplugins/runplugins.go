@@ -3,6 +3,7 @@ package runplugins
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/salvor-dev/salvor/internal/csiplugin"
 	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 	"github.com/salvor-dev/salvor/pkg/objectstore/s3"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -14,7 +15,8 @@ func Server() *sdk.Server {
 	return sdk.NewServer().
 		RegisterObjectStore(filesystem.Name, filesystem.New).
 		RegisterObjectStore(s3.Name, s3.New).
-		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2)
+		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2).
+		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction)
 }
 
 // NewCommand returns `salvor run-plugins`.
@@ -23,7 +25,8 @@ func NewCommand() *cobra.Command {
 		Use:   "run-plugins",
 		Short: "Serve Salvor's built-in plugins (started by the server, not by hand)",
 		Long: `Serves the plugins built into the salvor binary — the salvor.dev/filesystem
-and salvor.dev/s3 object stores and the salvor.dev/local-volume snapshotter —
+and salvor.dev/s3 object stores, the salvor.dev/local-volume snapshotter and
+the salvor.dev/csi actions (CSI volume snapshots) —
 over the plugin protocol. The server starts
 this command itself, like any plugin binary; it speaks only to a plugin host
 and refuses to run otherwise.`,

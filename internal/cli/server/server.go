@@ -131,6 +131,11 @@ func (o *options) run(ctx context.Context) error {
 	// list of every backup; they say nothing the user can act on.
 	cfg.WarningHandler = rest.NoWarnings{}
 
+	removeKubeconfig, err := o.kube.ShareWithPlugins()
+	if err != nil {
+		return err
+	}
+	defer removeKubeconfig()
 	plugins := host.NewManager(host.Options{
 		Logger:         logger,
 		Timeouts:       timeouts,

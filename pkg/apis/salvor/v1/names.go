@@ -76,8 +76,16 @@ const (
 	// keeps its volume's data out of backups: the claim and its volume's
 	// object are backed up, no snapshot is taken.
 	SkipVolumeSnapshotAnnotation = "salvor.dev/skip-volume-snapshot"
-	// CSIVolumeSnapshotAnnotation, on a claim as a backup holds it, names
-	// the VolumeSnapshot (in the claim's namespace) taken of its volume:
-	// a restore creates the claim from it.
-	CSIVolumeSnapshotAnnotation = "salvor.dev/csi-volume-snapshot"
+
+	// A CSI snapshot is recorded in a backup as Velero records it, so each
+	// restores the other's: VolumeSnapshotNameLabel on the claim names the
+	// VolumeSnapshot (in the claim's namespace) taken of its volume; the
+	// VolumeSnapshot carries the storage system's snapshot handle, the
+	// driver, the size a volume restored from it needs and the deletion
+	// policy its content had.
+	VolumeSnapshotNameLabel            = "velero.io/volume-snapshot-name"
+	CSISnapshotHandleAnnotation        = "velero.io/csi-volumesnapshot-handle"
+	CSIDriverAnnotation                = "velero.io/csi-driver-name"
+	CSIRestoreSizeAnnotation           = "velero.io/csi-volumesnapshot-restore-size"
+	CSIContentDeletionPolicyAnnotation = "velero.io/csi-vsc-deletion-policy"
 )

@@ -1,0 +1,132 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// The resources of the snapshot API (snapshot.storage.k8s.io/v1) and the
+// core ones the actions read.
+var (
+	SnapshotGVR = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "volumesnapshots"}
+	ContentGVR  = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "volumesnapshotcontents"}
+	ClassGVR    = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "volumesnapshotclasses"}
+	PVGVR       = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	PVCGVR      = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+)
+
+// Group is the snapshot API's group.
+const Group = "snapshot.storage.k8s.io"
+
+// Plan is how a backup treats a volume provisioned by a CSI driver.
+type Plan struct {
+	// Driver is the volume's CSI driver; empty when the volume is not a
+	// CSI volume, and then nothing else is set.
+	Driver string
+	// Class is the VolumeSnapshotClass its snapshot is taken with; empty
+	// when there is none for the driver or no snapshot is wanted.
+	Class string
+	// Skip says why no snapshot is wanted (snapshotVolumes false, the
+	// claim's opt-out annotation); empty when one is.
+	Skip string
+}
+
+// NoClass is the reason a CSI volume has no snapshot class, for messages.
+func (p Plan) NoClass() string {
+	return fmt.Sprintf("no VolumeSnapshotClass of its CSI driver %s is labelled %s=true (or %s=true), and the backup names none in an annotation %s%s",
+		p.Driver, salvorv1.CSISnapshotClassLabel, salvorv1.VeleroCSISnapshotClassLabel, salvorv1.CSISnapshotClassAnnotationPrefix, p.Driver)
+}
+
+// PlanVolume decides how backup b treats persistent volume pv: not at all
+// when it is not a CSI volume; no snapshot when the backup or the volume's
+// claim opts out; otherwise a snapshot with the class the backup names for
+// the driver (an annotation), or the one labelled for it.
+func PlanVolume(ctx context.Context, dyn dynamic.Interface, pv *unstructured.Unstructured, b *salvorv1.Backup) (Plan, error) {
+	driver, _, _ := unstructured.NestedString(pv.Object, "spec", "csi", "driver")
+	if driver == "" {
+		return Plan{}, nil
+	}
+	p := Plan{Driver: driver}
+	if b.Spec.SnapshotVolumes != nil && !*b.Spec.SnapshotVolumes {
+		p.Skip = "the backup's snapshotVolumes is false"
+		return p, nil
+	}
+	if ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace"); ns != "" {
+		name, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
+		claim, err := dyn.Resource(PVCGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			if claim.GetAnnotations()[salvorv1.SkipVolumeSnapshotAnnotation] == "true" {
+				p.Skip = fmt.Sprintf("its claim %s/%s is annotated %s=true", ns, name, salvorv1.SkipVolumeSnapshotAnnotation)
+				return p, nil
+			}
+		case !apierrors.IsNotFound(err):
+			return p, fmt.Errorf("reading claim %s/%s of persistentvolume %s: %w", ns, name, pv.GetName(), err)
+		}
+	}
+	class, err := classFor(ctx, dyn, driver, b)
+	p.Class = class
+	return p, err
+}
+
+// classFor finds the VolumeSnapshotClass for driver: the one backup b
+// names in an annotation, or the one labelled for it. Two labelled ones
+// are an error, as a guess could pick a class that does not keep
+// snapshots.
+func classFor(ctx context.Context, dyn dynamic.Interface, driver string, b *salvorv1.Backup) (string, error) {
+	for _, prefix := range []string{salvorv1.CSISnapshotClassAnnotationPrefix, salvorv1.VeleroCSISnapshotClassAnnotationPrefix} {
+		name := b.Annotations[prefix+driver]
+		if name == "" {
+			continue
+		}
+		c, err := dyn.Resource(ClassGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("VolumeSnapshotClass %s named by the backup's annotation %s%s: %w", name, prefix, driver, err)
+		}
+		if d, _, _ := unstructured.NestedString(c.Object, "driver"); d != driver {
+			return "", fmt.Errorf("VolumeSnapshotClass %s named by the backup's annotation %s%s is of driver %s, not %s", name, prefix, driver, d, driver)
+		}
+		return name, nil
+	}
+	list, err := dyn.Resource(ClassGVR).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil // the snapshot API is not installed
+	}
+	if err != nil {
+		return "", fmt.Errorf("listing VolumeSnapshotClasses: %w", err)
+	}
+	var ours, velero []string
+	for _, c := range list.Items {
+		if d, _, _ := unstructured.NestedString(c.Object, "driver"); d != driver {
+			continue
+		}
+		if c.GetLabels()[salvorv1.CSISnapshotClassLabel] == "true" {
+			ours = append(ours, c.GetName())
+		} else if c.GetLabels()[salvorv1.VeleroCSISnapshotClassLabel] == "true" {
+			velero = append(velero, c.GetName())
+		}
+	}
+	for _, names := range [][]string{ours, velero} {
+		switch len(names) {
+		case 0:
+			continue
+		case 1:
+			return names[0], nil
+		default:
+			slices.Sort(names)
+			return "", fmt.Errorf("VolumeSnapshotClasses %s of driver %s are all labelled for backups; label one, or name one in the backup's annotation %s%s",
+				strings.Join(names, ", "), driver, salvorv1.CSISnapshotClassAnnotationPrefix, driver)
+		}
+	}
+	return "", nil
+}

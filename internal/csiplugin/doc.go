@@ -1,0 +1,11 @@
+// Package csiplugin is Salvor's built-in CSI snapshot support, served by
+// `salvor run-plugins` as plugins like any other: a BackupItemAction v2
+// that snapshots a claim's volume with a VolumeSnapshot and follows it as
+// an operation, a RestoreItemAction v2 that brings the claim back from it,
+// and a DeleteItemAction that deletes the storage-side snapshot with its
+// backup.
+//
+// A snapshot is recorded as Velero records its CSI snapshots (the names
+// are in package salvorv1), so Salvor restores Velero's CSI backups and
+// Velero restores Salvor's.
+package csiplugin

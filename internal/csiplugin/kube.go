@@ -1,0 +1,49 @@
+package csiplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+var vpbGVR = salvorv1.GroupVersion.WithResource("volumepluginbackups")
+
+// kube connects once, on first use, with the KUBECONFIG environment
+// variable's kubeconfig (the server passes its own to its plugins) or
+// in-cluster credentials.
+type kube struct {
+	once sync.Once
+	dyn  dynamic.Interface
+	err  error
+}
+
+func (k *kube) client() (dynamic.Interface, error) {
+	k.once.Do(func() {
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			k.err = fmt.Errorf("the CSI actions need the cluster (KUBECONFIG or in-cluster credentials): %w", err)
+			return
+		}
+		cfg.QPS, cfg.Burst = 100, 200
+		k.dyn, k.err = dynamic.NewForConfig(cfg)
+	})
+	return k.dyn, k.err
+}
+
+func mergePatch(ctx context.Context, res dynamic.ResourceInterface, name string, patch map[string]any) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}

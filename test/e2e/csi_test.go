@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// csiClaim is a claim of size 1Gi provisioned by the testbed's CSI driver.
+func csiClaim(ns, name, class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+}
+
+// boundVolume waits until claim ns/name is bound and returns its volume's name.
+func (c *cluster) boundVolume(t testing.TB, ns, name string) string {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	eventually(t, "claim "+ns+"/"+name+" bound", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+			return false, err.Error()
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, string(pvc.Status.Phase)
+	})
+	return pvc.Spec.VolumeName
+}
+
+// csiCluster is a cluster with the CSI stack, a snapshot class labelled for
+// Salvor, a server and a MinIO location.
+func csiCluster(t *testing.T) (*cluster, *testbed.CSI, map[string]string) {
+	t.Helper()
+	c := startCluster(t)
+	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, snapshotClass("testbed-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.CSISnapshotClassLabel: "true"}))
+	return c, csi, cfg
+}
+
+func snapshotClass(name, driver string, labels map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+		"metadata": map[string]any{"name": name, "labels": labels}, "driver": driver, "deletionPolicy": "Delete"}}
+}
+
+// fillVolume writes files into a CSI volume's directory in the driver's
+// storage and returns their sums.
+func fillVolume(t *testing.T, csi *testbed.CSI, pv string, n int) map[string]string {
+	t.Helper()
+	dir := csi.Driver.VolumeDir(pv)
+	for i := range n {
+		body := []byte(fmt.Sprintf("%s file %d\n%s", pv, i, strings.Repeat("x", i*1000)))
+		if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sub", fmt.Sprintf("f%d", i)), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return treeSums(t, dir)
+}
+
+func getUnstructured(t testing.TB, c *cluster, apiVersion, kind, ns, name string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+func TestCSISnapshotBackupAndRestore(t *testing.T) {
+	c, csi, cfg := csiCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		csiClaim("app", "data", csi.StorageClass), csiClaim("app", "logs", csi.StorageClass))
+	want := map[string]map[string]string{}
+	for _, claim := range []string{"data", "logs"} {
+		want[claim] = fillVolume(t, csi, c.boundVolume(t, "app", claim), 5)
+	}
+
+	c.mustSalvor(t, "backup", "create", "csi", "--include-namespaces", "app")
+	b := c.waitBackup(t, "csi", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 2 || b.Status.Warnings != 0 {
+		t.Fatalf("backup status %+v\n%s", b.Status, c.mustSalvor(t, "backup", "describe", "csi", "--details"))
+	}
+	desc := c.mustSalvor(t, "backup", "describe", "csi", "--details")
+	for _, w := range []string{"salvor.dev/csi", "app/salvor-csi-data-", "app/salvor-csi-logs-", "Completed"} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("describe --details lacks %q:\n%s", w, desc)
+		}
+	}
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 2 {
+		t.Fatalf("VolumePluginBackups %+v, %v", vpbs.Items, err)
+	}
+	for _, v := range vpbs.Items {
+		if v.Status.Phase != "Completed" || v.Spec.Plugin != "salvor.dev/csi" || v.Spec.Backup != "csi" || v.Status.Percent != 100 ||
+			v.Spec.PluginSpecific["driver"] != testbed.CSIDriverName || v.Status.Progress.TotalBytes != 1<<30 {
+			t.Errorf("VolumePluginBackup %s: %+v %+v", v.Name, v.Spec, v.Status)
+		}
+	}
+	snaps, err := csi.Driver.Snapshots()
+	if err != nil || len(snaps) != 2 {
+		t.Fatalf("the driver holds %d snapshots, want 2 (%v)", len(snaps), err)
+	}
+	store := openStore(t, cfg)
+	items := tarball(t, store, "csi")
+	for _, claim := range []string{"data", "logs"} {
+		pvc := items["persistentvolumeclaims/app/"+claim]
+		if pvc == nil {
+			t.Fatalf("tarball lacks claim %s: %v", claim, keysOf(items))
+		}
+		vsName := pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+		vs := items["volumesnapshots.snapshot.storage.k8s.io/app/"+vsName]
+		if vs == nil {
+			t.Fatalf("tarball lacks the VolumeSnapshot %q of claim %s: %v", vsName, claim, keysOf(items))
+		}
+		handle := vs.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]
+		if vs.GetAnnotations()[salvorv1.CSIDriverAnnotation] != testbed.CSIDriverName || handle == "" {
+			t.Errorf("VolumeSnapshot %s annotations %v", vsName, vs.GetAnnotations())
+		}
+		content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
+		vsc := items["volumesnapshotcontents.snapshot.storage.k8s.io//"+content]
+		if vsc == nil {
+			t.Fatalf("tarball lacks the VolumeSnapshotContent %q: %v", content, keysOf(items))
+		}
+		if p, _, _ := unstructured.NestedString(vsc.Object, "spec", "deletionPolicy"); p != "Retain" {
+			t.Errorf("VolumeSnapshotContent %s has deletionPolicy %q, want Retain", content, p)
+		}
+		// The snapshot holds the claim's files as they were.
+		if got := treeSums(t, csi.Driver.SnapshotDir(handle)); !maps.Equal(got, want[claim]) {
+			t.Errorf("snapshot %s of claim %s: files %v, want %v", handle, claim, got, want[claim])
+		}
+	}
+}
+
+func TestCSITestbedSmoke(t *testing.T) {
+	c := startCluster(t)
+	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "app", "data")
+	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vsc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+		"metadata": map[string]any{"name": "testbed"}, "driver": testbed.CSIDriverName, "deletionPolicy": "Delete"}}
+	vs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "s1", "namespace": "app"},
+		"spec":     map[string]any{"volumeSnapshotClassName": "testbed", "source": map[string]any{"persistentVolumeClaimName": "data"}}}}
+	c.create(t, vsc, vs)
+	eventually(t, "snapshot ready", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "s1"}, vs); err != nil {
+			return false, err.Error()
+		}
+		ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse")
+		return ready, ""
+	})
+	snaps, _ := csi.Driver.Snapshots()
+	t.Logf("snapshots: %+v", snaps[0])
+}
