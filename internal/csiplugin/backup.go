@@ -30,7 +30,6 @@ import (
 const Name = "salvor.dev/csi"
 
 var (
-	claims   = schema.GroupResource{Resource: "persistentvolumeclaims"}
 	snapshot = schema.GroupResource{Group: csi.Group, Resource: "volumesnapshots"}
 	contents = schema.GroupResource{Group: csi.Group, Resource: "volumesnapshotcontents"}
 )

@@ -14,7 +14,10 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-var vpbGVR = salvorv1.GroupVersion.WithResource("volumepluginbackups")
+var (
+	vpbGVR = salvorv1.GroupVersion.WithResource("volumepluginbackups")
+	vprGVR = salvorv1.GroupVersion.WithResource("volumepluginrestores")
+)
 
 // kube connects once, on first use, with the KUBECONFIG environment
 // variable's kubeconfig (the server passes its own to its plugins) or

@@ -108,6 +108,11 @@ type run struct {
 	// out, and needed those of them a restored namespaced item needs (by
 	// resource/name): they are restored after all.
 	candidates, needed map[string]bool
+	// fromSnapshot are the persistent volumes whose claims are restored
+	// from a CSI snapshot (claim labelled with its VolumeSnapshot): the
+	// provisioner makes them anew, so the backed-up volume is not
+	// restored. By volume name, the claim's namespace/name.
+	fromSnapshot map[string]string
 	// allowed caches resourceAllowed per resource (guarded by mu).
 	allowed map[allowKey]bool
 	// reported are the unavailable API groups already warned about
@@ -158,7 +163,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	defer sp.close()
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{},
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{}, fromSnapshot: map[string]string{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {

@@ -111,6 +111,12 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		// An additional item a plugin asked for, outside the filters.
 		r.total.Add(1)
 	}
+	if claim, ok := r.fromSnapshot[it.name]; ok && it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
+		r.log.Info("not restored: its claim is restored from a CSI snapshot, which provisions a new volume", "item", what, "claim", claim)
+		r.restored.Add(1)
+		r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, "claim "+claim+" is restored from its CSI snapshot, which provisions a new volume")
+		return
+	}
 	fields, err := archive.DecodeObject(it.body)
 	obj := &unstructured.Unstructured{Object: fields}
 	if err != nil {

@@ -55,7 +55,7 @@ func (r *run) clusterResourcesWanted() bool {
 // needs records the cluster-scoped items a restored namespaced item needs
 // to work: a claim's volume, a custom resource's definition.
 func (r *run) needs(gr schema.GroupResource, obj *unstructured.Unstructured) {
-	if gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+	if gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) && !r.fromCSISnapshot(obj) {
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
 			r.needed["persistentvolumes/"+pv] = true
 		}
@@ -63,6 +63,14 @@ func (r *run) needs(gr schema.GroupResource, obj *unstructured.Unstructured) {
 	if gr.Group != "" {
 		r.needed[crdResource.String()+"/"+gr.String()] = true
 	}
+}
+
+// fromCSISnapshot tells whether claim is restored from the CSI snapshot
+// its backup took (the built-in CSI action makes it so), rather than
+// bound to its backed-up volume.
+func (r *run) fromCSISnapshot(claim *unstructured.Unstructured) bool {
+	return claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel] != "" &&
+		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs)
 }
 
 // scopeSeen is where a resource's items are filed in a backup: an entry
@@ -128,6 +136,11 @@ func (r *run) read(tarball io.Reader) error {
 			selected = false
 			r.rec.Warning(e.Namespace, fmt.Sprintf("secret %s/%s is a service account token (%s): not restored — the cluster issues tokens anew, and one deleted to revoke it stays revoked; name secrets in includedResources to restore it", e.Namespace, e.Name, tokenSecretType))
 			r.dry.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, "a service account token: the cluster issues tokens anew; name secrets in includedResources to restore it")
+		}
+		if selected && gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) && r.fromCSISnapshot(e.Object) {
+			if pv, _, _ := unstructured.NestedString(e.Object.Object, "spec", "volumeName"); pv != "" {
+				r.fromSnapshot[pv] = e.Namespace + "/" + e.Name
+			}
 		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true

@@ -78,7 +78,8 @@ func StartCSI(t testing.TB, kubeconfig string, cfg *rest.Config) *CSI {
 		})
 	}
 	start("kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller")
+		// The namespace controller too, so a test can delete a namespace.
+		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,namespace-controller")
 	start("snapshot-controller", "--kubeconfig", kubeconfig, "--leader-election=false")
 	sidecar := []string{"--csi-address", socket, "--kubeconfig", kubeconfig, "--leader-election=false", "--extra-create-metadata"}
 	start("csi-snapshotter", sidecar...)

@@ -153,6 +153,64 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 			t.Errorf("snapshot %s of claim %s: files %v, want %v", handle, claim, got, want[claim])
 		}
 	}
+
+	// Lose it all: the snapshots (their contents are kept), the claims
+	// (their volumes go with them, reclaim policy Delete), the namespace.
+	for _, claim := range []string{"data", "logs"} {
+		pvc := items["persistentvolumeclaims/app/"+claim]
+		vs, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshot", "app", pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.deleteForGood(t, vs)
+	}
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "logs"}})
+	eventually(t, "volumes deleted by the driver", 2*time.Minute, func() (bool, string) {
+		vols, err := csi.Driver.Volumes()
+		return err == nil && len(vols) == 0, fmt.Sprint(len(vols), err)
+	})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
+		t.Fatalf("after deleting the namespace the driver holds %d snapshots (%v), want the 2 the backup keeps", len(snaps), err)
+	}
+
+	restored := func(restore, ns string) {
+		t.Helper()
+		r := c.waitRestore(t, restore, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+		if r.Status.Phase != salvorv1.RestorePhaseCompleted {
+			t.Fatalf("restore %s: %+v\n%s", restore, r.Status, c.mustSalvor(t, "restore", "describe", restore, "--details"))
+		}
+		for _, claim := range []string{"data", "logs"} {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim}, pvc); err != nil {
+				t.Fatal(err)
+			}
+			if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.DataSource == nil || pvc.Spec.DataSource.Kind != "VolumeSnapshot" {
+				t.Fatalf("restored claim %s/%s: %+v %+v", ns, claim, pvc.Spec, pvc.Status)
+			}
+			if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); !maps.Equal(got, want[claim]) {
+				t.Errorf("restored claim %s/%s: files %v, want %v", ns, claim, got, want[claim])
+			}
+		}
+		vprs := &salvorv1.VolumePluginRestoreList{}
+		if err := c.client.List(context.Background(), vprs, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.RestoreNameLabel: restore}); err != nil || len(vprs.Items) != 2 {
+			t.Fatalf("VolumePluginRestores of %s: %+v, %v", restore, vprs.Items, err)
+		}
+		for _, v := range vprs.Items {
+			if v.Status.Phase != "Completed" || v.Status.VolumeID == "" || v.Spec.Plugin != "salvor.dev/csi" {
+				t.Errorf("VolumePluginRestore %s: %+v %+v", v.Name, v.Spec, v.Status)
+			}
+		}
+	}
+	c.mustSalvor(t, "restore", "create", "csi-1", "--from-backup", "csi")
+	restored("csi-1", "app")
+	// Again, into another namespace beside the first restore.
+	c.mustSalvor(t, "restore", "create", "csi-2", "--from-backup", "csi", "--namespace-mappings", "app:app-copy")
+	restored("csi-2", "app-copy")
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
+		t.Errorf("after the restores the driver holds %d snapshots (%v), want 2", len(snaps), err)
+	}
 }
 
 func TestCSITestbedSmoke(t *testing.T) {

@@ -16,7 +16,8 @@ func Server() *sdk.Server {
 		RegisterObjectStore(filesystem.Name, filesystem.New).
 		RegisterObjectStore(s3.Name, s3.New).
 		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2).
-		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction)
+		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction).
+		RegisterRestoreItemActionV2(csiplugin.Name, csiplugin.NewRestoreAction)
 }
 
 // NewCommand returns `salvor run-plugins`.

@@ -1,0 +1,334 @@
+package csiplugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/salvor-dev/salvor/internal/csi"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// bindingAnnotations are what the control plane wrote on a claim when it
+// bound it; a claim restored from a snapshot is bound anew.
+var bindingAnnotations = []string{
+	"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+	"volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/selected-node",
+}
+
+// RestoreAction brings back claims from their CSI snapshots. For a
+// VolumeSnapshot of the backup it makes a pre-provisioned
+// VolumeSnapshotContent from the recorded handle (deletionPolicy Retain:
+// the storage-side snapshot stays the backup's) and restores the snapshot
+// bound to it; for a claim labelled with its snapshot it restores the claim
+// with the snapshot as its data source, after the snapshot is ready, and
+// follows it as an operation until it is bound. The backed-up contents
+// are not restored: their handles live on in the new ones.
+type RestoreAction struct {
+	log  *slog.Logger
+	kube *kube
+}
+
+// NewRestoreAction is the factory `salvor run-plugins` registers.
+func NewRestoreAction(log *slog.Logger) (sdk.RestoreItemActionV2, error) {
+	return &RestoreAction{log: log, kube: &kube{}}, nil
+}
+
+func (a *RestoreAction) Name() string { return Name }
+
+func (a *RestoreAction) AppliesTo() (sdk.ResourceSelector, error) {
+	return sdk.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims",
+		"volumesnapshots." + csi.Group, "volumesnapshotcontents." + csi.Group}}, nil
+}
+
+func (a *RestoreAction) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.ExecuteWithContext(ctx, in)
+}
+
+func (a *RestoreAction) Progress(id string, r *sdk.Restore) (sdk.OperationProgress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.ProgressWithContext(ctx, id, r)
+}
+
+func (a *RestoreAction) Cancel(id string, r *sdk.Restore) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.CancelWithContext(ctx, id, r)
+}
+
+func (a *RestoreAction) AreAdditionalItemsReady(items []sdk.ResourceIdentifier, r *sdk.Restore) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.AreAdditionalItemsReadyWithContext(ctx, items, r)
+}
+
+func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	item := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	switch item.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		return a.claim(ctx, item, in.Restore)
+	case schema.GroupKind{Group: csi.Group, Kind: "VolumeSnapshot"}:
+		return a.snapshot(ctx, item, in.Restore)
+	case schema.GroupKind{Group: csi.Group, Kind: "VolumeSnapshotContent"}:
+		// Made anew, from the handle its snapshot records.
+		return sdk.NewRestoreItemActionExecuteOutput(item).WithoutRestore(), nil
+	}
+	return sdk.NewRestoreItemActionExecuteOutput(item), nil
+}
+
+// claim points a claim labelled with its snapshot at the snapshot, which
+// is restored (and awaited) first.
+func (a *RestoreAction) claim(_ context.Context, claim *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
+	vs := claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+	if vs == "" || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
+		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
+	}
+	source := map[string]any{"apiGroup": csi.Group, "kind": "VolumeSnapshot", "name": vs}
+	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSource")
+	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSourceRef")
+	unstructured.RemoveNestedField(claim.Object, "spec", "volumeName")
+	annotations := claim.GetAnnotations()
+	for _, k := range bindingAnnotations {
+		delete(annotations, k)
+	}
+	claim.SetAnnotations(annotations)
+	out := sdk.NewRestoreItemActionExecuteOutput(claim)
+	out.AdditionalItems = []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: claim.GetNamespace(), Name: vs}}
+	out.WaitForAdditionalItems = true
+	out.OperationID = claim.GetNamespace() + "/" + claim.GetName()
+	return out, nil
+}
+
+// ContentName is the VolumeSnapshotContent a restore makes for a
+// snapshot restored as namespace/name: the same each time it is asked.
+func ContentName(r *salvorv1.Restore, namespace, name string) string {
+	sum := sha256.Sum256([]byte(string(r.UID) + "/" + r.Name + "/" + namespace + "/" + name))
+	return "salvor-restore-" + hex.EncodeToString(sum[:10])
+}
+
+// snapshot restores a VolumeSnapshot bound to a new pre-provisioned
+// content holding the recorded handle.
+func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
+	if b := vs.GetLabels()[salvorv1.BackupNameLabel]; b != "" && b != r.Spec.BackupName {
+		// Another backup's snapshot, backed up with the namespace: that
+		// backup's restores bring it back.
+		return sdk.NewRestoreItemActionExecuteOutput(vs).WithoutRestore(), nil
+	}
+	handle := vs.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]
+	if handle == "" {
+		// Not a snapshot a backup took: the user's own, restored as it is.
+		return sdk.NewRestoreItemActionExecuteOutput(vs), nil
+	}
+	driver := vs.GetAnnotations()[salvorv1.CSIDriverAnnotation]
+	if driver == "" {
+		return nil, fmt.Errorf("VolumeSnapshot %s/%s records snapshot %s but not its CSI driver (annotation %s)", vs.GetNamespace(), vs.GetName(), handle, salvorv1.CSIDriverAnnotation)
+	}
+	dyn, err := a.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.driverServed(ctx, driver); err != nil {
+		return nil, fmt.Errorf("VolumeSnapshot %s/%s (snapshot %s): %w", vs.GetNamespace(), vs.GetName(), handle, err)
+	}
+	name := ContentName(r, vs.GetNamespace(), vs.GetName())
+	spec := map[string]any{
+		"driver": driver, "deletionPolicy": "Retain",
+		"source":            map[string]any{"snapshotHandle": handle},
+		"volumeSnapshotRef": map[string]any{"apiVersion": csi.SnapshotGVR.GroupVersion().String(), "kind": "VolumeSnapshot", "namespace": vs.GetNamespace(), "name": vs.GetName()},
+	}
+	class, _, _ := unstructured.NestedString(vs.Object, "spec", "volumeSnapshotClassName")
+	if class != "" {
+		if _, err := dyn.Resource(csi.ClassGVR).Get(ctx, class, metav1.GetOptions{}); err == nil {
+			spec["volumeSnapshotClassName"] = class
+		} else {
+			class = "" // the class is the source cluster's; the content needs none
+		}
+	}
+	content := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": csi.ContentGVR.GroupVersion().String(), "kind": "VolumeSnapshotContent",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{
+			salvorv1.BackupNameLabel: r.Spec.BackupName, salvorv1.RestoreNameLabel: r.Name}},
+		"spec": spec,
+	}}
+	if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, content, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("VolumeSnapshotContent %s for snapshot %s: %w", name, handle, err)
+		}
+		old, gerr := dyn.Resource(csi.ContentGVR).Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil || old.GetLabels()[salvorv1.RestoreNameLabel] != r.Name {
+			return nil, fmt.Errorf("VolumeSnapshotContent %s exists and is not restore %s's", name, r.Name)
+		}
+	}
+	newSpec := map[string]any{"source": map[string]any{"volumeSnapshotContentName": name}}
+	if class != "" {
+		newSpec["volumeSnapshotClassName"] = class
+	}
+	vs.Object["spec"] = newSpec
+	delete(vs.Object, "status")
+	return sdk.NewRestoreItemActionExecuteOutput(vs), nil
+}
+
+// driverServed checks that the cluster has the CSI driver: a CSIDriver
+// object, or a StorageClass or VolumeSnapshotClass naming it (drivers may
+// run without a CSIDriver object).
+func (a *RestoreAction) driverServed(ctx context.Context, driver string) error {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}).Get(ctx, driver, metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	scs, err := dyn.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing StorageClasses: %w", err)
+	}
+	for _, sc := range scs.Items {
+		if p, _, _ := unstructured.NestedString(sc.Object, "provisioner"); p == driver {
+			return nil
+		}
+	}
+	if classes, err := dyn.Resource(csi.ClassGVR).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, c := range classes.Items {
+			if d, _, _ := unstructured.NestedString(c.Object, "driver"); d == driver {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("CSI driver %s is not in this cluster (no CSIDriver, StorageClass or VolumeSnapshotClass names it): install it, or restore without this claim", driver)
+}
+
+// AreAdditionalItemsReadyWithContext waits for the claim's snapshot to be
+// ready to restore from; a snapshot that failed, or was never restored,
+// is an error, not a wait.
+func (a *RestoreAction) AreAdditionalItemsReadyWithContext(ctx context.Context, items []sdk.ResourceIdentifier, _ *sdk.Restore) (bool, error) {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return false, err
+	}
+	for _, id := range items {
+		if id.GroupResource != snapshot {
+			continue
+		}
+		vs, err := dyn.Resource(csi.SnapshotGVR).Namespace(id.Namespace).Get(ctx, id.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("VolumeSnapshot %s/%s was not restored, so the claim cannot be restored from it", id.Namespace, id.Name)
+		}
+		if err != nil {
+			return false, err
+		}
+		if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" {
+			return false, fmt.Errorf("VolumeSnapshot %s/%s: %s", id.Namespace, id.Name, msg)
+		}
+		if ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse"); !ready {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ProgressWithContext follows a restored claim until it is bound to the
+// volume provisioned from its snapshot.
+func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *sdk.Restore) (sdk.OperationProgress, error) {
+	ns, name, err := parseID(id)
+	if err != nil {
+		return sdk.OperationProgress{}, err
+	}
+	dyn, err := a.kube.client()
+	if err != nil {
+		return sdk.OperationProgress{}, err
+	}
+	p := sdk.OperationProgress{Updated: time.Now()}
+	claim, err := dyn.Resource(csi.PVCGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		p.Completed, p.Err = true, fmt.Sprintf("claim %s was deleted before it was bound", id)
+	case err != nil:
+		return sdk.OperationProgress{}, fmt.Errorf("reading claim %s: %w", id, err)
+	default:
+		if ts := claim.GetCreationTimestamp(); !ts.IsZero() {
+			p.Started = ts.Time
+		}
+		phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase")
+		volume, _, _ := unstructured.NestedString(claim.Object, "spec", "volumeName")
+		switch phase {
+		case "Bound":
+			p.Completed, p.Description = true, "bound to volume "+volume
+		case "Lost":
+			p.Completed, p.Err = true, fmt.Sprintf("claim %s lost its volume %s", id, volume)
+		default:
+			p.Description = "waiting for a volume provisioned from the snapshot"
+		}
+		a.progressResource(ctx, r, claim, volume, p)
+	}
+	return p, nil
+}
+
+// CancelWithContext leaves the claim: what a cancelled restore created
+// stays, as with any other item, and the provisioner finishes or not.
+func (a *RestoreAction) CancelWithContext(context.Context, string, *sdk.Restore) error { return nil }
+
+// progressResource writes the claim's VolumePluginRestore in the restore's
+// namespace; the operation's status, which the server keeps, is what
+// counts, so a failure here is only logged.
+func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, claim *unstructured.Unstructured, volume string, p api.OperationProgress) {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return
+	}
+	res := dyn.Resource(vprGVR).Namespace(r.Namespace)
+	vs := claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+	name := ContentName(r, claim.GetNamespace(), claim.GetName())
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginRestore",
+		"metadata": map[string]any{"name": name, "namespace": r.Namespace, "labels": map[string]any{salvorv1.RestoreNameLabel: r.Name}},
+		"spec": map[string]any{"snapshotID": claim.GetNamespace() + "/" + vs, "backup": r.Spec.BackupName, "plugin": Name,
+			"pluginSpecific": map[string]any{"claim": claim.GetNamespace() + "/" + claim.GetName()}},
+	}}
+	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		a.log.Warn("creating a VolumePluginRestore", "restore", r.Name, "claim", claim.GetName(), "error", err)
+		return
+	}
+	phase := itemoperation.PhaseInProgress
+	switch {
+	case p.Err != "":
+		phase = itemoperation.PhaseFailed
+	case p.Completed:
+		phase = itemoperation.PhaseCompleted
+	}
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	st := map[string]any{"phase": string(phase), "volumeID": volume, "updated": now, "message": p.Description}
+	if p.Err != "" {
+		st["message"] = p.Err
+	}
+	if !p.Started.IsZero() {
+		st["startTimestamp"] = p.Started.UTC().Format(time.RFC3339)
+	}
+	if p.Completed {
+		st["completionTimestamp"] = now
+		if p.Err == "" {
+			st["percent"] = 100
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"status": st})
+	if _, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		a.log.Warn("updating a VolumePluginRestore", "restore", r.Name, "claim", claim.GetName(), "error", err)
+	}
+}
