@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -211,6 +212,28 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
 		t.Errorf("after the restores the driver holds %d snapshots (%v), want 2", len(snaps), err)
 	}
+
+	// Deleting the backup deletes its snapshots on the storage side: one
+	// through its content still in the cluster, one whose content is gone
+	// too (as in a new cluster) through a content made for it.
+	vs := items["volumesnapshots.snapshot.storage.k8s.io/app/"+items["persistentvolumeclaims/app/logs"].GetLabels()[salvorv1.VolumeSnapshotNameLabel]]
+	content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
+	vsc, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshotContent", "", content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.deleteForGood(t, vsc)
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
+		t.Fatalf("deleting a kept content left %d snapshots (%v), want 2", len(snaps), err)
+	}
+	// Deleting the backup deletes its snapshots on the storage side.
+	c.mustSalvor(t, "backup", "delete", "csi")
+	eventually(t, "backup and its snapshots deleted", 2*time.Minute, func() (bool, string) {
+		snaps, err := csi.Driver.Snapshots()
+		b := &salvorv1.Backup{}
+		gone := apierrors.IsNotFound(c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "csi"}, b))
+		return err == nil && len(snaps) == 0 && gone, fmt.Sprintf("%d snapshots (%v), backup gone %v", len(snaps), err, gone)
+	})
 }
 
 func TestCSITestbedSmoke(t *testing.T) {

@@ -17,7 +17,8 @@ func Server() *sdk.Server {
 		RegisterObjectStore(s3.Name, s3.New).
 		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2).
 		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction).
-		RegisterRestoreItemActionV2(csiplugin.Name, csiplugin.NewRestoreAction)
+		RegisterRestoreItemActionV2(csiplugin.Name, csiplugin.NewRestoreAction).
+		RegisterDeleteItemAction(csiplugin.Name, csiplugin.NewDeleteAction)
 }
 
 // NewCommand returns `salvor run-plugins`.
