@@ -239,7 +239,11 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 	if ns != "" && !r.namespaceAllowed(ns) {
 		return false
 	}
-	if ns == "" && r.restore.Spec.IncludeClusterResources == nil && gr != (schema.GroupResource{Resource: "persistentvolumes"}) {
+	// A volume follows its claim (see doRestore); a CSI snapshot's content
+	// is made anew for its snapshot by the built-in CSI action, which
+	// never restores the backed-up one.
+	if ns == "" && r.restore.Spec.IncludeClusterResources == nil && gr != (schema.GroupResource{Resource: "persistentvolumes"}) &&
+		gr != (schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"}) {
 		if from := mappedReference(obj.Object, r.restore.Spec.NamespaceMapping); from != "" {
 			// A ClusterRoleBinding's subject, a webhook's service: restored
 			// as it is, it would act on the original namespace, not on the
