@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,13 +48,20 @@ func (c *cluster) boundVolume(t testing.TB, ns, name string) string {
 }
 
 // csiCluster is a cluster with the CSI stack, a snapshot class labelled for
-// Salvor, a server and a MinIO location.
+// Salvor, a MinIO location and a server holding only the rights `salvor
+// install` grants, which the CSI actions (in its plugin process) use too.
 func csiCluster(t *testing.T) (*cluster, *testbed.CSI, map[string]string) {
 	t.Helper()
 	c := startCluster(t)
 	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
 	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.mustSalvor(t, "install")
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	eventually(t, "the installed role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
+			&authorizationv1.ResourceAttributes{Verb: "delete", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"}, nil), "denied"
+	})
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t, "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, snapshotClass("testbed-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.CSISnapshotClassLabel: "true"}))
 	return c, csi, cfg

@@ -41,9 +41,10 @@ func ChartFiles() (map[string][]byte, error) {
 		Operator      []rbacv1.PolicyRule `json:"operator"`
 		MetricsReader []rbacv1.PolicyRule `json:"metricsReader"`
 		Auth          []rbacv1.PolicyRule `json:"auth"`
+		CSI           []rbacv1.PolicyRule `json:"csi"`
 		TestRestores  []rbacv1.PolicyRule `json:"testRestores"`
 		NotRestored   []string            `json:"notRestored"`
-	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, TestRestoreRules, resources.NotRestored})
+	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, resources.NotRestored})
 	if err != nil {
 		return nil, err
 	}

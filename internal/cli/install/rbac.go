@@ -21,10 +21,11 @@ import (
 // service account (serviceaccounts/token), a shell in any pod (pods/exec,
 // pods/attach), port forwarding, the kubelet (nodes/proxy). So the rules
 // name resources, as the cluster's discovery lists them, and never a
-// subresource; they hold no update, delete, bind, escalate or impersonate.
-// Resources a restore leaves out by default (resources.NotRestored) are
-// only read. The server may also ask the API server who calls its metrics
-// endpoint (TokenReview, SubjectAccessReview).
+// subresource; they hold no update, bind, escalate or impersonate, and
+// delete only on CSI snapshots (CSIRules). Resources a restore leaves out
+// by default (resources.NotRestored) are only read. The server may also
+// ask the API server who calls its metrics endpoint (TokenReview,
+// SubjectAccessReview).
 func ServerRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
 	return Rules(ServerAccess(lists))
 }
@@ -104,7 +105,20 @@ func Rules(groups map[string]*Access) []rbacv1.PolicyRule {
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"create", "patch"}})
 		}
 	}
+	rules = append(rules, CSIRules...)
 	return append(rules, AuthRules...)
+}
+
+// CSIRules are what the built-in CSI actions need of the snapshot API,
+// granted whether or not the cluster serves it yet, so that snapshots
+// work once its CRDs are installed: to take and restore snapshots (get,
+// list, create, patch), and to delete those it made when a backup is
+// cancelled or deleted — the only delete the server holds outside its
+// namespace.
+var CSIRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"snapshot.storage.k8s.io"}, Resources: []string{"volumesnapshots", "volumesnapshotcontents"},
+		Verbs: []string{"get", "list", "create", "patch", "delete"}},
+	{APIGroups: []string{"snapshot.storage.k8s.io"}, Resources: []string{"volumesnapshotclasses"}, Verbs: []string{"get", "list"}},
 }
 
 // AuthRules let the server ask the API server who calls its metrics

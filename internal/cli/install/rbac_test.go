@@ -39,6 +39,8 @@ func TestServerRules(t *testing.T) {
 		`"example.io" [widgets] [get list]`,
 		`"example.io" [widgets] [create patch]`,
 		`"salvor.dev" [backups] [get list]`,
+		`"snapshot.storage.k8s.io" [volumesnapshots volumesnapshotcontents] [get list create patch delete]`,
+		`"snapshot.storage.k8s.io" [volumesnapshotclasses] [get list]`,
 		`"authentication.k8s.io" [tokenreviews] [create]`,
 		`"authorization.k8s.io" [subjectaccessreviews] [create]`,
 	}
