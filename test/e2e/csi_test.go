@@ -246,29 +246,95 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	})
 }
 
-func TestCSITestbedSmoke(t *testing.T) {
-	c := startCluster(t)
-	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
-	pv := c.boundVolume(t, "app", "data")
-	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "f"), []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	vsc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
-		"metadata": map[string]any{"name": "testbed"}, "driver": testbed.CSIDriverName, "deletionPolicy": "Delete"}}
-	vs := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": "s1", "namespace": "app"},
-		"spec":     map[string]any{"volumeSnapshotClassName": "testbed", "source": map[string]any{"persistentVolumeClaimName": "data"}}}}
-	c.create(t, vsc, vs)
-	eventually(t, "snapshot ready", 2*time.Minute, func() (bool, string) {
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "s1"}, vs); err != nil {
-			return false, err.Error()
+func TestCSICancelDuringSnapshotDeletesIt(t *testing.T) {
+	c, csi, _ := csiCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, csiClaim("slow", "data", csi.StorageClass))
+	fillVolume(t, csi, c.boundVolume(t, "slow", "data"), 3)
+	csi.Driver.SetSnapshotDelay(time.Hour) // cut at once, ready never in this test
+
+	c.mustSalvor(t, "backup", "create", "slow", "--include-namespaces", "slow")
+	eventually(t, "the snapshot being taken", 2*time.Minute, func() (bool, string) {
+		snaps, _ := csi.Driver.Snapshots()
+		vpbs := &salvorv1.VolumePluginBackupList{}
+		if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 {
+			return false, fmt.Sprint(vpbs.Items, err)
 		}
-		ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse")
-		return ready, ""
+		return len(snaps) == 1 && vpbs.Items[0].Status.Phase == "InProgress", fmt.Sprintf("%d snapshots, %+v", len(snaps), vpbs.Items[0].Status)
 	})
-	snaps, _ := csi.Driver.Snapshots()
-	t.Logf("snapshots: %+v", snaps[0])
+	c.mustSalvor(t, "backup", "cancel", "slow")
+	b := c.waitBackup(t, "slow", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled") {
+		t.Fatalf("cancelled backup: %s %q", b.Status.Phase, b.Status.FailureReason)
+	}
+	eventually(t, "the snapshot deleted", 2*time.Minute, func() (bool, string) {
+		snaps, err := csi.Driver.Snapshots()
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("snapshot.storage.k8s.io/v1")
+		list.SetKind("VolumeSnapshotList")
+		lerr := c.client.List(context.Background(), list, client.InNamespace("slow"))
+		return err == nil && len(snaps) == 0 && lerr == nil && len(list.Items) == 0, fmt.Sprintf("%d snapshots (%v), %d VolumeSnapshots (%v)", len(snaps), err, len(list.Items), lerr)
+	})
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 ||
+		vpbs.Items[0].Status.Phase != "Failed" || !strings.Contains(vpbs.Items[0].Status.Message, "cancelled") {
+		t.Errorf("VolumePluginBackup after the cancel: %+v, %v", vpbs.Items, err)
+	}
+}
+
+func TestCSIClaimsNotSnapshotted(t *testing.T) {
+	c, csi, cfg := csiCluster(t)
+	// A volume of a driver with no snapshot class (no such driver runs:
+	// the volume is made by hand, bound to its claim).
+	class := "none"
+	orphan := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "orphan-pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:         corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: class,
+		ClaimRef:         &corev1.ObjectReference{Namespace: "mixed", Name: "orphan"},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+			Driver: "classless.csi.example.com", VolumeHandle: "vol-1"}},
+	}}
+	orphanClaim := csiClaim("mixed", "orphan", class)
+	orphanClaim.Spec.VolumeName = "orphan-pv"
+	optedOut := csiClaim("mixed", "scratch", csi.StorageClass)
+	optedOut.Annotations = map[string]string{salvorv1.SkipVolumeSnapshotAnnotation: "true"}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mixed"}}, orphan, orphanClaim, optedOut,
+		csiClaim("mixed", "data", csi.StorageClass))
+	for _, claim := range []string{"orphan", "scratch", "data"} {
+		c.boundVolume(t, "mixed", claim)
+	}
+
+	c.mustSalvor(t, "backup", "create", "mixed", "--include-namespaces", "mixed")
+	b := c.waitBackup(t, "mixed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 || b.Status.Warnings != 1 {
+		t.Fatalf("backup: %s, %d operations, %d warnings\n%s", b.Status.Phase, b.Status.BackupItemOperationsCompleted, b.Status.Warnings,
+			c.mustSalvor(t, "backup", "describe", "mixed", "--details"))
+	}
+	desc := c.mustSalvor(t, "backup", "describe", "mixed", "--details")
+	if !strings.Contains(desc, "orphan-pv: not snapshotted") || !strings.Contains(desc, "CSI driver classless.csi.example.com") {
+		t.Errorf("describe --details does not warn about the classless driver's volume:\n%s", desc)
+	}
+	items := tarball(t, openStore(t, cfg), "mixed")
+	for claim, want := range map[string]bool{"orphan": false, "scratch": false, "data": true} {
+		pvc := items["persistentvolumeclaims/mixed/"+claim]
+		if pvc == nil {
+			t.Fatalf("tarball lacks claim %s", claim)
+		}
+		if got := pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel] != ""; got != want {
+			t.Errorf("claim %s snapshotted: %v, want %v", claim, got, want)
+		}
+	}
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
+		t.Errorf("the driver holds %d snapshots (%v), want 1", len(snaps), err)
+	}
+
+	// snapshotVolumes false: no snapshot, and no warning either.
+	c.mustSalvor(t, "backup", "create", "nosnap", "--include-namespaces", "mixed", "--snapshot-volumes=false")
+	b = c.waitBackup(t, "nosnap", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsAttempted != 0 || b.Status.Warnings != 0 {
+		t.Errorf("backup with snapshotVolumes false: %+v", b.Status)
+	}
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
+		t.Errorf("after a backup without snapshots the driver holds %d snapshots (%v), want 1", len(snaps), err)
+	}
 }

@@ -37,7 +37,17 @@ type Driver struct {
 	Name string
 	Root string
 
-	mu sync.Mutex // one change at a time: the sidecars retry, never race
+	mu    sync.Mutex // one change at a time: the sidecars retry, never race
+	delay time.Duration
+}
+
+// SetSnapshotDelay makes snapshots taken from now on report ready only d
+// after they were cut (the copy is made at once), as a storage system's
+// snapshot that uploads in the background does.
+func (d *Driver) SetSnapshotDelay(delay time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.delay = delay
 }
 
 // Record is what the driver keeps beside a volume or a snapshot.
@@ -46,6 +56,8 @@ type Record struct {
 	Capacity int64     `json:"capacity"`
 	Source   string    `json:"source,omitempty"` // a snapshot's volume, a volume's snapshot
 	Created  time.Time `json:"created"`
+	// Ready is when the snapshot reports ready (SetSnapshotDelay).
+	Ready time.Time `json:"ready,omitzero"`
 }
 
 // ids are what the driver accepts as a volume's or snapshot's ID: they
@@ -183,7 +195,8 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 	}
 	r, err := d.read("snapshots", id)
 	if status.Code(err) == codes.NotFound {
-		r = &Record{ID: id, Capacity: vol.Capacity, Source: vol.ID, Created: time.Now().UTC()}
+		now := time.Now().UTC()
+		r = &Record{ID: id, Capacity: vol.Capacity, Source: vol.ID, Created: now, Ready: now.Add(d.delay)}
 		tmp := d.SnapshotDir(id) + ".tmp"
 		_ = os.RemoveAll(tmp)
 		if err := copyTree(d.VolumeDir(vol.ID), tmp); err != nil {
@@ -263,7 +276,7 @@ func (d *Driver) Volumes() ([]*Record, error) {
 
 func (r *Record) snapshot() *csi.Snapshot {
 	return &csi.Snapshot{SnapshotId: r.ID, SourceVolumeId: r.Source, SizeBytes: r.Capacity,
-		CreationTime: timestamppb.New(r.Created), ReadyToUse: true}
+		CreationTime: timestamppb.New(r.Created), ReadyToUse: !time.Now().Before(r.Ready)}
 }
 
 func (d *Driver) list(kind string) ([]*Record, error) {
