@@ -28,6 +28,17 @@ var (
 // Group is the snapshot API's group.
 const Group = "snapshot.storage.k8s.io"
 
+// SnapshotOfClaim is the VolumeSnapshot a backup took of claim's volume,
+// as Velero records it too: the annotation, or the label older backups
+// carry alone (a label holds at most 63 characters, so longer names are
+// only in the annotation). Empty when the backup took none.
+func SnapshotOfClaim(claim *unstructured.Unstructured) string {
+	if name := claim.GetAnnotations()[salvorv1.VolumeSnapshotNameLabel]; name != "" {
+		return name
+	}
+	return claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+}
+
 // Plan is how a backup treats a volume provisioned by a CSI driver.
 type Plan struct {
 	// Driver is the volume's CSI driver; empty when the volume is not a

@@ -119,12 +119,22 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		return nil, nil, "", nil, fmt.Errorf("snapshotting claim %s/%s (driver %s, class %s): %w", ns, claim.GetName(), plan.Driver, plan.Class, err)
 	}
 	a.progressResource(ctx, b, created, volume, plan, itemoperation.PhaseNew, sdk.OperationProgress{})
-	labels := claim.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
+	// Where Velero records it: an annotation, and a label when the name
+	// fits in one.
+	annotations := claim.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	labels[salvorv1.VolumeSnapshotNameLabel] = name
-	claim.SetLabels(labels)
+	annotations[salvorv1.VolumeSnapshotNameLabel] = name
+	claim.SetAnnotations(annotations)
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		labels := claim.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[salvorv1.VolumeSnapshotNameLabel] = name
+		claim.SetLabels(labels)
+	}
 	// The snapshot controller names a snapshot's content after the
 	// snapshot's UID.
 	post := []sdk.ResourceIdentifier{

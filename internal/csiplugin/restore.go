@@ -96,7 +96,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 // claim points a claim labelled with its snapshot at the snapshot, which
 // is restored (and awaited) first.
 func (a *RestoreAction) claim(_ context.Context, claim *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
-	vs := claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+	vs := csi.SnapshotOfClaim(claim)
 	if vs == "" || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
 	}
@@ -294,7 +294,7 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, cl
 		return
 	}
 	res := dyn.Resource(vprGVR).Namespace(r.Namespace)
-	vs := claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+	vs := csi.SnapshotOfClaim(claim)
 	name := ContentName(r, claim.GetNamespace(), claim.GetName())
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginRestore",

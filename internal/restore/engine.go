@@ -109,7 +109,7 @@ type run struct {
 	// resource/name): they are restored after all.
 	candidates, needed map[string]bool
 	// fromSnapshot are the persistent volumes whose claims are restored
-	// from a CSI snapshot (claim labelled with its VolumeSnapshot): the
+	// from a CSI snapshot (claim annotated with its VolumeSnapshot): the
 	// provisioner makes them anew, so the backed-up volume is not
 	// restored. By volume name, the claim's namespace/name.
 	fromSnapshot map[string]string

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -69,7 +70,7 @@ func (r *run) needs(gr schema.GroupResource, obj *unstructured.Unstructured) {
 // its backup took (the built-in CSI action makes it so), rather than
 // bound to its backed-up volume.
 func (r *run) fromCSISnapshot(claim *unstructured.Unstructured) bool {
-	return claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel] != "" &&
+	return csi.SnapshotOfClaim(claim) != "" &&
 		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs)
 }
 

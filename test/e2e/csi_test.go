@@ -140,7 +140,7 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 		if pvc == nil {
 			t.Fatalf("tarball lacks claim %s: %v", claim, keysOf(items))
 		}
-		vsName := pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
+		vsName := pvc.GetAnnotations()[salvorv1.VolumeSnapshotNameLabel]
 		vs := items["volumesnapshots.snapshot.storage.k8s.io/app/"+vsName]
 		if vs == nil {
 			t.Fatalf("tarball lacks the VolumeSnapshot %q of claim %s: %v", vsName, claim, keysOf(items))
@@ -167,7 +167,7 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	// (their volumes go with them, reclaim policy Delete), the namespace.
 	for _, claim := range []string{"data", "logs"} {
 		pvc := items["persistentvolumeclaims/app/"+claim]
-		vs, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshot", "app", pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel])
+		vs, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshot", "app", pvc.GetAnnotations()[salvorv1.VolumeSnapshotNameLabel])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	// Deleting the backup deletes its snapshots on the storage side: one
 	// through its content still in the cluster, one whose content is gone
 	// too (as in a new cluster) through a content made for it.
-	vs := items["volumesnapshots.snapshot.storage.k8s.io/app/"+items["persistentvolumeclaims/app/logs"].GetLabels()[salvorv1.VolumeSnapshotNameLabel]]
+	vs := items["volumesnapshots.snapshot.storage.k8s.io/app/"+items["persistentvolumeclaims/app/logs"].GetAnnotations()[salvorv1.VolumeSnapshotNameLabel]]
 	content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
 	vsc, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshotContent", "", content)
 	if err != nil {
@@ -320,7 +320,7 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 		if pvc == nil {
 			t.Fatalf("tarball lacks claim %s", claim)
 		}
-		if got := pvc.GetLabels()[salvorv1.VolumeSnapshotNameLabel] != ""; got != want {
+		if got := pvc.GetAnnotations()[salvorv1.VolumeSnapshotNameLabel] != ""; got != want {
 			t.Errorf("claim %s snapshotted: %v, want %v", claim, got, want)
 		}
 	}

@@ -78,7 +78,8 @@ const (
 	SkipVolumeSnapshotAnnotation = "salvor.dev/skip-volume-snapshot"
 
 	// A CSI snapshot is recorded in a backup as Velero records it, so each
-	// restores the other's: VolumeSnapshotNameLabel on the claim names the
+	// restores the other's: VolumeSnapshotNameLabel, an annotation on the
+	// claim (and a label too when the name fits in one), names the
 	// VolumeSnapshot (in the claim's namespace) taken of its volume; the
 	// VolumeSnapshot carries the storage system's snapshot handle, the
 	// driver, the size a volume restored from it needs and the deletion
