@@ -52,9 +52,17 @@ func (c *cluster) boundVolume(t testing.TB, ns, name string) string {
 // install` grants, which the CSI actions (in its plugin process) use too.
 func csiCluster(t *testing.T) (*cluster, *testbed.CSI, map[string]string) {
 	t.Helper()
+	c, csi, cfg, _ := csiClusterMinIO(t)
+	return c, csi, cfg
+}
+
+// csiClusterMinIO is csiCluster with its MinIO, which has a bucket
+// "velero" too.
+func csiClusterMinIO(t *testing.T) (*cluster, *testbed.CSI, map[string]string, *testbed.MinIO) {
+	t.Helper()
 	c := startCluster(t)
 	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
-	minio := testbed.StartMinIO(t, "backups")
+	minio := testbed.StartMinIO(t, "backups", "velero")
 	c.mustSalvor(t, "install")
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
 	eventually(t, "the installed role in force", 30*time.Second, func() (bool, string) {
@@ -64,7 +72,7 @@ func csiCluster(t *testing.T) (*cluster, *testbed.CSI, map[string]string) {
 	c.asServiceAccount(t, "salvor", "salvor").startServer(t, "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, snapshotClass("testbed-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.CSISnapshotClassLabel: "true"}))
-	return c, csi, cfg
+	return c, csi, cfg, minio
 }
 
 func snapshotClass(name, driver string, labels map[string]any) *unstructured.Unstructured {
@@ -336,5 +344,61 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 	}
 	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
 		t.Errorf("after a backup without snapshots the driver holds %d snapshots (%v), want 1", len(snaps), err)
+	}
+}
+
+// TestVeleroCSIBackupRestoresWithSalvor has Velero's server take a backup
+// with CSI snapshots on the testbed, loses the namespace, and restores it
+// with Salvor from Velero's location.
+func TestVeleroCSIBackupRestoresWithSalvor(t *testing.T) {
+	v := buildVelero(t)
+	c, csi, _, minio := csiClusterMinIO(t)
+	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}}, csiClaim("vapp", "data", csi.StorageClass))
+	want := fillVolume(t, csi, c.boundVolume(t, "vapp", "data"), 4)
+
+	c.installVelero(t, v, minio, "velero")
+	vs := c.startVelero(t, v, minio, "--features=EnableCSI")
+	backup := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "vcsi", "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []any{"vapp"}, "storageLocation": "default", "snapshotVolumes": true},
+	}}
+	dyn := c.dynamic(t)
+	if _, err := dyn.Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vb := c.watchObject(t, veleroBackups, "velero", "vcsi", veleroEnded)
+	if phase, _, _ := unstructured.NestedString(vb.Object, "status", "phase"); phase != "Completed" {
+		t.Fatalf("Velero's backup ended %s: %v", phase, vb.Object["status"])
+	}
+	if n, _, _ := unstructured.NestedInt64(vb.Object, "status", "csiVolumeSnapshotsCompleted"); n != 1 {
+		t.Fatalf("Velero's backup took %d CSI snapshots, want 1: %v", n, vb.Object["status"])
+	}
+	vs.stop()
+
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "vapp", Name: "data"}})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}})
+	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
+		vols, err := csi.Driver.Volumes()
+		return err == nil && len(vols) == 0, fmt.Sprint(len(vols), err)
+	})
+
+	c.s3Location(t, minio, "velero", "velero", false, "--access-mode", "ReadOnly")
+	c.waitBackup(t, "vcsi", salvorv1.BackupPhaseCompleted)
+	c.mustSalvor(t, "restore", "create", "from-velero", "--from-backup", "vcsi", "--wait")
+	r := c.waitRestore(t, "from-velero", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.Errors != 0 {
+		t.Fatalf("restore of Velero's CSI backup: %+v\n%s", r.Status, c.mustSalvor(t, "restore", "describe", "from-velero", "--details"))
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp", Name: "data"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.DataSource == nil || pvc.Spec.DataSource.Kind != "VolumeSnapshot" {
+		t.Fatalf("restored claim: %+v %+v", pvc.Spec, pvc.Status)
+	}
+	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); !maps.Equal(got, want) {
+		t.Errorf("the claim restored from Velero's snapshot holds %v, want %v", got, want)
 	}
 }

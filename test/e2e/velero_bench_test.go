@@ -141,15 +141,16 @@ func (c *cluster) installVelero(b testing.TB, v velero, minio *testbed.MinIO, bu
 
 // startVelero runs Velero's server outside the cluster, as Salvor's runs in
 // these benchmarks, and waits until its location is Available.
-func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO) *server {
+func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO, extra ...string) *server {
 	b.Helper()
 	logs := filepath.Join(b.TempDir(), "velero.log")
 	f, err := os.Create(logs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(v.bin, "server", "--kubeconfig", c.kubeconfig, "--namespace", "velero", "--plugin-dir", v.plugins,
-		"--metrics-address", freeAddress(b), "--profiler-address", freeAddress(b), "--log-level", "info")
+	args := append([]string{"server", "--kubeconfig", c.kubeconfig, "--namespace", "velero", "--plugin-dir", v.plugins,
+		"--metrics-address", freeAddress(b), "--profiler-address", freeAddress(b), "--log-level", "info"}, extra...)
+	cmd := exec.Command(v.bin, args...)
 	cmd.Env = append(os.Environ(), "AWS_SHARED_CREDENTIALS_FILE="+minio.CredentialsFile(b), "HOME="+b.TempDir())
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
