@@ -108,6 +108,7 @@ func getUnstructured(t testing.TB, c *cluster, apiVersion, kind, ns, name string
 }
 
 func TestCSISnapshotBackupAndRestore(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
 	c, csi, cfg := csiCluster(t)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
 		csiClaim("app", "data", csi.StorageClass), csiClaim("app", "logs", csi.StorageClass))
@@ -255,6 +256,7 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 }
 
 func TestCSICancelDuringSnapshotDeletesIt(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
 	c, csi, _ := csiCluster(t)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, csiClaim("slow", "data", csi.StorageClass))
 	fillVolume(t, csi, c.boundVolume(t, "slow", "data"), 3)
@@ -290,6 +292,7 @@ func TestCSICancelDuringSnapshotDeletesIt(t *testing.T) {
 }
 
 func TestCSIClaimsNotSnapshotted(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
 	c, csi, cfg := csiCluster(t)
 	// A volume of a driver with no snapshot class (no such driver runs:
 	// the volume is made by hand, bound to its claim).
@@ -351,6 +354,7 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 // with CSI snapshots on the testbed, loses the namespace, and restores it
 // with Salvor from Velero's location.
 func TestVeleroCSIBackupRestoresWithSalvor(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
 	v := buildVelero(t)
 	c, csi, _, minio := csiClusterMinIO(t)
 	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}),
@@ -400,5 +404,72 @@ func TestVeleroCSIBackupRestoresWithSalvor(t *testing.T) {
 	}
 	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); !maps.Equal(got, want) {
 		t.Errorf("the claim restored from Velero's snapshot holds %v, want %v", got, want)
+	}
+}
+
+// TestSalvorCSIBackupRestoresWithVelero backs up a claim with Salvor's CSI
+// action, loses it, and restores it with Velero's server from Salvor's
+// location: the backup records its snapshot where Velero reads it.
+func TestSalvorCSIBackupRestoresWithVelero(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	v := buildVelero(t)
+	c, csi, _, minio := csiClusterMinIO(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}}, csiClaim("sapp", "data", csi.StorageClass))
+	want := fillVolume(t, csi, c.boundVolume(t, "sapp", "data"), 4)
+	oldVolume := c.boundVolume(t, "sapp", "data")
+	c.mustSalvor(t, "backup", "create", "scsi", "--include-namespaces", "sapp", "--wait")
+	if b := c.waitBackup(t, "scsi", salvorv1.BackupPhaseCompleted); b.Status.BackupItemOperationsCompleted != 1 {
+		t.Fatalf("Salvor's backup: %+v", b.Status)
+	}
+	c.killServers()
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "sapp", Name: "data"}})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}})
+	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
+		vols, err := csi.Driver.Volumes()
+		return err == nil && len(vols) == 0, fmt.Sprint(len(vols), err)
+	})
+
+	c.installVelero(t, v, minio, "backups")
+	c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
+	dyn := c.dynamic(t)
+	eventually(t, "Velero sees Salvor's backup", 2*time.Minute, func() (bool, string) {
+		b, err := dyn.Resource(veleroBackups).Namespace("velero").Get(context.Background(), "scsi", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(b.Object, "status", "phase")
+		return phase == "Completed", phase
+	})
+	restore := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": "from-salvor", "namespace": "velero"},
+		"spec":     map[string]any{"backupName": "scsi"},
+	}}
+	if _, err := dyn.Resource(veleroRestores).Namespace("velero").Create(context.Background(), restore, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vr := c.watchObject(t, veleroRestores, "velero", "from-salvor", veleroEnded)
+	if phase, _, _ := unstructured.NestedString(vr.Object, "status", "phase"); phase != "Completed" {
+		t.Fatalf("Velero's restore of Salvor's CSI backup ended %s: %v", phase, vr.Object["status"])
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	eventually(t, "the claim bound", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "data"}, pvc); err != nil {
+			return false, err.Error()
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, string(pvc.Status.Phase)
+	})
+	if pvc.Spec.DataSource == nil || pvc.Spec.DataSource.Kind != "VolumeSnapshot" {
+		t.Fatalf("Velero restored the claim without its snapshot: %+v", pvc.Spec)
+	}
+	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); !maps.Equal(got, want) {
+		t.Errorf("the claim Velero restored from Salvor's snapshot holds %v, want %v", got, want)
+	}
+	// The backed-up volume is not restored beside the provisioned one.
+	if pvc.Spec.VolumeName == oldVolume {
+		t.Errorf("the claim is bound to the backed-up volume %s, whose storage is gone", oldVolume)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: oldVolume}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Velero restored the backed-up volume %s too: %v", oldVolume, err)
 	}
 }

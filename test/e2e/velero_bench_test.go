@@ -35,19 +35,34 @@ type velero struct {
 	bin, plugins, version string
 }
 
+var (
+	veleroOnce  sync.Once
+	veleroBuilt velero
+	veleroErr   error
+)
+
 // buildVelero builds Velero's command and its AWS plugin into
 // bin/velero-<version>/ (kept between runs; go build's cache makes a second
-// build quick).
+// build quick), once per test binary: tests running in parallel share the
+// build rather than overwrite a binary another is running.
 func buildVelero(b testing.TB) velero {
 	b.Helper()
+	veleroOnce.Do(func() { veleroBuilt, veleroErr = doBuildVelero() })
+	if veleroErr != nil {
+		b.Fatal(veleroErr)
+	}
+	return veleroBuilt
+}
+
+func doBuildVelero() (velero, error) {
 	root, err := testbin.ModuleRoot()
 	if err != nil {
-		b.Fatal(err)
+		return velero{}, err
 	}
 	mod := filepath.Join(root, "test", "compat", "velero")
 	out, err := exec.Command("go", "-C", mod, "list", "-m", "-f", "{{.Version}}", "github.com/vmware-tanzu/velero").Output()
 	if err != nil {
-		b.Fatalf("finding Velero's version in %s: %v", mod, err)
+		return velero{}, fmt.Errorf("finding Velero's version in %s: %v", mod, err)
 	}
 	v := velero{version: strings.TrimSpace(string(out))}
 	dir := filepath.Join(root, "bin", "velero-"+v.version)
@@ -59,10 +74,10 @@ func buildVelero(b testing.TB) velero {
 		build := exec.Command("go", "build", "-o", to, pkg)
 		build.Dir = mod
 		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("building %s: %v\n%s", pkg, err, out)
+			return velero{}, fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 		}
 	}
-	return v
+	return v, nil
 }
 
 var (
