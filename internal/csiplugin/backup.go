@@ -89,6 +89,9 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		return nil, nil, "", nil, err
 	}
 	pv, err := dyn.Resource(csi.PVGVR).Get(ctx, volume, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return item, nil, "", nil, nil // the engine warns of the missing volume
+	}
 	if err != nil {
 		return nil, nil, "", nil, fmt.Errorf("reading persistentvolume %s of claim %s/%s: %w", volume, claim.GetNamespace(), claim.GetName(), err)
 	}
