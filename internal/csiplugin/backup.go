@@ -55,8 +55,6 @@ func (a *BackupAction) AppliesTo() (sdk.ResourceSelector, error) {
 	return sdk.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims"}}, nil
 }
 
-// The plain forms are what a host without deadlines calls.
-
 func (a *BackupAction) Execute(item runtime.Unstructured, b *sdk.Backup) (runtime.Unstructured, []sdk.ResourceIdentifier, string, []sdk.ResourceIdentifier, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -64,15 +62,11 @@ func (a *BackupAction) Execute(item runtime.Unstructured, b *sdk.Backup) (runtim
 }
 
 func (a *BackupAction) Progress(id string, b *sdk.Backup) (sdk.OperationProgress, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.ProgressWithContext(ctx, id, b)
+	return plain(func(ctx context.Context) (sdk.OperationProgress, error) { return a.ProgressWithContext(ctx, id, b) })
 }
 
 func (a *BackupAction) Cancel(id string, b *sdk.Backup) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.CancelWithContext(ctx, id, b)
+	return plainErr(func(ctx context.Context) error { return a.CancelWithContext(ctx, id, b) })
 }
 
 // ExecuteWithContext starts a snapshot of a bound claim's volume when

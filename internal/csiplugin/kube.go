@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,5 +49,19 @@ func mergePatch(ctx context.Context, res dynamic.ResourceInterface, name string,
 		return err
 	}
 	_, err = res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}
+
+// plain runs a context-taking method for its plain form, bounded by a
+// minute: the SDK calls the context-taking form (with the host's deadline)
+// whenever it exists, so the plain forms only satisfy the interfaces.
+func plain[T any](f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return f(ctx)
+}
+
+func plainErr(f func(context.Context) error) error {
+	_, err := plain(func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
 	return err
 }

@@ -56,27 +56,21 @@ func (a *RestoreAction) AppliesTo() (sdk.ResourceSelector, error) {
 }
 
 func (a *RestoreAction) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.ExecuteWithContext(ctx, in)
+	return plain(func(ctx context.Context) (*sdk.RestoreItemActionExecuteOutput, error) {
+		return a.ExecuteWithContext(ctx, in)
+	})
 }
 
 func (a *RestoreAction) Progress(id string, r *sdk.Restore) (sdk.OperationProgress, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.ProgressWithContext(ctx, id, r)
+	return plain(func(ctx context.Context) (sdk.OperationProgress, error) { return a.ProgressWithContext(ctx, id, r) })
 }
 
 func (a *RestoreAction) Cancel(id string, r *sdk.Restore) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.CancelWithContext(ctx, id, r)
+	return plainErr(func(ctx context.Context) error { return a.CancelWithContext(ctx, id, r) })
 }
 
 func (a *RestoreAction) AreAdditionalItemsReady(items []sdk.ResourceIdentifier, r *sdk.Restore) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return a.AreAdditionalItemsReadyWithContext(ctx, items, r)
+	return plain(func(ctx context.Context) (bool, error) { return a.AreAdditionalItemsReadyWithContext(ctx, items, r) })
 }
 
 func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
