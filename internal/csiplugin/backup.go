@@ -39,17 +39,12 @@ var (
 // operation, Progress follows it until it is ready and then keeps its
 // content (deletionPolicy Retain) and records its handle on it, Cancel
 // deletes it with its storage-side snapshot.
-type BackupAction struct {
-	log  *slog.Logger
-	kube *kube
-}
+type BackupAction struct{ base }
 
 // NewBackupAction is the factory `salvor run-plugins` registers.
 func NewBackupAction(log *slog.Logger) (sdk.BackupItemActionV2, error) {
-	return &BackupAction{log: log, kube: &kube{}}, nil
+	return &BackupAction{newBase(log)}, nil
 }
-
-func (a *BackupAction) Name() string { return Name }
 
 func (a *BackupAction) AppliesTo() (sdk.ResourceSelector, error) {
 	return sdk.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims"}}, nil

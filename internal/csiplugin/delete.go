@@ -22,14 +22,11 @@ import (
 // DeleteAction deletes the storage-side snapshot of each
 // VolumeSnapshotContent a backup being deleted holds, if the backup took
 // it: through the snapshot API, so the CSI driver does the deleting.
-type DeleteAction struct {
-	log  *slog.Logger
-	kube *kube
-}
+type DeleteAction struct{ base }
 
 // NewDeleteAction is the factory `salvor run-plugins` registers.
 func NewDeleteAction(log *slog.Logger) (sdk.DeleteItemAction, error) {
-	return &DeleteAction{log: log, kube: &kube{}}, nil
+	return &DeleteAction{newBase(log)}, nil
 }
 
 func (a *DeleteAction) AppliesTo() (sdk.ResourceSelector, error) {

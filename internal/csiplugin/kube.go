@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -19,6 +20,17 @@ var (
 	vpbGVR = salvorv1.GroupVersion.WithResource("volumepluginbackups")
 	vprGVR = salvorv1.GroupVersion.WithResource("volumepluginrestores")
 )
+
+// base is what each CSI action holds: its logger and its own connection.
+type base struct {
+	log  *slog.Logger
+	kube *kube
+}
+
+func newBase(log *slog.Logger) base { return base{log: log, kube: &kube{}} }
+
+// Name is the actions' name, whatever their kind.
+func (base) Name() string { return Name }
 
 // kube connects once, on first use, with the KUBECONFIG environment
 // variable's kubeconfig (the server passes its own to its plugins) or

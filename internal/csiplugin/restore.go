@@ -38,17 +38,12 @@ var bindingAnnotations = []string{
 // with the snapshot as its data source, after the snapshot is ready, and
 // follows it as an operation until it is bound. The backed-up contents
 // are not restored: their handles live on in the new ones.
-type RestoreAction struct {
-	log  *slog.Logger
-	kube *kube
-}
+type RestoreAction struct{ base }
 
 // NewRestoreAction is the factory `salvor run-plugins` registers.
 func NewRestoreAction(log *slog.Logger) (sdk.RestoreItemActionV2, error) {
-	return &RestoreAction{log: log, kube: &kube{}}, nil
+	return &RestoreAction{newBase(log)}, nil
 }
-
-func (a *RestoreAction) Name() string { return Name }
 
 func (a *RestoreAction) AppliesTo() (sdk.ResourceSelector, error) {
 	return sdk.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims",
