@@ -264,10 +264,36 @@ func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *s
 			p.Completed, p.Err = true, fmt.Sprintf("claim %s lost its volume %s", id, volume)
 		default:
 			p.Description = "waiting for a volume provisioned from the snapshot"
+			// A snapshot that is gone or failed will never provision it.
+			if vs := csi.SnapshotOfClaim(claim); vs != "" {
+				if msg := a.snapshotProblem(ctx, ns, vs); msg != "" {
+					p.Completed, p.Err = true, fmt.Sprintf("claim %s cannot be provisioned: %s", id, msg)
+				}
+			}
 		}
 		a.progressResource(ctx, r, claim, volume, p)
 	}
 	return p, nil
+}
+
+// snapshotProblem says why VolumeSnapshot ns/name cannot provision a
+// claim, or "" while it still may.
+func (a *RestoreAction) snapshotProblem(ctx context.Context, ns, name string) string {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return ""
+	}
+	vs, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("its VolumeSnapshot %s/%s was not restored", ns, name)
+	}
+	if err != nil {
+		return ""
+	}
+	if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" {
+		return fmt.Sprintf("its VolumeSnapshot %s/%s failed: %s", ns, name, msg)
+	}
+	return ""
 }
 
 // CancelWithContext leaves the claim: what a cancelled restore created

@@ -12,6 +12,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -347,6 +348,29 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 	}
 	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
 		t.Errorf("after a backup without snapshots the driver holds %d snapshots (%v), want 1", len(snaps), err)
+	}
+
+	// Restored where the driver is unknown (no CSIDriver, StorageClass or
+	// VolumeSnapshotClass names it), the snapshot fails naming the driver,
+	// and the claim's operation with it (the claim is created, as an item
+	// whose wait failed is, and stays pending); the other claims come back.
+	for _, obj := range []client.Object{snapshotClass("testbed-snapshots", "", nil), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: csi.StorageClass}}} {
+		if err := c.client.Delete(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mustSalvor(t, "restore", "create", "nodriver", "--from-backup", "mixed", "--namespace-mappings", "mixed:elsewhere")
+	r := c.waitRestore(t, "nodriver", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	desc = c.mustSalvor(t, "restore", "describe", "nodriver", "--details")
+	if r.Status.Phase != salvorv1.RestorePhasePartiallyFailed || r.Status.Errors != 3 ||
+		!strings.Contains(desc, "CSI driver "+testbed.CSIDriverName+" is not in this cluster") ||
+		!strings.Contains(desc, "claim elsewhere/data cannot be provisioned: its VolumeSnapshot elsewhere/salvor-mixed-data-") {
+		t.Errorf("restore without the driver: %s, %d errors\n%s", r.Status.Phase, r.Status.Errors, desc)
+	}
+	for _, claim := range []string{"orphan", "scratch", "data"} {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "elsewhere", Name: claim}, &corev1.PersistentVolumeClaim{}); err != nil {
+			t.Errorf("claim elsewhere/%s: %v", claim, err)
+		}
 	}
 }
 
