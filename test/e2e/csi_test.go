@@ -292,6 +292,31 @@ func TestCSICancelDuringSnapshotDeletesIt(t *testing.T) {
 	}
 }
 
+// TestCSISnapshotFailureFailsItsClaim has the driver refuse to cut
+// snapshots: the operation ends failed with the driver's message, the
+// backup is PartiallyFailed naming the claim, and its VolumePluginBackup
+// says Failed.
+func TestCSISnapshotFailureFailsItsClaim(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, _ := csiCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "full"}}, csiClaim("full", "data", csi.StorageClass))
+	c.boundVolume(t, "full", "data")
+	csi.Driver.FailSnapshots("the pool is out of space")
+
+	c.mustSalvor(t, "backup", "create", "full", "--include-namespaces", "full")
+	b := c.waitBackup(t, "full", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	desc := c.mustSalvor(t, "backup", "describe", "full", "--details")
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.BackupItemOperationsFailed != 1 ||
+		!strings.Contains(desc, "the pool is out of space") || !strings.Contains(desc, "of claim data") {
+		t.Errorf("backup with a failing snapshot: %s, %d operations failed\n%s", b.Status.Phase, b.Status.BackupItemOperationsFailed, desc)
+	}
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 ||
+		vpbs.Items[0].Status.Phase != "Failed" || !strings.Contains(vpbs.Items[0].Status.Message, "the pool is out of space") {
+		t.Errorf("VolumePluginBackup of the failed snapshot: %+v, %v", vpbs.Items, err)
+	}
+}
+
 func TestCSIClaimsNotSnapshotted(t *testing.T) {
 	t.Parallel() // mostly waiting on controllers: two at a time share the cores
 	c, csi, cfg := csiCluster(t)

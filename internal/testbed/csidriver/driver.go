@@ -37,8 +37,17 @@ type Driver struct {
 	Name string
 	Root string
 
-	mu    sync.Mutex // one change at a time: the sidecars retry, never race
-	delay time.Duration
+	mu      sync.Mutex // one change at a time: the sidecars retry, never race
+	delay   time.Duration
+	failure string
+}
+
+// FailSnapshots makes CreateSnapshot fail with msg from now on ("" stops
+// it), as a storage system out of space would.
+func (d *Driver) FailSnapshots(msg string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failure = msg
 }
 
 // SetSnapshotDelay makes snapshots taken from now on report ready only d
@@ -188,6 +197,9 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 	id := req.GetName()
 	if !ids.MatchString(id) {
 		return nil, status.Errorf(codes.InvalidArgument, "snapshot name %q is not a valid ID", id)
+	}
+	if d.failure != "" {
+		return nil, status.Error(codes.ResourceExhausted, d.failure)
 	}
 	vol, err := d.read("volumes", req.GetSourceVolumeId())
 	if err != nil {
