@@ -63,7 +63,7 @@ func TestChartBuiltinResources(t *testing.T) {
 	if strings.HasPrefix(kubeVersion, "v0.0.0") {
 		// The testbed's API server is built without version stamps; its
 		// module says which Kubernetes it is.
-		mod, err := os.ReadFile(filepath.Join(root, "hack", "testbed", "kube-apiserver", "go.mod"))
+		mod, err := os.ReadFile(filepath.Join(root, "hack", "testbed", "kubernetes", "go.mod"))
 		if err != nil {
 			t.Fatal(err)
 		}
