@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
-	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
 // Command is how to start a plugin binary.
@@ -146,7 +146,7 @@ func (p *process) start() error {
 	args = append(args, "--log-level="+p.opts.PluginLogLevel)
 	p.execCmd = exec.Command(p.cmd.Path, args...)
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
+		HandshakeConfig:  wire.Handshake,
 		Plugins:          hostPlugins,
 		Cmd:              p.execCmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
@@ -156,11 +156,8 @@ func (p *process) start() error {
 		SyncStdout:       p.stderr,
 		// Salvor re-emits stderr itself (stderrTail), so go-plugin's own
 		// parsing and logging of it is switched off.
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize),
-			grpc.MaxCallSendMsgSize(sdk.MaxMessageSize),
-		)},
+		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
+		GRPCDialOptions: wire.DialOptions(),
 	})
 	rpc, err := p.client.Client()
 	if err != nil {

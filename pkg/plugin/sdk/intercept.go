@@ -13,12 +13,10 @@ import (
 // items and the cross-cutting behaviour of every call, written once here
 // rather than in each method.
 func serverOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(MaxMessageSize),
-		grpc.MaxSendMsgSize(MaxMessageSize),
+	return append(wire.ServerOptions(),
 		grpc.ChainUnaryInterceptor(unaryInterceptor),
 		grpc.ChainStreamInterceptor(streamInterceptor),
-	}
+	)
 }
 
 // recovered turns a panic into an error carrying its text and stack.

@@ -17,18 +17,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
 // Handshake is the go-plugin handshake Velero and Salvor share.
-var Handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  2,
-	MagicCookieKey:   "VELERO_PLUGIN",
-	MagicCookieValue: "hello",
-}
+var Handshake = wire.Handshake
 
 // MaxMessageSize bounds one gRPC message (an item with its backup, say) in
 // either direction.
-const MaxMessageSize = 64 << 20
+const MaxMessageSize = wire.MaxMessageSize
 
 // Factory makes the implementation registered under a name. It is called
 // once, on the first call for that name; the instance then serves every call.
