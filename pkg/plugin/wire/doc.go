@@ -7,4 +7,8 @@
 // ctx.Err() is seen by the host as a deadline or a cancellation, not as an
 // opaque failure) and whose Stack detail carries the plugin's stack trace —
 // the same detail message Velero's peers send and read.
+//
+// It also holds what the two sides of the transport must agree on: the
+// go-plugin handshake, the largest message, and the gRPC options of each
+// side (transport.go).
 package wire
