@@ -14,21 +14,27 @@ import (
 // Writer writes a tarball. It is safe for concurrent use: items are written
 // one at a time, whole.
 type Writer struct {
-	mu    sync.Mutex
-	gz    *gzip.Writer
-	tw    *tar.Writer
-	now   time.Time
-	items int
-	err   error
+	observe []Observer
+	mu      sync.Mutex
+	gz      *gzip.Writer
+	tw      *tar.Writer
+	now     time.Time
+	items   int
+	err     error
 }
 
+// An Observer sees each entry as it is written, one at a time, in the
+// tarball's order (a manifest's item digests are taken so, rather than by
+// reading the tarball again). An error from it fails the write.
+type Observer func(name string, body []byte) error
+
 // NewWriter starts a tarball on w, writing its version entry.
-func NewWriter(w io.Writer) (*Writer, error) {
+func NewWriter(w io.Writer, observe ...Observer) (*Writer, error) {
 	gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
-	aw := &Writer{gz: gz, tw: tar.NewWriter(gz), now: time.Now().UTC()}
+	aw := &Writer{gz: gz, tw: tar.NewWriter(gz), now: time.Now().UTC(), observe: observe}
 	if err := aw.write(VersionFile, []byte(FormatVersion+"\n")); err != nil {
 		return nil, err
 	}
@@ -47,6 +53,12 @@ func (w *Writer) write(name string, body []byte) error {
 	if _, err := w.tw.Write(body); err != nil {
 		w.err = fmt.Errorf("writing %s to the tarball: %w", name, err)
 		return w.err
+	}
+	for _, o := range w.observe {
+		if err := o(name, body); err != nil {
+			w.err = fmt.Errorf("writing %s to the tarball: %w", name, err)
+			return w.err
+		}
 	}
 	return nil
 }

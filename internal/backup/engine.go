@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,20 +151,11 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		return nil, err
 	}
 
-	pr, pw := io.Pipe()
-	uploaded := make(chan error, 1)
-	go func() {
-		err := store.PutTarball(ctx, b.Name, pr)
-		// A failed upload must stop the writers, not leave them blocked.
-		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOr(err, io.ErrClosedPipe)))
-		uploaded <- err
-	}()
-	r.writer, err = archive.NewWriter(pw)
+	writer, pw, uploaded, err := uploadTarball(ctx, store, b.Name)
 	if err != nil {
-		pw.CloseWithError(err)
-		<-uploaded
 		return nil, err
 	}
+	r.writer = writer
 
 	stopProgress := r.reportProgress(onProgress)
 	walkErr := r.walk(ctx, all, namespaces, selector)
@@ -196,6 +188,32 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	log.Info("backup pass finished", "items", out.Progress.ItemsBackedUp, "errors", out.Results.Errors.Count(),
 		"warnings", out.Results.Warnings.Count(), "operations", len(r.operations))
 	return out, nil
+}
+
+// uploadTarball starts a tarball that goes to the store as it is written,
+// its items hashed for the manifest as they are written: the caller writes,
+// closes the writer, closes pw (with the error that stopped it, if any),
+// then reads the upload's outcome.
+func uploadTarball(ctx context.Context, store *persistence.BackupStore, name string) (*archive.Writer, *io.PipeWriter, <-chan error, error) {
+	items, err := persistence.NewItemDigests()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pr, pw := io.Pipe()
+	uploaded := make(chan error, 1)
+	go func() {
+		err := store.PutTarballDigested(ctx, name, pr, items)
+		// A failed upload must stop the writers, not leave them blocked.
+		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOr(err, io.ErrClosedPipe)))
+		uploaded <- err
+	}()
+	w, err := archive.NewWriter(pw, items.Observe)
+	if err != nil {
+		pw.CloseWithError(err)
+		<-uploaded
+		return nil, nil, nil, err
+	}
+	return w, pw, uploaded, nil
 }
 
 func errOr(err, fallback error) error {
@@ -306,16 +324,21 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 	return listErr
 }
 
+// listers is how many LISTs a backup has in flight at once. Most scopes
+// (a resource type in a namespace) are empty, and one after the other
+// their round trips to the API server add up to most of a small backup's
+// time; a few at once hide them without holding many pages in memory.
+const listers = 4
+
+// list lists every selected scope, a few at a time, onto the queue.
 func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []string, selector labels.Selector, queue chan<- work) error {
 	spec := r.backup.Spec
-	pageSize := r.e.PageSize
-	if pageSize <= 0 {
-		pageSize = 500
-	}
 	nsSet := map[string]bool{}
 	for _, ns := range namespaces {
 		nsSet[ns] = true
 	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(listers)
 	for _, res := range all {
 		isNamespaceResource := res.GVR.Group == "" && res.GVR.Resource == "namespaces"
 		if !isNamespaceResource && !resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny) {
@@ -331,40 +354,57 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 				scopes = []string{metav1.NamespaceAll}
 			}
 		}
+		keep := func(*unstructured.Unstructured) bool { return true }
+		labelSelector := selector.String()
+		if isNamespaceResource {
+			keep = func(item *unstructured.Unstructured) bool { return nsSet[item.GetName()] }
+			labelSelector = ""
+		}
 		for _, ns := range scopes {
-			opts := metav1.ListOptions{Limit: pageSize}
-			if !isNamespaceResource {
-				opts.LabelSelector = selector.String()
+			if ctx.Err() != nil {
+				break
 			}
-			for {
-				page, err := r.e.Dynamic.Resource(res.GVR).Namespace(ns).List(ctx, opts)
-				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					r.rec.Error(ns, fmt.Sprintf("listing %s: %v", res, err))
-					break
-				}
-				for i := range page.Items {
-					item := &page.Items[i]
-					if isNamespaceResource && !nsSet[item.GetName()] {
-						continue
-					}
-					r.total.Add(1)
-					select {
-					case queue <- work{res: res, item: item}:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
-				}
-				if page.GetContinue() == "" {
-					break
-				}
-				opts.Continue = page.GetContinue()
-			}
+			g.Go(func() error { return r.listScope(ctx, res, ns, labelSelector, keep, queue) })
 		}
 	}
-	return nil
+	return g.Wait()
+}
+
+// listScope lists one resource type in one namespace (or the whole
+// cluster) page by page onto the queue. A failed LIST is an error of the
+// backup's results, not the end of the backup.
+func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSelector string, keep func(*unstructured.Unstructured) bool, queue chan<- work) error {
+	pageSize := r.e.PageSize
+	if pageSize <= 0 {
+		pageSize = 500
+	}
+	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: labelSelector}
+	for {
+		page, err := r.e.Dynamic.Resource(res.GVR).Namespace(ns).List(ctx, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.rec.Error(ns, fmt.Sprintf("listing %s: %v", res, err))
+			return nil
+		}
+		for i := range page.Items {
+			item := &page.Items[i]
+			if !keep(item) {
+				continue
+			}
+			r.total.Add(1)
+			select {
+			case queue <- work{res: res, item: item}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if page.GetContinue() == "" {
+			return nil
+		}
+		opts.Continue = page.GetContinue()
+	}
 }
 
 func itemKey(gr schema.GroupResource, ns, name string) string {

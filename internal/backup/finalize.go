@@ -174,23 +174,17 @@ func rewriteTarball(ctx context.Context, name string, store *persistence.BackupS
 	if _, err := tmp.Seek(0, 0); err != nil {
 		return err
 	}
-	pr, pw := io.Pipe()
-	uploaded := make(chan error, 1)
-	go func() {
-		err := store.PutTarball(ctx, name, pr)
-		pr.CloseWithError(fmt.Errorf("uploading the tarball: %w", errOrClosed(err)))
-		uploaded <- err
-	}()
-	aw, err := archive.NewWriter(pw)
-	if err == nil {
-		_, err = archive.Read(tmp, func(e archive.Entry) error {
-			if replace[e.Path] {
-				return nil
-			}
-			// As the first pass wrote it, byte for byte.
-			return aw.WriteEntry(e.Path, e.Raw)
-		})
+	aw, pw, uploaded, err := uploadTarball(ctx, store, name)
+	if err != nil {
+		return err
 	}
+	_, err = archive.Read(tmp, func(e archive.Entry) error {
+		if replace[e.Path] {
+			return nil
+		}
+		// As the first pass wrote it, byte for byte.
+		return aw.WriteEntry(e.Path, e.Raw)
+	})
 	for _, it := range items {
 		if err != nil {
 			break
@@ -205,11 +199,4 @@ func rewriteTarball(ctx context.Context, name string, store *persistence.BackupS
 		err = uerr
 	}
 	return err
-}
-
-func errOrClosed(err error) error {
-	if err != nil {
-		return err
-	}
-	return io.ErrClosedPipe
 }

@@ -68,14 +68,30 @@ type ItemDigests struct {
 	f *os.File
 	w *bufio.Writer
 	n int
+	h hash.Hash
 }
 
-func newItemDigests() (*ItemDigests, error) {
+// NewItemDigests starts an empty list, for a writer that hands each entry
+// of a tarball to Observe as it writes it (see PutTarballDigested).
+func NewItemDigests() (*ItemDigests, error) {
 	f, err := os.CreateTemp("", "salvor-item-digests-")
 	if err != nil {
 		return nil, fmt.Errorf("a file for the tarball's item digests: %w", err)
 	}
-	return &ItemDigests{f: f, w: bufio.NewWriter(f)}, nil
+	return &ItemDigests{f: f, w: bufio.NewWriter(f), h: sha256.New()}, nil
+}
+
+// Observe takes one entry of a tarball, in the tarball's order: item
+// entries (resources/...) are hashed and listed, others passed over. It is
+// not safe for concurrent use; archive.Writer calls it one entry at a time.
+func (l *ItemDigests) Observe(name string, body []byte) error {
+	name = path.Clean(name)
+	if !strings.HasPrefix(name, "resources/") {
+		return nil
+	}
+	l.h.Reset()
+	l.h.Write(body)
+	return l.add(ItemDigest{Path: name, SHA256: hex.EncodeToString(l.h.Sum(nil))})
 }
 
 func (l *ItemDigests) add(d ItemDigest) error {
@@ -163,7 +179,7 @@ func DigestObject(name string, r io.Reader) (ObjectDigest, error) {
 // (archive.Read); a stream that is not a tarball is an error.
 func DigestTarball(name string, r io.Reader) (TarballDigest, error) {
 	d := NewDigester()
-	items, err := newItemDigests()
+	items, err := NewItemDigests()
 	if err != nil {
 		return TarballDigest{}, err
 	}
@@ -188,7 +204,7 @@ func digestItems(r io.Reader, items *ItemDigests) error {
 		return fmt.Errorf("not gzip: %w", err)
 	}
 	tr := tar.NewReader(gz)
-	h := sha256.New()
+	var body bytes.Buffer
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -197,15 +213,14 @@ func digestItems(r io.Reader, items *ItemDigests) error {
 		if err != nil {
 			return fmt.Errorf("not a tar stream: %w", err)
 		}
-		name := path.Clean(hdr.Name)
-		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(name, "resources/") {
+		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(path.Clean(hdr.Name), "resources/") {
 			continue
 		}
-		h.Reset()
-		if _, err := io.Copy(h, tr); err != nil {
-			return fmt.Errorf("reading %s: %w", name, err)
+		body.Reset()
+		if _, err := body.ReadFrom(tr); err != nil {
+			return fmt.Errorf("reading %s: %w", hdr.Name, err)
 		}
-		if err := items.add(ItemDigest{Path: name, SHA256: hex.EncodeToString(h.Sum(nil))}); err != nil {
+		if err := items.Observe(hdr.Name, body.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -271,6 +286,26 @@ func (s *BackupStore) putTarballDigesting(ctx context.Context, name string, r io
 		dg.Items.Close()
 	}
 	return err
+}
+
+// PutTarballDigested streams a tarball whose item entries the writer
+// handed to items as it wrote them, so the manifest gets them without the
+// tarball being read again; the object's own digest is taken on the way.
+// items belongs to the store from here on.
+func (s *BackupStore) PutTarballDigested(ctx context.Context, name string, r io.Reader, items *ItemDigests) error {
+	key := s.BackupFile(name, TarballFile)
+	s.written.forget(key)
+	d := NewDigester()
+	err := s.store.PutObject(ctx, s.bucket, key, io.TeeReader(r, d))
+	if err == nil {
+		err = items.w.Flush()
+	}
+	if err != nil {
+		items.Close()
+		return err
+	}
+	s.written.put(key, TarballDigest{Object: d.Digest(name + TarballFile.Suffix()), Items: items})
+	return nil
 }
 
 // ManifestFile's key.
@@ -520,7 +555,7 @@ func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
 		return err
 	}
 	// The items pass through a file: a large backup's would not fit in memory.
-	items, err := newItemDigests()
+	items, err := NewItemDigests()
 	if err != nil {
 		return err
 	}

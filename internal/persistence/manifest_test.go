@@ -25,6 +25,13 @@ func testTarball(t *testing.T) io.Reader {
 
 func tarballOf(t *testing.T, entries map[string]string) []byte {
 	t.Helper()
+	return observedTarball(t, entries, nil)
+}
+
+// observedTarball is tarballOf handing each entry to observe as it is
+// written, as archive.Writer does.
+func observedTarball(t *testing.T, entries map[string]string, observe func(name string, body []byte) error) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
@@ -39,6 +46,11 @@ func tarballOf(t *testing.T, entries map[string]string) []byte {
 		}
 		if _, err := tw.Write([]byte(entries[n])); err != nil {
 			t.Fatal(err)
+		}
+		if observe != nil {
+			if err := observe(n, []byte(entries[n])); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -58,12 +70,29 @@ func sum(s string) string {
 // TestManifestCoversEveryFile: the manifest written with the metadata has
 // every object of the backup (metadata included) by SHA-256 and size, and
 // every item of the tarball; it is the same whether the tarball's digest
-// was taken while writing it or read back (after a restart).
+// was taken while uploading it, its items handed over by the writer as it
+// wrote them (as backups do), or read back (after a restart).
 func TestManifestCoversEveryFile(t *testing.T) {
 	ctx := context.Background()
-	for _, readBack := range []bool{false, true} {
+	for _, mode := range []string{"streamed", "observed", "read back"} {
+		readBack := mode == "read back"
 		s, fs := newStore(t, "team")
-		if err := s.PutTarball(ctx, "b1", testTarball(t)); err != nil {
+		var err error
+		if mode == "observed" {
+			items, ierr := NewItemDigests()
+			if ierr != nil {
+				t.Fatal(ierr)
+			}
+			tarball := observedTarball(t, map[string]string{
+				"metadata/version":                           "1.1.0",
+				"resources/configmaps/namespaces/app/a.json": `{"kind":"ConfigMap","metadata":{"name":"a"}}`,
+				"resources/configmaps/namespaces/app/b.json": `{"kind":"ConfigMap","metadata":{"name":"b"}}`,
+			}, items.Observe)
+			err = s.PutTarballDigested(ctx, "b1", bytes.NewReader(tarball), items)
+		} else {
+			err = s.PutTarball(ctx, "b1", testTarball(t))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		if readBack {
@@ -76,7 +105,7 @@ func TestManifestCoversEveryFile(t *testing.T) {
 		}
 		m, ok, err := s.GetManifest(ctx, "b1")
 		if err != nil || !ok {
-			t.Fatalf("read back %v: manifest %v %v", readBack, ok, err)
+			t.Fatalf("%s: manifest %v %v", mode, ok, err)
 		}
 		var names []string
 		for _, o := range m.Objects {
@@ -88,7 +117,7 @@ func TestManifestCoversEveryFile(t *testing.T) {
 			d, _ := DigestObject(o.Name, rc)
 			rc.Close()
 			if d != o {
-				t.Errorf("read back %v: %s is %+v in the manifest, %+v stored", readBack, o.Name, o, d)
+				t.Errorf("%s: %s is %+v in the manifest, %+v stored", mode, o.Name, o, d)
 			}
 		}
 		want := []string{"b1-itemoperations.json.gz", "b1-logs.gz", "b1-resource-list.json.gz", "b1-results.gz", "b1-salvor-owner.json", "b1.tar.gz", "salvor-backup.json", "velero-backup.json"}
@@ -96,14 +125,14 @@ func TestManifestCoversEveryFile(t *testing.T) {
 			want = slices.DeleteFunc(want, func(n string) bool { return n == "b1-salvor-owner.json" })
 		}
 		if !slices.Equal(names, want) {
-			t.Errorf("read back %v: manifest objects %v, want %v", readBack, names, want)
+			t.Errorf("%s: manifest objects %v, want %v", mode, names, want)
 		}
 		wantItems := []ItemDigest{
 			{Path: "resources/configmaps/namespaces/app/a.json", SHA256: sum(`{"kind":"ConfigMap","metadata":{"name":"a"}}`)},
 			{Path: "resources/configmaps/namespaces/app/b.json", SHA256: sum(`{"kind":"ConfigMap","metadata":{"name":"b"}}`)},
 		}
 		if !slices.Equal(m.Items, wantItems) {
-			t.Errorf("read back %v: items %+v, want %+v", readBack, m.Items, wantItems)
+			t.Errorf("%s: items %+v, want %+v", mode, m.Items, wantItems)
 		}
 	}
 }
