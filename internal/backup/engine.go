@@ -2,13 +2,13 @@ package backup
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,11 +16,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
@@ -35,7 +35,11 @@ import (
 // Engine runs backups. Its fields are set once; Run may be called
 // concurrently for different backups.
 type Engine struct {
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// REST reads LIST pages as the API server sends them (a JSON client
+	// such as restore.NewCreateClient's): items go into the tarball as
+	// they came, decoded only where something needs their object.
+	REST      rest.Interface
 	Discovery discovery.DiscoveryInterface
 	Plugins   *host.Manager
 	// Workers is how many items are processed at once; 0 means 8 per CPU
@@ -116,6 +120,9 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	// The run reads its own copy: the caller goes on writing progress into
 	// b (and the API server's answer with it) while items are backed up.
 	b = b.DeepCopy()
+	if e.REST == nil {
+		return nil, fmt.Errorf("backup %s: the engine has no client for LIST pages (see restore.NewCreateClient)", b.Name)
+	}
 	selector, err := filters(b.Spec).Selector()
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
@@ -288,7 +295,7 @@ func (r *run) wantsClusterResources() bool {
 
 type work struct {
 	res  resources.Resource
-	item *unstructured.Unstructured
+	item *item
 }
 
 // walk lists every selected item and processes it on the workers.
@@ -354,10 +361,10 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 				scopes = []string{metav1.NamespaceAll}
 			}
 		}
-		keep := func(*unstructured.Unstructured) bool { return true }
+		keep := func(*item) bool { return true }
 		labelSelector := selector.String()
 		if isNamespaceResource {
-			keep = func(item *unstructured.Unstructured) bool { return nsSet[item.GetName()] }
+			keep = func(it *item) bool { return nsSet[it.name()] }
 			labelSelector = ""
 		}
 		for _, ns := range scopes {
@@ -373,14 +380,14 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 // listScope lists one resource type in one namespace (or the whole
 // cluster) page by page onto the queue. A failed LIST is an error of the
 // backup's results, not the end of the backup.
-func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSelector string, keep func(*unstructured.Unstructured) bool, queue chan<- work) error {
+func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSelector string, keep func(*item) bool, queue chan<- work) error {
 	pageSize := r.e.PageSize
 	if pageSize <= 0 {
 		pageSize = 500
 	}
 	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: labelSelector}
 	for {
-		page, err := r.e.Dynamic.Resource(res.GVR).Namespace(ns).List(ctx, opts)
+		page, err := listPage(ctx, r.e.REST, res.GVR, ns, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -388,22 +395,27 @@ func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSe
 			r.rec.Error(ns, fmt.Sprintf("listing %s: %v", res, err))
 			return nil
 		}
-		for i := range page.Items {
-			item := &page.Items[i]
-			if !keep(item) {
+		kind := strings.TrimSuffix(page.Kind, "List")
+		for _, raw := range page.Items {
+			it, err := listedItem(raw, page.APIVersion, kind)
+			if err != nil {
+				r.rec.Error(ns, fmt.Sprintf("listing %s: an item the API server sent is not an object: %v", res, err))
+				continue
+			}
+			if !keep(it) {
 				continue
 			}
 			r.total.Add(1)
 			select {
-			case queue <- work{res: res, item: item}:
+			case queue <- work{res: res, item: it}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
-		if page.GetContinue() == "" {
+		if page.Metadata.Continue == "" {
 			return nil
 		}
-		opts.Continue = page.GetContinue()
+		opts.Continue = page.Metadata.Continue
 	}
 }
 
@@ -411,9 +423,9 @@ func itemKey(gr schema.GroupResource, ns, name string) string {
 	return gr.String() + "/" + ns + "/" + name
 }
 
-func excluded(item *unstructured.Unstructured) bool {
+func excluded(it *item) bool {
 	for _, k := range []string{salvorv1.ExcludeLabel, salvorv1.VeleroExcludeLabel} {
-		if item.GetLabels()[k] == "true" || item.GetAnnotations()[k] == "true" {
+		if it.labels()[k] == "true" || it.annotations()[k] == "true" {
 			return true
 		}
 	}
@@ -430,8 +442,8 @@ func describe(res resources.Resource, ns, name string) string {
 
 // backupItem runs the actions on an item, backs up what they add, and writes
 // the item. It returns an error only when the backup cannot go on.
-func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, listed bool) error {
-	ns, name := item.GetNamespace(), item.GetName()
+func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, listed bool) error {
+	ns, name := it.namespace(), it.name()
 	dup, err := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name))
 	if err != nil {
 		return err
@@ -445,16 +457,21 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 	if !listed {
 		r.total.Add(1)
 	}
-	if excluded(item) {
+	if excluded(it) {
 		r.total.Add(-1)
 		return nil
 	}
 	what := describe(res, ns, name)
 	for _, act := range r.actions {
-		if !act.Selector.Applies(res, ns, item.GetLabels()) {
+		if !act.Selector.Applies(res, ns, it.labels()) {
 			continue
 		}
-		out, err := act.Action.Execute(ctx, item, r.backup)
+		obj, err := it.object()
+		if err != nil {
+			r.rec.Error(ns, fmt.Sprintf("%s: decoding: %v", what, err))
+			return nil
+		}
+		out, err := act.Action.Execute(ctx, obj, r.backup)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -463,7 +480,7 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 			return nil
 		}
 		if out.Item != nil {
-			item = out.Item
+			it.replace(out.Item)
 		}
 		if out.OperationID != "" {
 			r.addOperation(ctx, act.Action.Name(), res, ns, name, out)
@@ -474,7 +491,7 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 			}
 		}
 	}
-	body, err := json.Marshal(item.Object)
+	body, err := it.json()
 	if err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s: encoding: %v", what, err))
 		return nil
@@ -482,7 +499,7 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, item *unst
 	if err := r.writer.WriteItem(res.GVR, ns, name, body); err != nil {
 		return err
 	}
-	if err := r.afterWrite(ctx, res, item, what); err != nil {
+	if err := r.afterWrite(ctx, res, it, what); err != nil {
 		return err
 	}
 	r.done.Add(1)
@@ -540,7 +557,7 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 		r.rec.Error(id.Namespace, fmt.Sprintf("getting %s for %s: %v", id, from, err))
 		return nil
 	}
-	return r.backupItem(ctx, res, item, false)
+	return r.backupItem(ctx, res, objectItem(item), false)
 }
 
 // Validate checks a Backup's spec, returning what to fix.

@@ -63,13 +63,22 @@ var (
 )
 
 // afterWrite snapshots a persistent volume, and brings in a claim's volume.
-func (r *run) afterWrite(ctx context.Context, res resources.Resource, item *unstructured.Unstructured, what string) error {
+func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, what string) error {
 	if res.Namespaced {
 		if err := r.crdOf(ctx, res, what); err != nil {
 			return err
 		}
 	}
-	switch res.GVR.GroupResource() {
+	gr := res.GVR.GroupResource()
+	if gr != pvcResource && gr != pvResource {
+		return nil
+	}
+	item, err := it.object()
+	if err != nil {
+		r.rec.Error(it.namespace(), fmt.Sprintf("%s: decoding: %v", what, err))
+		return nil
+	}
+	switch gr {
 	case pvcResource:
 		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {
 			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)

@@ -22,6 +22,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -365,7 +366,11 @@ func TestBackupEngineWorksOnItsOwnCopy(t *testing.T) {
 		}
 	}
 	store := openStore(t, cfg)
-	e := &backup.Engine{Dynamic: dynamic.NewForConfigOrDie(c.restConfig), Discovery: discovery.NewDiscoveryClientForConfigOrDie(c.restConfig)}
+	raw, err := restore.NewCreateClient(c.restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &backup.Engine{Dynamic: dynamic.NewForConfigOrDie(c.restConfig), REST: raw, Discovery: discovery.NewDiscoveryClientForConfigOrDie(c.restConfig)}
 	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "own-copy", Namespace: "salvor"},
 		Spec: salvorv1.BackupSpec{IncludedNamespaces: []string{"mine"}, IncludedResources: []string{"configmaps"}}}
 	out, err := e.Run(context.Background(), b, store, slog.New(slog.DiscardHandler), func(backup.Progress) {

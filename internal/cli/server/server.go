@@ -191,7 +191,9 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	creates, err := restore.NewCreateClient(cfg)
+	// One JSON client reads backups' LIST pages and posts restores'
+	// creates, each without decoding what it does not need.
+	raw, err := restore.NewCreateClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -201,7 +203,7 @@ func (o *options) run(ctx context.Context) error {
 	}
 	locations := &controller.Locations{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Plugins: plugins, Namespace: o.kube.Namespace}
 	runs := &controller.Runs{}
-	backups := &backup.Engine{Dynamic: dyn, Discovery: disc, Plugins: plugins, Workers: o.workers}
+	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -227,7 +229,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
-			Engine:        &restore.Engine{Dynamic: dyn, REST: creates, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget},
+			Engine:        &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{

@@ -1,0 +1,100 @@
+package backup
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestListedItem(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		// want is the item's JSON as the tarball holds it, as a value.
+		want           string
+		ns, nm, label  string
+		decodedAlready bool
+		invalid        bool
+	}{
+		{name: "built-in item gets its type first", raw: `{"metadata":{"name":"a","namespace":"app","labels":{"l":"1"}},"data":{"k":"v"}}`,
+			want: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"app","labels":{"l":"1"}},"data":{"k":"v"}}`,
+			ns:   "app", nm: "a", label: "1"},
+		{name: "custom resource keeps its own type", raw: `{"apiVersion":"example.io/v2","kind":"Widget","metadata":{"name":"w"}}`,
+			want: `{"apiVersion":"example.io/v2","kind":"Widget","metadata":{"name":"w"}}`, nm: "w"},
+		{name: "empty object", raw: ` { } `, want: `{"apiVersion":"v1","kind":"ConfigMap"}`},
+		{name: "only a kind: decoded, the apiVersion filled", raw: `{"kind":"ConfigMap","metadata":{"name":"b"}}`,
+			want: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}`, nm: "b", decodedAlready: true},
+		{name: "large numbers stay exact", raw: `{"metadata":{"name":"n"},"spec":{"big":9007199254740993}}`,
+			want: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n"},"spec":{"big":9007199254740993}}`, nm: "n"},
+		{name: "not an object", raw: `["a"]`, invalid: true},
+		{name: "metadata of the wrong shape", raw: `{"metadata":{"name":3}}`, invalid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it, err := listedItem([]byte(tc.raw), "v1", "ConfigMap")
+			if tc.invalid {
+				if err == nil {
+					t.Fatalf("listedItem(%s) = %+v, want an error", tc.raw, it)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.namespace() != tc.ns || it.name() != tc.nm || it.labels()["l"] != tc.label || (it.obj != nil) != tc.decodedAlready {
+				t.Errorf("namespace %q name %q labels %v decoded %v", it.namespace(), it.name(), it.labels(), it.obj != nil)
+			}
+			body, err := it.json()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, body, []byte(tc.want)) {
+				t.Errorf("json %s, want %s", body, tc.want)
+			}
+			// The object decoded from it is the same item.
+			obj, err := it.object()
+			if err != nil || obj.GetKind() != "ConfigMap" && obj.GetKind() != "Widget" || obj.GetName() != tc.nm {
+				t.Errorf("object %v, %v", obj, err)
+			}
+		})
+	}
+}
+
+// TestReplacedItemIsTheActionsObject: once an action returns an object,
+// the tarball gets that object, not the listed JSON.
+func TestReplacedItemIsTheActionsObject(t *testing.T) {
+	it, err := listedItem([]byte(`{"metadata":{"name":"a"}}`), "v1", "ConfigMap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := it.object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := obj.DeepCopy()
+	changed.SetAnnotations(map[string]string{"by": "action"})
+	it.replace(changed)
+	body, err := it.json()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(t, body, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"by":"action"}}}`)) {
+		t.Errorf("json %s", body)
+	}
+	if it.annotations()["by"] != "action" {
+		t.Errorf("annotations %v", it.annotations())
+	}
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	decode := func(data []byte) any {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber() // numbers compared as written, not as float64
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
+}
