@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,9 +14,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -66,14 +67,17 @@ func BenchmarkBackup(b *testing.B) {
 	}{{"no-plugins", b.TempDir(), nil, false}, {"encrypted", b.TempDir(), []string{"--encryption-key-secret", "bench-keys"}, false},
 		{"no-plugins-again", b.TempDir(), nil, false}, {"warm-server", "", nil, true}, {"two-actions", pluginDir, nil, false},
 		{"two-actions-warm-server", "", nil, true}} {
+		// The benchmark itself starts the servers, not the variant: a
+		// server a variant started would stop when that variant ends,
+		// before the warm-server variant after it could use it.
+		if !variant.warm {
+			if s != nil {
+				s.stop()
+			}
+			s = c.startServer(b, append([]string{"--plugin-dir", variant.plugins}, serverArgs()...)...)
+		}
 		b.Run(variant.name, func(b *testing.B) {
 			loc := "loc-" + variant.name
-			if !variant.warm {
-				if s != nil {
-					s.stop()
-				}
-				s = c.startServer(b, append([]string{"--plugin-dir", variant.plugins}, serverArgs()...)...)
-			}
 			c.s3Location(b, minio, loc, "backups", false, variant.location...)
 			name := "bench-" + variant.name
 			start := time.Now()
@@ -178,30 +182,58 @@ func populate(b *testing.B, c *cluster, n int) {
 	b.Logf("created %d config maps in %s", n, time.Since(start).Round(time.Millisecond))
 }
 
-// bareList times a paginated LIST of every ConfigMap, from Go.
+// bareList times a paginated LIST of every ConfigMap (pages of 500, as a
+// backup reads them) from Go, each page read whole but not decoded beyond
+// its items and continue token, uncompressed as the server asks for it: the
+// floor a backup's reading cannot go under. The best of three runs after a
+// first one that warms the API server's cache.
 func bareList(b *testing.B, c *cluster) time.Duration {
-	dyn, err := dynamic.NewForConfig(c.restConfig)
+	cfg := rest.CopyConfig(c.restConfig)
+	cfg.DisableCompression = true
+	rc, err := rest.UnversionedRESTClientFor(withJSON(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	start := time.Now()
-	count := 0
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		page, err := dyn.Resource(gvr).List(context.Background(), opts)
-		if err != nil {
-			b.Fatal(err)
+	var best time.Duration
+	for run := range 4 {
+		start := time.Now()
+		count, cont := 0, ""
+		for {
+			req := rc.Get().AbsPath("/api/v1/configmaps").SetHeader("Accept", "application/json").Param("limit", "500")
+			if cont != "" {
+				req = req.Param("continue", cont)
+			}
+			body, err := req.Do(context.Background()).Raw()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var page struct {
+				Metadata struct {
+					Continue string `json:"continue"`
+				} `json:"metadata"`
+				Items []json.RawMessage `json:"items"`
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				b.Fatal(err)
+			}
+			count += len(page.Items)
+			if cont = page.Metadata.Continue; cont == "" {
+				break
+			}
 		}
-		count += len(page.Items)
-		if page.GetContinue() == "" {
-			break
+		took := time.Since(start)
+		b.Logf("paginated LIST %d of %d config maps: %s", run, count, took.Round(time.Millisecond))
+		if run > 0 && (best == 0 || took < best) {
+			best = took
 		}
-		opts.Continue = page.GetContinue()
 	}
-	took := time.Since(start)
-	b.Logf("paginated LIST of %d config maps: %s", count, took.Round(time.Millisecond))
-	return took
+	return best
+}
+
+// withJSON gives a config the codec an unversioned REST client needs.
+func withJSON(cfg *rest.Config) *rest.Config {
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return cfg
 }
 
 // rssPeak reads a process's peak resident set (VmHWM) in KiB.
