@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -188,9 +188,10 @@ func populate(b *testing.B, c *cluster, n int) {
 // floor a backup's reading cannot go under. The best of three runs after a
 // first one that warms the API server's cache.
 func bareList(b *testing.B, c *cluster) time.Duration {
+	// The server's own JSON client, uncompressed as the server sets it.
 	cfg := rest.CopyConfig(c.restConfig)
 	cfg.DisableCompression = true
-	rc, err := rest.UnversionedRESTClientFor(withJSON(cfg))
+	rc, err := restore.NewCreateClient(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func bareList(b *testing.B, c *cluster) time.Duration {
 		start := time.Now()
 		count, cont := 0, ""
 		for {
-			req := rc.Get().AbsPath("/api/v1/configmaps").SetHeader("Accept", "application/json").Param("limit", "500")
+			req := rc.Get().AbsPath("/api/v1/configmaps").Param("limit", "500")
 			if cont != "" {
 				req = req.Param("continue", cont)
 			}
@@ -228,12 +229,6 @@ func bareList(b *testing.B, c *cluster) time.Duration {
 		}
 	}
 	return best
-}
-
-// withJSON gives a config the codec an unversioned REST client needs.
-func withJSON(cfg *rest.Config) *rest.Config {
-	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	return cfg
 }
 
 // rssPeak reads a process's peak resident set (VmHWM) in KiB.
