@@ -466,12 +466,12 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, 
 		if !act.Selector.Applies(res, ns, it.labels()) {
 			continue
 		}
-		obj, err := it.object()
+		body, err := it.json()
 		if err != nil {
-			r.rec.Error(ns, fmt.Sprintf("%s: decoding: %v", what, err))
+			r.rec.Error(ns, fmt.Sprintf("%s: encoding: %v", what, err))
 			return nil
 		}
-		out, err := act.Action.Execute(ctx, obj, r.backup)
+		out, returned, err := act.Action.ExecuteJSON(ctx, body, what, r.backup)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -479,8 +479,11 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, 
 			r.rec.Error(ns, fmt.Sprintf("%s: BackupItemAction %s failed: %v", what, act.Action.Name(), err))
 			return nil
 		}
-		if out.Item != nil {
-			it.replace(out.Item)
+		if len(returned) > 0 {
+			if err := it.replace(returned); err != nil {
+				r.rec.Error(ns, fmt.Sprintf("%s: BackupItemAction %s returned an item that is not a Kubernetes object: %v", what, act.Action.Name(), err))
+				return nil
+			}
 		}
 		if out.OperationID != "" {
 			r.addOperation(ctx, act.Action.Name(), res, ns, name, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -120,9 +121,25 @@ func (it *item) object() (*unstructured.Unstructured, error) {
 	return it.obj, nil
 }
 
-// replace puts what an action returned in the item's place: from then on
-// the item is that object.
-func (it *item) replace(u *unstructured.Unstructured) { it.obj, it.raw = u, nil }
+// replace puts the JSON an action returned in the item's place: from then
+// on the item is that object, kept as JSON like a listed one. It is checked
+// as a decode would check it (a JSON object with a kind) without decoding
+// more than the metadata.
+func (it *item) replace(raw []byte) error {
+	body := bytes.TrimSpace(raw)
+	if len(body) == 0 || body[0] != '{' {
+		return errors.New("it is not a JSON object")
+	}
+	var meta itemMeta
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &meta); err != nil {
+		return err
+	}
+	if meta.Kind == "" {
+		return errors.New("it has no kind")
+	}
+	it.raw, it.meta, it.obj = body, meta, nil
+	return nil
+}
 
 // json is the item as the tarball holds it.
 func (it *item) json() ([]byte, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -60,28 +61,50 @@ func TestListedItem(t *testing.T) {
 }
 
 // TestReplacedItemIsTheActionsObject: once an action returns an object,
-// the tarball gets that object, not the listed JSON.
+// the tarball gets that object, not the listed JSON, and what the backup
+// decides by (labels, annotations) is read from it; what is not an object
+// with a kind is refused and the item stays as it was.
 func TestReplacedItemIsTheActionsObject(t *testing.T) {
-	it, err := listedItem([]byte(`{"metadata":{"name":"a"}}`), "v1", "ConfigMap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := it.object()
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := obj.DeepCopy()
-	changed.SetAnnotations(map[string]string{"by": "action"})
-	it.replace(changed)
-	body, err := it.json()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameJSON(t, body, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"by":"action"}}}`)) {
-		t.Errorf("json %s", body)
-	}
-	if it.annotations()["by"] != "action" {
-		t.Errorf("annotations %v", it.annotations())
+	for _, tc := range []struct {
+		name, returned, wantErr string
+	}{
+		{"annotated", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"by":"action"}}}`, ""},
+		{"with spaces around", " \n{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"annotations\":{\"by\":\"action\"}}}\n", ""},
+		{"not an object", `["a"]`, "not a JSON object"},
+		{"null", `null`, "not a JSON object"},
+		{"no kind", `{"apiVersion":"v1","metadata":{"name":"a"}}`, "no kind"},
+		{"broken", `{"apiVersion":"v1","kind":"ConfigMap",`, "unexpected end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listed := `{"metadata":{"name":"a"}}`
+			it, err := listedItem([]byte(listed), "v1", "ConfigMap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = it.replace([]byte(tc.returned))
+			want := tc.returned
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("replace with %s: error %v, want one saying %q", tc.returned, err, tc.wantErr)
+				}
+				want = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			body, err := it.json()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, body, []byte(want)) {
+				t.Errorf("json %s, want %s", body, want)
+			}
+			if got := it.annotations()["by"]; (got == "action") != (tc.wantErr == "") {
+				t.Errorf("annotations %v", it.annotations())
+			}
+			if obj, err := it.object(); err != nil || obj.GetName() != "a" {
+				t.Errorf("object %v, %v", obj, err)
+			}
+		})
 	}
 }
 

@@ -141,16 +141,37 @@ func (b biaV1Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (b biaV1Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	it, bk, err := itemAndObject(item, "backup", backup)
+	return executeObject(ctx, b, item, backup)
+}
+
+func (b biaV1Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
+	bk, err := backupJSON.encode(backup)
+	if err != nil {
+		return BackupResult{}, nil, err
+	}
+	resp, err := b.c.Execute(withCall(ctx, b.name, what), &pb.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
+	if err != nil {
+		return BackupResult{}, nil, err
+	}
+	return BackupResult{AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems())}, resp.GetItem(), nil
+}
+
+// executeObject is Execute for a caller holding a decoded item: the item
+// goes over the wire as JSON either way.
+func executeObject(ctx context.Context, a interface {
+	Name() string
+	ExecuteJSON(context.Context, []byte, string, *api.Backup) (BackupResult, []byte, error)
+}, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
+	it, err := encodeItem(item)
 	if err != nil {
 		return BackupResult{}, err
 	}
-	resp, err := b.c.Execute(withCall(ctx, b.name, describe(item)), &pb.ExecuteRequest{Plugin: b.name, Item: it, Backup: bk})
+	res, out, err := a.ExecuteJSON(ctx, it, describe(item), backup)
 	if err != nil {
 		return BackupResult{}, err
 	}
-	out, err := decodeItem(b.name, resp.GetItem())
-	return BackupResult{Item: out, AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems())}, err
+	res.Item, err = decodeItem(a.Name(), out)
+	return res, err
 }
 
 type biaV2Client struct {
@@ -164,21 +185,23 @@ func (b biaV2Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (b biaV2Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	it, bk, err := itemAndObject(item, "backup", backup)
+	return executeObject(ctx, b, item, backup)
+}
+
+func (b biaV2Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
+	bk, err := backupJSON.encode(backup)
 	if err != nil {
-		return BackupResult{}, err
+		return BackupResult{}, nil, err
 	}
-	resp, err := b.c.Execute(withCall(ctx, b.name, describe(item)), &biav2.ExecuteRequest{Plugin: b.name, Item: it, Backup: bk})
+	resp, err := b.c.Execute(withCall(ctx, b.name, what), &biav2.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
 	if err != nil {
-		return BackupResult{}, err
+		return BackupResult{}, nil, err
 	}
-	out, err := decodeItem(b.name, resp.GetItem())
 	return BackupResult{
-		Item:               out,
 		AdditionalItems:    wire.IDsFromProto(resp.GetAdditionalItems()),
 		OperationID:        resp.GetOperationID(),
 		PostOperationItems: wire.IDsFromProto(resp.GetPostOperationItems()),
-	}, err
+	}, resp.GetItem(), nil
 }
 
 func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup) (api.OperationProgress, error) {

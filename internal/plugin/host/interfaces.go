@@ -18,6 +18,13 @@ type BackupItemAction interface {
 	Name() string
 	AppliesTo(ctx context.Context) (api.ResourceSelector, error)
 	Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error)
+	// ExecuteJSON is Execute for a caller that holds the item's JSON, as
+	// the wire carries it; what names the item in errors. The item the
+	// action returned comes back as JSON (empty when it returned none),
+	// the result's Item is nil. A backup sends each item to its actions
+	// this way: decoding and encoding it around every call cost more than
+	// the call.
+	ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error)
 	Progress(ctx context.Context, operationID string, backup *api.Backup) (api.OperationProgress, error)
 	Cancel(ctx context.Context, operationID string, backup *api.Backup) error
 }

@@ -128,6 +128,38 @@ func TestBackupItemActions(t *testing.T) {
 	}
 }
 
+// TestBackupItemActionsOnJSON: ExecuteJSON hands the item's JSON to v1
+// and v2 actions as it is and gives back the JSON they returned, with the
+// rest of the result as Execute gives it; a failure names the item as the
+// caller described it.
+func TestBackupItemActionsOnJSON(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	all, err := All[BackupItemAction](ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, by := range []string{"bia-v1", "bia-v2"} {
+		body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"j","namespace":"ns"},"data":{"k":"v"}}`)
+		res, out, err := all[i].ExecuteJSON(ctx, body, "configmaps ns/j", backup)
+		if err != nil {
+			t.Fatalf("%s: %v", by, err)
+		}
+		got, err := decodeItem(by, out)
+		if err != nil {
+			t.Fatalf("%s returned %s: %v", by, out, err)
+		}
+		if res.Item != nil || got.GetAnnotations()["test.salvor.dev/by"] != by || got.Object["data"].(map[string]any)["k"] != "v" || len(res.AdditionalItems) != 1 {
+			t.Errorf("%s: result %+v, item %s", by, res, out)
+		}
+		bad := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad","namespace":"ns","annotations":{"test.salvor.dev/do":"error"}}}`)
+		_, _, err = all[i].ExecuteJSON(ctx, bad, "configmaps ns/bad", backup)
+		if by == "bia-v2" && (err == nil || !strings.Contains(err.Error(), "configmaps ns/bad") || !strings.Contains(err.Error(), "the test asked for an error")) {
+			t.Errorf("%s: failing call: %v, want an error naming configmaps ns/bad", by, err)
+		}
+	}
+}
+
 func TestRestoreItemActions(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
