@@ -69,8 +69,8 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 	for _, op := range f.Operations {
 		if op.Status.Phase == itemoperation.PhaseFailed {
 			id := op.Spec.ResourceIdentifier
-			addOnce(&results.Errors, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
-				op.Spec.OperationID, op.Spec.BackupItemAction, schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name, op.Status.Error))
+			addOnce(&results.Errors, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s failed: %s",
+				op.Spec.OperationID, op.Spec.BackupItemAction, id, op.Status.Error))
 			continue
 		}
 		for _, id := range op.Spec.PostOperationItems {

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,15 +128,17 @@ func (p actionPlugins[A, O]) Cancel(ctx context.Context, plugin, id string) erro
 }
 
 func viewOf(ops []itemoperation.BackupOperation) []operations.Operation {
+	return view(ops, func(op *itemoperation.BackupOperation) operations.Operation {
+		return operations.Operation{Plugin: op.Spec.BackupItemAction, OperationID: op.Spec.OperationID, Item: op.Spec.ResourceIdentifier.String(), Status: &op.Status}
+	})
+}
+
+// view is what the tracker sees of a backup's or restore's operations: one
+// entry per record, its status shared so the tracker updates the record.
+func view[O any](ops []O, of func(*O) operations.Operation) []operations.Operation {
 	out := make([]operations.Operation, len(ops))
 	for i := range ops {
-		id := ops[i].Spec.ResourceIdentifier
-		out[i] = operations.Operation{
-			Plugin:      ops[i].Spec.BackupItemAction,
-			OperationID: ops[i].Spec.OperationID,
-			Item:        fmt.Sprintf("%s %s/%s", schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name),
-			Status:      &ops[i].Status,
-		}
+		out[i] = of(&ops[i])
 	}
 	return out
 }

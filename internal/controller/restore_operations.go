@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,16 +49,9 @@ func (r *RestoreOperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func restoreView(ops []itemoperation.RestoreOperation) []operations.Operation {
-	out := make([]operations.Operation, len(ops))
-	for i := range ops {
-		id := ops[i].Spec.ResourceIdentifier
-		out[i] = operations.Operation{
-			Plugin: ops[i].Spec.RestoreItemAction, OperationID: ops[i].Spec.OperationID,
-			Item:   fmt.Sprintf("%s %s/%s", schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name),
-			Status: &ops[i].Status,
-		}
-	}
-	return out
+	return view(ops, func(op *itemoperation.RestoreOperation) operations.Operation {
+		return operations.Operation{Plugin: op.Spec.RestoreItemAction, OperationID: op.Spec.OperationID, Item: op.Spec.ResourceIdentifier.String(), Status: &op.Status}
+	})
 }
 
 func (r *RestoreOperationsReconciler) forget(key string) {
@@ -155,8 +147,8 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 		for _, op := range w.ops {
 			if op.Status.Phase == itemoperation.PhaseFailed {
 				id := op.Spec.ResourceIdentifier
-				results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s %s/%s failed: %s",
-					op.Spec.OperationID, op.Spec.RestoreItemAction, schema.GroupResource{Group: id.Group, Resource: id.Resource}, id.Namespace, id.Name, op.Status.Error))
+				results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s failed: %s",
+					op.Spec.OperationID, op.Spec.RestoreItemAction, id, op.Status.Error))
 			}
 		}
 		results.Normalize()

@@ -160,11 +160,7 @@ func parseID(id string) (string, string, error) {
 // content is kept when the snapshot or its namespace is deleted, and the
 // snapshot records what a restore needs to find the storage-side snapshot.
 func (a *BackupAction) ProgressWithContext(ctx context.Context, id string, b *sdk.Backup) (sdk.OperationProgress, error) {
-	ns, name, err := parseID(id)
-	if err != nil {
-		return sdk.OperationProgress{}, err
-	}
-	dyn, err := a.kube.client()
+	dyn, ns, name, err := a.kube.target(id)
 	if err != nil {
 		return sdk.OperationProgress{}, err
 	}
@@ -261,11 +257,7 @@ func (a *BackupAction) keep(ctx context.Context, vs *unstructured.Unstructured, 
 // CancelWithContext deletes the snapshot and what it made on the storage
 // side: its content is switched back to deletionPolicy Delete first.
 func (a *BackupAction) CancelWithContext(ctx context.Context, id string, b *sdk.Backup) error {
-	ns, name, err := parseID(id)
-	if err != nil {
-		return err
-	}
-	dyn, err := a.kube.client()
+	dyn, ns, name, err := a.kube.target(id)
 	if err != nil {
 		return err
 	}

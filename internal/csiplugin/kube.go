@@ -41,6 +41,17 @@ type kube struct {
 	err  error
 }
 
+// target reads an operation ID (namespace/name of the object it follows)
+// and connects.
+func (k *kube) target(id string) (dynamic.Interface, string, string, error) {
+	ns, name, err := parseID(id)
+	if err != nil {
+		return nil, "", "", err
+	}
+	dyn, err := k.client()
+	return dyn, ns, name, err
+}
+
 func (k *kube) client() (dynamic.Interface, error) {
 	k.once.Do(func() {
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(

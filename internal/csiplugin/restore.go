@@ -236,11 +236,7 @@ func (a *RestoreAction) AreAdditionalItemsReadyWithContext(ctx context.Context, 
 // ProgressWithContext follows a restored claim until it is bound to the
 // volume provisioned from its snapshot.
 func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *sdk.Restore) (sdk.OperationProgress, error) {
-	ns, name, err := parseID(id)
-	if err != nil {
-		return sdk.OperationProgress{}, err
-	}
-	dyn, err := a.kube.client()
+	dyn, ns, name, err := a.kube.target(id)
 	if err != nil {
 		return sdk.OperationProgress{}, err
 	}

@@ -25,18 +25,8 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		Example: "  salvor backup describe nightly",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			b, err := kube.Get[salvorv1.Backup](cmd.Context(), c, k.Namespace, "backup", args[0])
-			if err != nil {
-				return err
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), b); done {
+			c, b, shown, err := kube.Show[salvorv1.Backup](cmd, k, format, "backup", args[0])
+			if shown || err != nil {
 				return err
 			}
 			if watch {

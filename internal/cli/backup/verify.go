@@ -46,17 +46,14 @@ exits non-zero when verification failed.`,
   salvor backup verify nightly --restore-into-prefix drill`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
+			c, err := k.ClientFor(format)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			b := &salvorv1.Backup{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
-				return fmt.Errorf("backup %s: %w", args[0], err)
+			b, err := kube.Get[salvorv1.Backup](ctx, c, k.Namespace, "backup", args[0])
+			if err != nil {
+				return err
 			}
 			switch b.Status.Phase {
 			case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,4 +84,27 @@ func Get[T any, P Object[T]](ctx context.Context, c client.Client, namespace, ki
 		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 	}
 	return o, typed(c, o)
+}
+
+// ClientFor checks the output format a command was asked for, then
+// connects: a bad -o fails before any request.
+func (o *Options) ClientFor(format output.Format) (client.Client, error) {
+	if err := format.Validate(); err != nil {
+		return nil, err
+	}
+	return o.Client()
+}
+
+// Show starts a command that shows one object: it gets the named object
+// of a kind and, when a structured format was asked for, prints it; shown
+// then says the command is done.
+func Show[T any, P Object[T]](cmd *cobra.Command, o *Options, format output.Format, kind, name string) (c client.Client, obj P, shown bool, err error) {
+	if c, err = o.ClientFor(format); err != nil {
+		return nil, nil, false, err
+	}
+	if obj, err = Get[T, P](cmd.Context(), c, o.Namespace, kind, name); err != nil {
+		return nil, nil, false, err
+	}
+	shown, err = format.Structured(cmd.OutOrStdout(), obj)
+	return c, obj, shown, err
 }

@@ -41,9 +41,9 @@ place. The server checks the location again within its check interval.`,
 				return err
 			}
 			ctx := cmd.Context()
-			bsl := &salvorv1.BackupStorageLocation{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, bsl); err != nil {
-				return fmt.Errorf("backup storage location %s: %w", args[0], err)
+			bsl, err := kube.Get[salvorv1.BackupStorageLocation](ctx, c, k.Namespace, "backup storage location", args[0])
+			if err != nil {
+				return err
 			}
 			patch := client.MergeFrom(bsl.DeepCopy())
 			if f.Changed("default") {

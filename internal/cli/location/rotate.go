@@ -46,9 +46,9 @@ unreadable.`,
 				return err
 			}
 			ctx := cmd.Context()
-			bsl := &salvorv1.BackupStorageLocation{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, bsl); err != nil {
-				return fmt.Errorf("backup storage location %s: %w", args[0], err)
+			bsl, err := kube.Get[salvorv1.BackupStorageLocation](ctx, c, k.Namespace, "backup storage location", args[0])
+			if err != nil {
+				return err
 			}
 			if bsl.Spec.Encryption == nil {
 				return fmt.Errorf("backup storage location %s is not encrypted: it has no keys to rotate", bsl.Name)

@@ -244,18 +244,8 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		Use: "describe NAME", Short: "Show a restore's spec, progress and outcome", Example: "  salvor restore describe r1 --details",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			rs, err := kube.Get[salvorv1.Restore](cmd.Context(), c, k.Namespace, "restore", args[0])
-			if err != nil {
-				return err
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), rs); done {
+			c, rs, shown, err := kube.Show[salvorv1.Restore](cmd, k, format, "restore", args[0])
+			if shown || err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()

@@ -242,18 +242,8 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		Example: "  salvor schedule describe nightly",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.Validate(); err != nil {
-				return err
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			s, err := kube.Get[salvorv1.Schedule](cmd.Context(), c, k.Namespace, "schedule", args[0])
-			if err != nil {
-				return err
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), s); done {
+			c, s, shown, err := kube.Show[salvorv1.Schedule](cmd, k, format, "schedule", args[0])
+			if shown || err != nil {
 				return err
 			}
 			list := &salvorv1.BackupList{}
