@@ -19,14 +19,10 @@ running plugin operations get Cancel, and the backup ends Failed with
 "cancelled by user". What it had uploaded is removed, so it never looks whole.`,
 		Example: "  salvor backup cancel nightly",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
+			b, err := kube.Get[salvorv1.Backup](cmd.Context(), c, k.Namespace, "backup", args[0])
 			if err != nil {
 				return err
-			}
-			b := &salvorv1.Backup{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, b); err != nil {
-				return fmt.Errorf("backup %s: %w", args[0], err)
 			}
 			if finished(b.Status.Phase) {
 				return fmt.Errorf("backup %s has already ended (%s)", b.Name, b.Status.Phase)
@@ -41,6 +37,6 @@ running plugin operations get Cancel, and the backup ends Failed with
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being cancelled.\n", b.Name)
 			return nil
-		},
+		}),
 	}
 }

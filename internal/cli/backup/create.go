@@ -62,11 +62,7 @@ func newCreate(k *kube.Options) *cobra.Command {
   salvor backup create web --include-resources deployments.apps,configmaps --selector app=web
   salvor backup create everything --storage-location s3 --item-operation-timeout 30m`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			b, err := o.backup(cmd.Context(), c, args[0], k.Namespace)
 			if err != nil {
 				return err
@@ -89,7 +85,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 				return fmt.Errorf("backup %s ended %s", final.Name, final.Status.Phase)
 			}
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	o.AddFlags(f)

@@ -21,11 +21,7 @@ Backup object. A backup synced into other clusters disappears from them at
 their next sync.`,
 		Example: "  salvor backup delete nightly",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			return kube.Each(cmd.Context(), c, k.Namespace, "backup", args, func(b *salvorv1.Backup) error {
 				// Say what will really happen to the files: the server can
 				// remove them only through the backup's location.
@@ -44,7 +40,7 @@ their next sync.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being deleted; %s.\n", b.Name, what)
 				return nil
 			})
-		},
+		}),
 	}
 	return cmd
 }

@@ -29,11 +29,7 @@ func newLogs(k *kube.Options) *cobra.Command {
 backup's storage location through a short-lived URL the server signs.`,
 		Example: "  salvor backup logs nightly\n  salvor backup logs nightly | jq -r .msg",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupLog, args[0])
@@ -43,7 +39,7 @@ backup's storage location through a short-lived URL the server signs.`,
 			defer rc.Close()
 			_, err = io.Copy(cmd.OutOrStdout(), rc)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the server")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -103,4 +104,16 @@ func (o *Options) Client() (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: Scheme()})
+}
+
+// WithClient makes a command's RunE of a body that needs a client: the
+// connection is made (or fails) before the body runs.
+func (o *Options) WithClient(run func(cmd *cobra.Command, args []string, c client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.Client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, args, c)
+	}
 }

@@ -106,11 +106,7 @@ expired through Salvor (their files stay in the bucket), until a location
 pointing at the same bucket and prefix is created again and syncs them.`,
 		Example: "  salvor backup-location delete old-s3\n  salvor backup-location delete old-s3 --force",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "backup storage location", args, func(bsl *salvorv1.BackupStorageLocation) error {
 				backups := &salvorv1.BackupList{}
@@ -135,7 +131,7 @@ pointing at the same bucket and prefix is created again and syncs them.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q deleted; nothing in its bucket was.\n", bsl.Name)
 				return nil
 			})
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete a location even though backups in the cluster are stored in it")
 	return cmd

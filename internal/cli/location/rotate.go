@@ -40,11 +40,7 @@ Removing an old key from the Secret makes the backups written with it
 unreadable.`,
 		Example: "  salvor backup-location rotate-key vault",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			bsl, err := kube.Get[salvorv1.BackupStorageLocation](ctx, c, k.Namespace, "backup storage location", args[0])
 			if err != nil {
@@ -75,7 +71,7 @@ unreadable.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Location %q now has %d keys; new objects are encrypted to %s.\n", bsl.Name, bsl.Status.EncryptionKeys, bsl.Status.EncryptionRecipient)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the server")
 	return cmd

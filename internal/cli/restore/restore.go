@@ -330,11 +330,7 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 func newLogs(k *kube.Options) *cobra.Command {
 	return &cobra.Command{
 		Use: "logs NAME", Short: "Print a restore's log", Example: "  salvor restore logs r1", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
 			rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreLog, args[0])
@@ -344,21 +340,17 @@ func newLogs(k *kube.Options) *cobra.Command {
 			defer rc.Close()
 			_, err = io.Copy(cmd.OutOrStdout(), rc)
 			return err
-		},
+		}),
 	}
 }
 
 func newCancel(k *kube.Options) *cobra.Command {
 	return &cobra.Command{
 		Use: "cancel NAME", Short: "Stop a restore", Example: "  salvor restore cancel r1", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
+			rs, err := kube.Get[salvorv1.Restore](cmd.Context(), c, k.Namespace, "restore", args[0])
 			if err != nil {
 				return err
-			}
-			rs := &salvorv1.Restore{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: k.Namespace, Name: args[0]}, rs); err != nil {
-				return fmt.Errorf("restore %s: %w", args[0], err)
 			}
 			if restoreFinished(rs.Status.Phase) {
 				return fmt.Errorf("restore %s has already ended (%s)", rs.Name, rs.Status.Phase)
@@ -373,7 +365,7 @@ func newCancel(k *kube.Options) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Restore %q is being cancelled.\n", rs.Name)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -387,11 +379,7 @@ restores/NAME/). A restore still running is refused: cancel it first
 (salvor restore cancel NAME) and delete it once it has ended.`,
 		Example: "  salvor restore delete r1 r2",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "restore", args, func(rs *salvorv1.Restore) error {
 				if !restoreFinished(rs.Status.Phase) {
@@ -404,6 +392,6 @@ restores/NAME/). A restore still running is refused: cancel it first
 				fmt.Fprintf(cmd.OutOrStdout(), "Restore %q deleted; what it restored stays, and so do its log and results in the location.\n", rs.Name)
 				return nil
 			})
-		},
+		}),
 	}
 }

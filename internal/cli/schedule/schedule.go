@@ -187,11 +187,7 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 		Short:   short,
 		Example: "  salvor schedule " + verb + " nightly",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				patch := client.MergeFrom(s.DeepCopy())
 				s.Spec.Paused = pause
@@ -201,7 +197,7 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q %s.\n", s.Name, did)
 				return nil
 			})
-		},
+		}),
 	}
 }
 
@@ -214,11 +210,7 @@ schedule was created with --use-owner-references-in-backup: then they are
 deleted with it, files and all.`,
 		Example: "  salvor schedule delete nightly",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				if err := c.Delete(cmd.Context(), s); err != nil {
 					return fmt.Errorf("deleting schedule %s: %w", s.Name, err)
@@ -230,7 +222,7 @@ deleted with it, files and all.`,
 				}
 				return nil
 			})
-		},
+		}),
 	}
 }
 

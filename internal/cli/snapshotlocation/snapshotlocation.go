@@ -180,11 +180,7 @@ unless --force is given: without the location, deleting those backups
 leaves their snapshots behind (create the location again to delete them).`,
 		Example: "  salvor snapshot-location delete old\n  salvor snapshot-location delete old --force",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
+		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "volume snapshot location", args, func(vsl *salvorv1.VolumeSnapshotLocation) error {
 				if !force {
@@ -214,7 +210,7 @@ leaves their snapshots behind (create the location again to delete them).`,
 				fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q deleted; no snapshot was.\n", vsl.Name)
 				return nil
 			})
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete even though backups with volume snapshots are in the cluster")
 	return cmd

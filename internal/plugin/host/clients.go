@@ -145,15 +145,30 @@ func (b biaV1Client) Execute(ctx context.Context, item *unstructured.Unstructure
 }
 
 func (b biaV1Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
+	_, res, out, err := sendBackupItem(ctx, b.name, what, backup, func(ctx context.Context, bk []byte) (*pb.ExecuteResponse, error) {
+		return b.c.Execute(ctx, &pb.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
+	})
+	return res, out, err
+}
+
+// itemAnswer is what every version of an item action's Execute answers.
+type itemAnswer interface {
+	GetItem() []byte
+	GetAdditionalItems() []*pb.ResourceIdentifier
+}
+
+// sendBackupItem is the part of Execute every BackupItemAction version
+// shares: send (the item with the Backup's JSON) and read what all answer.
+func sendBackupItem[R itemAnswer](ctx context.Context, name, what string, backup *api.Backup, send func(context.Context, []byte) (R, error)) (R, BackupResult, []byte, error) {
+	var resp R
 	bk, err := backupJSON.encode(backup)
-	if err != nil {
-		return BackupResult{}, nil, err
+	if err == nil {
+		resp, err = send(withCall(ctx, name, what), bk)
 	}
-	resp, err := b.c.Execute(withCall(ctx, b.name, what), &pb.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
 	if err != nil {
-		return BackupResult{}, nil, err
+		return resp, BackupResult{}, nil, err
 	}
-	return BackupResult{AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems())}, resp.GetItem(), nil
+	return resp, BackupResult{AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems())}, resp.GetItem(), nil
 }
 
 // executeObject is Execute for a caller holding a decoded item: the item
@@ -189,19 +204,11 @@ func (b biaV2Client) Execute(ctx context.Context, item *unstructured.Unstructure
 }
 
 func (b biaV2Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
-	bk, err := backupJSON.encode(backup)
-	if err != nil {
-		return BackupResult{}, nil, err
-	}
-	resp, err := b.c.Execute(withCall(ctx, b.name, what), &biav2.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
-	if err != nil {
-		return BackupResult{}, nil, err
-	}
-	return BackupResult{
-		AdditionalItems:    wire.IDsFromProto(resp.GetAdditionalItems()),
-		OperationID:        resp.GetOperationID(),
-		PostOperationItems: wire.IDsFromProto(resp.GetPostOperationItems()),
-	}, resp.GetItem(), nil
+	resp, res, out, err := sendBackupItem(ctx, b.name, what, backup, func(ctx context.Context, bk []byte) (*biav2.ExecuteResponse, error) {
+		return b.c.Execute(ctx, &biav2.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
+	})
+	res.OperationID, res.PostOperationItems = resp.GetOperationID(), wire.IDsFromProto(resp.GetPostOperationItems())
+	return res, out, err
 }
 
 func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup) (api.OperationProgress, error) {
@@ -224,16 +231,31 @@ func (b biaV2Client) Cancel(ctx context.Context, id string, backup *api.Backup) 
 
 // --- RestoreItemAction ---
 
-// restoreRequest encodes the four fields v1 and v2 Execute requests share.
-func restoreRequest(in RestoreInput) (item, restore, fromBackup []byte, err error) {
-	if item, err = encodeItem(in.Item); err != nil {
-		return
+// sendRestoreItem is the part of Execute every RestoreItemAction version
+// shares: encode the item, the item as backed up and the Restore, send,
+// and read what all versions answer.
+func sendRestoreItem[R interface {
+	itemAnswer
+	GetSkipRestore() bool
+}](ctx context.Context, name string, in RestoreInput, send func(ctx context.Context, item, restore, fromBackup []byte) (R, error)) (R, RestoreResult, error) {
+	var resp R
+	item, err := encodeItem(in.Item)
+	if err != nil {
+		return resp, RestoreResult{}, err
 	}
-	if fromBackup, err = encodeItem(in.ItemFromBackup); err != nil {
-		return
+	fromBackup, err := encodeItem(in.ItemFromBackup)
+	if err != nil {
+		return resp, RestoreResult{}, err
 	}
-	restore, err = encode("restore", in.Restore)
-	return
+	restore, err := encode("restore", in.Restore)
+	if err != nil {
+		return resp, RestoreResult{}, err
+	}
+	if resp, err = send(withCall(ctx, name, describe(in.Item)), item, restore, fromBackup); err != nil {
+		return resp, RestoreResult{}, err
+	}
+	out, err := decodeItem(name, resp.GetItem())
+	return resp, RestoreResult{Item: out, AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems()), SkipRestore: resp.GetSkipRestore()}, err
 }
 
 type riaV1Client struct {
@@ -247,18 +269,10 @@ func (r riaV1Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (r riaV1Client) Execute(ctx context.Context, in RestoreInput) (RestoreResult, error) {
-	item, restore, fromBackup, err := restoreRequest(in)
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	resp, err := r.c.Execute(withCall(ctx, r.name, describe(in.Item)), &pb.RestoreItemActionExecuteRequest{
-		Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup,
+	_, res, err := sendRestoreItem(ctx, r.name, in, func(ctx context.Context, item, restore, fromBackup []byte) (*pb.RestoreItemActionExecuteResponse, error) {
+		return r.c.Execute(ctx, &pb.RestoreItemActionExecuteRequest{Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup})
 	})
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	out, err := decodeItem(r.name, resp.GetItem())
-	return RestoreResult{Item: out, AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems()), SkipRestore: resp.GetSkipRestore()}, err
+	return res, err
 }
 
 type riaV2Client struct {
@@ -272,25 +286,12 @@ func (r riaV2Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error
 }
 
 func (r riaV2Client) Execute(ctx context.Context, in RestoreInput) (RestoreResult, error) {
-	item, restore, fromBackup, err := restoreRequest(in)
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	resp, err := r.c.Execute(withCall(ctx, r.name, describe(in.Item)), &riav2.RestoreItemActionExecuteRequest{
-		Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup,
+	resp, res, err := sendRestoreItem(ctx, r.name, in, func(ctx context.Context, item, restore, fromBackup []byte) (*riav2.RestoreItemActionExecuteResponse, error) {
+		return r.c.Execute(ctx, &riav2.RestoreItemActionExecuteRequest{Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup})
 	})
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	out, err := decodeItem(r.name, resp.GetItem())
-	return RestoreResult{
-		Item:                        out,
-		AdditionalItems:             wire.IDsFromProto(resp.GetAdditionalItems()),
-		SkipRestore:                 resp.GetSkipRestore(),
-		OperationID:                 resp.GetOperationID(),
-		WaitForAdditionalItems:      resp.GetWaitForAdditionalItems(),
-		AdditionalItemsReadyTimeout: resp.GetAdditionalItemsReadyTimeout().AsDuration(),
-	}, err
+	res.OperationID, res.WaitForAdditionalItems = resp.GetOperationID(), resp.GetWaitForAdditionalItems()
+	res.AdditionalItemsReadyTimeout = resp.GetAdditionalItemsReadyTimeout().AsDuration()
+	return res, err
 }
 
 func (r riaV2Client) Progress(ctx context.Context, id string, restore *api.Restore) (api.OperationProgress, error) {
