@@ -9,8 +9,10 @@
 // the plugins and write each item into the tarball, which is uploaded while
 // it is being written, its items hashed for the manifest as they are
 // written. A listed item goes into the tarball as the API server sent it:
-// only its metadata is read, and its object is decoded only when an action
-// or a volume needs it. The two things that grow with the number of
+// only its metadata is read. Actions get it as JSON (host
+// BackupItemAction.ExecuteJSON) and what they return is kept as JSON too,
+// its metadata checked; the object is decoded only when a volume needs it.
+// The two things that grow with the number of
 // items — the set of items already seen (so each is backed up once) and the
 // resource list the layout requires — stay in memory only up to a small
 // budget and then move to a scratch directory on the server's disk (a hash
