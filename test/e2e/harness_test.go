@@ -210,6 +210,16 @@ func (c *cluster) deleteForGood(t testing.TB, objs ...client.Object) {
 type server struct {
 	cmd  *exec.Cmd
 	logs string
+	// release, when set, gives back what only one server may hold at a
+	// time; it runs once, when the server has stopped.
+	release func()
+}
+
+func (s *server) released() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
 }
 
 func (c *cluster) startServer(t testing.TB, extra ...string) *server {
@@ -242,6 +252,7 @@ func (c *cluster) startServer(t testing.TB, extra ...string) *server {
 
 // stop ends the server and its plugin processes.
 func (s *server) stop() {
+	defer s.released()
 	if s.cmd.ProcessState != nil {
 		return
 	}
@@ -258,6 +269,7 @@ func (s *server) stop() {
 
 // kill ends the server at once, as a crash would.
 func (s *server) kill() {
+	defer s.released()
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	_ = s.cmd.Wait()
 }

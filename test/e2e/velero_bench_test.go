@@ -154,8 +154,14 @@ func (c *cluster) installVelero(b testing.TB, v velero, minio *testbed.MinIO, bu
 	c.create(b, bsl)
 }
 
+// veleroTurn is held by the one Velero server running: its controller
+// manager serves metrics on :8080 whatever its flags say, so a second one
+// started by a parallel test failed to bind it and exited.
+var veleroTurn = make(chan struct{}, 1)
+
 // startVelero runs Velero's server outside the cluster, as Salvor's runs in
-// these benchmarks, and waits until its location is Available.
+// these benchmarks, and waits until its location is Available. It waits
+// for any other test's Velero server to stop first.
 func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO, extra ...string) *server {
 	b.Helper()
 	logs := filepath.Join(b.TempDir(), "velero.log")
@@ -169,10 +175,13 @@ func (c *cluster) startVelero(b testing.TB, v velero, minio *testbed.MinIO, extr
 	cmd.Env = append(os.Environ(), "AWS_SHARED_CREDENTIALS_FILE="+minio.CredentialsFile(b), "HOME="+b.TempDir())
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	veleroTurn <- struct{}{}
+	release := func() { <-veleroTurn }
 	if err := cmd.Start(); err != nil {
+		release()
 		b.Fatal(err)
 	}
-	s := &server{cmd: cmd, logs: logs}
+	s := &server{cmd: cmd, logs: logs, release: release}
 	b.Cleanup(func() {
 		s.stop()
 		f.Close()
