@@ -36,10 +36,8 @@ func (r ResourceIdentifier) API() api.ResourceIdentifier {
 	return api.ResourceIdentifier{GroupResource: schema.GroupResource{Group: r.Group, Resource: r.Resource}, Namespace: r.Namespace, Name: r.Name}
 }
 
-// String names the item in messages: "configmaps ns/name".
-func (r ResourceIdentifier) String() string {
-	return schema.GroupResource{Group: r.Group, Resource: r.Resource}.String() + " " + r.Namespace + "/" + r.Name
-}
+// String names the item in messages, as a plugin's identifier does.
+func (r ResourceIdentifier) String() string { return r.API().String() }
 
 // Status is an operation's state, updated from the plugin's Progress.
 type Status struct {

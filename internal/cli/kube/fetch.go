@@ -3,12 +3,13 @@ package kube
 import (
 	"context"
 	"fmt"
-	"github.com/salvor-dev/salvor/internal/cli/output"
-	"github.com/spf13/cobra"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/salvor-dev/salvor/internal/cli/output"
 )
 
 // Object is a pointer to a Kubernetes object type T.
