@@ -23,7 +23,8 @@
 // implementing the context-taking form of a method (ExecuteWithContext,
 // ProgressWithContext, PutObjectWithContext, ...; see the ...WithContext
 // interfaces): the server calls that form when the implementation has it, and
-// the plain form otherwise. The context is cancelled when the deadline passes
+// the plain form otherwise, deciding for each method once, when the factory
+// has made the implementation. The context is cancelled when the deadline passes
 // or the host cancels the call (for example because the user cancelled the
 // backup). A plugin that keeps running past the deadline plus the host's
 // grace period has its process killed and restarted, so long work belongs in

@@ -5,16 +5,29 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	biav2 "github.com/salvor-dev/salvor/pkg/plugin/proto/backupitemaction/v2"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
-type biaV1Server struct{ r *registry[BackupItemAction] }
+// backupExecute is Execute of either BackupItemAction version: decode, call,
+// encode the item the action returned.
+func backupExecute(ctx context.Context, r *registry[backupCalls], plugin string, backup, item []byte) (out []byte, additional []*pb.ResourceIdentifier, operationID string, post []*pb.ResourceIdentifier, err error) {
+	impl, b, it, err := itemCall(r, plugin, backup, item)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	updated, add, operationID, postItems, err := impl.execute(ctx, asUnstructured(it), b)
+	if err == nil {
+		out, err = encodeItem(updated, item)
+	}
+	return out, wire.IDsToProto(add), operationID, wire.IDsToProto(postItems), err
+}
 
-func registerBIAv1(r *registry[BackupItemAction], g *grpc.Server) {
+type biaV1Server struct{ r *registry[backupCalls] }
+
+func registerBIAv1(r *registry[backupCalls], g *grpc.Server) {
 	pb.RegisterBackupItemActionServer(g, biaV1Server{r})
 }
 
@@ -24,34 +37,13 @@ func (s biaV1Server) AppliesTo(_ context.Context, req *pb.BackupItemActionApplie
 }
 
 func (s biaV1Server) Execute(ctx context.Context, req *pb.ExecuteRequest) (*pb.ExecuteResponse, error) {
-	impl, backup, item, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
-	if err != nil {
-		return nil, err
-	}
-	var (
-		updated    runtime.Unstructured
-		additional []ResourceIdentifier
-	)
-	if c, ok := impl.(interface {
-		ExecuteWithContext(context.Context, runtime.Unstructured, *Backup) (runtime.Unstructured, []ResourceIdentifier, error)
-	}); ok {
-		updated, additional, err = c.ExecuteWithContext(ctx, asUnstructured(item), backup)
-	} else {
-		updated, additional, err = impl.Execute(asUnstructured(item), backup)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out, err := encodeItem(updated, req.GetItem())
-	if err != nil {
-		return nil, err
-	}
-	return &pb.ExecuteResponse{Item: out, AdditionalItems: wire.IDsToProto(additional)}, nil
+	item, additional, _, _, err := backupExecute(ctx, s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
+	return &pb.ExecuteResponse{Item: item, AdditionalItems: additional}, err
 }
 
-type biaV2Server struct{ r *registry[BackupItemActionV2] }
+type biaV2Server struct{ r *registry[backupCalls] }
 
-func registerBIAv2(r *registry[BackupItemActionV2], g *grpc.Server) {
+func registerBIAv2(r *registry[backupCalls], g *grpc.Server) {
 	biav2.RegisterBackupItemActionServer(g, biaV2Server{r})
 }
 
@@ -61,35 +53,8 @@ func (s biaV2Server) AppliesTo(_ context.Context, req *biav2.BackupItemActionApp
 }
 
 func (s biaV2Server) Execute(ctx context.Context, req *biav2.ExecuteRequest) (*biav2.ExecuteResponse, error) {
-	impl, backup, item, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
-	if err != nil {
-		return nil, err
-	}
-	var (
-		updated          runtime.Unstructured
-		additional, post []ResourceIdentifier
-		operationID      string
-	)
-	if c, ok := impl.(interface {
-		ExecuteWithContext(context.Context, runtime.Unstructured, *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error)
-	}); ok {
-		updated, additional, operationID, post, err = c.ExecuteWithContext(ctx, asUnstructured(item), backup)
-	} else {
-		updated, additional, operationID, post, err = impl.Execute(asUnstructured(item), backup)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out, err := encodeItem(updated, req.GetItem())
-	if err != nil {
-		return nil, err
-	}
-	return &biav2.ExecuteResponse{
-		Item:               out,
-		AdditionalItems:    wire.IDsToProto(additional),
-		OperationID:        operationID,
-		PostOperationItems: wire.IDsToProto(post),
-	}, nil
+	item, additional, operationID, post, err := backupExecute(ctx, s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
+	return &biav2.ExecuteResponse{Item: item, AdditionalItems: additional, OperationID: operationID, PostOperationItems: post}, err
 }
 
 func (s biaV2Server) Progress(ctx context.Context, req *biav2.BackupItemActionProgressRequest) (*biav2.BackupItemActionProgressResponse, error) {
@@ -97,18 +62,8 @@ func (s biaV2Server) Progress(ctx context.Context, req *biav2.BackupItemActionPr
 	if err != nil {
 		return nil, err
 	}
-	var p OperationProgress
-	if c, ok := impl.(interface {
-		ProgressWithContext(context.Context, string, *Backup) (OperationProgress, error)
-	}); ok {
-		p, err = c.ProgressWithContext(ctx, req.GetOperationID(), backup)
-	} else {
-		p, err = impl.Progress(req.GetOperationID(), backup)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &biav2.BackupItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, nil
+	p, err := impl.progress(ctx, req.GetOperationID(), backup)
+	return &biav2.BackupItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, err
 }
 
 func (s biaV2Server) Cancel(ctx context.Context, req *biav2.BackupItemActionCancelRequest) (*emptypb.Empty, error) {
@@ -116,22 +71,12 @@ func (s biaV2Server) Cancel(ctx context.Context, req *biav2.BackupItemActionCanc
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := impl.(interface {
-		CancelWithContext(context.Context, string, *Backup) error
-	}); ok {
-		err = c.CancelWithContext(ctx, req.GetOperationID(), backup)
-	} else {
-		err = impl.Cancel(req.GetOperationID(), backup)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &emptypb.Empty{}, nil
+	return &emptypb.Empty{}, impl.cancel(ctx, req.GetOperationID(), backup)
 }
 
-type diaServer struct{ r *registry[DeleteItemAction] }
+type diaServer struct{ r *registry[deleteCalls] }
 
-func registerDIA(r *registry[DeleteItemAction], g *grpc.Server) {
+func registerDIA(r *registry[deleteCalls], g *grpc.Server) {
 	pb.RegisterDeleteItemActionServer(g, diaServer{r})
 }
 
@@ -145,16 +90,5 @@ func (s diaServer) Execute(ctx context.Context, req *pb.DeleteItemActionExecuteR
 	if err != nil {
 		return nil, err
 	}
-	in := &DeleteItemActionExecuteInput{Item: asUnstructured(item), Backup: backup}
-	if c, ok := impl.(interface {
-		ExecuteWithContext(context.Context, *DeleteItemActionExecuteInput) error
-	}); ok {
-		err = c.ExecuteWithContext(ctx, in)
-	} else {
-		err = impl.Execute(in)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, nil
+	return &pb.Empty{}, impl.execute(ctx, &DeleteItemActionExecuteInput{Item: asUnstructured(item), Backup: backup})
 }

@@ -12,11 +12,9 @@ import (
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
-// restoreExecute decodes a restore Execute request (the same four fields in
-// v1 and v2) and runs the implementation's Execute, with context if it can.
-func restoreExecute[T interface {
-	Execute(*RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
-}](ctx context.Context, r *registry[T], plugin string, item, restore, fromBackup []byte) (*RestoreItemActionExecuteOutput, []byte, error) {
+// restoreExecute is Execute of either RestoreItemAction version (the same
+// four request fields in both): decode, call, encode the item returned.
+func restoreExecute(ctx context.Context, r *registry[restoreCalls], plugin string, item, restore, fromBackup []byte) (*RestoreItemActionExecuteOutput, []byte, error) {
 	impl, rs, err := call[Restore](r, plugin, restore, "restore")
 	if err != nil {
 		return nil, nil, err
@@ -29,15 +27,7 @@ func restoreExecute[T interface {
 	if err != nil {
 		return nil, nil, err
 	}
-	in := &RestoreItemActionExecuteInput{Item: asUnstructured(it), ItemFromBackup: asUnstructured(fb), Restore: rs}
-	var out *RestoreItemActionExecuteOutput
-	if c, ok := any(impl).(interface {
-		ExecuteWithContext(context.Context, *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
-	}); ok {
-		out, err = c.ExecuteWithContext(ctx, in)
-	} else {
-		out, err = impl.Execute(in)
-	}
+	out, err := impl.execute(ctx, &RestoreItemActionExecuteInput{Item: asUnstructured(it), ItemFromBackup: asUnstructured(fb), Restore: rs})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,9 +38,9 @@ func restoreExecute[T interface {
 	return out, b, err
 }
 
-type riaV1Server struct{ r *registry[RestoreItemAction] }
+type riaV1Server struct{ r *registry[restoreCalls] }
 
-func registerRIAv1(r *registry[RestoreItemAction], g *grpc.Server) {
+func registerRIAv1(r *registry[restoreCalls], g *grpc.Server) {
 	pb.RegisterRestoreItemActionServer(g, riaV1Server{r})
 }
 
@@ -64,18 +54,12 @@ func (s riaV1Server) Execute(ctx context.Context, req *pb.RestoreItemActionExecu
 	if err != nil {
 		return nil, err
 	}
-	return &pb.RestoreItemActionExecuteResponse{
-		Item:            item,
-		AdditionalItems: wire.IDsToProto(out.AdditionalItems),
-		SkipRestore:     out.SkipRestore,
-	}, nil
+	return &pb.RestoreItemActionExecuteResponse{Item: item, AdditionalItems: wire.IDsToProto(out.AdditionalItems), SkipRestore: out.SkipRestore}, nil
 }
 
-type riaV2Server struct {
-	r *registry[RestoreItemActionV2]
-}
+type riaV2Server struct{ r *registry[restoreCalls] }
 
-func registerRIAv2(r *registry[RestoreItemActionV2], g *grpc.Server) {
+func registerRIAv2(r *registry[restoreCalls], g *grpc.Server) {
 	riav2.RegisterRestoreItemActionServer(g, riaV2Server{r})
 }
 
@@ -107,18 +91,8 @@ func (s riaV2Server) Progress(ctx context.Context, req *riav2.RestoreItemActionP
 	if err != nil {
 		return nil, err
 	}
-	var p OperationProgress
-	if c, ok := impl.(interface {
-		ProgressWithContext(context.Context, string, *Restore) (OperationProgress, error)
-	}); ok {
-		p, err = c.ProgressWithContext(ctx, req.GetOperationID(), restore)
-	} else {
-		p, err = impl.Progress(req.GetOperationID(), restore)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &riav2.RestoreItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, nil
+	p, err := impl.progress(ctx, req.GetOperationID(), restore)
+	return &riav2.RestoreItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, err
 }
 
 func (s riaV2Server) Cancel(ctx context.Context, req *riav2.RestoreItemActionCancelRequest) (*emptypb.Empty, error) {
@@ -126,17 +100,7 @@ func (s riaV2Server) Cancel(ctx context.Context, req *riav2.RestoreItemActionCan
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := impl.(interface {
-		CancelWithContext(context.Context, string, *Restore) error
-	}); ok {
-		err = c.CancelWithContext(ctx, req.GetOperationID(), restore)
-	} else {
-		err = impl.Cancel(req.GetOperationID(), restore)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &emptypb.Empty{}, nil
+	return &emptypb.Empty{}, impl.cancel(ctx, req.GetOperationID(), restore)
 }
 
 func (s riaV2Server) AreAdditionalItemsReady(ctx context.Context, req *riav2.RestoreItemActionItemsReadyRequest) (*riav2.RestoreItemActionItemsReadyResponse, error) {
@@ -144,17 +108,6 @@ func (s riaV2Server) AreAdditionalItemsReady(ctx context.Context, req *riav2.Res
 	if err != nil {
 		return nil, err
 	}
-	items := wire.IDsFromProto(req.GetAdditionalItems())
-	var ready bool
-	if c, ok := impl.(interface {
-		AreAdditionalItemsReadyWithContext(context.Context, []ResourceIdentifier, *Restore) (bool, error)
-	}); ok {
-		ready, err = c.AreAdditionalItemsReadyWithContext(ctx, items, restore)
-	} else {
-		ready, err = impl.AreAdditionalItemsReady(items, restore)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &riav2.RestoreItemActionItemsReadyResponse{Ready: ready}, nil
+	ready, err := impl.ready(ctx, wire.IDsFromProto(req.GetAdditionalItems()), restore)
+	return &riav2.RestoreItemActionItemsReadyResponse{Ready: ready}, err
 }

@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
@@ -16,9 +15,9 @@ import (
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
-type objectStoreServer struct{ r *registry[ObjectStore] }
+type objectStoreServer struct{ r *registry[storeCalls] }
 
-func registerObjectStore(r *registry[ObjectStore], g *grpc.Server) {
+func registerObjectStore(r *registry[storeCalls], g *grpc.Server) {
 	pb.RegisterObjectStoreServer(g, objectStoreServer{r})
 }
 
@@ -27,10 +26,7 @@ func (s objectStoreServer) Init(_ context.Context, req *pb.ObjectStoreInitReques
 	if err != nil {
 		return nil, err
 	}
-	if err := impl.Init(req.GetConfig()); err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, nil
+	return &pb.Empty{}, impl.Init(req.GetConfig())
 }
 
 // putReader turns the body chunks of a PutObject stream into a reader.
@@ -61,16 +57,7 @@ func (s objectStoreServer) PutObject(stream grpc.ClientStreamingServer[pb.PutObj
 	if err != nil {
 		return err
 	}
-	body := &putReader{stream: stream, buf: first.GetBody()}
-	bucket, key := first.GetBucket(), first.GetKey()
-	if c, ok := impl.(interface {
-		PutObjectWithContext(context.Context, string, string, io.Reader) error
-	}); ok {
-		err = c.PutObjectWithContext(stream.Context(), bucket, key, body)
-	} else {
-		err = impl.PutObject(bucket, key, body)
-	}
-	if err != nil {
+	if err := impl.put(stream.Context(), first.GetBucket(), first.GetKey(), &putReader{stream: stream, buf: first.GetBody()}); err != nil {
 		return err
 	}
 	return stream.SendAndClose(&pb.Empty{})
@@ -81,18 +68,8 @@ func (s objectStoreServer) ObjectExists(ctx context.Context, req *pb.ObjectExist
 	if err != nil {
 		return nil, err
 	}
-	var exists bool
-	if c, ok := impl.(interface {
-		ObjectExistsWithContext(context.Context, string, string) (bool, error)
-	}); ok {
-		exists, err = c.ObjectExistsWithContext(ctx, req.GetBucket(), req.GetKey())
-	} else {
-		exists, err = impl.ObjectExists(req.GetBucket(), req.GetKey())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.ObjectExistsResponse{Exists: exists}, nil
+	exists, err := impl.exists(ctx, req.GetBucket(), req.GetKey())
+	return &pb.ObjectExistsResponse{Exists: exists}, err
 }
 
 func (s objectStoreServer) GetObject(req *pb.GetObjectRequest, stream grpc.ServerStreamingServer[pb.Bytes]) error {
@@ -100,14 +77,7 @@ func (s objectStoreServer) GetObject(req *pb.GetObjectRequest, stream grpc.Serve
 	if err != nil {
 		return err
 	}
-	var rc io.ReadCloser
-	if c, ok := impl.(interface {
-		GetObjectWithContext(context.Context, string, string) (io.ReadCloser, error)
-	}); ok {
-		rc, err = c.GetObjectWithContext(stream.Context(), req.GetBucket(), req.GetKey())
-	} else {
-		rc, err = impl.GetObject(req.GetBucket(), req.GetKey())
-	}
+	rc, err := impl.get(stream.Context(), req.GetBucket(), req.GetKey())
 	if err != nil {
 		return err
 	}
@@ -134,18 +104,8 @@ func (s objectStoreServer) ListCommonPrefixes(ctx context.Context, req *pb.ListC
 	if err != nil {
 		return nil, err
 	}
-	var prefixes []string
-	if c, ok := impl.(interface {
-		ListCommonPrefixesWithContext(context.Context, string, string, string) ([]string, error)
-	}); ok {
-		prefixes, err = c.ListCommonPrefixesWithContext(ctx, req.GetBucket(), req.GetPrefix(), req.GetDelimiter())
-	} else {
-		prefixes, err = impl.ListCommonPrefixes(req.GetBucket(), req.GetPrefix(), req.GetDelimiter())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.ListCommonPrefixesResponse{Prefixes: prefixes}, nil
+	prefixes, err := impl.prefixes(ctx, req.GetBucket(), req.GetPrefix(), req.GetDelimiter())
+	return &pb.ListCommonPrefixesResponse{Prefixes: prefixes}, err
 }
 
 func (s objectStoreServer) ListObjects(ctx context.Context, req *pb.ListObjectsRequest) (*pb.ListObjectsResponse, error) {
@@ -153,18 +113,8 @@ func (s objectStoreServer) ListObjects(ctx context.Context, req *pb.ListObjectsR
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	if c, ok := impl.(interface {
-		ListObjectsWithContext(context.Context, string, string) ([]string, error)
-	}); ok {
-		keys, err = c.ListObjectsWithContext(ctx, req.GetBucket(), req.GetPrefix())
-	} else {
-		keys, err = impl.ListObjects(req.GetBucket(), req.GetPrefix())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.ListObjectsResponse{Keys: keys}, nil
+	keys, err := impl.list(ctx, req.GetBucket(), req.GetPrefix())
+	return &pb.ListObjectsResponse{Keys: keys}, err
 }
 
 func (s objectStoreServer) DeleteObject(ctx context.Context, req *pb.DeleteObjectRequest) (*pb.Empty, error) {
@@ -172,17 +122,7 @@ func (s objectStoreServer) DeleteObject(ctx context.Context, req *pb.DeleteObjec
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := impl.(interface {
-		DeleteObjectWithContext(context.Context, string, string) error
-	}); ok {
-		err = c.DeleteObjectWithContext(ctx, req.GetBucket(), req.GetKey())
-	} else {
-		err = impl.DeleteObject(req.GetBucket(), req.GetKey())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, nil
+	return &pb.Empty{}, impl.delete(ctx, req.GetBucket(), req.GetKey())
 }
 
 func (s objectStoreServer) CreateSignedURL(_ context.Context, req *pb.CreateSignedURLRequest) (*pb.CreateSignedURLResponse, error) {
@@ -191,16 +131,13 @@ func (s objectStoreServer) CreateSignedURL(_ context.Context, req *pb.CreateSign
 		return nil, err
 	}
 	url, err := impl.CreateSignedURL(req.GetBucket(), req.GetKey(), time.Duration(req.GetTtl()))
-	if err != nil {
-		return nil, err
-	}
-	return &pb.CreateSignedURLResponse{Url: url}, nil
+	return &pb.CreateSignedURLResponse{Url: url}, err
 }
 
 // snapshotter serves the v1 methods, for both snapshotter versions: get
 // finds the implementation of a name.
 type snapshotter struct {
-	get func(name string) (VolumeSnapshotter, error)
+	get func(name string) (snapshotterCalls, error)
 }
 
 func (s snapshotter) Init(_ context.Context, req *pb.VolumeSnapshotterInitRequest) (*pb.Empty, error) {
@@ -208,10 +145,7 @@ func (s snapshotter) Init(_ context.Context, req *pb.VolumeSnapshotterInitReques
 	if err != nil {
 		return nil, err
 	}
-	if err := impl.Init(req.GetConfig()); err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, nil
+	return &pb.Empty{}, impl.Init(req.GetConfig())
 }
 
 func (s snapshotter) CreateVolumeFromSnapshot(ctx context.Context, req *pb.CreateVolumeRequest) (*pb.CreateVolumeResponse, error) {
@@ -224,18 +158,8 @@ func (s snapshotter) CreateVolumeFromSnapshot(ctx context.Context, req *pb.Creat
 		v := req.GetIops()
 		iops = &v
 	}
-	var id string
-	if c, ok := impl.(interface {
-		CreateVolumeFromSnapshotWithContext(context.Context, string, string, string, *int64) (string, error)
-	}); ok {
-		id, err = c.CreateVolumeFromSnapshotWithContext(ctx, req.GetSnapshotID(), req.GetVolumeType(), req.GetVolumeAZ(), iops)
-	} else {
-		id, err = impl.CreateVolumeFromSnapshot(req.GetSnapshotID(), req.GetVolumeType(), req.GetVolumeAZ(), iops)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.CreateVolumeResponse{VolumeID: id}, nil
+	id, err := impl.createVolume(ctx, req.GetSnapshotID(), req.GetVolumeType(), req.GetVolumeAZ(), iops)
+	return &pb.CreateVolumeResponse{VolumeID: id}, err
 }
 
 func (s snapshotter) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfoRequest) (*pb.GetVolumeInfoResponse, error) {
@@ -243,25 +167,12 @@ func (s snapshotter) GetVolumeInfo(ctx context.Context, req *pb.GetVolumeInfoReq
 	if err != nil {
 		return nil, err
 	}
-	var (
-		volumeType string
-		iops       *int64
-	)
-	if c, ok := impl.(interface {
-		GetVolumeInfoWithContext(context.Context, string, string) (string, *int64, error)
-	}); ok {
-		volumeType, iops, err = c.GetVolumeInfoWithContext(ctx, req.GetVolumeID(), req.GetVolumeAZ())
-	} else {
-		volumeType, iops, err = impl.GetVolumeInfo(req.GetVolumeID(), req.GetVolumeAZ())
-	}
-	if err != nil {
-		return nil, err
-	}
+	volumeType, iops, err := impl.volumeInfo(ctx, req.GetVolumeID(), req.GetVolumeAZ())
 	resp := &pb.GetVolumeInfoResponse{VolumeType: volumeType}
 	if iops != nil {
 		resp.Iops = *iops
 	}
-	return resp, nil
+	return resp, err
 }
 
 func (s snapshotter) CreateSnapshot(ctx context.Context, req *pb.CreateSnapshotRequest) (*pb.CreateSnapshotResponse, error) {
@@ -269,18 +180,8 @@ func (s snapshotter) CreateSnapshot(ctx context.Context, req *pb.CreateSnapshotR
 	if err != nil {
 		return nil, err
 	}
-	var id string
-	if c, ok := impl.(interface {
-		CreateSnapshotWithContext(context.Context, string, string, map[string]string) (string, error)
-	}); ok {
-		id, err = c.CreateSnapshotWithContext(ctx, req.GetVolumeID(), req.GetVolumeAZ(), req.GetTags())
-	} else {
-		id, err = impl.CreateSnapshot(req.GetVolumeID(), req.GetVolumeAZ(), req.GetTags())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.CreateSnapshotResponse{SnapshotID: id}, nil
+	id, err := impl.createSnapshot(ctx, req.GetVolumeID(), req.GetVolumeAZ(), req.GetTags())
+	return &pb.CreateSnapshotResponse{SnapshotID: id}, err
 }
 
 func (s snapshotter) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapshotRequest) (*pb.Empty, error) {
@@ -288,17 +189,7 @@ func (s snapshotter) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapshotR
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := impl.(interface {
-		DeleteSnapshotWithContext(context.Context, string) error
-	}); ok {
-		err = c.DeleteSnapshotWithContext(ctx, req.GetSnapshotID())
-	} else {
-		err = impl.DeleteSnapshot(req.GetSnapshotID())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, nil
+	return &pb.Empty{}, impl.deleteSnapshot(ctx, req.GetSnapshotID())
 }
 
 func (s snapshotter) GetVolumeID(_ context.Context, req *pb.GetVolumeIDRequest) (*pb.GetVolumeIDResponse, error) {
@@ -311,10 +202,7 @@ func (s snapshotter) GetVolumeID(_ context.Context, req *pb.GetVolumeIDRequest) 
 		return nil, err
 	}
 	id, err := impl.GetVolumeID(asUnstructured(pv))
-	if err != nil {
-		return nil, err
-	}
-	return &pb.GetVolumeIDResponse{VolumeID: id}, nil
+	return &pb.GetVolumeIDResponse{VolumeID: id}, err
 }
 
 func (s snapshotter) SetVolumeID(_ context.Context, req *pb.SetVolumeIDRequest) (*pb.SetVolumeIDResponse, error) {
@@ -326,31 +214,28 @@ func (s snapshotter) SetVolumeID(_ context.Context, req *pb.SetVolumeIDRequest) 
 	if err != nil {
 		return nil, err
 	}
-	var updated runtime.Unstructured
-	if updated, err = impl.SetVolumeID(asUnstructured(pv), req.GetVolumeID()); err != nil {
-		return nil, err
-	}
-	b, err := encodeItem(updated, req.GetPersistentVolume())
+	updated, err := impl.SetVolumeID(asUnstructured(pv), req.GetVolumeID())
 	if err != nil {
 		return nil, err
 	}
-	return &pb.SetVolumeIDResponse{PersistentVolume: b}, nil
+	b, err := encodeItem(updated, req.GetPersistentVolume())
+	return &pb.SetVolumeIDResponse{PersistentVolume: b}, err
 }
 
 // registerVSv1 is a no-op: the v1 snapshotter service is registered once by
 // registerSnapshotterV1Service, for v1 and v2 snapshotters alike.
-func registerVSv1(*registry[VolumeSnapshotter], *grpc.Server) {}
+func registerVSv1(*registry[snapshotterCalls], *grpc.Server) {}
 
 // registerSnapshotterV1Service serves the v1 snapshotter service for every
 // snapshotter, v1 or v2: a Velero host knows only v1 and calls a v2
 // snapshotter through it.
 func registerSnapshotterV1Service(s *Server, g *grpc.Server) {
-	v1, hasV1 := s.kinds[kind.VolumeSnapshotter].(*kindServer[VolumeSnapshotter])
-	v2, hasV2 := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[VolumeSnapshotterV2])
+	v1, hasV1 := s.kinds[kind.VolumeSnapshotter].(*kindServer[snapshotterCalls])
+	v2, hasV2 := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[snapshotterCalls])
 	if !hasV1 && !hasV2 {
 		return
 	}
-	pb.RegisterVolumeSnapshotterServer(g, snapshotter{get: func(name string) (VolumeSnapshotter, error) {
+	pb.RegisterVolumeSnapshotterServer(g, snapshotter{get: func(name string) (snapshotterCalls, error) {
 		if hasV1 {
 			if _, ok := v1.r.factories[name]; ok || !hasV2 {
 				return v1.r.get(name)
@@ -362,12 +247,11 @@ func registerSnapshotterV1Service(s *Server, g *grpc.Server) {
 
 type vsV2Server struct {
 	snapshotter
-	r *registry[VolumeSnapshotterV2]
+	r *registry[snapshotterCalls]
 }
 
-func registerVSv2(r *registry[VolumeSnapshotterV2], g *grpc.Server) {
-	get := func(name string) (VolumeSnapshotter, error) { return r.get(name) }
-	vsv2.RegisterVolumeSnapshotterServer(g, vsV2Server{snapshotter: snapshotter{get: get}, r: r})
+func registerVSv2(r *registry[snapshotterCalls], g *grpc.Server) {
+	vsv2.RegisterVolumeSnapshotterServer(g, vsV2Server{snapshotter: snapshotter{get: r.get}, r: r})
 }
 
 func (s vsV2Server) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterProgressRequest) (*vsv2.VolumeSnapshotterProgressResponse, error) {
@@ -375,18 +259,8 @@ func (s vsV2Server) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterPro
 	if err != nil {
 		return nil, err
 	}
-	var p OperationProgress
-	if c, ok := impl.(interface {
-		ProgressWithContext(context.Context, string) (OperationProgress, error)
-	}); ok {
-		p, err = c.ProgressWithContext(ctx, req.GetSnapshotID())
-	} else {
-		p, err = impl.Progress(req.GetSnapshotID())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &vsv2.VolumeSnapshotterProgressResponse{Progress: wire.ProgressToProto(p)}, nil
+	p, err := impl.progress(ctx, req.GetSnapshotID())
+	return &vsv2.VolumeSnapshotterProgressResponse{Progress: wire.ProgressToProto(p)}, err
 }
 
 func (s vsV2Server) Cancel(ctx context.Context, req *vsv2.VolumeSnapshotterCancelRequest) (*emptypb.Empty, error) {
@@ -394,17 +268,7 @@ func (s vsV2Server) Cancel(ctx context.Context, req *vsv2.VolumeSnapshotterCance
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := impl.(interface {
-		CancelWithContext(context.Context, string) error
-	}); ok {
-		err = c.CancelWithContext(ctx, req.GetOperationID())
-	} else {
-		err = impl.Cancel(req.GetOperationID())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &emptypb.Empty{}, nil
+	return &emptypb.Empty{}, impl.cancel(ctx, req.GetOperationID())
 }
 
 type listerServer struct{ s *Server }

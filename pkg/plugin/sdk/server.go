@@ -98,23 +98,23 @@ func NewServer() *Server {
 // Logger returns the logger the server gives to factories.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
-func add[T any](s *Server, k kind.Kind, name string, f Factory[T], reg func(*registry[T], *grpc.Server)) *Server {
+func add[T, C any](s *Server, k kind.Kind, name string, f Factory[T], form func(T) C, reg func(*registry[C], *grpc.Server)) *Server {
 	if err := kind.ValidateName(name); err != nil {
 		s.problems = append(s.problems, err.Error())
 		return s
 	}
-	var r *registry[T]
+	var r *registry[C]
 	if existing, ok := s.kinds[k]; ok {
-		r = existing.(*kindServer[T]).r
+		r = existing.(*kindServer[C]).r
 	} else {
-		r = &registry[T]{kind: k, log: s.log, factories: map[string]Factory[T]{}, instances: map[string]T{}}
-		s.kinds[k] = &kindServer[T]{r: r, reg: reg}
+		r = &registry[C]{kind: k, log: s.log, factories: map[string]Factory[C]{}, instances: map[string]C{}}
+		s.kinds[k] = &kindServer[C]{r: r, reg: reg}
 	}
 	if _, dup := r.factories[name]; dup {
 		s.problems = append(s.problems, fmt.Sprintf("%s plugin %q is registered twice", k, name))
 		return s
 	}
-	r.factories[name] = f
+	r.factories[name] = formed(f, form)
 	return s
 }
 
@@ -128,42 +128,42 @@ func (k *kindServer[T]) register(g *grpc.Server) { k.reg(k.r, g) }
 
 // RegisterBackupItemAction registers a v1 BackupItemAction.
 func (s *Server) RegisterBackupItemAction(name string, f Factory[BackupItemAction]) *Server {
-	return add(s, kind.BackupItemAction, name, f, registerBIAv1)
+	return add(s, kind.BackupItemAction, name, f, backupV1, registerBIAv1)
 }
 
 // RegisterBackupItemActionV2 registers a BackupItemActionV2.
 func (s *Server) RegisterBackupItemActionV2(name string, f Factory[BackupItemActionV2]) *Server {
-	return add(s, kind.BackupItemActionV2, name, f, registerBIAv2)
+	return add(s, kind.BackupItemActionV2, name, f, backupV2, registerBIAv2)
 }
 
 // RegisterRestoreItemAction registers a v1 RestoreItemAction.
 func (s *Server) RegisterRestoreItemAction(name string, f Factory[RestoreItemAction]) *Server {
-	return add(s, kind.RestoreItemAction, name, f, registerRIAv1)
+	return add(s, kind.RestoreItemAction, name, f, restoreV1, registerRIAv1)
 }
 
 // RegisterRestoreItemActionV2 registers a RestoreItemActionV2.
 func (s *Server) RegisterRestoreItemActionV2(name string, f Factory[RestoreItemActionV2]) *Server {
-	return add(s, kind.RestoreItemActionV2, name, f, registerRIAv2)
+	return add(s, kind.RestoreItemActionV2, name, f, restoreV2, registerRIAv2)
 }
 
 // RegisterDeleteItemAction registers a DeleteItemAction.
 func (s *Server) RegisterDeleteItemAction(name string, f Factory[DeleteItemAction]) *Server {
-	return add(s, kind.DeleteItemAction, name, f, registerDIA)
+	return add(s, kind.DeleteItemAction, name, f, deleteForm, registerDIA)
 }
 
 // RegisterObjectStore registers an ObjectStore.
 func (s *Server) RegisterObjectStore(name string, f Factory[ObjectStore]) *Server {
-	return add(s, kind.ObjectStore, name, f, registerObjectStore)
+	return add(s, kind.ObjectStore, name, f, storeForm, registerObjectStore)
 }
 
 // RegisterVolumeSnapshotter registers a v1 VolumeSnapshotter.
 func (s *Server) RegisterVolumeSnapshotter(name string, f Factory[VolumeSnapshotter]) *Server {
-	return add(s, kind.VolumeSnapshotter, name, f, registerVSv1)
+	return add(s, kind.VolumeSnapshotter, name, f, snapshotterV1, registerVSv1)
 }
 
 // RegisterVolumeSnapshotterV2 registers a VolumeSnapshotterV2.
 func (s *Server) RegisterVolumeSnapshotterV2(name string, f Factory[VolumeSnapshotterV2]) *Server {
-	return add(s, kind.VolumeSnapshotterV2, name, f, registerVSv2)
+	return add(s, kind.VolumeSnapshotterV2, name, f, snapshotterV2, registerVSv2)
 }
 
 // Identifier is one plugin a binary serves, as ListPlugins reports it.

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestListPluginsPerHost(t *testing.T) {
 	if got, want := list(context.Background()), "VolumeSnapshotter example.io/snap, BackupItemAction example.io/a"; got != want {
 		t.Errorf("to Velero: %s, want %s", got, want)
 	}
-	if _, err := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[VolumeSnapshotterV2]).r.get("example.io/other"); err == nil ||
+	if _, err := s.kinds[kind.VolumeSnapshotterV2].(*kindServer[snapshotterCalls]).r.get("example.io/other"); err == nil ||
 		!strings.Contains(err.Error(), `no VolumeSnapshotterV2 plugin named "example.io/other" (it serves example.io/snap)`) {
 		t.Errorf("unknown name: %v", err)
 	}
@@ -95,5 +96,65 @@ func TestDecodedObjectsAreCopies(t *testing.T) {
 	}
 	if _, err := decodeObject[Backup]([]byte(`{"metadata":`), "backup"); err == nil || !strings.Contains(err.Error(), "decoding backup") {
 		t.Errorf("bad JSON: %v", err)
+	}
+}
+
+// ctxAction gives Execute in its context-taking form only; Progress and
+// Cancel stay plain.
+type ctxAction struct{ nopV2 }
+
+type ctxKey struct{}
+
+func (ctxAction) ExecuteWithContext(ctx context.Context, item runtime.Unstructured, _ *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error) {
+	return item, nil, ctx.Value(ctxKey{}).(string), nil, nil
+}
+
+type nopV2 struct{}
+
+func (nopV2) Name() string { return "" }
+func (nopV2) AppliesTo() (ResourceSelector, error) {
+	return ResourceSelector{IncludedResources: []string{"pods"}}, nil
+}
+func (nopV2) Execute(item runtime.Unstructured, _ *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error) {
+	return item, nil, "plain", nil, nil
+}
+func (nopV2) Progress(id string, _ *Backup) (OperationProgress, error) {
+	return OperationProgress{Description: "plain " + id}, nil
+}
+func (nopV2) Cancel(string, *Backup) error { return errors.New("plain cancel") }
+
+// TestFormChosenPerMethod: each method is served by its context-taking form
+// when the implementation has one, by the plain form otherwise, each on its
+// own; a factory that makes nothing is an error naming the plugin.
+func TestFormChosenPerMethod(t *testing.T) {
+	ctx := context.WithValue(context.Background(), ctxKey{}, "with context")
+	for _, tc := range []struct {
+		name          string
+		impl          BackupItemActionV2
+		wantOperation string
+	}{
+		{"plain", nopV2{}, "plain"},
+		{"execute with context", ctxAction{}, "with context"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := backupV2(tc.impl)
+			if _, _, op, _, err := c.execute(ctx, nil, &Backup{}); err != nil || op != tc.wantOperation {
+				t.Errorf("execute: operation %q, %v; want %q", op, err, tc.wantOperation)
+			}
+			if p, err := c.progress(ctx, "op-1", &Backup{}); err != nil || p.Description != "plain op-1" {
+				t.Errorf("progress: %+v, %v", p, err)
+			}
+			if err := c.cancel(ctx, "op-1", &Backup{}); err == nil || err.Error() != "plain cancel" {
+				t.Errorf("cancel: %v", err)
+			}
+			if sel, err := c.AppliesTo(); err != nil || len(sel.IncludedResources) != 1 {
+				t.Errorf("appliesTo: %+v, %v", sel, err)
+			}
+		})
+	}
+	s := NewServer().RegisterBackupItemActionV2("example.io/none", func(*slog.Logger) (BackupItemActionV2, error) { return nil, nil })
+	_, err := s.kinds[kind.BackupItemActionV2].(*kindServer[backupCalls]).r.get("example.io/none")
+	if err == nil || !strings.Contains(err.Error(), `creating BackupItemActionV2 plugin "example.io/none": its factory returned no implementation`) {
+		t.Errorf("nil implementation: %v", err)
 	}
 }
