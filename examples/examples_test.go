@@ -115,7 +115,7 @@ func TestEveryKindAndVersionIsServed(t *testing.T) {
 
 func TestBackupAction(t *testing.T) {
 	m := manager(t)
-	a, err := host.Get[host.BackupItemAction](ctx(t), m, "example.io/backup-annotate", nil)
+	a, err := host.Get(ctx(t), m, host.BackupItemActions, "example.io/backup-annotate", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestBackupAction(t *testing.T) {
 
 func TestAsyncOperationSurvivesPluginRestart(t *testing.T) {
 	m := manager(t)
-	a, err := host.Get[host.BackupItemAction](ctx(t), m, "example.io/async-operation", nil)
+	a, err := host.Get(ctx(t), m, host.BackupItemActions, "example.io/async-operation", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestAsyncOperationSurvivesPluginRestart(t *testing.T) {
 
 func TestAsyncOperationCancelAndFailure(t *testing.T) {
 	m := manager(t)
-	a, err := host.Get[host.BackupItemAction](ctx(t), m, "example.io/async-operation", nil)
+	a, err := host.Get(ctx(t), m, host.BackupItemActions, "example.io/async-operation", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestAsyncOperationCancelAndFailure(t *testing.T) {
 func TestRestoreActions(t *testing.T) {
 	m := manager(t)
 	restore := &api.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r1"}}
-	label, err := host.Get[host.RestoreItemAction](ctx(t), m, "example.io/restore-label", nil)
+	label, err := host.Get(ctx(t), m, host.RestoreItemActions, "example.io/restore-label", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestRestoreActions(t *testing.T) {
 		t.Errorf("restore-label Execute of a skipped item = %+v, %v", res, err)
 	}
 
-	wait, err := host.Get[host.RestoreItemAction](ctx(t), m, "example.io/wait-for-dependencies", nil)
+	wait, err := host.Get(ctx(t), m, host.RestoreItemActions, "example.io/wait-for-dependencies", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestRestoreActions(t *testing.T) {
 
 func TestDeleteAction(t *testing.T) {
 	m := manager(t)
-	all, err := host.All[host.DeleteItemAction](ctx(t), m)
+	all, err := host.All(ctx(t), m, host.DeleteItemActions)
 	if err != nil || len(all) != 1 {
 		t.Fatalf("delete actions: %v, %v", all, err)
 	}
@@ -276,7 +276,7 @@ func TestDeleteAction(t *testing.T) {
 func TestDirectoryStore(t *testing.T) {
 	m := manager(t)
 	root := t.TempDir()
-	s, err := host.Get[host.ObjectStore](ctx(t), m, "example.io/directory", map[string]string{"root": root})
+	s, err := host.Get(ctx(t), m, host.ObjectStores, "example.io/directory", map[string]string{"root": root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestDirectoryStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "escape")); err == nil {
 		t.Error("a key escaped its bucket")
 	}
-	if _, err := host.Get[host.ObjectStore](ctx(t), m, "example.io/directory", map[string]string{"root": "relative"}); err == nil ||
+	if _, err := host.Get(ctx(t), m, host.ObjectStores, "example.io/directory", map[string]string{"root": "relative"}); err == nil ||
 		!strings.Contains(err.Error(), "want an absolute directory path") {
 		t.Errorf("Init with a relative root: %v", err)
 	}
@@ -360,7 +360,7 @@ func TestDirectorySnapshotterV2(t *testing.T) {
 	m := manager(t)
 	vol, snaps := t.TempDir(), t.TempDir()
 	tree(t, vol, 12, 256<<10) // 3 MiB
-	vs, err := host.Get[host.VolumeSnapshotter](ctx(t), m, "example.io/directory-copy",
+	vs, err := host.Get(ctx(t), m, host.VolumeSnapshotters, "example.io/directory-copy",
 		map[string]string{"snapshotDir": snaps, "bytesPerSecond": fmt.Sprint(3 << 20)})
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +396,7 @@ func TestDirectorySnapshotterV2(t *testing.T) {
 	}
 
 	// Cancel in the middle of a copy leaves nothing behind.
-	slow, err := host.Get[host.VolumeSnapshotter](ctx(t), m, "example.io/directory-copy",
+	slow, err := host.Get(ctx(t), m, host.VolumeSnapshotters, "example.io/directory-copy",
 		map[string]string{"snapshotDir": snaps, "bytesPerSecond": fmt.Sprint(256 << 10)})
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +468,7 @@ func TestDirectorySnapshotterV1(t *testing.T) {
 	m := manager(t)
 	vol, snaps := t.TempDir(), t.TempDir()
 	tree(t, vol, 5, 1000)
-	vs, err := host.Get[host.VolumeSnapshotter](ctx(t), m, "example.io/directory-copy-v1", map[string]string{"snapshotDir": snaps})
+	vs, err := host.Get(ctx(t), m, host.VolumeSnapshotters, "example.io/directory-copy-v1", map[string]string{"snapshotDir": snaps})
 	if err != nil {
 		t.Fatal(err)
 	}

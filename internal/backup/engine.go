@@ -243,7 +243,7 @@ func (r *run) loadActions(ctx context.Context) error {
 	if r.e.Plugins == nil {
 		return nil
 	}
-	actions, err := host.All[host.BackupItemAction](ctx, r.e.Plugins)
+	actions, err := host.All(ctx, r.e.Plugins, host.BackupItemActions)
 	if err != nil {
 		return err
 	}

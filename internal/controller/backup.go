@@ -264,7 +264,7 @@ func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason 
 func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *backup.Snapshotter, out *backup.Outcome, log *runLog, reason string) {
 	var results persistence.Results
 	if out != nil {
-		operations.CancelAll(ctx, viewOf(out.Operations), backupPlugins{m: r.Locations.Plugins, of: b}, reason)
+		operations.CancelAll(ctx, viewOf(out.Operations), backupActions(r.Locations.Plugins, b), reason)
 		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
 		results = out.Results
 	}
@@ -307,7 +307,7 @@ func (r *BackupReconciler) recoverJournal(ctx context.Context, store *persistenc
 	if err != nil || len(entries) == 0 {
 		return err
 	}
-	plugins := backupPlugins{m: r.Locations.Plugins, of: b}
+	plugins := backupActions(r.Locations.Plugins, b)
 	for _, e := range entries {
 		switch e.Kind {
 		case persistence.JournalOperation:

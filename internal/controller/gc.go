@@ -161,7 +161,7 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 }
 
 func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
-	actions, err := host.All[host.DeleteItemAction](ctx, r.Locations.Plugins)
+	actions, err := host.All(ctx, r.Locations.Plugins, host.DeleteItemActions)
 	if err != nil || len(actions) == 0 {
 		return err
 	}
@@ -204,7 +204,7 @@ func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup,
 	if err := store.GetItemOperations(ctx, b.Name, &ops); err != nil {
 		return // none recorded (or a Velero backup's): nothing runs
 	}
-	operations.CancelAll(ctx, viewOf(ops), backupPlugins{m: r.Locations.Plugins, of: b}, errDeleted.Error())
+	operations.CancelAll(ctx, viewOf(ops), backupActions(r.Locations.Plugins, b), errDeleted.Error())
 }
 
 // deleteSnapshots deletes the backup's volume snapshots through their snapshotter.

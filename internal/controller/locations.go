@@ -175,7 +175,7 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}
-	store, err := host.Get[host.ObjectStore](ctx, l.Plugins, l.Provider(bsl.Spec.Provider), config)
+	store, err := host.Get(ctx, l.Plugins, host.ObjectStores, l.Provider(bsl.Spec.Provider), config)
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}

@@ -100,8 +100,9 @@ type operationAction[O any] interface {
 
 // actionPlugins calls the item actions (A) that operations belong to.
 type actionPlugins[A operationAction[O], O any] struct {
-	m  *host.Manager
-	of O
+	m    *host.Manager
+	kind host.Kind[A]
+	of   O
 }
 
 // backupPlugins and restorePlugins are the two kinds in use.
@@ -110,8 +111,16 @@ type (
 	restorePlugins = actionPlugins[host.RestoreItemAction, *salvorv1.Restore]
 )
 
+func backupActions(m *host.Manager, b *salvorv1.Backup) backupPlugins {
+	return backupPlugins{m, host.BackupItemActions, b}
+}
+
+func restoreActions(m *host.Manager, rs *salvorv1.Restore) restorePlugins {
+	return restorePlugins{m, host.RestoreItemActions, rs}
+}
+
 func (p actionPlugins[A, O]) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
-	a, err := host.Get[A](ctx, p.m, plugin, nil)
+	a, err := host.Get(ctx, p.m, p.kind, plugin, nil)
 	if err != nil {
 		return api.OperationProgress{}, err
 	}
@@ -119,7 +128,7 @@ func (p actionPlugins[A, O]) Progress(ctx context.Context, plugin, id string) (a
 }
 
 func (p actionPlugins[A, O]) Cancel(ctx context.Context, plugin, id string) error {
-	a, err := host.Get[A](ctx, p.m, plugin, nil)
+	a, err := host.Get(ctx, p.m, p.kind, plugin, nil)
 	if err != nil {
 		return err
 	}
@@ -275,7 +284,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return r.loadFailed(ctx, key, b, err)
 	}
-	plugins := snapshotRouter{actions: backupPlugins{m: r.Locations.Plugins, of: b}, snap: w.snap}
+	plugins := snapshotRouter{actions: backupActions(r.Locations.Plugins, b), snap: w.snap}
 	view := w.view()
 	if b.Annotations[salvorv1.CancelAnnotation] != "" {
 		reason := cancelCause(b).Error()

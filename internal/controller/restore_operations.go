@@ -81,7 +81,7 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, r.finish(ctx, key, rs, nil, fmt.Sprintf("reading the restore's operations: %v", err))
 	}
-	plugins := restorePlugins{m: r.Locations.Plugins, of: rs}
+	plugins := restoreActions(r.Locations.Plugins, rs)
 	view := restoreView(w.ops)
 	if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")

@@ -50,7 +50,7 @@ func (l *Locations) Snapshotter(ctx context.Context, name string) (*backup.Snaps
 	if !strings.Contains(provider, "/") {
 		provider = "velero.io/" + provider
 	}
-	vs, err := host.Get[host.VolumeSnapshotter](ctx, l.Plugins, provider, vsl.Spec.Config)
+	vs, err := host.Get(ctx, l.Plugins, host.VolumeSnapshotters, provider, vsl.Spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("volume snapshot location %s: %w", vsl.Name, err)
 	}

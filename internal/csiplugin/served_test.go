@@ -48,7 +48,7 @@ func TestServedLikeAnyPlugin(t *testing.T) {
 		t.Fatalf("%s is served as %v, want %v", csiplugin.Name, kinds, want)
 	}
 
-	bia, err := host.Get[host.BackupItemAction](ctx, m, csiplugin.Name, nil)
+	bia, err := host.Get(ctx, m, host.BackupItemActions, csiplugin.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestServedLikeAnyPlugin(t *testing.T) {
 		t.Errorf("a bound claim without a cluster: %v", err)
 	}
 
-	ria, err := host.Get[host.RestoreItemAction](ctx, m, csiplugin.Name, nil)
+	ria, err := host.Get(ctx, m, host.RestoreItemActions, csiplugin.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestServedLikeAnyPlugin(t *testing.T) {
 		t.Errorf("another backup's VolumeSnapshot: %+v, %v; want it skipped", out, err)
 	}
 
-	dia, err := host.Get[host.DeleteItemAction](ctx, m, csiplugin.Name, nil)
+	dia, err := host.Get(ctx, m, host.DeleteItemActions, csiplugin.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

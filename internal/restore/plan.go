@@ -382,7 +382,7 @@ func (r *run) loadActions(ctx context.Context) error {
 	if r.e.Plugins == nil {
 		return nil
 	}
-	all, err := host.All[host.RestoreItemAction](ctx, r.e.Plugins)
+	all, err := host.All(ctx, r.e.Plugins, host.RestoreItemActions)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func contract(t *testing.T, s host.ObjectStore, bucket string) {
 
 func TestFilesystem(t *testing.T) {
 	root := t.TempDir()
-	s, err := host.Get[host.ObjectStore](context.Background(), builtins(t), "salvor.dev/filesystem", map[string]string{"root": root, "bucket": "bkt"})
+	s, err := host.Get(context.Background(), builtins(t), host.ObjectStores, "salvor.dev/filesystem", map[string]string{"root": root, "bucket": "bkt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestFilesystem(t *testing.T) {
 	if err := s.PutObject(context.Background(), "../bkt", "k", strings.NewReader("x")); err == nil {
 		t.Error("a bucket outside root was accepted")
 	}
-	if _, err := host.Get[host.ObjectStore](context.Background(), builtins(t), "salvor.dev/filesystem", map[string]string{"root": root, "region": "x"}); err == nil ||
+	if _, err := host.Get(context.Background(), builtins(t), host.ObjectStores, "salvor.dev/filesystem", map[string]string{"root": root, "region": "x"}); err == nil ||
 		!strings.Contains(err.Error(), `config key "region" is not known`) {
 		t.Errorf("unknown config key: %v", err)
 	}
@@ -154,7 +154,7 @@ func TestS3OnMinIO(t *testing.T) {
 		"credentialsFile": minio.CredentialsFile(t), "bucket": "bkt",
 	}
 	m := builtins(t)
-	s, err := host.Get[host.ObjectStore](context.Background(), m, "salvor.dev/s3", cfg)
+	s, err := host.Get(context.Background(), m, host.ObjectStores, "salvor.dev/s3", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +171,14 @@ func TestS3OnMinIO(t *testing.T) {
 		{"bad CA", map[string]string{"s3Url": minio.Endpoint, "caCert": "not a cert"}, "no PEM certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := host.Get[host.ObjectStore](context.Background(), m, "salvor.dev/s3", tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := host.Get(context.Background(), m, host.ObjectStores, "salvor.dev/s3", tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Init: %v, want %q", err, tc.want)
 			}
 		})
 	}
 	// Wrong credentials fail on use with the server's reason.
 	bad := map[string]string{"s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": writeCreds(t, "nobody", "wrong")}
-	s, err = host.Get[host.ObjectStore](context.Background(), m, "salvor.dev/s3", bad)
+	s, err = host.Get(context.Background(), m, host.ObjectStores, "salvor.dev/s3", bad)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func action(b *testing.B, dir, name string) host.BackupItemAction {
 		managers[dir] = m
 	}
 	managersMu.Unlock()
-	a, err := host.Get[host.BackupItemAction](context.Background(), m, name, nil)
+	a, err := host.Get(context.Background(), m, host.BackupItemActions, name, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestVeleroPluginIsDiscovered(t *testing.T) {
 func TestVeleroBackupItemActions(t *testing.T) {
 	m := manager(t, veleroDir)
 	ctx := ctxT(t)
-	v1, err := host.Get[host.BackupItemAction](ctx, m, "compat.velero.io/bia-v1", nil)
+	v1, err := host.Get(ctx, m, host.BackupItemActions, "compat.velero.io/bia-v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestVeleroBackupItemActions(t *testing.T) {
 		t.Errorf("v1 Progress: %v", err)
 	}
 
-	v2, err := host.Get[host.BackupItemAction](ctx, m, "compat.velero.io/bia-v2", nil)
+	v2, err := host.Get(ctx, m, host.BackupItemActions, "compat.velero.io/bia-v2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestVeleroBackupItemActions(t *testing.T) {
 func TestVeleroRestoreAndDeleteActions(t *testing.T) {
 	m := manager(t, veleroDir)
 	ctx := ctxT(t)
-	v1, err := host.Get[host.RestoreItemAction](ctx, m, "compat.velero.io/ria-v1", nil)
+	v1, err := host.Get(ctx, m, host.RestoreItemActions, "compat.velero.io/ria-v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestVeleroRestoreAndDeleteActions(t *testing.T) {
 		t.Errorf("v1 AreAdditionalItemsReady = %v, %v", ok, err)
 	}
 
-	v2, err := host.Get[host.RestoreItemAction](ctx, m, "compat.velero.io/ria-v2", nil)
+	v2, err := host.Get(ctx, m, host.RestoreItemActions, "compat.velero.io/ria-v2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestVeleroRestoreAndDeleteActions(t *testing.T) {
 		t.Error(err)
 	}
 
-	dias, err := host.All[host.DeleteItemAction](ctx, m)
+	dias, err := host.All(ctx, m, host.DeleteItemActions)
 	if err != nil || len(dias) != 1 {
 		t.Fatalf("delete actions %v, %v", dias, err)
 	}
@@ -168,7 +168,7 @@ func TestVeleroRestoreAndDeleteActions(t *testing.T) {
 func TestVeleroObjectStore(t *testing.T) {
 	m := manager(t, veleroDir)
 	ctx := ctxT(t)
-	s, err := host.Get[host.ObjectStore](ctx, m, "compat.velero.io/memory", map[string]string{"prefix": "pre/"})
+	s, err := host.Get(ctx, m, host.ObjectStores, "compat.velero.io/memory", map[string]string{"prefix": "pre/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestVeleroObjectStore(t *testing.T) {
 func TestVeleroVolumeSnapshotter(t *testing.T) {
 	m := manager(t, veleroDir)
 	ctx := ctxT(t)
-	vs, err := host.Get[host.VolumeSnapshotter](ctx, m, "compat.velero.io/vs", map[string]string{"region": "eu"})
+	vs, err := host.Get(ctx, m, host.VolumeSnapshotters, "compat.velero.io/vs", map[string]string{"region": "eu"})
 	if err != nil {
 		t.Fatal(err)
 	}

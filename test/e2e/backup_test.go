@@ -114,7 +114,7 @@ func openObjectStore(t testing.TB, cfg map[string]string) host.ObjectStore {
 	if err := m.Add(ctx, host.Command{Path: salvorBin, Args: []string{"run-plugins"}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := host.Get[host.ObjectStore](ctx, m, "salvor.dev/s3", cfg)
+	s, err := host.Get(ctx, m, host.ObjectStores, "salvor.dev/s3", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,102 +42,88 @@ func (vsV1Adapter) Progress(context.Context, string) (api.OperationProgress, err
 }
 func (vsV1Adapter) Cancel(context.Context, string) error { return nil }
 
-// clientOf builds the host-side client of a plugin registered as kind k:
-// one row per kind, older versions wrapped in their adapter.
-var clientOf = map[kind.Kind]func(c conn, name string) any{
-	kind.BackupItemAction: func(c conn, n string) any {
-		return biaV1Adapter{biaV1Client{named{n}, pb.NewBackupItemActionClient(c)}}
-	},
-	kind.BackupItemActionV2: func(c conn, n string) any { return biaV2Client{named{n}, biav2.NewBackupItemActionClient(c)} },
-	kind.RestoreItemAction: func(c conn, n string) any {
-		return riaV1Adapter{riaV1Client{named{n}, pb.NewRestoreItemActionClient(c)}}
-	},
-	kind.RestoreItemActionV2: func(c conn, n string) any { return riaV2Client{named{n}, riav2.NewRestoreItemActionClient(c)} },
-	kind.DeleteItemAction:    func(c conn, n string) any { return diaClient{named{n}, pb.NewDeleteItemActionClient(c)} },
-	kind.ObjectStore:         func(c conn, n string) any { return objectStoreClient{named{n}, pb.NewObjectStoreClient(c)} },
-	kind.VolumeSnapshotter: func(c conn, n string) any {
-		return vsV1Adapter{snapshotterClient[pb.VolumeSnapshotterClient]{named{n}, pb.NewVolumeSnapshotterClient(c)}}
-	},
-	kind.VolumeSnapshotterV2: func(c conn, n string) any {
-		return vsV2Client{snapshotterClient[vsv2.VolumeSnapshotterClient]{named{n}, vsv2.NewVolumeSnapshotterClient(c)}}
-	},
+// Kind is a host-side plugin interface T with how to reach a plugin of it:
+// the kind it is asked for by, and a client for each version a plugin may
+// be registered as (older ones behind their adapter). Get and All take one,
+// so what a lookup returns is checked by the compiler.
+type Kind[T Client] struct {
+	kind    kind.Kind
+	clients map[kind.Kind]func(c conn, name string) T
 }
 
+// The kinds the rest of Salvor calls plugins of.
 var (
-	_ BackupItemAction  = biaV1Adapter{}
-	_ BackupItemAction  = biaV2Client{}
-	_ RestoreItemAction = riaV1Adapter{}
-	_ RestoreItemAction = riaV2Client{}
-	_ DeleteItemAction  = diaClient{}
-	_ ObjectStore       = objectStoreClient{}
-	_ VolumeSnapshotter = vsV1Adapter{}
-	_ VolumeSnapshotter = vsV2Client{}
+	BackupItemActions = Kind[BackupItemAction]{kind.BackupItemActionV2, map[kind.Kind]func(conn, string) BackupItemAction{
+		kind.BackupItemAction: func(c conn, n string) BackupItemAction {
+			return biaV1Adapter{biaV1Client{named{n}, pb.NewBackupItemActionClient(c)}}
+		},
+		kind.BackupItemActionV2: func(c conn, n string) BackupItemAction {
+			return biaV2Client{named{n}, biav2.NewBackupItemActionClient(c)}
+		},
+	}}
+	RestoreItemActions = Kind[RestoreItemAction]{kind.RestoreItemActionV2, map[kind.Kind]func(conn, string) RestoreItemAction{
+		kind.RestoreItemAction: func(c conn, n string) RestoreItemAction {
+			return riaV1Adapter{riaV1Client{named{n}, pb.NewRestoreItemActionClient(c)}}
+		},
+		kind.RestoreItemActionV2: func(c conn, n string) RestoreItemAction {
+			return riaV2Client{named{n}, riav2.NewRestoreItemActionClient(c)}
+		},
+	}}
+	DeleteItemActions = Kind[DeleteItemAction]{kind.DeleteItemAction, map[kind.Kind]func(conn, string) DeleteItemAction{
+		kind.DeleteItemAction: func(c conn, n string) DeleteItemAction { return diaClient{named{n}, pb.NewDeleteItemActionClient(c)} },
+	}}
+	ObjectStores = Kind[ObjectStore]{kind.ObjectStore, map[kind.Kind]func(conn, string) ObjectStore{
+		kind.ObjectStore: func(c conn, n string) ObjectStore { return objectStoreClient{named{n}, pb.NewObjectStoreClient(c)} },
+	}}
+	VolumeSnapshotters = Kind[VolumeSnapshotter]{kind.VolumeSnapshotterV2, map[kind.Kind]func(conn, string) VolumeSnapshotter{
+		kind.VolumeSnapshotter: func(c conn, n string) VolumeSnapshotter {
+			return vsV1Adapter{snapshotterClient[pb.VolumeSnapshotterClient]{named{n}, pb.NewVolumeSnapshotterClient(c)}}
+		},
+		kind.VolumeSnapshotterV2: func(c conn, n string) VolumeSnapshotter {
+			return vsV2Client{snapshotterClient[vsv2.VolumeSnapshotterClient]{named{n}, vsv2.NewVolumeSnapshotterClient(c)}}
+		},
+	}}
 )
 
-// Client is what Get and All hand out: one of BackupItemAction,
-// RestoreItemAction, DeleteItemAction, ObjectStore or VolumeSnapshotter.
-// (Go cannot list interfaces with methods in a constraint, so the check that
-// T is one of them happens in kindOf.)
+// Client is what every plugin interface has.
 type Client interface {
 	Name() string
-}
-
-// kindOf is the kind a host-side interface is asked for by.
-func kindOf[T Client]() kind.Kind {
-	switch any((*T)(nil)).(type) {
-	case *BackupItemAction:
-		return kind.BackupItemActionV2
-	case *RestoreItemAction:
-		return kind.RestoreItemActionV2
-	case *DeleteItemAction:
-		return kind.DeleteItemAction
-	case *ObjectStore:
-		return kind.ObjectStore
-	case *VolumeSnapshotter:
-		return kind.VolumeSnapshotterV2
-	default:
-		return ""
-	}
 }
 
 type initer interface {
 	init(ctx context.Context, config map[string]string) error
 }
 
-// Get returns the plugin named name as T. ObjectStore and VolumeSnapshotter
-// plugins are initialised with config first (on a process of their own for
-// that config); other kinds ignore config.
-func Get[T Client](ctx context.Context, m *Manager, name string, config map[string]string) (T, error) {
+// Get returns the plugin of kind k named name. ObjectStore and
+// VolumeSnapshotter plugins are initialised with config first (on a process
+// of their own for that config); other kinds ignore config.
+func Get[T Client](ctx context.Context, m *Manager, k Kind[T], name string, config map[string]string) (T, error) {
 	var zero T
-	k := kindOf[T]()
-	if k == "" {
-		return zero, fmt.Errorf("salvor: %T is not a plugin client interface", zero)
-	}
-	p, err := m.find(k, name)
+	p, err := m.find(k.kind, name)
 	if err != nil {
 		return zero, err
 	}
+	client, ok := k.clients[p.Kind]
+	if !ok {
+		return zero, fmt.Errorf("salvor: a %s plugin cannot be called as a %s", p.Kind, k.kind)
+	}
 	proc := m.processFor(p, config)
-	c := clientOf[p.Kind](conn{proc}, name)
-	if i, ok := c.(initer); ok {
+	c := client(conn{proc}, name)
+	if i, ok := any(c).(initer); ok {
 		// The process is this plugin's with this config alone (processFor).
 		if err := proc.initOnce(name, func() error { return i.init(ctx, config) }); err != nil {
 			return zero, err
 		}
 	}
-	t, ok := c.(T)
-	if !ok {
-		return zero, fmt.Errorf("salvor: %s client for %q does not implement the %s interface", p.Kind, name, kindOf[T]())
-	}
-	return t, nil
+	return c, nil
 }
 
-// All returns every plugin available as T, sorted by name. It is meant for
-// the action kinds, which need no config.
-func All[T Client](ctx context.Context, m *Manager) ([]T, error) {
+// All returns every plugin of kind k, sorted by name. It is meant for the
+// action kinds, which need no config.
+func All[T Client](ctx context.Context, m *Manager, k Kind[T]) ([]T, error) {
 	var out []T
-	for _, n := range m.names(kindOf[T]()) {
-		t, err := Get[T](ctx, m, n, nil)
+	for _, n := range m.names(k.kind) {
+		t, err := Get(ctx, m, k, n, nil)
 		if err != nil {
 			return nil, err
 		}

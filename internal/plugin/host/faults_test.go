@@ -25,7 +25,7 @@ func do(what string) map[string]string { return map[string]string{"test.salvor.d
 
 func biaV2(t *testing.T, m *Manager) BackupItemAction {
 	t.Helper()
-	a, err := Get[BackupItemAction](ctxT(t), m, "test.salvor.dev/bia-v2", nil)
+	a, err := Get(ctxT(t), m, BackupItemActions, "test.salvor.dev/bia-v2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestKilledBetweenCallsRestartsTransparently(t *testing.T) {
 func TestKilledObjectStoreIsReinitialised(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	store, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "kept/"})
+	store, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"prefix": "kept/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestObjectStoreInitialisedOnce(t *testing.T) {
 	stores := make([]ObjectStore, 16)
 	for i := range stores {
 		g.Go(func() (err error) {
-			stores[i], err = Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "once/"})
+			stores[i], err = Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"prefix": "once/"})
 			return err
 		})
 	}
@@ -447,7 +447,7 @@ func TestObjectStoreInitialisedOnce(t *testing.T) {
 	if n := inits(stores[1]); n != "1" {
 		t.Errorf("%s Inits in the restarted process, want 1", n)
 	}
-	if _, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "once/"}); err != nil {
+	if _, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"prefix": "once/"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := inits(stores[2]); n != "1" {
@@ -533,7 +533,7 @@ func TestStreamsAreBoundedByProgress(t *testing.T) {
 	m, _ := newManager(t, Options{Grace: 200 * time.Millisecond,
 		Timeouts: map[string]time.Duration{"ObjectStore.PutObject": 500 * time.Millisecond}})
 	ctx := ctxT(t)
-	store, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", nil)
+	store, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

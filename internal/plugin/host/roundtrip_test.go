@@ -63,12 +63,12 @@ func TestListPlugins(t *testing.T) {
 func TestBackupItemActions(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	all, err := All[BackupItemAction](ctx, m)
+	all, err := All(ctx, m, BackupItemActions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(all) != 2 || all[0].Name() != "test.salvor.dev/bia-v1" || all[1].Name() != "test.salvor.dev/bia-v2" {
-		t.Fatalf("All[BackupItemAction] = %v, want bia-v1 and bia-v2 (v1 offered as v2)", all)
+		t.Fatalf("All(BackupItemActions) = %v, want bia-v1 and bia-v2 (v1 offered as v2)", all)
 	}
 	v1, v2 := all[0], all[1]
 
@@ -135,7 +135,7 @@ func TestBackupItemActions(t *testing.T) {
 func TestBackupItemActionsOnJSON(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	all, err := All[BackupItemAction](ctx, m)
+	all, err := All(ctx, m, BackupItemActions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestBackupItemActionsOnJSON(t *testing.T) {
 func TestRestoreItemActions(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	v1, err := Get[RestoreItemAction](ctx, m, "test.salvor.dev/ria-v1", nil)
+	v1, err := Get(ctx, m, RestoreItemActions, "test.salvor.dev/ria-v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestRestoreItemActions(t *testing.T) {
 		t.Errorf("v1 Cancel through the adapter: %v", err)
 	}
 
-	v2, err := Get[RestoreItemAction](ctx, m, "test.salvor.dev/ria-v2", nil)
+	v2, err := Get(ctx, m, RestoreItemActions, "test.salvor.dev/ria-v2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,9 +223,9 @@ func TestRestoreItemActions(t *testing.T) {
 func TestDeleteItemAction(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	all, err := All[DeleteItemAction](ctx, m)
+	all, err := All(ctx, m, DeleteItemActions)
 	if err != nil || len(all) != 1 {
-		t.Fatalf("All[DeleteItemAction] = %v, %v", all, err)
+		t.Fatalf("All(DeleteItemActions) = %v, %v", all, err)
 	}
 	if sel, err := all[0].AppliesTo(ctx); err != nil || sel.IncludedResources[0] != "pods" {
 		t.Errorf("AppliesTo = %+v, %v", sel, err)
@@ -241,7 +241,7 @@ func TestDeleteItemAction(t *testing.T) {
 func TestObjectStore(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	store, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "p/"})
+	store, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"prefix": "p/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestObjectStore(t *testing.T) {
 	}
 
 	// A store with another config runs in its own process: configs never mix.
-	other, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"prefix": "q/"})
+	other, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"prefix": "q/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestObjectStore(t *testing.T) {
 	if url, _ := store.CreateSignedURL(ctx, "bucket", "k", time.Second); !strings.HasSuffix(url, "prefix=p/") {
 		t.Errorf("first config's store now answers %q", url)
 	}
-	if _, err := Get[ObjectStore](ctx, m, "test.salvor.dev/memory", map[string]string{"fail": "no"}); err == nil ||
+	if _, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", map[string]string{"fail": "no"}); err == nil ||
 		!strings.Contains(err.Error(), "bad config: no") || !strings.Contains(err.Error(), "Init") {
 		t.Errorf("Init with a bad config: %v", err)
 	}
@@ -315,7 +315,7 @@ func TestVolumeSnapshotters(t *testing.T) {
 	ctx := ctxT(t)
 	for _, name := range []string{"test.salvor.dev/vs-v1", "test.salvor.dev/vs-v2"} {
 		t.Run(name, func(t *testing.T) {
-			vs, err := Get[VolumeSnapshotter](ctx, m, name, map[string]string{"region": "r1"})
+			vs, err := Get(ctx, m, VolumeSnapshotters, name, map[string]string{"region": "r1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -380,7 +380,7 @@ func TestVolumeSnapshotters(t *testing.T) {
 
 func TestUnknownPlugin(t *testing.T) {
 	m, _ := newManager(t, Options{})
-	_, err := Get[BackupItemAction](ctxT(t), m, "test.salvor.dev/nope", nil)
+	_, err := Get(ctxT(t), m, BackupItemActions, "test.salvor.dev/nope", nil)
 	if !errors.Is(err, ErrPluginNotFound) || !strings.Contains(err.Error(), `"test.salvor.dev/nope"`) {
 		t.Errorf("Get of an unknown plugin: %v", err)
 	}
