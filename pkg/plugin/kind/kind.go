@@ -2,6 +2,7 @@ package kind
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -37,21 +38,22 @@ type Descriptor struct {
 	// Stateful kinds are configured by an Init call whose config the host
 	// replays when it restarts the plugin's process.
 	Stateful bool
-	// Timeouts is the default deadline of each method's calls.
-	Timeouts map[string]time.Duration
+	// Methods are the service's methods, by name.
+	Methods map[string]Method
 }
 
-// readOnly methods change nothing in the plugin or the world, so the host
-// may send one again to a restarted process when the process died under it.
-var readOnly = map[string]bool{
-	"AppliesTo": true, "Progress": true, "AreAdditionalItemsReady": true, "ListPlugins": true,
-	"ObjectExists": true, "GetObject": true, "ListCommonPrefixes": true, "ListObjects": true,
-	"CreateSignedURL": true, "GetVolumeInfo": true, "GetVolumeID": true, "SetVolumeID": true, "Init": true,
+// Method is what the host needs to know about one method of a kind.
+type Method struct {
+	// Timeout is the default deadline of its calls.
+	Timeout time.Duration
+	// ReadOnly methods change nothing in the plugin or the world, so the
+	// host may send one again to a restarted process when the process died
+	// under it.
+	ReadOnly bool
 }
 
-// Retryable tells whether a call of method may be repeated after the
-// plugin's process died during it.
-func (d Descriptor) Retryable(method string) bool { return readOnly[method] }
+func reads(t time.Duration) Method  { return Method{Timeout: t, ReadOnly: true} }
+func writes(t time.Duration) Method { return Method{Timeout: t} }
 
 var (
 	quick    = 30 * time.Second
@@ -59,49 +61,45 @@ var (
 	long     = 5 * time.Minute
 )
 
-func actionTimeouts(extra map[string]time.Duration) map[string]time.Duration {
-	t := map[string]time.Duration{"AppliesTo": quick, "Execute": long}
-	for k, v := range extra {
-		t[k] = v
+// with returns base and extra's methods together.
+func with(base map[string]Method, extra ...map[string]Method) map[string]Method {
+	out := maps.Clone(base)
+	for _, e := range extra {
+		maps.Copy(out, e)
 	}
-	return t
+	return out
 }
 
-func snapshotterTimeouts(extra map[string]time.Duration) map[string]time.Duration {
-	t := map[string]time.Duration{
-		"Init":                     standard,
-		"CreateVolumeFromSnapshot": 30 * time.Minute,
-		"GetVolumeInfo":            standard,
-		"CreateSnapshot":           30 * time.Minute,
-		"DeleteSnapshot":           10 * time.Minute,
-		"GetVolumeID":              standard,
-		"SetVolumeID":              standard,
+var (
+	action      = map[string]Method{"AppliesTo": reads(quick), "Execute": writes(long)}
+	operations  = map[string]Method{"Progress": reads(standard), "Cancel": writes(standard)}
+	snapshotter = map[string]Method{
+		"Init":                     reads(standard),
+		"CreateVolumeFromSnapshot": writes(30 * time.Minute),
+		"GetVolumeInfo":            reads(standard),
+		"CreateSnapshot":           writes(30 * time.Minute),
+		"DeleteSnapshot":           writes(10 * time.Minute),
+		"GetVolumeID":              reads(standard),
+		"SetVolumeID":              reads(standard),
 	}
-	for k, v := range extra {
-		t[k] = v
-	}
-	return t
-}
-
-var operations = map[string]time.Duration{"Progress": standard, "Cancel": standard}
+)
 
 var table = []Descriptor{
-	{Kind: PluginLister, Service: "generated.PluginLister", Timeouts: map[string]time.Duration{"ListPlugins": quick}},
-	{Kind: ObjectStore, Service: "generated.ObjectStore", Stateful: true, Timeouts: map[string]time.Duration{
-		"Init": standard, "PutObject": time.Hour, "ObjectExists": 2 * time.Minute, "GetObject": time.Hour,
-		"ListCommonPrefixes": 2 * time.Minute, "ListObjects": 2 * time.Minute, "DeleteObject": 2 * time.Minute,
-		"CreateSignedURL": standard,
+	{Kind: PluginLister, Service: "generated.PluginLister", Methods: map[string]Method{"ListPlugins": reads(quick)}},
+	{Kind: ObjectStore, Service: "generated.ObjectStore", Stateful: true, Methods: map[string]Method{
+		"Init": reads(standard), "PutObject": writes(time.Hour), "ObjectExists": reads(2 * time.Minute),
+		"GetObject": reads(time.Hour), "ListCommonPrefixes": reads(2 * time.Minute), "ListObjects": reads(2 * time.Minute),
+		"DeleteObject": writes(2 * time.Minute), "CreateSignedURL": reads(standard),
 	}},
-	{Kind: VolumeSnapshotter, Service: "generated.VolumeSnapshotter", OfferedAs: VolumeSnapshotterV2, Stateful: true,
-		Timeouts: snapshotterTimeouts(nil)},
-	{Kind: VolumeSnapshotterV2, Service: "v2.VolumeSnapshotter", Stateful: true, Timeouts: snapshotterTimeouts(operations)},
-	{Kind: BackupItemAction, Service: "generated.BackupItemAction", OfferedAs: BackupItemActionV2, Timeouts: actionTimeouts(nil)},
-	{Kind: BackupItemActionV2, Service: "v2.BackupItemAction", Timeouts: actionTimeouts(operations)},
-	{Kind: RestoreItemAction, Service: "generated.RestoreItemAction", OfferedAs: RestoreItemActionV2, Timeouts: actionTimeouts(nil)},
-	{Kind: RestoreItemActionV2, Service: "v2.RestoreItemAction", Timeouts: actionTimeouts(map[string]time.Duration{
-		"Progress": standard, "Cancel": standard, "AreAdditionalItemsReady": standard,
+	{Kind: VolumeSnapshotter, Service: "generated.VolumeSnapshotter", OfferedAs: VolumeSnapshotterV2, Stateful: true, Methods: snapshotter},
+	{Kind: VolumeSnapshotterV2, Service: "v2.VolumeSnapshotter", Stateful: true, Methods: with(snapshotter, operations)},
+	{Kind: BackupItemAction, Service: "generated.BackupItemAction", OfferedAs: BackupItemActionV2, Methods: action},
+	{Kind: BackupItemActionV2, Service: "v2.BackupItemAction", Methods: with(action, operations)},
+	{Kind: RestoreItemAction, Service: "generated.RestoreItemAction", OfferedAs: RestoreItemActionV2, Methods: action},
+	{Kind: RestoreItemActionV2, Service: "v2.RestoreItemAction", Methods: with(action, operations, map[string]Method{
+		"AreAdditionalItemsReady": reads(standard),
 	})},
-	{Kind: DeleteItemAction, Service: "generated.DeleteItemAction", Timeouts: actionTimeouts(nil)},
+	{Kind: DeleteItemAction, Service: "generated.DeleteItemAction", Methods: action},
 }
 
 // All returns every kind's descriptor, PluginLister first.
@@ -135,11 +133,15 @@ func ForMethod(fullMethod string) (Descriptor, string, bool) {
 // Timeout returns the default deadline of a method of this kind; an unknown
 // method gets a minute.
 func (d Descriptor) Timeout(method string) time.Duration {
-	if t, ok := d.Timeouts[method]; ok {
-		return t
+	if m, ok := d.Methods[method]; ok {
+		return m.Timeout
 	}
 	return standard
 }
+
+// Retryable tells whether a call of method may be repeated after the
+// plugin's process died during it.
+func (d Descriptor) Retryable(method string) bool { return d.Methods[method].ReadOnly }
 
 var localName = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 
