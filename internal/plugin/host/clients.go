@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -39,17 +40,6 @@ func describe(u *unstructured.Unstructured) string {
 
 func operation(id string) string { return "operation " + id }
 
-func encode(what string, v any) ([]byte, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", what, err)
-	}
-	return b, nil
-}
-
 func encodeItem(u *unstructured.Unstructured) ([]byte, error) {
 	if u == nil {
 		return nil, nil
@@ -57,59 +47,64 @@ func encodeItem(u *unstructured.Unstructured) ([]byte, error) {
 	return u.MarshalJSON()
 }
 
-// itemAndObject encodes an item and the Backup or Restore it belongs to.
-func itemAndObject(item *unstructured.Unstructured, what string, obj any) ([]byte, []byte, error) {
-	it, err := encodeItem(item)
-	if err != nil {
-		return nil, nil, err
-	}
-	if b, ok := obj.(*api.Backup); ok {
-		o, err := backupJSON.encode(b)
-		return it, o, err
-	}
-	o, err := encode(what, obj)
-	return it, o, err
+// objectJSON remembers the JSON of the Backups (or Restores) being worked
+// on: every item is sent with the same one, and encoding it once per version
+// rather than once per call is a large part of a call's cost. An object is
+// the same version while its pointer, resourceVersion, generation and phase
+// are; a caller that changes one in memory without any of those changing
+// (nothing in Salvor does) would send the older JSON.
+//
+// Plugins get the object without its managedFields: the API server's record
+// of who set which field, which no plugin reads, was half of a Backup's JSON
+// and was decoded by the plugin on every call.
+type objectJSON[T any, P interface {
+	*T
+	metav1.Object
+}] struct {
+	what  string
+	phase func(*T) string
+	mu    sync.Mutex
+	m     map[*T]encodedObject
 }
 
-// encodedBackups remembers the JSON of the Backups being worked on: every
-// item of a backup is sent with the same Backup, and encoding it once per
-// version rather than once per item is a large part of a call's cost. A
-// Backup is the same version while its pointer, resourceVersion, generation
-// and phase are; a caller that changes one in memory without any of those
-// changing (nothing in Salvor does) would send the older JSON.
-type encodedBackups struct {
-	mu sync.Mutex
-	m  map[*api.Backup]encodedBackup
-}
-
-type encodedBackup struct {
+type encodedObject struct {
 	rv, phase  string
 	generation int64
 	json       []byte
 }
 
-var backupJSON = &encodedBackups{m: map[*api.Backup]encodedBackup{}}
+var (
+	backupJSON = &objectJSON[api.Backup, *api.Backup]{what: "backup",
+		phase: func(b *api.Backup) string { return string(b.Status.Phase) }, m: map[*api.Backup]encodedObject{}}
+	restoreJSON = &objectJSON[api.Restore, *api.Restore]{what: "restore",
+		phase: func(r *api.Restore) string { return string(r.Status.Phase) }, m: map[*api.Restore]encodedObject{}}
+)
 
-func (c *encodedBackups) encode(b *api.Backup) ([]byte, error) {
-	if b == nil {
+func (c *objectJSON[T, P]) encode(o *T) ([]byte, error) {
+	if o == nil {
 		return nil, nil
 	}
+	meta := P(o)
+	version := encodedObject{rv: meta.GetResourceVersion(), phase: c.phase(o), generation: meta.GetGeneration()}
 	c.mu.Lock()
-	e, ok := c.m[b]
+	e, ok := c.m[o]
 	c.mu.Unlock()
-	if ok && e.rv == b.ResourceVersion && e.generation == b.Generation && e.phase == string(b.Status.Phase) {
+	if ok && e.rv == version.rv && e.generation == version.generation && e.phase == version.phase {
 		return e.json, nil
 	}
-	data, err := encode("backup", b)
+	sent := *o
+	P(&sent).SetManagedFields(nil)
+	data, err := json.Marshal(&sent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encoding %s %s: %w", c.what, meta.GetName(), err)
 	}
+	version.json = data
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) > 64 {
 		clear(c.m)
 	}
-	c.m[b] = encodedBackup{rv: b.ResourceVersion, phase: string(b.Status.Phase), generation: b.Generation, json: data}
+	c.m[o] = version
 	return data, nil
 }
 
@@ -247,7 +242,7 @@ func sendRestoreItem[R interface {
 	if err != nil {
 		return resp, RestoreResult{}, err
 	}
-	restore, err := encode("restore", in.Restore)
+	restore, err := restoreJSON.encode(in.Restore)
 	if err != nil {
 		return resp, RestoreResult{}, err
 	}
@@ -295,7 +290,7 @@ func (r riaV2Client) Execute(ctx context.Context, in RestoreInput) (RestoreResul
 }
 
 func (r riaV2Client) Progress(ctx context.Context, id string, restore *api.Restore) (api.OperationProgress, error) {
-	rs, err := encode("restore", restore)
+	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return api.OperationProgress{}, err
 	}
@@ -304,7 +299,7 @@ func (r riaV2Client) Progress(ctx context.Context, id string, restore *api.Resto
 }
 
 func (r riaV2Client) Cancel(ctx context.Context, id string, restore *api.Restore) error {
-	rs, err := encode("restore", restore)
+	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return err
 	}
@@ -313,7 +308,7 @@ func (r riaV2Client) Cancel(ctx context.Context, id string, restore *api.Restore
 }
 
 func (r riaV2Client) AreAdditionalItemsReady(ctx context.Context, items []api.ResourceIdentifier, restore *api.Restore) (bool, error) {
-	rs, err := encode("restore", restore)
+	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return false, err
 	}
@@ -335,7 +330,11 @@ func (d diaClient) AppliesTo(ctx context.Context) (api.ResourceSelector, error) 
 }
 
 func (d diaClient) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) error {
-	it, bk, err := itemAndObject(item, "backup", backup)
+	it, err := encodeItem(item)
+	if err != nil {
+		return err
+	}
+	bk, err := backupJSON.encode(backup)
 	if err != nil {
 		return err
 	}
