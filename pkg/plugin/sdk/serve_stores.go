@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
@@ -192,29 +193,32 @@ func (s snapshotter) DeleteSnapshot(ctx context.Context, req *pb.DeleteSnapshotR
 	return &pb.Empty{}, impl.deleteSnapshot(ctx, req.GetSnapshotID())
 }
 
+// volumeCall starts GetVolumeID and SetVolumeID: the implementation and
+// the persistent volume sent.
+func (s snapshotter) volumeCall(plugin string, pv []byte) (snapshotterCalls, runtime.Unstructured, error) {
+	impl, err := s.get(plugin)
+	if err != nil {
+		return impl, nil, err
+	}
+	u, err := decodeItem(pv, "persistentVolume")
+	return impl, asUnstructured(u), err
+}
+
 func (s snapshotter) GetVolumeID(_ context.Context, req *pb.GetVolumeIDRequest) (*pb.GetVolumeIDResponse, error) {
-	impl, err := s.get(req.GetPlugin())
+	impl, pv, err := s.volumeCall(req.GetPlugin(), req.GetPersistentVolume())
 	if err != nil {
 		return nil, err
 	}
-	pv, err := decodeItem(req.GetPersistentVolume(), "persistentVolume")
-	if err != nil {
-		return nil, err
-	}
-	id, err := impl.GetVolumeID(asUnstructured(pv))
+	id, err := impl.GetVolumeID(pv)
 	return &pb.GetVolumeIDResponse{VolumeID: id}, err
 }
 
 func (s snapshotter) SetVolumeID(_ context.Context, req *pb.SetVolumeIDRequest) (*pb.SetVolumeIDResponse, error) {
-	impl, err := s.get(req.GetPlugin())
+	impl, pv, err := s.volumeCall(req.GetPlugin(), req.GetPersistentVolume())
 	if err != nil {
 		return nil, err
 	}
-	pv, err := decodeItem(req.GetPersistentVolume(), "persistentVolume")
-	if err != nil {
-		return nil, err
-	}
-	updated, err := impl.SetVolumeID(asUnstructured(pv), req.GetVolumeID())
+	updated, err := impl.SetVolumeID(pv, req.GetVolumeID())
 	if err != nil {
 		return nil, err
 	}
