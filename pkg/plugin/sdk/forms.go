@@ -38,9 +38,36 @@ func (f appliesTo) AppliesTo() (ResourceSelector, error) { return f() }
 
 type backupCalls struct {
 	appliesTo
-	execute  func(context.Context, runtime.Unstructured, *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error)
-	progress func(context.Context, string, *Backup) (OperationProgress, error)
-	cancel   func(context.Context, string, *Backup) error
+	execute func(context.Context, runtime.Unstructured, *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error)
+	operationCalls[Backup]
+}
+
+// operationCalls are Progress and Cancel of a v2 action whose operations
+// belong to an O, a Backup or a Restore.
+type operationCalls[O any] struct {
+	progress func(context.Context, string, *O) (OperationProgress, error)
+	cancel   func(context.Context, string, *O) error
+}
+
+func operationForms[O any](a interface {
+	Progress(string, *O) (OperationProgress, error)
+	Cancel(string, *O) error
+}) operationCalls[O] {
+	c := operationCalls[O]{
+		progress: func(_ context.Context, id string, o *O) (OperationProgress, error) { return a.Progress(id, o) },
+		cancel:   func(_ context.Context, id string, o *O) error { return a.Cancel(id, o) },
+	}
+	if f, ok := a.(interface {
+		ProgressWithContext(context.Context, string, *O) (OperationProgress, error)
+	}); ok {
+		c.progress = f.ProgressWithContext
+	}
+	if f, ok := a.(interface {
+		CancelWithContext(context.Context, string, *O) error
+	}); ok {
+		c.cancel = f.CancelWithContext
+	}
+	return c
 }
 
 func backupV1(a BackupItemAction) backupCalls {
@@ -64,33 +91,21 @@ func backupV2(a BackupItemActionV2) backupCalls {
 		execute: func(_ context.Context, item runtime.Unstructured, b *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error) {
 			return a.Execute(item, b)
 		},
-		progress: func(_ context.Context, id string, b *Backup) (OperationProgress, error) { return a.Progress(id, b) },
-		cancel:   func(_ context.Context, id string, b *Backup) error { return a.Cancel(id, b) },
+		operationCalls: operationForms[Backup](a),
 	}
 	if f, ok := a.(interface {
 		ExecuteWithContext(context.Context, runtime.Unstructured, *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error)
 	}); ok {
 		c.execute = f.ExecuteWithContext
 	}
-	if f, ok := a.(interface {
-		ProgressWithContext(context.Context, string, *Backup) (OperationProgress, error)
-	}); ok {
-		c.progress = f.ProgressWithContext
-	}
-	if f, ok := a.(interface {
-		CancelWithContext(context.Context, string, *Backup) error
-	}); ok {
-		c.cancel = f.CancelWithContext
-	}
 	return c
 }
 
 type restoreCalls struct {
 	appliesTo
-	execute  func(context.Context, *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
-	progress func(context.Context, string, *Restore) (OperationProgress, error)
-	cancel   func(context.Context, string, *Restore) error
-	ready    func(context.Context, []ResourceIdentifier, *Restore) (bool, error)
+	execute func(context.Context, *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error)
+	operationCalls[Restore]
+	ready func(context.Context, []ResourceIdentifier, *Restore) (bool, error)
 }
 
 // restoreV1 serves both versions' AppliesTo and Execute, which have the
@@ -109,20 +124,9 @@ func restoreV1(a RestoreItemAction) restoreCalls {
 
 func restoreV2(a RestoreItemActionV2) restoreCalls {
 	c := restoreV1(a)
-	c.progress = func(_ context.Context, id string, r *Restore) (OperationProgress, error) { return a.Progress(id, r) }
-	c.cancel = func(_ context.Context, id string, r *Restore) error { return a.Cancel(id, r) }
+	c.operationCalls = operationForms[Restore](a)
 	c.ready = func(_ context.Context, items []ResourceIdentifier, r *Restore) (bool, error) {
 		return a.AreAdditionalItemsReady(items, r)
-	}
-	if f, ok := a.(interface {
-		ProgressWithContext(context.Context, string, *Restore) (OperationProgress, error)
-	}); ok {
-		c.progress = f.ProgressWithContext
-	}
-	if f, ok := a.(interface {
-		CancelWithContext(context.Context, string, *Restore) error
-	}); ok {
-		c.cancel = f.CancelWithContext
 	}
 	if f, ok := a.(interface {
 		AreAdditionalItemsReadyWithContext(context.Context, []ResourceIdentifier, *Restore) (bool, error)

@@ -158,3 +158,36 @@ func TestFormChosenPerMethod(t *testing.T) {
 		t.Errorf("nil implementation: %v", err)
 	}
 }
+
+// ctxRestoreAction gives Progress in its context-taking form only.
+type ctxRestoreAction struct{}
+
+func (ctxRestoreAction) Name() string                         { return "" }
+func (ctxRestoreAction) AppliesTo() (ResourceSelector, error) { return ResourceSelector{}, nil }
+func (ctxRestoreAction) Execute(*RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error) {
+	return nil, nil
+}
+func (ctxRestoreAction) Progress(string, *Restore) (OperationProgress, error) {
+	return OperationProgress{Description: "plain"}, nil
+}
+func (ctxRestoreAction) ProgressWithContext(ctx context.Context, _ string, _ *Restore) (OperationProgress, error) {
+	return OperationProgress{Description: ctx.Value(ctxKey{}).(string)}, nil
+}
+func (ctxRestoreAction) Cancel(string, *Restore) error { return errors.New("plain cancel") }
+func (ctxRestoreAction) AreAdditionalItemsReady([]ResourceIdentifier, *Restore) (bool, error) {
+	return true, nil
+}
+
+func TestRestoreFormChosenPerMethod(t *testing.T) {
+	ctx := context.WithValue(context.Background(), ctxKey{}, "with context")
+	c := restoreV2(ctxRestoreAction{})
+	if p, err := c.progress(ctx, "op", &Restore{}); err != nil || p.Description != "with context" {
+		t.Errorf("progress: %+v, %v", p, err)
+	}
+	if err := c.cancel(ctx, "op", &Restore{}); err == nil || err.Error() != "plain cancel" {
+		t.Errorf("cancel: %v", err)
+	}
+	if ready, err := c.ready(ctx, nil, &Restore{}); err != nil || !ready {
+		t.Errorf("ready: %v, %v", ready, err)
+	}
+}
