@@ -1,12 +1,15 @@
 package host
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 )
 
 // TestObjectJSON: plugins get a Backup without its managedFields (the
@@ -54,5 +57,33 @@ func TestObjectJSON(t *testing.T) {
 	}
 	if out, err := backupJSON.encode(nil); out != nil || err != nil {
 		t.Errorf("no backup: %s, %v", out, err)
+	}
+}
+
+// TestKindsReachEveryVersion: each host-side kind has a client for its own
+// kind and for every older kind the kind table offers as it, so Get never
+// finds a plugin it cannot call.
+func TestKindsReachEveryVersion(t *testing.T) {
+	for _, k := range []struct {
+		kind    kind.Kind
+		clients []kind.Kind
+	}{
+		{BackupItemActions.kind, slices.Collect(maps.Keys(BackupItemActions.clients))},
+		{RestoreItemActions.kind, slices.Collect(maps.Keys(RestoreItemActions.clients))},
+		{DeleteItemActions.kind, slices.Collect(maps.Keys(DeleteItemActions.clients))},
+		{ObjectStores.kind, slices.Collect(maps.Keys(ObjectStores.clients))},
+		{VolumeSnapshotters.kind, slices.Collect(maps.Keys(VolumeSnapshotters.clients))},
+	} {
+		want := []kind.Kind{k.kind}
+		for _, d := range kind.All() {
+			if d.OfferedAs == k.kind {
+				want = append(want, d.Kind)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(k.clients)
+		if !slices.Equal(k.clients, want) {
+			t.Errorf("%s: clients for %v, the kind table offers %v", k.kind, k.clients, want)
+		}
 	}
 }

@@ -93,13 +93,8 @@ func TestEveryMethodIsInTheTable(t *testing.T) {
 		t.Fatalf("%d services for %d kinds", len(services), len(All()))
 	}
 	for _, svc := range services {
-		var d Descriptor
-		for _, k := range All() {
-			if k.Service == svc.ServiceName {
-				d = k
-			}
-		}
-		if d.Kind == "" {
+		d, _, ok := ForMethod("/" + svc.ServiceName + "/")
+		if !ok {
 			t.Errorf("no kind serves %s", svc.ServiceName)
 			continue
 		}

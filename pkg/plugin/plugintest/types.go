@@ -36,27 +36,11 @@ type (
 // exactly as Salvor's server calls it; config is what an ObjectStore or
 // VolumeSnapshotter is initialised with.
 func Get[T host.Client](ctx context.Context, m *Manager, name string, config map[string]string) (T, error) {
-	var (
-		zero T
-		c    any
-		err  error
-	)
-	switch any(&zero).(type) {
-	case *BackupItemAction:
-		c, err = host.Get(ctx, m, host.BackupItemActions, name, config)
-	case *RestoreItemAction:
-		c, err = host.Get(ctx, m, host.RestoreItemActions, name, config)
-	case *DeleteItemAction:
-		c, err = host.Get(ctx, m, host.DeleteItemActions, name, config)
-	case *ObjectStore:
-		c, err = host.Get(ctx, m, host.ObjectStores, name, config)
-	case *VolumeSnapshotter:
-		c, err = host.Get(ctx, m, host.VolumeSnapshotters, name, config)
-	default:
-		return zero, fmt.Errorf("plugintest: %v is not a plugin interface: ask for BackupItemAction, RestoreItemAction, DeleteItemAction, ObjectStore or VolumeSnapshotter", reflect.TypeFor[T]())
+	for _, k := range []any{host.BackupItemActions, host.RestoreItemActions, host.DeleteItemActions, host.ObjectStores, host.VolumeSnapshotters} {
+		if k, ok := k.(host.Kind[T]); ok {
+			return host.Get(ctx, m, k, name, config)
+		}
 	}
-	if err != nil {
-		return zero, err
-	}
-	return c.(T), nil
+	var zero T
+	return zero, fmt.Errorf("plugintest: %v is not a plugin interface: ask for BackupItemAction, RestoreItemAction, DeleteItemAction, ObjectStore or VolumeSnapshotter", reflect.TypeFor[T]())
 }
