@@ -1,17 +1,26 @@
 package compat
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	biav2 "github.com/salvor-dev/salvor/pkg/plugin/proto/backupitemaction/v2"
+	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
 // item returns a ConfigMap whose JSON is about size bytes.
@@ -32,15 +41,20 @@ func item(size int) *unstructured.Unstructured {
 // median and 99th percentile of single calls when run sequentially. The
 // -json variants call through ExecuteJSON, as a backup does: the item goes
 // and comes back as JSON, with no decode or encode on the host's side.
+// grpc-floor is the same request sent with the bare generated client to a
+// bare gRPC server that echoes the item (grpcfloor): what the process
+// boundary and gRPC alone cost on this machine, the floor the others stand
+// on.
 func BenchmarkExecute(b *testing.B) {
 	for _, fw := range []struct {
 		name, dir, plugin string
-		json              bool
+		json, floor       bool
 	}{
-		{"salvor", salvorDir, "compat.salvor.dev/bench", false},
-		{"velero", veleroDir, "compat.velero.io/bench", false},
-		{"salvor-json", salvorDir, "compat.salvor.dev/bench", true},
-		{"velero-json", veleroDir, "compat.velero.io/bench", true},
+		{"salvor", salvorDir, "compat.salvor.dev/bench", false, false},
+		{"velero", veleroDir, "compat.velero.io/bench", false, false},
+		{"salvor-json", salvorDir, "compat.salvor.dev/bench", true, false},
+		{"velero-json", veleroDir, "compat.velero.io/bench", true, false},
+		{"grpc-floor", "", "", true, true},
 	} {
 		for _, size := range []int{1 << 10, 100 << 10} {
 			it := item(size)
@@ -48,21 +62,29 @@ func BenchmarkExecute(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			execute := func(a host.BackupItemAction) error {
+			caller := func(b *testing.B) func() error {
+				if fw.floor {
+					return floorCall(b, body)
+				}
+				a := action(b, fw.dir, fw.plugin)
 				if fw.json {
-					_, _, err := a.ExecuteJSON(context.Background(), body, "configmaps ns/bench", backup)
+					return func() error {
+						_, _, err := a.ExecuteJSON(context.Background(), body, "configmaps ns/bench", backup)
+						return err
+					}
+				}
+				return func() error {
+					_, err := a.Execute(context.Background(), it, backup)
 					return err
 				}
-				_, err := a.Execute(context.Background(), it, backup)
-				return err
 			}
 			b.Run(fmt.Sprintf("%s/%dKiB/sequential", fw.name, size>>10), func(b *testing.B) {
-				a := action(b, fw.dir, fw.plugin)
+				execute := caller(b)
 				lat := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
 				for range b.N {
 					start := time.Now()
-					if err := execute(a); err != nil {
+					if err := execute(); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(start))
@@ -73,12 +95,12 @@ func BenchmarkExecute(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 			})
 			b.Run(fmt.Sprintf("%s/%dKiB/parallel", fw.name, size>>10), func(b *testing.B) {
-				a := action(b, fw.dir, fw.plugin)
+				execute := caller(b)
 				b.SetParallelism(4)
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if err := execute(a); err != nil {
+						if err := execute(); err != nil {
 							b.Error(err)
 							return
 						}
@@ -87,6 +109,62 @@ func BenchmarkExecute(b *testing.B) {
 			})
 		}
 	}
+}
+
+var (
+	floorOnce   sync.Once
+	floorClient biav2.BackupItemActionClient
+	floorErr    error
+)
+
+// floorCall returns a call of the bare gRPC echo server, started once for
+// the run, with the request a host would send for item: the item, the
+// Backup's JSON, and a deadline.
+func floorCall(b *testing.B, item []byte) func() error {
+	b.Helper()
+	floorOnce.Do(func() { floorClient, floorErr = startFloor() })
+	if floorErr != nil {
+		b.Fatal(floorErr)
+	}
+	bk, err := json.Marshal(backup)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &biav2.ExecuteRequest{Plugin: "grpc-floor", Item: item, Backup: bk}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		resp, err := floorClient.Execute(ctx, req)
+		if err == nil && len(resp.GetItem()) != len(item) {
+			err = fmt.Errorf("grpcfloor echoed %d bytes of a %d-byte item", len(resp.GetItem()), len(item))
+		}
+		return err
+	}
+}
+
+// startFloor starts grpcfloor on a socket in the run's directory and dials
+// it with the host's transport settings. The process ends with the run.
+func startFloor() (biav2.BackupItemActionClient, error) {
+	sock := filepath.Join(floorDir, "floor.sock")
+	cmd := exec.Command(filepath.Join(floorDir, "grpcfloor"), sock)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting grpcfloor: %w", err)
+	}
+	floorProc = cmd.Process
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "serving" {
+		return nil, fmt.Errorf("grpcfloor did not start: %q %v", line, err)
+	}
+	conn, err := grpc.NewClient("unix:"+sock, append(wire.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		return nil, fmt.Errorf("dialling grpcfloor: %w", err)
+	}
+	return biav2.NewBackupItemActionClient(conn), nil
 }
 
 var (

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/salvor-dev/salvor v0.0.0
+	google.golang.org/grpc v1.85.0
 	k8s.io/apimachinery v0.36.3
 )
 
@@ -29,7 +30,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.36.3 // indirect

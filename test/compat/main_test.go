@@ -18,6 +18,8 @@ import (
 var (
 	veleroDir string // the Velero-framework plugin
 	salvorDir string // Salvor's benchmark plugin
+	floorDir  string // grpcfloor, the bare gRPC server
+	floorProc *os.Process
 )
 
 func here() string {
@@ -51,7 +53,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	floorDir = filepath.Join(tmp, "floor")
+	if err := build(here(), "./grpcfloor", filepath.Join(floorDir, "grpcfloor")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	if floorProc != nil {
+		_ = floorProc.Kill()
+	}
 	for _, mgr := range managers {
 		mgr.Close()
 	}
