@@ -257,3 +257,77 @@ func minioKeys(t *testing.T, store interface {
 }) ([]string, error) {
 	return store.ListBackups(context.Background())
 }
+
+// TestOneDefaultLocation: marking a location the default, by create or
+// set, leaves it the only default of its kind — also when it already was
+// one — and a command that fails (a bad flag, a name taken) changes no
+// location's mark.
+func TestOneDefaultLocation(t *testing.T) {
+	c := startCluster(t)
+	defaults := func(t *testing.T) []string {
+		t.Helper()
+		var out []string
+		bsls := &salvorv1.BackupStorageLocationList{}
+		vsls := &salvorv1.VolumeSnapshotLocationList{}
+		if err := c.client.List(context.Background(), bsls, client.InNamespace("salvor")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.client.List(context.Background(), vsls, client.InNamespace("salvor")); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bsls.Items {
+			if l.Spec.Default {
+				out = append(out, "bsl/"+l.Name)
+			}
+		}
+		for _, l := range vsls.Items {
+			if l.Spec.Default {
+				out = append(out, "vsl/"+l.Name)
+			}
+		}
+		return out
+	}
+	want := func(t *testing.T, step string, w ...string) {
+		t.Helper()
+		if got := defaults(t); strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("%s: the defaults are %v, want %v", step, got, w)
+		}
+	}
+	bsl := func(name string, extra ...string) []string {
+		return append([]string{"backup-location", "create", name, "--provider", "salvor.dev/filesystem", "--bucket", "b", "--config", "root=/tmp"}, extra...)
+	}
+	vsl := func(name string, extra ...string) []string {
+		return append([]string{"snapshot-location", "create", name, "--provider", "salvor.dev/local-volume"}, extra...)
+	}
+
+	c.mustSalvor(t, bsl("a", "--default")...)
+	c.mustSalvor(t, bsl("b", "--default")...)
+	c.mustSalvor(t, vsl("x", "--default")...)
+	c.mustSalvor(t, vsl("y", "--default")...)
+	want(t, "after creating b and y as defaults", "bsl/b", "vsl/y")
+
+	c.mustSalvor(t, "backup-location", "set", "b", "--default")
+	c.mustSalvor(t, "snapshot-location", "set", "y", "--default")
+	want(t, "after marking the defaults default again", "bsl/b", "vsl/y")
+
+	if out, err := c.salvor(t, "backup-location", "set", "a", "--default", "--access-mode", "Sometimes"); err == nil || !strings.Contains(out, "want ReadWrite or ReadOnly") {
+		t.Errorf("set with a bad access mode: %v %s", err, out)
+	}
+	if out, err := c.salvor(t, bsl("a", "--default")...); err == nil || !strings.Contains(out, "already exists") {
+		t.Errorf("creating a location whose name is taken: %v %s", err, out)
+	}
+	if out, err := c.salvor(t, vsl("x", "--default")...); err == nil || !strings.Contains(out, "already exists") {
+		t.Errorf("creating a snapshot location whose name is taken: %v %s", err, out)
+	}
+	want(t, "after commands that failed", "bsl/b", "vsl/y")
+
+	c.mustSalvor(t, "backup-location", "set", "a", "--default")
+	c.mustSalvor(t, "snapshot-location", "set", "x", "--default", "--config", "snapshotDir=/tmp/s")
+	want(t, "after marking a and x", "bsl/a", "vsl/x")
+	x := &salvorv1.VolumeSnapshotLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "x"}, x); err != nil || x.Spec.Config["snapshotDir"] != "/tmp/s" {
+		t.Errorf("snapshot location x after set --config: %+v %v", x.Spec, err)
+	}
+	c.mustSalvor(t, "backup-location", "set", "a", "--default=false")
+	want(t, "after unmarking a", "vsl/x")
+}

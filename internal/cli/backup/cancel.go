@@ -27,12 +27,7 @@ running plugin operations get Cancel, and the backup ends Failed with
 			if finished(b.Status.Phase) {
 				return fmt.Errorf("backup %s has already ended (%s)", b.Name, b.Status.Phase)
 			}
-			patch := client.MergeFrom(b.DeepCopy())
-			if b.Annotations == nil {
-				b.Annotations = map[string]string{}
-			}
-			b.Annotations[salvorv1.CancelAnnotation] = "true"
-			if err := c.Patch(cmd.Context(), b, patch); err != nil {
+			if err := kube.Annotate(cmd.Context(), c, b, map[string]string{salvorv1.CancelAnnotation: "true"}); err != nil {
 				return fmt.Errorf("cancelling backup %s: %w", b.Name, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being cancelled.\n", b.Name)

@@ -63,16 +63,8 @@ exits non-zero when verification failed.`,
 				}
 			}
 			request := strconv.FormatInt(time.Now().UnixNano(), 36)
-			patch := client.MergeFrom(b.DeepCopy())
-			if b.Annotations == nil {
-				b.Annotations = map[string]string{}
-			}
-			b.Annotations[salvorv1.VerifyAnnotation] = request
-			delete(b.Annotations, salvorv1.VerifyPrefixAnnotation)
-			if prefix != "" {
-				b.Annotations[salvorv1.VerifyPrefixAnnotation] = prefix
-			}
-			if err := c.Patch(ctx, b, patch); err != nil {
+			// An empty prefix removes the one an earlier verification asked for.
+			if err := kube.Annotate(ctx, c, b, map[string]string{salvorv1.VerifyAnnotation: request, salvorv1.VerifyPrefixAnnotation: prefix}); err != nil {
 				return fmt.Errorf("asking for the verification of backup %s: %w", b.Name, err)
 			}
 			if !wait {

@@ -36,6 +36,15 @@ place. The server checks the location again within its check interval.`,
 			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") {
 				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential or --access-mode")
 			}
+			// Every flag is checked before anything is written, so a bad one
+			// leaves the locations as they were.
+			if f.Changed("credential") && len(credential) != 1 {
+				return fmt.Errorf("--credential: give one SECRET=KEY")
+			}
+			mode := salvorv1.BackupStorageLocationAccessMode(accessMode)
+			if f.Changed("access-mode") && mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
+				return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", accessMode)
+			}
 			c, err := k.Client()
 			if err != nil {
 				return err
@@ -45,40 +54,24 @@ place. The server checks the location again within its check interval.`,
 			if err != nil {
 				return err
 			}
-			patch := client.MergeFrom(bsl.DeepCopy())
-			if f.Changed("default") {
-				if isDefault {
-					if err := clearDefault(ctx, c, k.Namespace); err != nil {
-						return err
-					}
+			if f.Changed("default") && isDefault {
+				if err := clearDefault(ctx, c, k.Namespace, bsl.Name); err != nil {
+					return err
 				}
-				bsl.Spec.Default = isDefault
 			}
-			if bsl.Spec.Config == nil {
-				bsl.Spec.Config = map[string]string{}
-			}
-			for key, v := range config {
-				bsl.Spec.Config[key] = v
-			}
-			for _, key := range clearConfig {
-				delete(bsl.Spec.Config, key)
-			}
-			if f.Changed("credential") {
-				if len(credential) != 1 {
-					return fmt.Errorf("--credential: give one SECRET=KEY")
+			err = kube.Patch(ctx, c, bsl, func(bsl *salvorv1.BackupStorageLocation) {
+				if f.Changed("default") {
+					bsl.Spec.Default = isDefault
 				}
+				bsl.Spec.Config = kube.MergeConfig(bsl.Spec.Config, config, clearConfig)
 				for name, key := range credential {
 					bsl.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
 				}
-			}
-			if f.Changed("access-mode") {
-				mode := salvorv1.BackupStorageLocationAccessMode(accessMode)
-				if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
-					return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", accessMode)
+				if f.Changed("access-mode") {
+					bsl.Spec.AccessMode = mode
 				}
-				bsl.Spec.AccessMode = mode
-			}
-			if err := c.Patch(ctx, bsl, patch); err != nil {
+			})
+			if err != nil {
 				return fmt.Errorf("changing backup storage location %s: %w", args[0], err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q changed. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])

@@ -63,16 +63,6 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
 				return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", o.accessMode)
 			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if o.isDefault {
-				if err := clearDefault(ctx, c, k.Namespace); err != nil {
-					return err
-				}
-			}
 			var credential *corev1.SecretKeySelector
 			switch len(o.credential) {
 			case 0:
@@ -83,6 +73,11 @@ func newCreate(k *kube.Options) *cobra.Command {
 			default:
 				return fmt.Errorf("--credential: give one SECRET=KEY")
 			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
 			bsl := &salvorv1.BackupStorageLocation{
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
 				Spec: salvorv1.BackupStorageLocationSpec{
@@ -115,6 +110,13 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if err := c.Create(ctx, bsl); err != nil {
 				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
 			}
+			// Only once the new location exists does any other stop being
+			// the default: a create that fails changes nothing.
+			if o.isDefault {
+				if err := clearDefault(ctx, c, k.Namespace, args[0]); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
 			if e := bsl.Spec.Encryption; e != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
@@ -138,20 +140,11 @@ func newCreate(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
-func clearDefault(ctx context.Context, c client.Client, ns string) error {
-	list := &salvorv1.BackupStorageLocationList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.Default {
-			list.Items[i].Spec.Default = false
-			if err := c.Update(ctx, &list.Items[i]); err != nil {
-				return fmt.Errorf("unsetting default on %s: %w", list.Items[i].Name, err)
-			}
-		}
-	}
-	return nil
+// clearDefault unsets the default mark of every backup storage location
+// but keep.
+func clearDefault(ctx context.Context, c client.Client, ns, keep string) error {
+	return kube.ClearDefault(ctx, c, ns, "backup storage location", keep, &salvorv1.BackupStorageLocationList{},
+		func(l *salvorv1.BackupStorageLocation) *bool { return &l.Spec.Default })
 }
 
 func newGet(k *kube.Options) *cobra.Command {

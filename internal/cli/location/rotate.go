@@ -50,12 +50,7 @@ unreadable.`,
 				return fmt.Errorf("backup storage location %s is not encrypted: it has no keys to rotate", bsl.Name)
 			}
 			before := bsl.Status.EncryptionKeys
-			patch := client.MergeFrom(bsl.DeepCopy())
-			if bsl.Annotations == nil {
-				bsl.Annotations = map[string]string{}
-			}
-			bsl.Annotations[salvorv1.RotateKeyAnnotation] = strconv.FormatInt(time.Now().UnixNano(), 36)
-			if err := c.Patch(ctx, bsl, patch); err != nil {
+			if err := kube.Annotate(ctx, c, bsl, map[string]string{salvorv1.RotateKeyAnnotation: strconv.FormatInt(time.Now().UnixNano(), 36)}); err != nil {
 				return fmt.Errorf("asking to rotate the key of location %s: %w", bsl.Name, err)
 			}
 			err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {

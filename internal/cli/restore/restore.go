@@ -355,13 +355,8 @@ func newCancel(k *kube.Options) *cobra.Command {
 			if restoreFinished(rs.Status.Phase) {
 				return fmt.Errorf("restore %s has already ended (%s)", rs.Name, rs.Status.Phase)
 			}
-			patch := client.MergeFrom(rs.DeepCopy())
-			if rs.Annotations == nil {
-				rs.Annotations = map[string]string{}
-			}
-			rs.Annotations[salvorv1.CancelAnnotation] = "true"
-			if err := c.Patch(cmd.Context(), rs, patch); err != nil {
-				return err
+			if err := kube.Annotate(cmd.Context(), c, rs, map[string]string{salvorv1.CancelAnnotation: "true"}); err != nil {
+				return fmt.Errorf("cancelling restore %s: %w", rs.Name, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Restore %q is being cancelled.\n", rs.Name)
 			return nil

@@ -189,9 +189,7 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
-				patch := client.MergeFrom(s.DeepCopy())
-				s.Spec.Paused = pause
-				if err := c.Patch(cmd.Context(), s, patch); err != nil {
+				if err := kube.Patch(cmd.Context(), c, s, func(s *salvorv1.Schedule) { s.Spec.Paused = pause }); err != nil {
 					return fmt.Errorf("%s schedule %s: %w", verb, s.Name, err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q %s.\n", s.Name, did)

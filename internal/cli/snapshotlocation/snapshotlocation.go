@@ -42,17 +42,19 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if isDefault {
-				if err := clearDefault(cmd.Context(), c, k.Namespace, args[0]); err != nil {
-					return err
-				}
-			}
 			vsl := &salvorv1.VolumeSnapshotLocation{
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
 				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault},
 			}
 			if err := c.Create(cmd.Context(), vsl); err != nil {
 				return fmt.Errorf("creating volume snapshot location %s: %w", args[0], err)
+			}
+			// Only once the new location exists does any other stop being
+			// the default: a create that fails changes nothing.
+			if isDefault {
+				if err := clearDefault(cmd.Context(), c, k.Namespace, args[0]); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q created.\n", args[0])
 			return nil
@@ -122,20 +124,13 @@ with their backups, with the config the location has then.`,
 					return err
 				}
 			}
-			patch := client.MergeFrom(vsl.DeepCopy())
-			if f.Changed("default") {
-				vsl.Spec.Default = isDefault
-			}
-			if vsl.Spec.Config == nil {
-				vsl.Spec.Config = map[string]string{}
-			}
-			for key, v := range config {
-				vsl.Spec.Config[key] = v
-			}
-			for _, key := range clearConfig {
-				delete(vsl.Spec.Config, key)
-			}
-			if err := c.Patch(ctx, vsl, patch); err != nil {
+			err = kube.Patch(ctx, c, vsl, func(vsl *salvorv1.VolumeSnapshotLocation) {
+				if f.Changed("default") {
+					vsl.Spec.Default = isDefault
+				}
+				vsl.Spec.Config = kube.MergeConfig(vsl.Spec.Config, config, clearConfig)
+			})
+			if err != nil {
 				return fmt.Errorf("changing volume snapshot location %s: %w", vsl.Name, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q changed.\n", vsl.Name)
@@ -149,23 +144,11 @@ with their backups, with the config the location has then.`,
 	return cmd
 }
 
-// clearDefault unsets the default mark of every location but keep.
+// clearDefault unsets the default mark of every volume snapshot location
+// but keep.
 func clearDefault(ctx context.Context, c client.Client, namespace, keep string) error {
-	list := &salvorv1.VolumeSnapshotLocationList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		v := &list.Items[i]
-		if v.Spec.Default && v.Name != keep {
-			patch := client.MergeFrom(v.DeepCopy())
-			v.Spec.Default = false
-			if err := c.Patch(ctx, v, patch); err != nil {
-				return fmt.Errorf("unsetting the default of volume snapshot location %s: %w", v.Name, err)
-			}
-		}
-	}
-	return nil
+	return kube.ClearDefault(ctx, c, namespace, "volume snapshot location", keep, &salvorv1.VolumeSnapshotLocationList{},
+		func(v *salvorv1.VolumeSnapshotLocation) *bool { return &v.Spec.Default })
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
