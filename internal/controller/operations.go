@@ -47,7 +47,7 @@ type OperationsReconciler struct {
 	Runs *Runs
 
 	mu            sync.Mutex
-	finalizeTries map[string]int
+	finalizeTries retries
 	state         map[string]*waiting
 	inFlight      map[string]map[string]flight
 	seenEnd       map[string]bool
@@ -159,8 +159,7 @@ func (r *OperationsReconciler) forget(key string) {
 		r.Tracker.Forget(key, viewOf(w.ops))
 		delete(r.state, key)
 	}
-	delete(r.finalizeTries, key)
-	delete(r.finalizeTries, key+"\x00record")
+	r.finalizeTries.forget(key, key+"\x00record")
 	r.setInFlight(key, nil)
 }
 
@@ -360,21 +359,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // retry counts a failed attempt at key's backup and says after how long to
 // try again, or false once the attempts are spent.
 func (r *OperationsReconciler) retry(key string) (time.Duration, int, bool) {
-	r.mu.Lock()
-	if r.finalizeTries == nil {
-		r.finalizeTries = map[string]int{}
-	}
-	r.finalizeTries[key]++
-	tries := r.finalizeTries[key]
-	r.mu.Unlock()
-	attempts, delay := r.FinalizeAttempts, r.FinalizeBackoff
-	if attempts <= 0 {
-		attempts = 8
-	}
-	if delay <= 0 {
-		delay = 2 * time.Second
-	}
-	return min(delay<<(tries-1), time.Minute), tries, tries < attempts
+	return r.finalizeTries.next(key, r.FinalizeAttempts, r.FinalizeBackoff)
 }
 
 // loadFailed: the backup's operations could not be read from its location

@@ -29,9 +29,15 @@ type RestoreOperationsReconciler struct {
 	Log            *slog.Logger
 	Tracker        *operations.Tracker
 	DefaultTimeout time.Duration
+	// FinalizeAttempts and FinalizeBackoff bound the retries of reading a
+	// restore's operations from its location and of writing its files
+	// once they have ended, as for backups.
+	FinalizeAttempts int
+	FinalizeBackoff  time.Duration
 
 	mu    sync.Mutex
 	state map[string]*restoreWaiting
+	tries retries
 }
 
 type restoreWaiting struct {
@@ -61,6 +67,7 @@ func (r *RestoreOperationsReconciler) forget(key string) {
 		r.Tracker.Forget(key, restoreView(w.ops))
 		delete(r.state, key)
 	}
+	r.tries.forget(key+"\x00load", key+"\x00write")
 }
 
 func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -79,13 +86,18 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	w, err := r.load(ctx, key, rs)
 	if err != nil {
-		return ctrl.Result{}, r.finish(ctx, key, rs, nil, fmt.Sprintf("reading the restore's operations: %v", err))
+		delay, tries, again := r.tries.next(key+"\x00load", r.FinalizeAttempts, r.FinalizeBackoff)
+		if again {
+			r.Log.Warn("reading a restore's operations from its location failed; trying again", "restore", key, "attempt", tries, "retry_in", delay, "error", err)
+			return ctrl.Result{RequeueAfter: delay}, nil
+		}
+		return r.finish(ctx, key, rs, nil, fmt.Sprintf("reading the restore's operations from its location failed %d times, last: %v", tries, err))
 	}
 	plugins := restoreActions(r.Locations.Plugins, rs)
 	view := restoreView(w.ops)
 	if rs.Annotations[salvorv1.CancelAnnotation] != "" {
 		operations.CancelAll(ctx, view, plugins, "cancelled by user")
-		return ctrl.Result{}, r.finish(ctx, key, rs, w, "cancelled by user")
+		return r.finish(ctx, key, rs, w, "cancelled by user")
 	}
 	timeout := rs.Spec.ItemOperationTimeout.Duration
 	if timeout <= 0 {
@@ -105,7 +117,7 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		}
 		return ctrl.Result{RequeueAfter: next}, nil
 	}
-	return ctrl.Result{}, r.finish(ctx, key, rs, w, "")
+	return r.finish(ctx, key, rs, w, "")
 }
 
 func (r *RestoreOperationsReconciler) load(ctx context.Context, key string, rs *salvorv1.Restore) (*restoreWaiting, error) {
@@ -134,30 +146,36 @@ func (r *RestoreOperationsReconciler) load(ctx context.Context, key string, rs *
 }
 
 // finish ends a restore: Failed with reason, or after its operations,
-// Completed or PartiallyFailed with failed operations in its results.
-func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs *salvorv1.Restore, w *restoreWaiting, reason string) error {
+// Completed or PartiallyFailed with failed operations in its results. The
+// operations and results files are written first, and a failure to read or
+// write them is tried again (the restore stays waiting) until the attempts
+// are spent; then the restore ends all the same, its status right, and the
+// server's log says which files are older than it.
+func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs *salvorv1.Restore, w *restoreWaiting, reason string) (ctrl.Result, error) {
+	if w != nil {
+		errs, err := r.writeEnd(ctx, rs, w)
+		if err != nil {
+			delay, tries, again := r.tries.next(key+"\x00write", r.FinalizeAttempts, r.FinalizeBackoff)
+			if again {
+				r.Log.Warn("writing a finished restore's files to its location failed; trying again", "restore", key, "attempt", tries, "retry_in", delay, "error", err)
+				return ctrl.Result{RequeueAfter: delay}, nil
+			}
+			r.Log.Error("writing a finished restore's files to its location failed; ending it without them: `salvor restore describe` shows them as they were before its operations ended",
+				"restore", key, "attempts", tries, "error", err)
+		}
+		_, failed, _ := operations.Counts(restoreView(w.ops))
+		rs.Status.RestoreItemOperationsFailed = failed
+		if errs != nil {
+			rs.Status.Errors, rs.Status.Warnings = errs.Errors.Count(), errs.Warnings.Count()
+		} else {
+			// The results could not be read: the engine's count stands,
+			// with the failed operations added.
+			rs.Status.Errors += failed
+		}
+	}
 	defer r.forget(key)
 	now := metav1.Now()
 	rs.Status.CompletionTimestamp = &now
-	if w != nil {
-		results := &persistence.Results{}
-		if err := w.store.GetRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
-			r.Log.Warn("reading a restore's results", "restore", key, "error", err)
-		}
-		for _, op := range w.ops {
-			if op.Status.Phase == itemoperation.PhaseFailed {
-				id := op.Spec.ResourceIdentifier
-				results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s failed: %s",
-					op.Spec.OperationID, op.Spec.RestoreItemAction, id, op.Status.Error))
-			}
-		}
-		results.Normalize()
-		_ = w.store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results)
-		_ = w.store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, w.ops)
-		rs.Status.Errors, rs.Status.Warnings = results.Errors.Count(), results.Warnings.Count()
-		_, failed, _ := operations.Counts(restoreView(w.ops))
-		rs.Status.RestoreItemOperationsFailed = failed
-	}
 	switch {
 	case reason != "":
 		rs.Status.Phase, rs.Status.FailureReason = salvorv1.RestorePhaseFailed, reason
@@ -168,5 +186,32 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 	}
 	r.Log.Info("restore finished", "restore", key, "phase", rs.Status.Phase, "reason", reason)
 	observeRestoreEnd(rs)
-	return updateRestoreStatus(ctx, r.Client, rs)
+	return ctrl.Result{}, updateRestoreStatus(ctx, r.Client, rs)
+}
+
+// writeEnd records a restore's ended operations and adds the failed ones
+// to its results. The results are written last and read afresh on every
+// try, so trying again after a failure never adds an operation's error
+// twice. It returns the results with the operations' errors, or nil if
+// they could not be read.
+func (r *RestoreOperationsReconciler) writeEnd(ctx context.Context, rs *salvorv1.Restore, w *restoreWaiting) (*persistence.Results, error) {
+	results := &persistence.Results{}
+	if err := w.store.GetRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", w.store.RestoreFile(rs.Name, persistence.ResultsFile), err)
+	}
+	for _, op := range w.ops {
+		if op.Status.Phase == itemoperation.PhaseFailed {
+			id := op.Spec.ResourceIdentifier
+			results.Errors.Add(false, id.Namespace, fmt.Sprintf("operation %s of plugin %s on %s failed: %s",
+				op.Spec.OperationID, op.Spec.RestoreItemAction, id, op.Status.Error))
+		}
+	}
+	results.Normalize()
+	if err := w.store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, w.ops); err != nil {
+		return results, fmt.Errorf("writing %s: %w", w.store.RestoreFile(rs.Name, persistence.ItemOperationsFile), err)
+	}
+	if err := w.store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
+		return results, fmt.Errorf("writing %s: %w", w.store.RestoreFile(rs.Name, persistence.ResultsFile), err)
+	}
+	return results, nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -954,4 +955,75 @@ func TestFaultCancelDuringFirstPassKeepsLog(t *testing.T) {
 	}
 	c.mustSalvor(t, "backup", "delete", "stopped")
 	goneForGood(t, c, cfg, "stopped")
+}
+
+// restoreWaitingForOperation backs up a namespace holding one ConfigMap
+// whose restore starts a plugin operation of the given seconds
+// (wait-restore-action), restores it into name-back, and returns once the
+// restore waits for that operation.
+func restoreWaitingForOperation(t *testing.T, c *cluster, name, seconds string) {
+	t.Helper()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: name,
+			Annotations: map[string]string{"example.io/restore-operation-seconds": seconds}}})
+	c.mustSalvor(t, "backup", "create", name, "--include-namespaces", name, "--wait")
+	c.mustSalvor(t, "restore", "create", name, "--from-backup", name, "--namespace-mappings", name+":"+name+"-back")
+	c.waitRestore(t, name, salvorv1.RestorePhaseWaitingForPluginOperations)
+}
+
+// TestFaultObjectStoreDownWhenRestoreOperationsEnd: MinIO goes away while a
+// restore waits on a plugin operation, so its files cannot be written when
+// the operation ends; writing them is tried again, and once MinIO is back
+// the restore ends Completed with its files saying the operation completed.
+func TestFaultObjectStoreDownWhenRestoreOperationsEnd(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	restoreWaitingForOperation(t, c, "rend", "6")
+
+	minio.Stop()
+	srv.waitLog(t, `"msg":"writing a finished restore's files to its location failed; trying again"`)
+	if rs := c.getRestore(t, "rend"); rs.Status.Phase != salvorv1.RestorePhaseWaitingForPluginOperations {
+		t.Fatalf("the restore ended (%s) while its files could not be written", rs.Status.Phase)
+	}
+	minio.Start(t)
+
+	rs := c.waitRestore(t, "rend", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.RestoreItemOperationsCompleted != 1 || rs.Status.Errors != 0 {
+		t.Fatalf("restore after the object store came back: phase %s (%s), %+v", rs.Status.Phase, rs.Status.FailureReason, rs.Status)
+	}
+	var ops []itemoperation.RestoreOperation
+	if err := openStore(t, cfg).GetRestoreJSON(context.Background(), "rend", persistence.ItemOperationsFile, &ops); err != nil || len(ops) != 1 {
+		t.Fatalf("stored restore operations %v, %v", ops, err)
+	}
+	if ops[0].Status.Phase != itemoperation.PhaseCompleted {
+		t.Errorf("the stored operation is %s, not Completed: the files written at the end were lost", ops[0].Status.Phase)
+	}
+}
+
+// TestFaultObjectStoreDownWhenServerResumesRestore: the server is killed
+// while a restore waits on a plugin operation, and the next one starts
+// while MinIO is away, so the restore's operations cannot be read; reading
+// them is tried again, and once MinIO is back the restore follows its
+// operation to the end instead of ending Failed.
+func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
+	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s")
+	c.s3Location(t, minio, "primary", "backups", true)
+	restoreWaitingForOperation(t, c, "rresume", "15")
+
+	srv.kill()
+	minio.Stop()
+	srv = c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
+	srv.waitLog(t, `"msg":"reading a restore's operations from its location failed; trying again"`)
+	minio.Start(t)
+
+	rs := c.waitRestore(t, "rresume", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.RestoreItemOperationsCompleted != 1 {
+		t.Fatalf("restore after the object store came back: phase %s (%s), %+v", rs.Status.Phase, rs.Status.FailureReason, rs.Status)
+	}
 }

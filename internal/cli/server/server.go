@@ -92,7 +92,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
-	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it")
+	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
 	f.DurationVar(&o.finalizeBackoff, "finalize-backoff", 2*time.Second, "delay after a failed finalisation, doubled after each failure up to a minute")
 	return cmd
 }
@@ -235,6 +235,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.RestoreOperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
+			FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
