@@ -23,12 +23,11 @@ func WithTimeoutHeader(ctx context.Context, d time.Duration) context.Context {
 // DeadlineFromHeader applies the host's deadline, if the call carries one,
 // to the plugin-side context.
 func DeadlineFromHeader(ctx context.Context) (context.Context, context.CancelFunc) {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if ok {
-		if v := md.Get(TimeoutHeader); len(v) == 1 {
-			if ns, err := strconv.ParseInt(v[0], 10, 64); err == nil && ns > 0 {
-				return context.WithTimeout(ctx, time.Duration(ns))
-			}
+	// ValueFromIncomingContext reads the one key; FromIncomingContext would
+	// copy every header of every call first.
+	if v := metadata.ValueFromIncomingContext(ctx, TimeoutHeader); len(v) == 1 {
+		if ns, err := strconv.ParseInt(v[0], 10, 64); err == nil && ns > 0 {
+			return context.WithTimeout(ctx, time.Duration(ns))
 		}
 	}
 	return context.WithCancel(ctx)
@@ -45,6 +44,5 @@ func AsSalvorHost(ctx context.Context) context.Context {
 
 // IsSalvorHost tells whether an incoming call comes from a Salvor host.
 func IsSalvorHost(ctx context.Context) bool {
-	md, ok := metadata.FromIncomingContext(ctx)
-	return ok && len(md.Get(HostHeader)) > 0
+	return len(metadata.ValueFromIncomingContext(ctx, HostHeader)) > 0
 }
