@@ -67,7 +67,25 @@ func (r *RestoreOperationsReconciler) forget(key string) {
 		r.Tracker.Forget(key, restoreView(w.ops))
 		delete(r.state, key)
 	}
-	r.tries.forget(key+"\x00load", key+"\x00write")
+	r.tries.forget(key+"\x00"+stepRead, key+"\x00"+stepWrite)
+}
+
+// The steps of a restore that touch its location after its first pass,
+// each retried on its own; the names are what the log says.
+const (
+	stepRead  = "reading a restore's operations from its location"
+	stepWrite = "writing a finished restore's files to its location"
+)
+
+// retry records a failure of a restore's step (what it does, as the log
+// says it) and says whether to try it again, after the returned delay, or
+// the step's attempts are spent.
+func (r *RestoreOperationsReconciler) retry(key, step string, err error) (ctrl.Result, int, bool) {
+	delay, tries, again := r.tries.next(key+"\x00"+step, r.FinalizeAttempts, r.FinalizeBackoff)
+	if again {
+		r.Log.Warn(step+" failed; trying again", "restore", key, "attempt", tries, "retry_in", delay, "error", err)
+	}
+	return ctrl.Result{RequeueAfter: delay}, tries, again
 }
 
 func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -86,10 +104,9 @@ func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 	w, err := r.load(ctx, key, rs)
 	if err != nil {
-		delay, tries, again := r.tries.next(key+"\x00load", r.FinalizeAttempts, r.FinalizeBackoff)
+		res, tries, again := r.retry(key, stepRead, err)
 		if again {
-			r.Log.Warn("reading a restore's operations from its location failed; trying again", "restore", key, "attempt", tries, "retry_in", delay, "error", err)
-			return ctrl.Result{RequeueAfter: delay}, nil
+			return res, nil
 		}
 		return r.finish(ctx, key, rs, nil, fmt.Sprintf("reading the restore's operations from its location failed %d times, last: %v", tries, err))
 	}
@@ -155,10 +172,9 @@ func (r *RestoreOperationsReconciler) finish(ctx context.Context, key string, rs
 	if w != nil {
 		errs, err := r.writeEnd(ctx, rs, w)
 		if err != nil {
-			delay, tries, again := r.tries.next(key+"\x00write", r.FinalizeAttempts, r.FinalizeBackoff)
+			res, tries, again := r.retry(key, stepWrite, err)
 			if again {
-				r.Log.Warn("writing a finished restore's files to its location failed; trying again", "restore", key, "attempt", tries, "retry_in", delay, "error", err)
-				return ctrl.Result{RequeueAfter: delay}, nil
+				return res, nil
 			}
 			r.Log.Error("writing a finished restore's files to its location failed; ending it without them: `salvor restore describe` shows them as they were before its operations ended",
 				"restore", key, "attempts", tries, "error", err)
