@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -98,10 +99,35 @@ func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, bo
 		tmp.Close()
 		return fmt.Errorf("writing %s/%s: %w", bucket, key, err)
 	}
+	// The bytes reach the disk before the name does: without the sync, a
+	// crash soon after the rename can leave the object's name on an empty
+	// file, and a backup whose metadata was written would look whole.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s/%s: %w", bucket, key, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), name)
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		// Some file systems (and Windows) cannot sync a directory; the
+		// file itself is synced already.
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 func (s *Store) ObjectExists(bucket, key string) (bool, error) {
