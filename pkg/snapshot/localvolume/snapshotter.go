@@ -326,7 +326,10 @@ func (s *snapshotterV2) Progress(id string) (sdk.OperationProgress, error) {
 		if err := s.writeState(id, st); err != nil {
 			return sdk.OperationProgress{}, err
 		}
-		go func() { _ = s.run(context.Background(), id, st) }()
+		// The copy gets a state of its own to update: this call goes on to
+		// answer from st.
+		resumed := *st
+		go func() { _ = s.run(context.Background(), id, &resumed) }()
 	}
 	p := sdk.OperationProgress{
 		NCompleted:     st.BytesDone,

@@ -449,3 +449,28 @@ func TestSwappedDirectoryNeverLeaksOutsideBytes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestCopyLeftByAnotherProcessIsResumed: a copy whose state names another
+// process (the plugin process that ran it died) is started again by the
+// first Progress call and completes, whole; answering that call while the
+// resumed copy runs shares no memory with it (the race detector, on in
+// `make test`, watches).
+func TestCopyLeftByAnotherProcessIsResumed(t *testing.T) {
+	vol := tree(t, map[string]int{"a": 2 << 20, "b/c": 1 << 20})
+	snaps := t.TempDir()
+	config := map[string]string{"snapshotDir": snaps, "bytesPerSecond": "2097152"}
+	vs := newV2(t, config)
+	s := &vs.(*snapshotterV2).snapshotter
+	id := newID("snap-")
+	left := &state{Source: vol, Target: filepath.Join(snaps, id), Phase: phaseInProgress, PID: -1, Started: time.Now()}
+	if err := s.writeState(id, left); err != nil {
+		t.Fatal(err)
+	}
+	_, last := progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.Completed })
+	if last.Err != "" || last.NCompleted != 3<<20 || last.NTotal != 3<<20 {
+		t.Fatalf("the resumed copy ended with %+v", last)
+	}
+	if want, got := contents(t, vol), contents(t, filepath.Join(snaps, id)); !maps.Equal(want, got) {
+		t.Errorf("the resumed copy differs from the volume:\n got %v\nwant %v", got, want)
+	}
+}
