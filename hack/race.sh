@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
-make --no-print-directory testbed >/dev/null
+make --no-print-directory testbed helm >/dev/null
 # Under the race detector the suite runs two to three times slower than in
 # make test; the reports are printed whether or not the tests passed.
 status=0

@@ -806,9 +806,13 @@ func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 	peak := peakRSS(t, srv.cmd.Process.Pid)
 	t.Logf("server peak RSS %d MiB", peak>>20)
 	// Measured here: 4.9 GiB without the budget (64 workers each holding
-	// an item), 470 MiB with it.
-	if peak > 800<<20 {
-		t.Errorf("server peak RSS %d MiB: the memory budget did not bound the restore", peak>>20)
+	// an item), 470 MiB with it; 1.07 GiB with it under the race detector.
+	limit := int64(800 << 20)
+	if raceDetector {
+		limit = 2 << 30
+	}
+	if peak > limit {
+		t.Errorf("server peak RSS %d MiB (limit %d MiB): the memory budget did not bound the restore", peak>>20, limit>>20)
 	}
 }
 
