@@ -54,11 +54,6 @@ place. The server checks the location again within its check interval.`,
 			if err != nil {
 				return err
 			}
-			if f.Changed("default") && isDefault {
-				if err := clearDefault(ctx, c, k.Namespace, bsl.Name); err != nil {
-					return err
-				}
-			}
 			err = kube.Patch(ctx, c, bsl, func(bsl *salvorv1.BackupStorageLocation) {
 				if f.Changed("default") {
 					bsl.Spec.Default = isDefault
@@ -73,6 +68,13 @@ place. The server checks the location again within its check interval.`,
 			})
 			if err != nil {
 				return fmt.Errorf("changing backup storage location %s: %w", args[0], err)
+			}
+			// Others stop being the default only once this one is: a patch
+			// that fails changes no location's mark.
+			if f.Changed("default") && isDefault {
+				if err := clearDefault(ctx, c, k.Namespace, bsl.Name); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q changed. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
 			return nil

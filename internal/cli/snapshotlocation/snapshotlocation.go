@@ -119,11 +119,6 @@ with their backups, with the config the location has then.`,
 			if err != nil {
 				return err
 			}
-			if f.Changed("default") && isDefault {
-				if err := clearDefault(ctx, c, k.Namespace, vsl.Name); err != nil {
-					return err
-				}
-			}
 			err = kube.Patch(ctx, c, vsl, func(vsl *salvorv1.VolumeSnapshotLocation) {
 				if f.Changed("default") {
 					vsl.Spec.Default = isDefault
@@ -132,6 +127,13 @@ with their backups, with the config the location has then.`,
 			})
 			if err != nil {
 				return fmt.Errorf("changing volume snapshot location %s: %w", vsl.Name, err)
+			}
+			// Others stop being the default only once this one is: a patch
+			// that fails changes no location's mark.
+			if f.Changed("default") && isDefault {
+				if err := clearDefault(ctx, c, k.Namespace, vsl.Name); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q changed.\n", vsl.Name)
 			return nil
