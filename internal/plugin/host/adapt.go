@@ -14,16 +14,17 @@ import (
 
 // The v1 → v2 adapters, as the seeds' Compatibility sections describe them:
 // no operation is ever started, so Progress has nothing to report, Cancel
-// has nothing to stop, and additional items are ready at once.
+// has nothing to stop, and additional items are ready at once. What v1 has
+// is called through the v2 client on the v1 service (see conn.service).
 
-type biaV1Adapter struct{ biaV1Client }
+type biaV1Adapter struct{ BackupItemAction }
 
 func (biaV1Adapter) Progress(context.Context, string, *api.Backup) (api.OperationProgress, error) {
 	return api.OperationProgress{}, ErrNotSupported
 }
 func (biaV1Adapter) Cancel(context.Context, string, *api.Backup) error { return nil }
 
-type riaV1Adapter struct{ riaV1Client }
+type riaV1Adapter struct{ RestoreItemAction }
 
 func (riaV1Adapter) Progress(context.Context, string, *api.Restore) (api.OperationProgress, error) {
 	return api.OperationProgress{}, ErrNotSupported
@@ -33,9 +34,7 @@ func (riaV1Adapter) AreAdditionalItemsReady(context.Context, []api.ResourceIdent
 	return true, nil
 }
 
-type vsV1Adapter struct {
-	snapshotterClient[pb.VolumeSnapshotterClient]
-}
+type vsV1Adapter struct{ VolumeSnapshotter }
 
 func (vsV1Adapter) Progress(context.Context, string) (api.OperationProgress, error) {
 	return api.OperationProgress{}, ErrNotSupported
@@ -43,46 +42,37 @@ func (vsV1Adapter) Progress(context.Context, string) (api.OperationProgress, err
 func (vsV1Adapter) Cancel(context.Context, string) error { return nil }
 
 // Kind is a host-side plugin interface T with how to reach a plugin of it:
-// the kind it is asked for by, and a client for each version a plugin may
-// be registered as (older ones behind their adapter). Get and All take one,
-// so what a lookup returns is checked by the compiler.
+// the kind (its newest version) it is asked for by, its client, and for a
+// kind with an older version, the adapter a plugin registered as that
+// version is wrapped in. Get and All take one, so what a lookup returns is
+// checked by the compiler.
 type Kind[T Client] struct {
-	kind    kind.Kind
-	clients map[kind.Kind]func(c conn, name string) T
+	kind   kind.Kind
+	client func(c conn, name string) T
+	older  func(T) T
 }
 
 // The kinds the rest of Salvor calls plugins of.
 var (
-	BackupItemActions = Kind[BackupItemAction]{kind.BackupItemActionV2, map[kind.Kind]func(conn, string) BackupItemAction{
-		kind.BackupItemAction: func(c conn, n string) BackupItemAction {
-			return biaV1Adapter{biaV1Client{named{n}, pb.NewBackupItemActionClient(c)}}
+	BackupItemActions = Kind[BackupItemAction]{kind.BackupItemActionV2,
+		func(c conn, n string) BackupItemAction {
+			return biaClient{named{n}, biav2.NewBackupItemActionClient(c)}
 		},
-		kind.BackupItemActionV2: func(c conn, n string) BackupItemAction {
-			return biaV2Client{named{n}, biav2.NewBackupItemActionClient(c)}
+		func(a BackupItemAction) BackupItemAction { return biaV1Adapter{a} }}
+	RestoreItemActions = Kind[RestoreItemAction]{kind.RestoreItemActionV2,
+		func(c conn, n string) RestoreItemAction {
+			return riaClient{named{n}, riav2.NewRestoreItemActionClient(c)}
 		},
-	}}
-	RestoreItemActions = Kind[RestoreItemAction]{kind.RestoreItemActionV2, map[kind.Kind]func(conn, string) RestoreItemAction{
-		kind.RestoreItemAction: func(c conn, n string) RestoreItemAction {
-			return riaV1Adapter{riaV1Client{named{n}, pb.NewRestoreItemActionClient(c)}}
+		func(a RestoreItemAction) RestoreItemAction { return riaV1Adapter{a} }}
+	DeleteItemActions = Kind[DeleteItemAction]{kind.DeleteItemAction,
+		func(c conn, n string) DeleteItemAction { return diaClient{named{n}, pb.NewDeleteItemActionClient(c)} }, nil}
+	ObjectStores = Kind[ObjectStore]{kind.ObjectStore,
+		func(c conn, n string) ObjectStore { return objectStoreClient{named{n}, pb.NewObjectStoreClient(c)} }, nil}
+	VolumeSnapshotters = Kind[VolumeSnapshotter]{kind.VolumeSnapshotterV2,
+		func(c conn, n string) VolumeSnapshotter {
+			return snapshotterClient{named{n}, vsv2.NewVolumeSnapshotterClient(c)}
 		},
-		kind.RestoreItemActionV2: func(c conn, n string) RestoreItemAction {
-			return riaV2Client{named{n}, riav2.NewRestoreItemActionClient(c)}
-		},
-	}}
-	DeleteItemActions = Kind[DeleteItemAction]{kind.DeleteItemAction, map[kind.Kind]func(conn, string) DeleteItemAction{
-		kind.DeleteItemAction: func(c conn, n string) DeleteItemAction { return diaClient{named{n}, pb.NewDeleteItemActionClient(c)} },
-	}}
-	ObjectStores = Kind[ObjectStore]{kind.ObjectStore, map[kind.Kind]func(conn, string) ObjectStore{
-		kind.ObjectStore: func(c conn, n string) ObjectStore { return objectStoreClient{named{n}, pb.NewObjectStoreClient(c)} },
-	}}
-	VolumeSnapshotters = Kind[VolumeSnapshotter]{kind.VolumeSnapshotterV2, map[kind.Kind]func(conn, string) VolumeSnapshotter{
-		kind.VolumeSnapshotter: func(c conn, n string) VolumeSnapshotter {
-			return vsV1Adapter{snapshotterClient[pb.VolumeSnapshotterClient]{named{n}, pb.NewVolumeSnapshotterClient(c)}}
-		},
-		kind.VolumeSnapshotterV2: func(c conn, n string) VolumeSnapshotter {
-			return vsV2Client{snapshotterClient[vsv2.VolumeSnapshotterClient]{named{n}, vsv2.NewVolumeSnapshotterClient(c)}}
-		},
-	}}
+		func(s VolumeSnapshotter) VolumeSnapshotter { return vsV1Adapter{s} }}
 )
 
 // Client is what every plugin interface has.
@@ -103,17 +93,24 @@ func Get[T Client](ctx context.Context, m *Manager, k Kind[T], name string, conf
 	if err != nil {
 		return zero, err
 	}
-	client, ok := k.clients[p.Kind]
-	if !ok {
-		return zero, fmt.Errorf("salvor: a %s plugin cannot be called as a %s", p.Kind, k.kind)
-	}
 	proc := m.processFor(p, config)
-	c := client(conn{proc}, name)
+	cn := conn{p: proc}
+	if p.Kind != k.kind {
+		d, _ := kind.Lookup(p.Kind)
+		if d.OfferedAs != k.kind || k.older == nil {
+			return zero, fmt.Errorf("salvor: a %s plugin cannot be called as a %s", p.Kind, k.kind)
+		}
+		cn.service = d.Service
+	}
+	c := k.client(cn, name)
 	if i, ok := any(c).(initer); ok {
 		// The process is this plugin's with this config alone (processFor).
 		if err := proc.initOnce(name, func() error { return i.init(ctx, config) }); err != nil {
 			return zero, err
 		}
+	}
+	if cn.service != "" {
+		c = k.older(c)
 	}
 	return c, nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -125,88 +124,48 @@ func (n named) Name() string { return n.name }
 
 // --- BackupItemAction ---
 
-type biaV1Client struct {
-	named
-	c pb.BackupItemActionClient
-}
-
-func (b biaV1Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
-	resp, err := b.c.AppliesTo(withCall(ctx, b.name, ""), &pb.BackupItemActionAppliesToRequest{Plugin: b.name})
-	return wire.SelectorFromProto(resp.GetResourceSelector()), err
-}
-
-func (b biaV1Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	return executeObject(ctx, b, item, backup)
-}
-
-func (b biaV1Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
-	_, res, out, err := sendBackupItem(ctx, b.name, what, backup, func(ctx context.Context, bk []byte) (*pb.ExecuteResponse, error) {
-		return b.c.Execute(ctx, &pb.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
-	})
-	return res, out, err
-}
-
-// itemAnswer is what every version of an item action's Execute answers.
-type itemAnswer interface {
-	GetItem() []byte
-	GetAdditionalItems() []*pb.ResourceIdentifier
-}
-
-// sendBackupItem is the part of Execute every BackupItemAction version
-// shares: send (the item with the Backup's JSON) and read what all answer.
-func sendBackupItem[R itemAnswer](ctx context.Context, name, what string, backup *api.Backup, send func(context.Context, []byte) (R, error)) (R, BackupResult, []byte, error) {
-	var resp R
-	bk, err := backupJSON.encode(backup)
-	if err == nil {
-		resp, err = send(withCall(ctx, name, what), bk)
-	}
-	if err != nil {
-		return resp, BackupResult{}, nil, err
-	}
-	return resp, BackupResult{AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems())}, resp.GetItem(), nil
-}
-
-// executeObject is Execute for a caller holding a decoded item: the item
-// goes over the wire as JSON either way.
-func executeObject(ctx context.Context, a interface {
-	Name() string
-	ExecuteJSON(context.Context, []byte, string, *api.Backup) (BackupResult, []byte, error)
-}, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	it, err := encodeItem(item)
-	if err != nil {
-		return BackupResult{}, err
-	}
-	res, out, err := a.ExecuteJSON(ctx, it, describe(item), backup)
-	if err != nil {
-		return BackupResult{}, err
-	}
-	res.Item, err = decodeItem(a.Name(), out)
-	return res, err
-}
-
-type biaV2Client struct {
+type biaClient struct {
 	named
 	c biav2.BackupItemActionClient
 }
 
-func (b biaV2Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
+func (b biaClient) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
 	resp, err := b.c.AppliesTo(withCall(ctx, b.name, ""), &biav2.BackupItemActionAppliesToRequest{Plugin: b.name})
 	return wire.SelectorFromProto(resp.GetResourceSelector()), err
 }
 
-func (b biaV2Client) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
-	return executeObject(ctx, b, item, backup)
+// Execute is ExecuteJSON for a caller holding a decoded item: the item goes
+// over the wire as JSON either way.
+func (b biaClient) Execute(ctx context.Context, item *unstructured.Unstructured, backup *api.Backup) (BackupResult, error) {
+	it, err := encodeItem(item)
+	if err != nil {
+		return BackupResult{}, err
+	}
+	res, out, err := b.ExecuteJSON(ctx, it, describe(item), backup)
+	if err != nil {
+		return BackupResult{}, err
+	}
+	res.Item, err = decodeItem(b.name, out)
+	return res, err
 }
 
-func (b biaV2Client) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
-	resp, res, out, err := sendBackupItem(ctx, b.name, what, backup, func(ctx context.Context, bk []byte) (*biav2.ExecuteResponse, error) {
-		return b.c.Execute(ctx, &biav2.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
-	})
-	res.OperationID, res.PostOperationItems = resp.GetOperationID(), wire.IDsFromProto(resp.GetPostOperationItems())
-	return res, out, err
+func (b biaClient) ExecuteJSON(ctx context.Context, item []byte, what string, backup *api.Backup) (BackupResult, []byte, error) {
+	bk, err := backupJSON.encode(backup)
+	if err != nil {
+		return BackupResult{}, nil, err
+	}
+	resp, err := b.c.Execute(withCall(ctx, b.name, what), &biav2.ExecuteRequest{Plugin: b.name, Item: item, Backup: bk})
+	if err != nil {
+		return BackupResult{}, nil, err
+	}
+	return BackupResult{
+		AdditionalItems:    wire.IDsFromProto(resp.GetAdditionalItems()),
+		OperationID:        resp.GetOperationID(),
+		PostOperationItems: wire.IDsFromProto(resp.GetPostOperationItems()),
+	}, resp.GetItem(), nil
 }
 
-func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup) (api.OperationProgress, error) {
+func (b biaClient) Progress(ctx context.Context, id string, backup *api.Backup) (api.OperationProgress, error) {
 	bk, err := backupJSON.encode(backup)
 	if err != nil {
 		return api.OperationProgress{}, err
@@ -215,7 +174,7 @@ func (b biaV2Client) Progress(ctx context.Context, id string, backup *api.Backup
 	return wire.ProgressFromProto(resp.GetProgress()), err
 }
 
-func (b biaV2Client) Cancel(ctx context.Context, id string, backup *api.Backup) error {
+func (b biaClient) Cancel(ctx context.Context, id string, backup *api.Backup) error {
 	bk, err := backupJSON.encode(backup)
 	if err != nil {
 		return err
@@ -226,70 +185,46 @@ func (b biaV2Client) Cancel(ctx context.Context, id string, backup *api.Backup) 
 
 // --- RestoreItemAction ---
 
-// sendRestoreItem is the part of Execute every RestoreItemAction version
-// shares: encode the item, the item as backed up and the Restore, send,
-// and read what all versions answer.
-func sendRestoreItem[R interface {
-	itemAnswer
-	GetSkipRestore() bool
-}](ctx context.Context, name string, in RestoreInput, send func(ctx context.Context, item, restore, fromBackup []byte) (R, error)) (R, RestoreResult, error) {
-	var resp R
-	item, err := encodeItem(in.Item)
-	if err != nil {
-		return resp, RestoreResult{}, err
-	}
-	fromBackup, err := encodeItem(in.ItemFromBackup)
-	if err != nil {
-		return resp, RestoreResult{}, err
-	}
-	restore, err := restoreJSON.encode(in.Restore)
-	if err != nil {
-		return resp, RestoreResult{}, err
-	}
-	if resp, err = send(withCall(ctx, name, describe(in.Item)), item, restore, fromBackup); err != nil {
-		return resp, RestoreResult{}, err
-	}
-	out, err := decodeItem(name, resp.GetItem())
-	return resp, RestoreResult{Item: out, AdditionalItems: wire.IDsFromProto(resp.GetAdditionalItems()), SkipRestore: resp.GetSkipRestore()}, err
-}
-
-type riaV1Client struct {
-	named
-	c pb.RestoreItemActionClient
-}
-
-func (r riaV1Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
-	resp, err := r.c.AppliesTo(withCall(ctx, r.name, ""), &pb.RestoreItemActionAppliesToRequest{Plugin: r.name})
-	return wire.SelectorFromProto(resp.GetResourceSelector()), err
-}
-
-func (r riaV1Client) Execute(ctx context.Context, in RestoreInput) (RestoreResult, error) {
-	_, res, err := sendRestoreItem(ctx, r.name, in, func(ctx context.Context, item, restore, fromBackup []byte) (*pb.RestoreItemActionExecuteResponse, error) {
-		return r.c.Execute(ctx, &pb.RestoreItemActionExecuteRequest{Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup})
-	})
-	return res, err
-}
-
-type riaV2Client struct {
+type riaClient struct {
 	named
 	c riav2.RestoreItemActionClient
 }
 
-func (r riaV2Client) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
+func (r riaClient) AppliesTo(ctx context.Context) (api.ResourceSelector, error) {
 	resp, err := r.c.AppliesTo(withCall(ctx, r.name, ""), &riav2.RestoreItemActionAppliesToRequest{Plugin: r.name})
 	return wire.SelectorFromProto(resp.GetResourceSelector()), err
 }
 
-func (r riaV2Client) Execute(ctx context.Context, in RestoreInput) (RestoreResult, error) {
-	resp, res, err := sendRestoreItem(ctx, r.name, in, func(ctx context.Context, item, restore, fromBackup []byte) (*riav2.RestoreItemActionExecuteResponse, error) {
-		return r.c.Execute(ctx, &riav2.RestoreItemActionExecuteRequest{Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup})
-	})
-	res.OperationID, res.WaitForAdditionalItems = resp.GetOperationID(), resp.GetWaitForAdditionalItems()
-	res.AdditionalItemsReadyTimeout = resp.GetAdditionalItemsReadyTimeout().AsDuration()
-	return res, err
+func (r riaClient) Execute(ctx context.Context, in RestoreInput) (RestoreResult, error) {
+	item, err := encodeItem(in.Item)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	fromBackup, err := encodeItem(in.ItemFromBackup)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	restore, err := restoreJSON.encode(in.Restore)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	resp, err := r.c.Execute(withCall(ctx, r.name, describe(in.Item)),
+		&riav2.RestoreItemActionExecuteRequest{Plugin: r.name, Item: item, Restore: restore, ItemFromBackup: fromBackup})
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	out, err := decodeItem(r.name, resp.GetItem())
+	return RestoreResult{
+		Item:                        out,
+		AdditionalItems:             wire.IDsFromProto(resp.GetAdditionalItems()),
+		SkipRestore:                 resp.GetSkipRestore(),
+		OperationID:                 resp.GetOperationID(),
+		WaitForAdditionalItems:      resp.GetWaitForAdditionalItems(),
+		AdditionalItemsReadyTimeout: resp.GetAdditionalItemsReadyTimeout().AsDuration(),
+	}, err
 }
 
-func (r riaV2Client) Progress(ctx context.Context, id string, restore *api.Restore) (api.OperationProgress, error) {
+func (r riaClient) Progress(ctx context.Context, id string, restore *api.Restore) (api.OperationProgress, error) {
 	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return api.OperationProgress{}, err
@@ -298,7 +233,7 @@ func (r riaV2Client) Progress(ctx context.Context, id string, restore *api.Resto
 	return wire.ProgressFromProto(resp.GetProgress()), err
 }
 
-func (r riaV2Client) Cancel(ctx context.Context, id string, restore *api.Restore) error {
+func (r riaClient) Cancel(ctx context.Context, id string, restore *api.Restore) error {
 	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return err
@@ -307,7 +242,7 @@ func (r riaV2Client) Cancel(ctx context.Context, id string, restore *api.Restore
 	return err
 }
 
-func (r riaV2Client) AreAdditionalItemsReady(ctx context.Context, items []api.ResourceIdentifier, restore *api.Restore) (bool, error) {
+func (r riaClient) AreAdditionalItemsReady(ctx context.Context, items []api.ResourceIdentifier, restore *api.Restore) (bool, error) {
 	rs, err := restoreJSON.encode(restore)
 	if err != nil {
 		return false, err
@@ -356,37 +291,33 @@ func (o objectStoreClient) init(ctx context.Context, config map[string]string) e
 
 func object(bucket, key string) string { return "object " + bucket + "/" + key }
 
+// PutObject cancels the stream when body fails part-way: the plugin sees
+// an aborted upload, never the end of a shorter object, which over an
+// object already there would lose it.
 func (o objectStoreClient) PutObject(ctx context.Context, bucket, key string, body io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := o.c.PutObject(withCall(ctx, o.name, object(bucket, key)))
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, wire.ChunkSize)
-	first := true
-	for {
-		n, rerr := io.ReadFull(body, buf)
-		if n > 0 || first {
-			req := &pb.PutObjectRequest{Body: append([]byte(nil), buf[:n]...)}
-			if first {
-				req.Plugin, req.Bucket, req.Key = o.name, bucket, key
-				first = false
-			}
-			if err := stream.Send(req); err != nil {
-				if err == io.EOF {
-					// The plugin ended the stream early; CloseAndRecv says why.
-					break
-				}
-				return err
-			}
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			_ = stream.CloseSend()
-			return fmt.Errorf("reading the body of %s: %w", object(bucket, key), rerr)
-		}
+	req := &pb.PutObjectRequest{Plugin: o.name, Bucket: bucket, Key: key}
+	readErr, sendErr := wire.SendChunks(body, func(b []byte) error {
+		req.Body = b
+		err := stream.Send(req)
+		req = &pb.PutObjectRequest{}
+		return err
+	})
+	if readErr != nil {
+		cancel()
+		_, _ = stream.CloseAndRecv()
+		return fmt.Errorf("reading the body of %s: %w", object(bucket, key), readErr)
 	}
+	if sendErr != nil && sendErr != io.EOF {
+		return sendErr
+	}
+	// An io.EOF from Send is the plugin ending the stream early:
+	// CloseAndRecv says why.
 	_, err = stream.CloseAndRecv()
 	return err
 }
@@ -398,30 +329,11 @@ func (o objectStoreClient) ObjectExists(ctx context.Context, bucket, key string)
 
 // objectReader reads a GetObject stream. Its context lives until Close.
 type objectReader struct {
-	recv   func() (*pb.Bytes, error)
+	*wire.ChunkReader
 	cancel context.CancelFunc
-	buf    []byte
-	err    error
 }
 
-func (r *objectReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.err != nil {
-			return 0, r.err
-		}
-		chunk, err := r.recv()
-		if err != nil {
-			r.err = err
-			continue
-		}
-		r.buf = chunk.GetData()
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
-}
-
-func (r *objectReader) Close() error {
+func (r objectReader) Close() error {
 	r.cancel()
 	return nil
 }
@@ -439,11 +351,14 @@ func (o objectStoreClient) GetObject(ctx context.Context, bucket, key string) (i
 		cancel()
 		return nil, err
 	}
-	r := &objectReader{recv: stream.Recv, cancel: cancel, buf: first.GetData()}
-	if err == io.EOF {
-		r.err = io.EOF
+	recv := func() ([]byte, error) {
+		chunk, err := stream.Recv()
+		return chunk.GetData(), err
 	}
-	return r, nil
+	if err == io.EOF {
+		recv = func() ([]byte, error) { return nil, io.EOF }
+	}
+	return objectReader{wire.NewChunkReader(first.GetData(), recv), cancel}, nil
 }
 
 func (o objectStoreClient) ListCommonPrefixes(ctx context.Context, bucket, prefix, delimiter string) ([]string, error) {
@@ -471,29 +386,17 @@ func (o objectStoreClient) CreateSignedURL(ctx context.Context, bucket, key stri
 
 // --- VolumeSnapshotter ---
 
-// snapshotterStub is the v1 method set of both generated snapshotter
-// clients, so the v1 methods are written once for both versions.
-type snapshotterStub interface {
-	Init(ctx context.Context, in *pb.VolumeSnapshotterInitRequest, opts ...grpc.CallOption) (*pb.Empty, error)
-	CreateVolumeFromSnapshot(ctx context.Context, in *pb.CreateVolumeRequest, opts ...grpc.CallOption) (*pb.CreateVolumeResponse, error)
-	GetVolumeInfo(ctx context.Context, in *pb.GetVolumeInfoRequest, opts ...grpc.CallOption) (*pb.GetVolumeInfoResponse, error)
-	CreateSnapshot(ctx context.Context, in *pb.CreateSnapshotRequest, opts ...grpc.CallOption) (*pb.CreateSnapshotResponse, error)
-	DeleteSnapshot(ctx context.Context, in *pb.DeleteSnapshotRequest, opts ...grpc.CallOption) (*pb.Empty, error)
-	GetVolumeID(ctx context.Context, in *pb.GetVolumeIDRequest, opts ...grpc.CallOption) (*pb.GetVolumeIDResponse, error)
-	SetVolumeID(ctx context.Context, in *pb.SetVolumeIDRequest, opts ...grpc.CallOption) (*pb.SetVolumeIDResponse, error)
-}
-
-type snapshotterClient[S snapshotterStub] struct {
+type snapshotterClient struct {
 	named
-	c S
+	c vsv2.VolumeSnapshotterClient
 }
 
-func (s snapshotterClient[S]) init(ctx context.Context, config map[string]string) error {
+func (s snapshotterClient) init(ctx context.Context, config map[string]string) error {
 	_, err := s.c.Init(withCall(ctx, s.name, ""), &pb.VolumeSnapshotterInitRequest{Plugin: s.name, Config: config})
 	return err
 }
 
-func (s snapshotterClient[S]) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
+func (s snapshotterClient) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	req := &pb.CreateVolumeRequest{Plugin: s.name, SnapshotID: snapshotID, VolumeType: volumeType, VolumeAZ: volumeAZ}
 	if iops != nil {
 		req.Iops = *iops
@@ -502,7 +405,7 @@ func (s snapshotterClient[S]) CreateVolumeFromSnapshot(ctx context.Context, snap
 	return resp.GetVolumeID(), err
 }
 
-func (s snapshotterClient[S]) GetVolumeInfo(ctx context.Context, volumeID, volumeAZ string) (string, *int64, error) {
+func (s snapshotterClient) GetVolumeInfo(ctx context.Context, volumeID, volumeAZ string) (string, *int64, error) {
 	resp, err := s.c.GetVolumeInfo(withCall(ctx, s.name, "volume "+volumeID), &pb.GetVolumeInfoRequest{Plugin: s.name, VolumeID: volumeID, VolumeAZ: volumeAZ})
 	if err != nil {
 		return "", nil, err
@@ -515,17 +418,17 @@ func (s snapshotterClient[S]) GetVolumeInfo(ctx context.Context, volumeID, volum
 	return resp.GetVolumeType(), iops, nil
 }
 
-func (s snapshotterClient[S]) CreateSnapshot(ctx context.Context, volumeID, volumeAZ string, tags map[string]string) (string, error) {
+func (s snapshotterClient) CreateSnapshot(ctx context.Context, volumeID, volumeAZ string, tags map[string]string) (string, error) {
 	resp, err := s.c.CreateSnapshot(withCall(ctx, s.name, "volume "+volumeID), &pb.CreateSnapshotRequest{Plugin: s.name, VolumeID: volumeID, VolumeAZ: volumeAZ, Tags: tags})
 	return resp.GetSnapshotID(), err
 }
 
-func (s snapshotterClient[S]) DeleteSnapshot(ctx context.Context, snapshotID string) error {
+func (s snapshotterClient) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	_, err := s.c.DeleteSnapshot(withCall(ctx, s.name, "snapshot "+snapshotID), &pb.DeleteSnapshotRequest{Plugin: s.name, SnapshotID: snapshotID})
 	return err
 }
 
-func (s snapshotterClient[S]) GetVolumeID(ctx context.Context, pv *unstructured.Unstructured) (string, error) {
+func (s snapshotterClient) GetVolumeID(ctx context.Context, pv *unstructured.Unstructured) (string, error) {
 	b, err := encodeItem(pv)
 	if err != nil {
 		return "", err
@@ -534,7 +437,7 @@ func (s snapshotterClient[S]) GetVolumeID(ctx context.Context, pv *unstructured.
 	return resp.GetVolumeID(), err
 }
 
-func (s snapshotterClient[S]) SetVolumeID(ctx context.Context, pv *unstructured.Unstructured, volumeID string) (*unstructured.Unstructured, error) {
+func (s snapshotterClient) SetVolumeID(ctx context.Context, pv *unstructured.Unstructured, volumeID string) (*unstructured.Unstructured, error) {
 	b, err := encodeItem(pv)
 	if err != nil {
 		return nil, err
@@ -546,16 +449,12 @@ func (s snapshotterClient[S]) SetVolumeID(ctx context.Context, pv *unstructured.
 	return decodeItem(s.name, resp.GetPersistentVolume())
 }
 
-type vsV2Client struct {
-	snapshotterClient[vsv2.VolumeSnapshotterClient]
-}
-
-func (s vsV2Client) Progress(ctx context.Context, id string) (api.OperationProgress, error) {
+func (s snapshotterClient) Progress(ctx context.Context, id string) (api.OperationProgress, error) {
 	resp, err := s.c.Progress(withCall(ctx, s.name, operation(id)), &vsv2.VolumeSnapshotterProgressRequest{Plugin: s.name, SnapshotID: id})
 	return wire.ProgressFromProto(resp.GetProgress()), err
 }
 
-func (s vsV2Client) Cancel(ctx context.Context, id string) error {
+func (s snapshotterClient) Cancel(ctx context.Context, id string) error {
 	_, err := s.c.Cancel(withCall(ctx, s.name, operation(id)), &vsv2.VolumeSnapshotterCancelRequest{Plugin: s.name, OperationID: id})
 	return err
 }

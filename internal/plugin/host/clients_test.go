@@ -1,11 +1,12 @@
 package host
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -60,30 +61,69 @@ func TestObjectJSON(t *testing.T) {
 	}
 }
 
-// TestKindsReachEveryVersion: each host-side kind has a client for its own
-// kind and for every older kind the kind table offers as it, so Get never
-// finds a plugin it cannot call.
+// TestKindsReachEveryVersion: a host-side kind has an adapter exactly when
+// the kind table offers an older kind as it, so Get never finds a plugin it
+// cannot call.
 func TestKindsReachEveryVersion(t *testing.T) {
 	for _, k := range []struct {
-		kind    kind.Kind
-		clients []kind.Kind
+		kind     kind.Kind
+		hasOlder bool
 	}{
-		{BackupItemActions.kind, slices.Collect(maps.Keys(BackupItemActions.clients))},
-		{RestoreItemActions.kind, slices.Collect(maps.Keys(RestoreItemActions.clients))},
-		{DeleteItemActions.kind, slices.Collect(maps.Keys(DeleteItemActions.clients))},
-		{ObjectStores.kind, slices.Collect(maps.Keys(ObjectStores.clients))},
-		{VolumeSnapshotters.kind, slices.Collect(maps.Keys(VolumeSnapshotters.clients))},
+		{BackupItemActions.kind, BackupItemActions.older != nil},
+		{RestoreItemActions.kind, RestoreItemActions.older != nil},
+		{DeleteItemActions.kind, DeleteItemActions.older != nil},
+		{ObjectStores.kind, ObjectStores.older != nil},
+		{VolumeSnapshotters.kind, VolumeSnapshotters.older != nil},
 	} {
-		want := []kind.Kind{k.kind}
-		for _, d := range kind.All() {
-			if d.OfferedAs == k.kind {
-				want = append(want, d.Kind)
+		offered := slices.ContainsFunc(kind.All(), func(d kind.Descriptor) bool { return d.OfferedAs == k.kind })
+		if offered != k.hasOlder {
+			t.Errorf("%s: the kind table offers an older kind as it: %v; the host has an adapter: %v", k.kind, offered, k.hasOlder)
+		}
+	}
+}
+
+// TestOlderVersionsAreWireSubsets: an older kind is called through its newer
+// kind's client (conn.service), which is right only while every method of
+// the older service is on the newer one and every field of its messages is
+// the newer message's field of the same number, name and type.
+func TestOlderVersionsAreWireSubsets(t *testing.T) {
+	service := func(name string) protoreflect.ServiceDescriptor {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
+		if err != nil {
+			t.Fatalf("service %s: %v", name, err)
+		}
+		return d.(protoreflect.ServiceDescriptor)
+	}
+	subset := func(what string, older, newer protoreflect.MessageDescriptor) {
+		for i := 0; i < older.Fields().Len(); i++ {
+			f := older.Fields().Get(i)
+			g := newer.Fields().ByNumber(f.Number())
+			if g == nil || g.Name() != f.Name() || g.Kind() != f.Kind() || g.Cardinality() != f.Cardinality() ||
+				(f.Message() != nil && g.Message().FullName() != f.Message().FullName()) {
+				t.Errorf("%s: field %d (%s) of %s is not the same in %s", what, f.Number(), f.Name(), older.FullName(), newer.FullName())
 			}
 		}
-		slices.Sort(want)
-		slices.Sort(k.clients)
-		if !slices.Equal(k.clients, want) {
-			t.Errorf("%s: clients for %v, the kind table offers %v", k.kind, k.clients, want)
+	}
+	checked := 0
+	for _, d := range kind.All() {
+		if d.OfferedAs == "" {
+			continue
 		}
+		nd, _ := kind.Lookup(d.OfferedAs)
+		older, newer := service(d.Service), service(nd.Service)
+		for i := 0; i < older.Methods().Len(); i++ {
+			m := older.Methods().Get(i)
+			n := newer.Methods().ByName(m.Name())
+			if n == nil {
+				t.Errorf("%s/%s has no %s counterpart", d.Service, m.Name(), nd.Service)
+				continue
+			}
+			subset(string(m.FullName())+" request", m.Input(), n.Input())
+			subset(string(m.FullName())+" answer", m.Output(), n.Output())
+			checked++
+		}
+	}
+	if checked < 11 {
+		t.Errorf("checked %d methods of older kinds, want the 11 of BackupItemAction, RestoreItemAction and VolumeSnapshotter v1", checked)
 	}
 }

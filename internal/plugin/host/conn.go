@@ -35,6 +35,20 @@ func withCall(ctx context.Context, plugin, item string) context.Context {
 // generated client stub (see the package doc).
 type conn struct {
 	p *process
+	// service, when set, is the service every call goes to instead of the
+	// stub's: an older version of the kind, called through the newest
+	// version's stub. Each newer message is the older one with fields added
+	// under new numbers, so the older plugin reads the request and its answer
+	// reads as the newer one with the added fields unset.
+	service string
+}
+
+// route is the method path a call of the stub's method takes.
+func (c conn) route(method string) string {
+	if c.service == "" {
+		return method
+	}
+	return "/" + c.service + method[strings.LastIndexByte(method, '/'):]
 }
 
 var _ grpc.ClientConnInterface = conn{}
@@ -196,6 +210,7 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 // is sent once more to the restarted process: it may have died before the
 // call (killed between calls) and the caller should not see that.
 func (c conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	method = c.route(method)
 	err := c.invoke(ctx, method, args, reply, opts...)
 	if errors.Is(err, ErrPluginCrashed) && c.p.opts.method(method).retryable && ctx.Err() == nil {
 		c.p.log.Warn("plugin process died; sending the call again", "method", method, "error", err)
@@ -248,6 +263,7 @@ func (cl *call) wait(f func() error) error {
 // NewStream opens a stream (ObjectStore PutObject and GetObject). Its
 // deadline bounds each wait on the plugin, not the whole stream.
 func (c conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	method = c.route(method)
 	cl, cc, err := c.beginStream(ctx, method)
 	if err != nil {
 		return nil, err

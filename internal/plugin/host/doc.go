@@ -25,5 +25,7 @@
 // BackupItemAction, RestoreItemAction or VolumeSnapshotter is wrapped in an
 // adapter that behaves as the seeds' Compatibility sections say (no operation
 // ID, Progress answers "plugin does not support asynchronous operations",
-// Cancel does nothing, AreAdditionalItemsReady is true).
+// Cancel does nothing, AreAdditionalItemsReady is true). There is one client
+// per kind, the v2 one: a v1 plugin is called through it on the v1 service,
+// whose messages are the v2 ones less the fields v2 added.
 package host

@@ -196,7 +196,7 @@ func (m *Manager) Add(ctx context.Context, cmds ...Command) error {
 		go func() {
 			defer wg.Done()
 			proc := newProcess(cmd, m.opts)
-			resp, err := pb.NewPluginListerClient(conn{proc}).ListPlugins(wire.AsSalvorHost(withCall(ctx, "", "")), &pb.Empty{})
+			resp, err := pb.NewPluginListerClient(conn{p: proc}).ListPlugins(wire.AsSalvorHost(withCall(ctx, "", "")), &pb.Empty{})
 			if err != nil {
 				proc.close()
 				errs[i] = fmt.Errorf("listing the plugins of %s: %w", cmd, err)

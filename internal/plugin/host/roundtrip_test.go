@@ -389,3 +389,49 @@ func TestUnknownPlugin(t *testing.T) {
 		t.Errorf("BackupItemActionV2 is offered as %s", d.OfferedAs)
 	}
 }
+
+// failingBody gives n bytes, then fails.
+type failingBody struct{ n int }
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, errors.New("disk read error")
+	}
+	n := min(len(p), b.n)
+	b.n -= n
+	return n, nil
+}
+
+// TestPutObjectWithFailedBodyStoresNothing: a body that fails to read
+// part-way is an aborted upload for the plugin, never a shorter object
+// (which, over an object that was there, would lose it).
+func TestPutObjectWithFailedBodyStoresNothing(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	store, err := Get(ctx, m, ObjectStores, "test.salvor.dev/memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := bytes.Repeat([]byte("x"), 100<<10)
+	if err := store.PutObject(ctx, "bucket", "kept", bytes.NewReader(whole)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"kept", "new"} {
+		err := store.PutObject(ctx, "bucket", key, &failingBody{n: 40 << 10})
+		if err == nil || !strings.Contains(err.Error(), "disk read error") || !strings.Contains(err.Error(), "bucket/"+key) {
+			t.Errorf("PutObject(%s) with a failing body = %v", key, err)
+		}
+	}
+	rc, err := store.GetObject(ctx, "bucket", "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, whole) {
+		t.Errorf("the object a failed PutObject would have replaced has %d bytes (%v), want %d", len(got), err, len(whole))
+	}
+	if ok, err := store.ObjectExists(ctx, "bucket", "new"); ok || err != nil {
+		t.Errorf("a failed PutObject left object new: %v, %v", ok, err)
+	}
+}

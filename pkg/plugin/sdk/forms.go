@@ -108,9 +108,9 @@ type restoreCalls struct {
 	ready func(context.Context, []ResourceIdentifier, *Restore) (bool, error)
 }
 
-// restoreV1 serves both versions' AppliesTo and Execute, which have the
+// restoreForm serves both versions' AppliesTo and Execute, which have the
 // same signatures.
-func restoreV1(a RestoreItemAction) restoreCalls {
+func restoreForm(a RestoreItemAction) restoreCalls {
 	c := restoreCalls{appliesTo: a.AppliesTo, execute: func(_ context.Context, in *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error) {
 		return a.Execute(in)
 	}}
@@ -122,8 +122,26 @@ func restoreV1(a RestoreItemAction) restoreCalls {
 	return c
 }
 
+// restoreV1 answers as a v1 action does: the output's v2 fields (an
+// operation, waiting for additional items) are not sent, whatever the
+// implementation set in them.
+func restoreV1(a RestoreItemAction) restoreCalls {
+	c := restoreForm(a)
+	execute := c.execute
+	c.execute = func(ctx context.Context, in *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error) {
+		out, err := execute(ctx, in)
+		if out != nil {
+			v1 := *out
+			v1.OperationID, v1.WaitForAdditionalItems, v1.AdditionalItemsReadyTimeout = "", false, 0
+			out = &v1
+		}
+		return out, err
+	}
+	return c
+}
+
 func restoreV2(a RestoreItemActionV2) restoreCalls {
-	c := restoreV1(a)
+	c := restoreForm(a)
 	c.operationCalls = operationForms[Restore](a)
 	c.ready = func(_ context.Context, items []ResourceIdentifier, r *Restore) (bool, error) {
 		return a.AreAdditionalItemsReady(items, r)

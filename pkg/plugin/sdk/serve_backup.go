@@ -6,58 +6,42 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	biav2 "github.com/salvor-dev/salvor/pkg/plugin/proto/backupitemaction/v2"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
-// backupExecute is Execute of either BackupItemAction version: decode, call,
-// encode the item the action returned.
-func backupExecute(ctx context.Context, r *registry[backupCalls], plugin string, backup, item []byte) (out []byte, additional []*pb.ResourceIdentifier, operationID string, post []*pb.ResourceIdentifier, err error) {
-	impl, b, it, err := itemCall(r, plugin, backup, item)
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	updated, add, operationID, postItems, err := impl.execute(ctx, asUnstructured(it), b)
-	if err == nil {
-		out, err = encodeItem(updated, item)
-	}
-	return out, wire.IDsToProto(add), operationID, wire.IDsToProto(postItems), err
-}
-
-type biaV1Server struct{ r *registry[backupCalls] }
+type biaServer struct{ r *registry[backupCalls] }
 
 func registerBIAv1(r *registry[backupCalls], g *grpc.Server) {
-	pb.RegisterBackupItemActionServer(g, biaV1Server{r})
+	serveAs(g, &biav2.BackupItemAction_ServiceDesc, kind.BackupItemAction, biaServer{r})
 }
-
-func (s biaV1Server) AppliesTo(_ context.Context, req *pb.BackupItemActionAppliesToRequest) (*pb.BackupItemActionAppliesToResponse, error) {
-	sel, err := selector(s.r, req.GetPlugin())
-	return &pb.BackupItemActionAppliesToResponse{ResourceSelector: sel}, err
-}
-
-func (s biaV1Server) Execute(ctx context.Context, req *pb.ExecuteRequest) (*pb.ExecuteResponse, error) {
-	item, additional, _, _, err := backupExecute(ctx, s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
-	return &pb.ExecuteResponse{Item: item, AdditionalItems: additional}, err
-}
-
-type biaV2Server struct{ r *registry[backupCalls] }
 
 func registerBIAv2(r *registry[backupCalls], g *grpc.Server) {
-	biav2.RegisterBackupItemActionServer(g, biaV2Server{r})
+	biav2.RegisterBackupItemActionServer(g, biaServer{r})
 }
 
-func (s biaV2Server) AppliesTo(_ context.Context, req *biav2.BackupItemActionAppliesToRequest) (*biav2.BackupItemActionAppliesToResponse, error) {
+func (s biaServer) AppliesTo(_ context.Context, req *biav2.BackupItemActionAppliesToRequest) (*biav2.BackupItemActionAppliesToResponse, error) {
 	sel, err := selector(s.r, req.GetPlugin())
 	return &biav2.BackupItemActionAppliesToResponse{ResourceSelector: sel}, err
 }
 
-func (s biaV2Server) Execute(ctx context.Context, req *biav2.ExecuteRequest) (*biav2.ExecuteResponse, error) {
-	item, additional, operationID, post, err := backupExecute(ctx, s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
-	return &biav2.ExecuteResponse{Item: item, AdditionalItems: additional, OperationID: operationID, PostOperationItems: post}, err
+func (s biaServer) Execute(ctx context.Context, req *biav2.ExecuteRequest) (*biav2.ExecuteResponse, error) {
+	impl, b, it, err := itemCall(s.r, req.GetPlugin(), req.GetBackup(), req.GetItem())
+	if err != nil {
+		return nil, err
+	}
+	updated, additional, operationID, post, err := impl.execute(ctx, asUnstructured(it), b)
+	if err != nil {
+		return nil, err
+	}
+	item, err := encodeItem(updated, req.GetItem())
+	return &biav2.ExecuteResponse{Item: item, AdditionalItems: wire.IDsToProto(additional), OperationID: operationID,
+		PostOperationItems: wire.IDsToProto(post)}, err
 }
 
-func (s biaV2Server) Progress(ctx context.Context, req *biav2.BackupItemActionProgressRequest) (*biav2.BackupItemActionProgressResponse, error) {
+func (s biaServer) Progress(ctx context.Context, req *biav2.BackupItemActionProgressRequest) (*biav2.BackupItemActionProgressResponse, error) {
 	impl, backup, err := call[Backup](s.r, req.GetPlugin(), req.GetBackup(), "backup")
 	if err != nil {
 		return nil, err
@@ -66,7 +50,7 @@ func (s biaV2Server) Progress(ctx context.Context, req *biav2.BackupItemActionPr
 	return &biav2.BackupItemActionProgressResponse{Progress: wire.ProgressToProto(p)}, err
 }
 
-func (s biaV2Server) Cancel(ctx context.Context, req *biav2.BackupItemActionCancelRequest) (*emptypb.Empty, error) {
+func (s biaServer) Cancel(ctx context.Context, req *biav2.BackupItemActionCancelRequest) (*emptypb.Empty, error) {
 	impl, backup, err := call[Backup](s.r, req.GetPlugin(), req.GetBackup(), "backup")
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"errors"
-	"io"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,25 +29,6 @@ func (s objectStoreServer) Init(_ context.Context, req *pb.ObjectStoreInitReques
 	return &pb.Empty{}, impl.Init(req.GetConfig())
 }
 
-// putReader turns the body chunks of a PutObject stream into a reader.
-type putReader struct {
-	stream grpc.ClientStreamingServer[pb.PutObjectRequest, pb.Empty]
-	buf    []byte
-}
-
-func (r *putReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		req, err := r.stream.Recv()
-		if err != nil {
-			return 0, err
-		}
-		r.buf = req.GetBody()
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
-}
-
 func (s objectStoreServer) PutObject(stream grpc.ClientStreamingServer[pb.PutObjectRequest, pb.Empty]) error {
 	first, err := stream.Recv()
 	if err != nil {
@@ -58,7 +38,10 @@ func (s objectStoreServer) PutObject(stream grpc.ClientStreamingServer[pb.PutObj
 	if err != nil {
 		return err
 	}
-	if err := impl.put(stream.Context(), first.GetBucket(), first.GetKey(), &putReader{stream: stream, buf: first.GetBody()}); err != nil {
+	if err := impl.put(stream.Context(), first.GetBucket(), first.GetKey(), wire.NewChunkReader(first.GetBody(), func() ([]byte, error) {
+		req, err := stream.Recv()
+		return req.GetBody(), err
+	})); err != nil {
 		return err
 	}
 	return stream.SendAndClose(&pb.Empty{})
@@ -83,21 +66,8 @@ func (s objectStoreServer) GetObject(req *pb.GetObjectRequest, stream grpc.Serve
 		return err
 	}
 	defer rc.Close()
-	buf := make([]byte, wire.ChunkSize)
-	for {
-		n, err := io.ReadFull(rc, buf)
-		if n > 0 {
-			if serr := stream.Send(&pb.Bytes{Data: buf[:n]}); serr != nil {
-				return serr
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
+	readErr, sendErr := wire.SendChunks(rc, func(b []byte) error { return stream.Send(&pb.Bytes{Data: b}) })
+	return errors.Join(readErr, sendErr)
 }
 
 func (s objectStoreServer) ListCommonPrefixes(ctx context.Context, req *pb.ListCommonPrefixesRequest) (*pb.ListCommonPrefixesResponse, error) {
@@ -135,8 +105,8 @@ func (s objectStoreServer) CreateSignedURL(_ context.Context, req *pb.CreateSign
 	return &pb.CreateSignedURLResponse{Url: url}, err
 }
 
-// snapshotter serves the v1 methods, for both snapshotter versions: get
-// finds the implementation of a name.
+// snapshotter serves both snapshotter versions: get finds the
+// implementation of a name.
 type snapshotter struct {
 	get func(name string) (snapshotterCalls, error)
 }
@@ -239,7 +209,7 @@ func registerSnapshotterV1Service(s *Server, g *grpc.Server) {
 	if !hasV1 && !hasV2 {
 		return
 	}
-	pb.RegisterVolumeSnapshotterServer(g, snapshotter{get: func(name string) (snapshotterCalls, error) {
+	serveAs(g, &vsv2.VolumeSnapshotter_ServiceDesc, kind.VolumeSnapshotter, snapshotter{get: func(name string) (snapshotterCalls, error) {
 		if hasV1 {
 			if _, ok := v1.r.factories[name]; ok || !hasV2 {
 				return v1.r.get(name)
@@ -249,17 +219,12 @@ func registerSnapshotterV1Service(s *Server, g *grpc.Server) {
 	}})
 }
 
-type vsV2Server struct {
-	snapshotter
-	r *registry[snapshotterCalls]
-}
-
 func registerVSv2(r *registry[snapshotterCalls], g *grpc.Server) {
-	vsv2.RegisterVolumeSnapshotterServer(g, vsV2Server{snapshotter: snapshotter{get: r.get}, r: r})
+	vsv2.RegisterVolumeSnapshotterServer(g, snapshotter{get: r.get})
 }
 
-func (s vsV2Server) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterProgressRequest) (*vsv2.VolumeSnapshotterProgressResponse, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterProgressRequest) (*vsv2.VolumeSnapshotterProgressResponse, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}
@@ -267,8 +232,8 @@ func (s vsV2Server) Progress(ctx context.Context, req *vsv2.VolumeSnapshotterPro
 	return &vsv2.VolumeSnapshotterProgressResponse{Progress: wire.ProgressToProto(p)}, err
 }
 
-func (s vsV2Server) Cancel(ctx context.Context, req *vsv2.VolumeSnapshotterCancelRequest) (*emptypb.Empty, error) {
-	impl, err := s.r.get(req.GetPlugin())
+func (s snapshotter) Cancel(ctx context.Context, req *vsv2.VolumeSnapshotterCancelRequest) (*emptypb.Empty, error) {
+	impl, err := s.get(req.GetPlugin())
 	if err != nil {
 		return nil, err
 	}

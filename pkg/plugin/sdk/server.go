@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -213,6 +214,22 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	g := grpc.NewServer(append(opts, serverOptions()...)...)
 	s.RegisterServices(g)
 	return g
+}
+
+// serveAs serves srv, a server of the newest version of a kind, as its older
+// version k too: each newer message is the older one with fields added
+// under new numbers, so the newer handlers read an older host's requests
+// and the host reads their answers, skipping the fields it does not know.
+// Only k's own methods are served.
+func serveAs(g *grpc.Server, newest *grpc.ServiceDesc, k kind.Kind, srv any) {
+	d, _ := kind.Lookup(k)
+	desc := *newest
+	desc.ServiceName = d.Service
+	desc.Methods = slices.DeleteFunc(slices.Clone(newest.Methods), func(m grpc.MethodDesc) bool {
+		_, ok := d.Methods[m.MethodName]
+		return !ok
+	})
+	g.RegisterService(&desc, srv)
 }
 
 // grpcPlugin adapts the server to go-plugin, which asks each named plugin in

@@ -4,14 +4,22 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
+	riav2 "github.com/salvor-dev/salvor/pkg/plugin/proto/restoreitemaction/v2"
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
@@ -189,5 +197,56 @@ func TestRestoreFormChosenPerMethod(t *testing.T) {
 	}
 	if ready, err := c.ready(ctx, nil, &Restore{}); err != nil || !ready {
 		t.Errorf("ready: %v, %v", ready, err)
+	}
+}
+
+type v1RestoreAction struct{}
+
+func (v1RestoreAction) AppliesTo() (ResourceSelector, error) { return ResourceSelector{}, nil }
+func (v1RestoreAction) Execute(in *RestoreItemActionExecuteInput) (*RestoreItemActionExecuteOutput, error) {
+	out := NewRestoreItemActionExecuteOutput(in.Item)
+	out.OperationID, out.WaitForAdditionalItems, out.AdditionalItemsReadyTimeout = "op", true, time.Minute
+	out.SkipRestore = true
+	return out, nil
+}
+
+// TestOlderVersionServedByNewerServer: a v1 action is served by the v2
+// server under the v1 service name. Over a real gRPC connection a v1 client
+// gets its answer, the methods v1 does not have are not there, and what a
+// v1 implementation set in the output's v2 fields is not sent.
+func TestOlderVersionServedByNewerServer(t *testing.T) {
+	s := NewServer().RegisterRestoreItemAction("example.io/r", func(*slog.Logger) (RestoreItemAction, error) { return v1RestoreAction{}, nil })
+	lis := bufconn.Listen(1 << 20)
+	g := s.NewGRPCServer()
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	cc, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx := context.Background()
+
+	item := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`)
+	resp, err := pb.NewRestoreItemActionClient(cc).Execute(ctx, &pb.RestoreItemActionExecuteRequest{Plugin: "example.io/r", Item: item, Restore: []byte(`{}`)})
+	if err != nil || !resp.GetSkipRestore() || !strings.Contains(string(resp.GetItem()), `"name":"c"`) {
+		t.Fatalf("v1 Execute = %v, %v", resp, err)
+	}
+	// The same bytes read as the v2 answer: no operation, no waiting.
+	var v2 riav2.RestoreItemActionExecuteResponse
+	if err := cc.Invoke(ctx, "/generated.RestoreItemAction/Execute", &riav2.RestoreItemActionExecuteRequest{Plugin: "example.io/r", Item: item}, &v2); err != nil {
+		t.Fatal(err)
+	}
+	if v2.GetOperationID() != "" || v2.GetWaitForAdditionalItems() || v2.GetAdditionalItemsReadyTimeout() != nil {
+		t.Errorf("a v1 action sent v2 fields: %v", &v2)
+	}
+	err = cc.Invoke(ctx, "/generated.RestoreItemAction/Progress", &riav2.RestoreItemActionProgressRequest{Plugin: "example.io/r"}, &riav2.RestoreItemActionProgressResponse{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("v1 service answered Progress: %v", err)
+	}
+	err = cc.Invoke(ctx, "/v2.RestoreItemAction/Execute", &riav2.RestoreItemActionExecuteRequest{Plugin: "example.io/r", Item: item}, &v2)
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("a v1 registration is served as v2: %v", err)
 	}
 }

@@ -10,9 +10,6 @@ import (
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 )
 
-// ChunkSize is the size of the body chunks of ObjectStore streams.
-const ChunkSize = 16 * 1024
-
 // IDsToProto converts resource identifiers to their wire form.
 func IDsToProto(ids []api.ResourceIdentifier) []*pb.ResourceIdentifier {
 	if len(ids) == 0 {
