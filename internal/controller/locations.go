@@ -182,7 +182,9 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if bsl.Spec.Immutability != nil && !bsl.Spec.ReadOnly() {
 		// Below the encryption: what waits on the server's disk is
 		// encrypted too.
-		store = persistence.Staged(store, filepath.Join(l.stagingDir(), bsl.Namespace, bsl.Name))
+		if store, err = persistence.Staged(store, filepath.Join(l.stagingDir(), bsl.Namespace, bsl.Name)); err != nil {
+			return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+		}
 	}
 	if bsl.Spec.Encryption != nil {
 		keys, _, err := l.EncryptionKeys(ctx, bsl)

@@ -2,19 +2,17 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 )
 
 // On an immutable location every object of a backup is written once: its
@@ -33,13 +31,25 @@ import (
 
 // Staged returns an object store that keeps the files of backups that are
 // not whole yet in dir (per bucket), and passes everything else to store.
-func Staged(store host.ObjectStore, dir string) host.ObjectStore {
-	return &stagedStore{ObjectStore: store, dir: dir}
+// The files on disk are kept by the built-in filesystem store, which writes
+// each through a temporary file it syncs before the rename, so a staged file
+// is whole or absent even after the node crashed.
+func Staged(store host.ObjectStore, dir string) (host.ObjectStore, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	disk := &filesystem.Store{}
+	if err := disk.Init(map[string]string{"root": dir}); err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	return &stagedStore{ObjectStore: store, disk: disk, dir: dir}, nil
 }
 
 type stagedStore struct {
 	host.ObjectStore
-	dir string
+	disk *filesystem.Store
+	dir  string
 }
 
 // unwrapper is an object store decorating another (encryption).
@@ -80,69 +90,42 @@ func stages(key string) bool {
 	return true
 }
 
-func (s *stagedStore) file(bucket, key string) (string, error) {
-	clean := path.Clean(key)
-	if clean != key || strings.HasPrefix(key, "/") || strings.Contains(key, "..") {
-		return "", fmt.Errorf("key %q cannot be staged", key)
-	}
-	return filepath.Join(s.dir, bucket, filepath.FromSlash(key)), nil
-}
-
 func (s *stagedStore) PutObject(ctx context.Context, bucket, key string, body io.Reader) error {
 	if !stages(key) {
 		return s.ObjectStore.PutObject(ctx, bucket, key, body)
 	}
-	p, err := s.file(bucket, key)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".partial-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, body); err != nil {
-		tmp.Close()
+	if err := s.disk.PutObjectWithContext(ctx, bucket, key, body); err != nil {
 		return fmt.Errorf("staging %s on the server's disk: %w", key, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
+	return nil
 }
 
-func (s *stagedStore) staged(bucket, key string) (string, bool) {
+// staged tells whether key is a staged file that is on the disk now.
+func (s *stagedStore) staged(bucket, key string) bool {
 	if !stages(key) {
-		return "", false
+		return false
 	}
-	p, err := s.file(bucket, key)
-	if err != nil {
-		return "", false
-	}
-	_, err = os.Stat(p)
-	return p, err == nil
+	ok, err := s.disk.ObjectExists(bucket, key)
+	return ok && err == nil
 }
 
 func (s *stagedStore) GetObject(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
-	if p, ok := s.staged(bucket, key); ok {
-		return os.Open(p)
+	if s.staged(bucket, key) {
+		return s.disk.GetObject(bucket, key)
 	}
 	return s.ObjectStore.GetObject(ctx, bucket, key)
 }
 
 func (s *stagedStore) ObjectExists(ctx context.Context, bucket, key string) (bool, error) {
-	if _, ok := s.staged(bucket, key); ok {
+	if s.staged(bucket, key) {
 		return true, nil
 	}
 	return s.ObjectStore.ObjectExists(ctx, bucket, key)
 }
 
 func (s *stagedStore) DeleteObject(ctx context.Context, bucket, key string) error {
-	if p, ok := s.staged(bucket, key); ok {
-		return os.Remove(p)
+	if s.staged(bucket, key) {
+		return s.disk.DeleteObject(bucket, key)
 	}
 	return s.ObjectStore.DeleteObject(ctx, bucket, key)
 }
@@ -152,30 +135,17 @@ func (s *stagedStore) ListObjects(ctx context.Context, bucket, prefix string) ([
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Join(s.dir, bucket)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".partial-") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		key := filepath.ToSlash(rel)
-		if strings.HasPrefix(key, prefix) && !slices.Contains(keys, key) {
-			keys = append(keys, key)
-		}
-		return nil
-	})
-	sort.Strings(keys)
-	return keys, err
+	onDisk, err := s.disk.ListObjectsWithContext(ctx, bucket, prefix)
+	if err != nil {
+		return nil, err
+	}
+	keys = append(keys, onDisk...)
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
 }
 
 func (s *stagedStore) CreateSignedURL(ctx context.Context, bucket, key string, ttl time.Duration) (string, error) {
-	if _, ok := s.staged(bucket, key); ok {
+	if s.staged(bucket, key) {
 		return "", fmt.Errorf("%s is kept on the server's disk until its backup is whole (the location is immutable): ask again once it is", key)
 	}
 	return s.ObjectStore.CreateSignedURL(ctx, bucket, key, ttl)
@@ -184,42 +154,36 @@ func (s *stagedStore) CreateSignedURL(ctx context.Context, bucket, key string, t
 // commit uploads the staged files under dir (a backup's key prefix, with
 // its slash), each once, as they are now.
 func (s *stagedStore) commit(ctx context.Context, bucket, dir string) error {
-	root, err := s.file(bucket, strings.TrimSuffix(dir, "/"))
+	keys, err := s.disk.ListObjectsWithContext(ctx, bucket, dir)
 	if err != nil {
 		return err
 	}
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".partial-") {
-			return nil
-		}
-		rel, _ := filepath.Rel(filepath.Join(s.dir, bucket), p)
-		key := filepath.ToSlash(rel)
+	for _, key := range keys {
 		if strings.Contains(strings.TrimPrefix(key, dir), "journal/") {
-			return nil // work in flight; it ended before the backup is whole
+			continue // work in flight; it ended before the backup is whole
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := s.ObjectStore.PutObject(ctx, bucket, key, f); err != nil {
+		if err := s.upload(ctx, bucket, key); err != nil {
 			return fmt.Errorf("uploading %s, staged until the backup is whole: %w", key, err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// discard removes what is staged under dir.
-func (s *stagedStore) discard(bucket, dir string) error {
-	root, err := s.file(bucket, strings.TrimSuffix(dir, "/"))
+func (s *stagedStore) upload(ctx context.Context, bucket, key string) error {
+	f, err := s.disk.GetObject(bucket, key)
 	if err != nil {
 		return err
 	}
-	return os.RemoveAll(root)
+	defer f.Close()
+	return s.ObjectStore.PutObject(ctx, bucket, key, f)
+}
+
+// discard removes what is staged under dir, with what a write cut short
+// left there.
+func (s *stagedStore) discard(bucket, dir string) error {
+	dir = strings.TrimSuffix(dir, "/")
+	if bucket == "" || strings.ContainsAny(bucket, `/\`) || dir == "" || path.Clean("/"+dir) != "/"+dir {
+		return fmt.Errorf("cannot discard %s/%s: not a clean path", bucket, dir)
+	}
+	return os.RemoveAll(filepath.Join(s.dir, bucket, filepath.FromSlash(dir)))
 }
