@@ -301,6 +301,8 @@ func (o objectStoreClient) PutObject(ctx context.Context, bucket, key string, bo
 	if err != nil {
 		return err
 	}
+	// The first message names the object: it goes with the first chunk,
+	// or alone for an empty body.
 	req := &pb.PutObjectRequest{Plugin: o.name, Bucket: bucket, Key: key}
 	readErr, sendErr := wire.SendChunks(body, func(b []byte) error {
 		req.Body = b
@@ -308,6 +310,9 @@ func (o objectStoreClient) PutObject(ctx context.Context, bucket, key string, bo
 		req = &pb.PutObjectRequest{}
 		return err
 	})
+	if readErr == nil && sendErr == nil && req.Plugin != "" {
+		sendErr = stream.Send(req)
+	}
 	if readErr != nil {
 		cancel()
 		_, _ = stream.CloseAndRecv()

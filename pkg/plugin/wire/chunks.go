@@ -8,20 +8,19 @@ import (
 // ChunkSize is the size of the body chunks of ObjectStore streams.
 const ChunkSize = 16 * 1024
 
-// SendChunks sends r's content in chunks of ChunkSize until r ends, and at
-// least one chunk, even empty: a PutObject's first message names the
-// object. Each chunk is a buffer of its own, as gRPC may still hold a sent
-// message. It stops at the first error of reading r or of send, and says
-// which it was.
+// SendChunks sends r's content in chunks of ChunkSize until r ends; an
+// empty r sends nothing. Each chunk is a buffer of its own, as gRPC may
+// still hold a sent message. It stops at the first error of reading r or
+// of send, and says which it was.
 func SendChunks(r io.Reader, send func([]byte) error) (readErr, sendErr error) {
-	for first := true; ; first = false {
+	for {
 		buf := make([]byte, ChunkSize)
 		n, err := io.ReadFull(r, buf)
 		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 		if err != nil && !end {
 			return err, nil
 		}
-		if n > 0 || first {
+		if n > 0 {
 			if err := send(buf[:n]); err != nil {
 				return nil, err
 			}
