@@ -28,13 +28,13 @@ const Name = "salvor.dev/local-volume"
 // NewV1 returns a snapshotter whose copies finish before CreateSnapshot and
 // CreateVolumeFromSnapshot return.
 func NewV1(log *slog.Logger) (sdk.VolumeSnapshotter, error) {
-	return &snapshotter{log: log, running: map[string]context.CancelFunc{}}, nil
+	return &snapshotter{log: log, running: map[string]copying{}}, nil
 }
 
 // NewV2 returns a snapshotter whose copies run in the background, reported
 // through Progress.
 func NewV2(log *slog.Logger) (sdk.VolumeSnapshotterV2, error) {
-	return &snapshotterV2{snapshotter{log: log, async: true, running: map[string]context.CancelFunc{}}}, nil
+	return &snapshotterV2{snapshotter{log: log, async: true, running: map[string]copying{}}}, nil
 }
 
 // Copy phases, as kept in a copy's state file.
@@ -66,7 +66,14 @@ type snapshotter struct {
 	rate        int64
 
 	mu      sync.Mutex
-	running map[string]context.CancelFunc
+	running map[string]copying
+}
+
+// copying is a copy this process runs: how to stop it, and done, closed
+// once it stopped and recorded how it ended.
+type copying struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 type snapshotterV2 struct{ snapshotter }
@@ -154,14 +161,16 @@ func (s *snapshotter) start(ctx context.Context, id, src, dst string) error {
 // removes the partial copy.
 func (s *snapshotter) run(parent context.Context, id string, st *state) error {
 	ctx, cancel := context.WithCancel(parent)
+	c := copying{cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
-	s.running[id] = cancel
+	s.running[id] = c
 	s.mu.Unlock()
 	defer func() {
 		cancel()
 		s.mu.Lock()
 		delete(s.running, id)
 		s.mu.Unlock()
+		close(c.done)
 	}()
 
 	err := s.copy(ctx, id, st)
@@ -263,7 +272,11 @@ func (s *snapshotter) DeleteSnapshot(snapshotID string) error {
 	if err := checkSnapshotID(snapshotID); err != nil {
 		return err
 	}
-	s.cancel(snapshotID)
+	// A copy still running would write into the snapshot and record its
+	// state after they are removed.
+	if _, err := s.stop(snapshotID); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(filepath.Join(s.snapshotDir, snapshotID)); err != nil {
 		return err
 	}
@@ -298,14 +311,23 @@ func (s *snapshotter) SetVolumeID(pv runtime.Unstructured, volumeID string) (run
 	return obj, unstructured.SetNestedField(obj.Object, volumeID, volumePath(pv)...)
 }
 
-func (s *snapshotter) cancel(id string) bool {
+// stop cancels the copy id if this process runs it, and waits until it
+// has removed its partial copy and recorded the cancellation. It tells
+// whether there was such a copy.
+func (s *snapshotter) stop(id string) (bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cancel, ok := s.running[id]; ok {
-		cancel()
-		return true
+	c, ok := s.running[id]
+	s.mu.Unlock()
+	if !ok {
+		return false, nil
 	}
-	return false
+	c.cancel()
+	select {
+	case <-c.done:
+		return true, nil
+	case <-time.After(5 * time.Second):
+		return true, fmt.Errorf("copy %s did not stop within 5s", id)
+	}
 }
 
 func (s *snapshotterV2) Progress(id string) (sdk.OperationProgress, error) {
@@ -359,15 +381,8 @@ func (s *snapshotterV2) Cancel(id string) error {
 	if st.Phase != phaseInProgress {
 		return nil
 	}
-	if s.cancel(id) {
-		// run removes the partial copy and records the cancellation.
-		for range 500 {
-			if st, err := s.readState(id); err == nil && st.Phase != phaseInProgress {
-				return nil
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return fmt.Errorf("copy %s did not stop within 5s", id)
+	if stopped, err := s.stop(id); stopped {
+		return err
 	}
 	// No copier runs here (the process that ran it is gone): clean up.
 	_ = os.RemoveAll(st.Target)

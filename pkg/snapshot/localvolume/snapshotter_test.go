@@ -257,6 +257,36 @@ func TestCancelRemovesThePartialCopy(t *testing.T) {
 	}
 }
 
+// TestDeleteWhileCopyingLeavesNothing: a snapshot deleted while its copy
+// runs is gone whole — the copy stops before the files go, so it neither
+// writes into the snapshot afterwards nor records its state again.
+func TestDeleteWhileCopyingLeavesNothing(t *testing.T) {
+	vol := tree(t, map[string]int{"a": 8 << 20, "b": 8 << 20})
+	snaps := t.TempDir()
+	vs := newV2(t, map[string]string{"snapshotDir": snaps, "bytesPerSecond": "2097152"}) // 8 s
+	id, err := vs.CreateSnapshot(vol, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.NCompleted > 0 })
+	if err := vs.DeleteSnapshot(id); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	err = filepath.WalkDir(snaps, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && (!d.IsDir() || strings.Contains(p, id)) {
+			left = append(left, p)
+		}
+		return err
+	})
+	if err != nil || len(left) > 0 {
+		t.Errorf("after DeleteSnapshot the snapshot directory holds %v (%v)", left, err)
+	}
+	if _, err := vs.Progress(id); err == nil || !strings.Contains(err.Error(), "no copy with ID") {
+		t.Errorf("progress of a deleted snapshot: %v", err)
+	}
+}
+
 func TestInitRejectsBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		config map[string]string
