@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/csi"
@@ -427,18 +428,15 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 
 func (r *run) waitEstablished(ctx context.Context, crds []string) {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	deadline := time.Now().Add(time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	for _, name := range crds {
-		for {
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-			if err == nil && established(obj) {
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err == nil && established(obj), nil
+		})
+		if err != nil {
+			r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
 		}
 	}
 }
