@@ -302,6 +302,29 @@ func keepFailure(ctx context.Context, store *persistence.BackupStore, b *salvorv
 // recoverJournal stops what an earlier attempt of b, lost with its server,
 // started: the operations it journaled are cancelled, the snapshots
 // cancelled and deleted. The attempt about to run starts its own.
+// nameStillFree checks, before a run touches anything under the backup's
+// name, that the name is free or its own: free when the backup was
+// validated, it may have been taken since by another run (another cluster
+// sharing the location) when an earlier attempt stopped before it claimed
+// the name. Another run's files, journal included, are left alone.
+func nameStillFree(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup) error {
+	owner, claimed, err := store.Owner(ctx, b.Name)
+	if err != nil {
+		return err
+	}
+	if claimed {
+		if owner == string(b.UID) {
+			return nil
+		}
+		return fmt.Errorf("another run (of Backup UID %s, perhaps another cluster's) has claimed the name %s in the location since this backup was validated; its files are left as they are", owner, b.Name)
+	}
+	taken, err := store.HasBackup(ctx, b.Name)
+	if err == nil && taken {
+		err = fmt.Errorf("a backup named %s has appeared in the location since this backup was validated; its files are left as they are", b.Name)
+	}
+	return err
+}
+
 func (r *BackupReconciler) recoverJournal(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup, log *slog.Logger) error {
 	entries, err := store.ReadJournal(ctx, b.Name)
 	if err != nil || len(entries) == 0 {
@@ -375,6 +398,10 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	}
 	snap, err := r.Locations.Snapshotter(ctx, "")
 	if err != nil {
+		_ = r.fail(ctx, b, err.Error())
+		return
+	}
+	if err := nameStillFree(ctx, store, b); err != nil {
 		_ = r.fail(ctx, b, err.Error())
 		return
 	}

@@ -127,6 +127,15 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		if err != nil {
 			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 		}
+		own, err := ownsFiles(ctx, store, b)
+		if err != nil {
+			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
+		}
+		if !own {
+			r.Log.Warn("the files under the deleted backup's name are not its own (another run's, perhaps another cluster's, sharing the location); they, their snapshots and their operations are left as they are",
+				"backup", b.Name, "location", bsl.Name)
+			break
+		}
 		r.cancelOperations(ctx, b, store)
 		if err := r.runDeleteActions(ctx, b, store); err != nil {
 			return err
@@ -134,10 +143,9 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 		if err := r.deleteSnapshots(ctx, b, store); err != nil {
 			return err
 		}
-		// A whole backup's files are all its own (its name was free when it
-		// began, or it was synced from the location). Under a name without
-		// metadata — a run that failed, or never began — only files the
-		// run provably wrote go: another run may own the name now.
+		// A whole backup's files are all its own (ownsFiles). Under a name
+		// without metadata — a run that failed — only the files a run
+		// writes go.
 		whole, err := store.IsWhole(ctx, b.Name)
 		if err != nil {
 			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
@@ -158,6 +166,28 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 	}
 	controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
+}
+
+// ownsFiles tells whether the files under a deleted Backup's name in its
+// location are its own, so that deleting it may act on them: the Backup was
+// synced from there (it stands for what is there), or its run claimed the
+// name, or — a backup written before names were claimed — the metadata
+// there is its own. A Backup whose run failed before it claimed the name
+// owns nothing there, even when a backup of that name is whole: another
+// cluster sharing the location may have written it since.
+func ownsFiles(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup) (bool, error) {
+	if b.Annotations[salvorv1.SyncedAnnotation] != "" {
+		return true, nil
+	}
+	owner, claimed, err := store.Owner(ctx, b.Name)
+	if err != nil || claimed {
+		return claimed && owner == string(b.UID), err
+	}
+	stored, err := store.GetBackup(ctx, b.Name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && stored.UID == b.UID, err
 }
 
 func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {

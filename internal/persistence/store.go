@@ -439,6 +439,24 @@ func (s *BackupStore) ClaimName(ctx context.Context, name, uid string) error {
 	return nil
 }
 
+// Owner returns the UID of the Backup whose run claimed name (see
+// ClaimName); claimed is false when no run did.
+func (s *BackupStore) Owner(ctx context.Context, name string) (uid string, claimed bool, err error) {
+	rc, err := s.store.GetObject(ctx, s.bucket, s.BackupFile(name, OwnerFile))
+	if err != nil {
+		if ok, eerr := s.store.ObjectExists(ctx, s.bucket, s.BackupFile(name, OwnerFile)); eerr == nil && !ok {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+	}
+	defer rc.Close()
+	owner, err := io.ReadAll(io.LimitReader(rc, 256))
+	if err != nil {
+		return "", false, fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+	}
+	return string(owner), true, nil
+}
+
 // DeleteRunFiles removes the files a run of a backup writes, and nothing
 // else under its name: what a failed or cancelled run leaves behind. It
 // removes them only when the name's owner record is the run's (uid): a
@@ -449,19 +467,14 @@ func (s *BackupStore) ClaimName(ctx context.Context, name, uid string) error {
 // does the owner record then, so that deleting the Backup later removes
 // them too.
 func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string, keep ...File) error {
-	rc, err := s.store.GetObject(ctx, s.bucket, s.BackupFile(name, OwnerFile))
+	owner, claimed, err := s.Owner(ctx, name)
 	if err != nil {
-		if ok, eerr := s.store.ObjectExists(ctx, s.bucket, s.BackupFile(name, OwnerFile)); eerr == nil && !ok {
-			return nil // never claimed: the run wrote nothing
-		}
-		return fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+		return err
 	}
-	owner, err := io.ReadAll(io.LimitReader(rc, 256))
-	rc.Close()
-	if err != nil {
-		return fmt.Errorf("reading the owner of backup name %s: %w", name, err)
+	if !claimed {
+		return nil // never claimed: the run wrote nothing
 	}
-	if string(owner) != uid {
+	if owner != uid {
 		return fmt.Errorf("backup %s: %w", name, ErrNotOwner)
 	}
 	keys := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}

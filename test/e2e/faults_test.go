@@ -379,6 +379,95 @@ func TestFaultSharedBucketSameName(t *testing.T) {
 	}
 }
 
+// TestFaultSharedBucketFailedRunDeleted: two clusters share a bucket. A's
+// backup "twin" fails before it claims its name (its snapshot location's
+// plugin does not exist), so B's backup of the same name is free to be
+// written, and is. Deleting A's failed Backup then touches nothing of B's:
+// no delete action runs over B's items, and B's backup stays whole.
+func TestFaultSharedBucketFailedRunDeleted(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	t.Setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
+	minio := testbed.StartMinIO(t, "shared")
+	a, b := startCluster(t), startCluster(t)
+	a.startServer(t)
+	b.startServer(t)
+	a.s3Location(t, minio, "primary", "shared", true)
+	cfgB := b.s3Location(t, minio, "primary", "shared", true)
+	for _, c := range []*cluster{a, b} {
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}})
+	}
+	a.create(t, &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: "salvor"},
+		Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "example.io/no-such-snapshotter"}})
+	a.mustSalvor(t, "backup", "create", "twin", "--include-namespaces", "app")
+	failed := a.waitBackup(t, "twin", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if failed.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(failed.Status.FailureReason, "volume snapshot location broken") {
+		t.Fatalf("A's backup: phase %s (%s)", failed.Status.Phase, failed.Status.FailureReason)
+	}
+
+	b.mustSalvor(t, "backup", "create", "twin", "--include-namespaces", "app", "--wait")
+	whole := b.waitBackup(t, "twin", salvorv1.BackupPhaseCompleted)
+
+	a.mustSalvor(t, "backup", "delete", "twin")
+	eventually(t, "A's failed backup deleted", time.Minute, func() (bool, string) {
+		err := a.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "twin"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	})
+	store := openStore(t, cfgB)
+	stored, err := store.GetBackup(context.Background(), "twin")
+	if err != nil || stored.UID != whole.UID {
+		t.Fatalf("B's backup is no longer in the bucket: %v", err)
+	}
+	if items := tarball(t, store, "twin"); items["configmaps/app/settings"] == nil {
+		t.Errorf("B's tarball lost its item: %v", sortedKeys(items))
+	}
+	if got, err := os.ReadFile(audit); err == nil && strings.Contains(string(got), `"backup":"twin"`) {
+		t.Errorf("deleting A's failed backup ran the delete actions over B's items: %s", got)
+	}
+}
+
+// TestFaultSharedBucketNameTakenWhileServerDown: A's server stopped during
+// backup "twin" before the run claimed the name, and B, sharing the bucket,
+// wrote a whole backup of that name meanwhile. When A's server starts the
+// backup again it finds the name taken and fails, leaving B's backup whole
+// and its owner record B's.
+func TestFaultSharedBucketNameTakenWhileServerDown(t *testing.T) {
+	minio := testbed.StartMinIO(t, "shared")
+	a, b := startCluster(t), startCluster(t)
+	b.startServer(t)
+	cfgB := b.s3Location(t, minio, "primary", "shared", true)
+	b.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}})
+	b.mustSalvor(t, "backup", "create", "twin", "--include-namespaces", "app", "--wait")
+	whole := b.waitBackup(t, "twin", salvorv1.BackupPhaseCompleted)
+
+	// A's Backup as its stopped server left it: running, never claimed.
+	a.s3LocationNoWait(t, minio, "primary", "shared", "--default")
+	interrupted := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: "salvor"},
+		Spec: salvorv1.BackupSpec{StorageLocation: "primary", IncludedNamespaces: []string{"app"}}}
+	a.create(t, interrupted)
+	interrupted.Status.Phase, interrupted.Status.Attempts = salvorv1.BackupPhaseInProgress, 1
+	if err := a.client.Status().Update(context.Background(), interrupted); err != nil {
+		t.Fatal(err)
+	}
+	a.startServer(t)
+	failed := a.waitBackup(t, "twin", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if failed.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(failed.Status.FailureReason, "has claimed the name twin") {
+		t.Fatalf("A's backup started again: phase %s (%s)", failed.Status.Phase, failed.Status.FailureReason)
+	}
+	store := openStore(t, cfgB)
+	stored, err := store.GetBackup(context.Background(), "twin")
+	if err != nil || stored.UID != whole.UID {
+		t.Fatalf("B's backup is no longer the one in the bucket: %v", err)
+	}
+	if owner, claimed, err := store.Owner(context.Background(), "twin"); err != nil || !claimed || owner != string(whole.UID) {
+		t.Errorf("the name's owner record is %q (%v, %v), want B's %s", owner, claimed, err, whole.UID)
+	}
+	if items := tarball(t, store, "twin"); items["configmaps/app/settings"] == nil {
+		t.Errorf("B's tarball lost its item: %v", sortedKeys(items))
+	}
+}
+
 // TestFaultReadOnlyLocation: a disaster-recovery cluster reads another
 // cluster's bucket through a ReadOnly location. Backing up to it fails
 // validation; restoring from it works and writes nothing to the bucket;
