@@ -233,7 +233,10 @@ func TestBackgroundCopyReportsProgressInBytes(t *testing.T) {
 	}
 }
 
-func TestCancelRemovesThePartialCopy(t *testing.T) {
+// copyUnderWay starts an 8-second copy of 16 MiB and returns once it has
+// copied some: the snapshotter, its snapshot directory and the copy's ID.
+func copyUnderWay(t *testing.T) (sdk.VolumeSnapshotterV2, string, string) {
+	t.Helper()
 	vol := tree(t, map[string]int{"a": 8 << 20, "b": 8 << 20})
 	snaps := t.TempDir()
 	vs := newV2(t, map[string]string{"snapshotDir": snaps, "bytesPerSecond": "2097152"}) // 8 s
@@ -242,6 +245,11 @@ func TestCancelRemovesThePartialCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.NCompleted > 0 })
+	return vs, snaps, id
+}
+
+func TestCancelRemovesThePartialCopy(t *testing.T) {
+	vs, snaps, id := copyUnderWay(t)
 	if err := vs.Cancel(id); err != nil {
 		t.Fatal(err)
 	}
@@ -261,19 +269,12 @@ func TestCancelRemovesThePartialCopy(t *testing.T) {
 // runs is gone whole — the copy stops before the files go, so it neither
 // writes into the snapshot afterwards nor records its state again.
 func TestDeleteWhileCopyingLeavesNothing(t *testing.T) {
-	vol := tree(t, map[string]int{"a": 8 << 20, "b": 8 << 20})
-	snaps := t.TempDir()
-	vs := newV2(t, map[string]string{"snapshotDir": snaps, "bytesPerSecond": "2097152"}) // 8 s
-	id, err := vs.CreateSnapshot(vol, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	progressUntil(t, vs, id, func(p sdk.OperationProgress) bool { return p.NCompleted > 0 })
+	vs, snaps, id := copyUnderWay(t)
 	if err := vs.DeleteSnapshot(id); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
-	err = filepath.WalkDir(snaps, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(snaps, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && (!d.IsDir() || strings.Contains(p, id)) {
 			left = append(left, p)
 		}
