@@ -221,6 +221,12 @@ func TestDeleteRunFilesOnlyWhatTheRunOwns(t *testing.T) {
 	if err := s.ClaimName(ctx, "shared", "theirs"); err != nil {
 		t.Fatal(err)
 	}
+	if owner, claimed, err := s.Owner(ctx, "shared"); owner != "theirs" || !claimed || err != nil {
+		t.Errorf("Owner(shared) = %q, %v, %v; want the last claim", owner, claimed, err)
+	}
+	if owner, claimed, err := s.Owner(ctx, "unclaimed"); owner != "" || claimed || err != nil {
+		t.Errorf("Owner(unclaimed) = %q, %v, %v", owner, claimed, err)
+	}
 	if err := s.DeleteRunFiles(ctx, "shared", "mine"); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("deleting another run's files: %v", err)
 	}
