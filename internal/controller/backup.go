@@ -307,20 +307,20 @@ func keepFailure(ctx context.Context, store *persistence.BackupStore, b *salvorv
 // validated, it may have been taken since by another run (another cluster
 // sharing the location) when an earlier attempt stopped before it claimed
 // the name. Another run's files, journal included, are left alone.
-func nameStillFree(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup) error {
+func nameStillFree(ctx context.Context, store *persistence.BackupStore, b *salvorv1.Backup, location string) error {
 	owner, claimed, err := store.Owner(ctx, b.Name)
 	if err != nil {
-		return err
+		return fmt.Errorf("location %s: %w", location, err)
 	}
 	if claimed {
 		if owner == string(b.UID) {
 			return nil
 		}
-		return fmt.Errorf("another run (of Backup UID %s, perhaps another cluster's) has claimed the name %s in the location since this backup was validated; its files are left as they are", owner, b.Name)
+		return fmt.Errorf("another run (of Backup UID %s, perhaps another cluster's) has claimed the name %s in location %s since this backup was validated; its files are left as they are", owner, b.Name, location)
 	}
 	taken, err := store.HasBackup(ctx, b.Name)
 	if err == nil && taken {
-		err = fmt.Errorf("a backup named %s has appeared in the location since this backup was validated; its files are left as they are", b.Name)
+		err = fmt.Errorf("a backup named %s has appeared in location %s since this backup was validated; its files are left as they are", b.Name, location)
 	}
 	return err
 }
@@ -401,7 +401,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		_ = r.fail(ctx, b, err.Error())
 		return
 	}
-	if err := nameStillFree(ctx, store, b); err != nil {
+	if err := nameStillFree(ctx, store, b, bsl.Name); err != nil {
 		_ = r.fail(ctx, b, err.Error())
 		return
 	}
