@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	pb "github.com/salvor-dev/salvor/pkg/plugin/proto/generated"
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
@@ -250,27 +251,26 @@ func (p *process) kill(gen int) {
 
 // exited waits a moment for generation gen to be seen dead, and says how it ended.
 func (p *process) exited(gen int) (bool, string) {
-	deadline := time.Now().Add(p.opts.ExitWait)
-	for {
+	var how string
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, p.opts.ExitWait, true, func(context.Context) (bool, error) {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		current := gen == p.gen && p.client != nil
-		dead := !current || p.client.Exited()
-		var how string
-		if current && dead && p.execCmd.ProcessState != nil {
+		if current && !p.client.Exited() {
+			return false, nil
+		}
+		if current && p.execCmd.ProcessState != nil {
 			how = p.execCmd.ProcessState.String()
 		}
-		p.mu.Unlock()
-		if dead {
-			if how == "" {
-				how = "exited"
-			}
-			return true, how
-		}
-		if time.Now().After(deadline) {
-			return false, ""
-		}
-		time.Sleep(10 * time.Millisecond)
+		return true, nil
+	})
+	if err != nil {
+		return false, ""
 	}
+	if how == "" {
+		how = "exited"
+	}
+	return true, how
 }
 
 // pid is the current process's ID, for tests and diagnostics.
