@@ -302,8 +302,8 @@ func keepFailure(ctx context.Context, store *persistence.BackupStore, b *salvorv
 // recoverJournal stops what an earlier attempt of b, lost with its server,
 // started: the operations it journaled are cancelled, the snapshots
 // cancelled and deleted. The attempt about to run starts its own.
-// nameStillFree checks, before a run touches anything under the backup's
-// name, that the name is free or its own: free when the backup was
+// nameStillFree checks, before a later attempt touches anything under the
+// backup's name, that the name is free or its own: free when the backup was
 // validated, it may have been taken since by another run (another cluster
 // sharing the location) when an earlier attempt stopped before it claimed
 // the name. Another run's files, journal included, are left alone.
@@ -401,9 +401,13 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		_ = r.fail(ctx, b, err.Error())
 		return
 	}
-	if err := nameStillFree(ctx, store, b, bsl.Name); err != nil {
-		_ = r.fail(ctx, b, err.Error())
-		return
+	if b.Status.Attempts > 1 {
+		// The first attempt's name was checked free by its validation,
+		// just before; a later one's may have been taken since.
+		if err := nameStillFree(ctx, store, b, bsl.Name); err != nil {
+			_ = r.fail(ctx, b, err.Error())
+			return
+		}
 	}
 	if err := r.recoverJournal(ctx, store, b, log.Logger); err != nil {
 		_ = r.fail(ctx, b, fmt.Sprintf("stopping what an earlier attempt started: %v", err))
