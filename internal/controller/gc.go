@@ -132,6 +132,15 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 		}
 		if !own {
+			// Nothing there at all (an earlier pass removed it and its
+			// Backup's update then conflicted, or the run wrote nothing):
+			// nothing to warn of.
+			if there, err := store.HasBackup(ctx, b.Name); err != nil {
+				return fmt.Errorf("deleting backup %s: %w", b.Name, err)
+			} else if !there {
+				r.Log.Info("nothing under the deleted backup's name in its location", "backup", b.Name, "location", bsl.Name)
+				break
+			}
 			r.Log.Warn("the files under the deleted backup's name are not its own (another run's, perhaps another cluster's, sharing the location); they, their snapshots and their operations are left as they are",
 				"backup", b.Name, "location", bsl.Name)
 			break

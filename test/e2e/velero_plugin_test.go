@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -125,5 +126,70 @@ func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
 	eventually(t, "backup deleted", time.Minute, func() (bool, string) {
 		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "vsnap"}, &salvorv1.Backup{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// TestVeleroAWSPluginAsObjectStore keeps backups through the plugin most
+// Velero users run, velero-plugin-for-aws, unmodified: a location whose
+// provider is the bare "aws" Velero users type, on a MinIO bucket. A backup,
+// its log (downloaded through the plugin's signed URL), a restore and the
+// backup's deletion all go through it; what it stored is read back through
+// Salvor's own S3 store, as another cluster would.
+func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
+	plugins := buildVelero(t).plugins // velero-plugin-for-aws alone
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", plugins)
+	cfg := map[string]string{
+		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
+	}
+	var kv []string
+	for k, v := range cfg {
+		kv = append(kv, k+"="+v)
+	}
+	c.mustSalvor(t, "backup-location", "create", "aws", "--provider", "aws", "--bucket", "backups", "--prefix", "cluster-a",
+		"--config", strings.Join(kv, ","), "--default")
+	c.waitLocation(t, "aws", salvorv1.BackupStorageLocationPhaseAvailable)
+
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "shop"}, StringData: map[string]string{"pw": "s3cret"}})
+	c.mustSalvor(t, "backup", "create", "shop", "--include-namespaces", "shop", "--wait")
+	if b := c.getBackup(t, "shop"); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+
+	// What the AWS plugin wrote is Velero's layout under the prefix, whole.
+	cfg["bucket"], cfg["prefix"] = "backups", "cluster-a"
+	store := persistence.New(openObjectStore(t, cfg), "backups", "cluster-a")
+	items := tarball(t, store, "shop")
+	if items["configmaps/shop/cfg"] == nil || items["secrets/shop/key"] == nil {
+		t.Errorf("tarball stored through the AWS plugin holds %d items: %v", len(items), keysOf(items))
+	}
+	if whole, err := store.IsWhole(context.Background(), "shop"); err != nil || !whole {
+		t.Errorf("backup stored through the AWS plugin whole: %v, %v", whole, err)
+	}
+	if md, err := store.GetBackup(context.Background(), "shop"); err != nil || md.Name != "shop" {
+		t.Errorf("velero-backup.json stored through the AWS plugin: %+v, %v", md, err)
+	}
+
+	// The log comes through a URL the AWS plugin signed.
+	if out := c.mustSalvor(t, "backup", "logs", "shop"); !strings.Contains(out, "shop") {
+		t.Errorf("backup log through the AWS plugin's signed URL:\n%s", out)
+	}
+
+	c.mustSalvor(t, "restore", "create", "shop", "--from-backup", "shop", "--namespace-mappings", "shop:shop2", "--wait")
+	if rs := c.getRestore(t, "shop"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Fatalf("restore status %+v", rs.Status)
+	}
+	got := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop2", Name: "cfg"}, got); err != nil || got.Data["k"] != "v" {
+		t.Fatalf("restored ConfigMap %v, %v", got.Data, err)
+	}
+
+	c.mustSalvor(t, "backup", "delete", "shop")
+	eventually(t, "backup files deleted through the AWS plugin", time.Minute, func() (bool, string) {
+		names, err := store.ListBackups(context.Background())
+		return err == nil && len(names) == 0, fmt.Sprint(names, err)
 	})
 }
