@@ -253,14 +253,15 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	var volumes restore.VolumeRestorer
+	var volumes restore.Volumes
 	if !rs.Spec.DryRun {
-		volumes, err = r.volumes(ctx, store, rs, b)
+		volumes.Restorer, err = r.volumes(ctx, store, rs, b)
 	}
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
+	volumes.Elsewhere, volumes.ElsewhereUnread = store.VeleroOnlyVolumes(ctx, b.Name)
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, fmt.Sprintf("reading backup %s from location %s: %v", b.Name, bsl.Name, err))

@@ -24,6 +24,11 @@ const (
 	// ManifestFile holds the SHA-256 of every other file of a whole
 	// backup and of every item of its tarball (see Manifest).
 	ManifestFile
+	// VolumeInfoFile and PodVolumeBackupsFile are Velero's records of how
+	// it kept a backup's volume data (see VeleroOnlyVolumes). Salvor reads
+	// them and never writes or deletes them.
+	VolumeInfoFile
+	PodVolumeBackupsFile
 )
 
 var suffixes = map[File]string{
@@ -36,7 +41,12 @@ var suffixes = map[File]string{
 	VolumePluginBackupsFile: "-volumepluginbackups.json.gz",
 	OwnerFile:               "-salvor-owner.json",
 	ManifestFile:            "-salvor-manifest.json.gz",
+	VolumeInfoFile:          "-volumeinfo.json.gz",
+	PodVolumeBackupsFile:    "-podvolumebackups.json.gz",
 }
+
+// writtenByRuns tells whether a Salvor run writes f (and so may remove it).
+func (f File) writtenByRuns() bool { return f != VolumeInfoFile && f != PodVolumeBackupsFile }
 
 // Suffix is what follows the backup's name in the file's name.
 func (f File) Suffix() string {

@@ -479,7 +479,7 @@ func (s *BackupStore) DeleteRunFiles(ctx context.Context, name, uid string, keep
 	}
 	keys := []string{s.key("backups", name, MetadataFile), s.key("backups", name, SalvorMetadataFile)}
 	for f := range suffixes {
-		if f != OwnerFile && !slices.Contains(keep, f) {
+		if f != OwnerFile && f.writtenByRuns() && !slices.Contains(keep, f) {
 			keys = append(keys, s.BackupFile(name, f))
 		}
 	}
@@ -538,12 +538,7 @@ func (s *BackupStore) GetRestoreJSON(ctx context.Context, name string, f File, v
 // GetVolumeSnapshots reads a backup's volume snapshots into v; a backup
 // without the file has none (ok false).
 func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any) (bool, error) {
-	key := s.BackupFile(name, VolumeSnapshotsFile)
-	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, s.getJSON(ctx, key, true, v)
+	return s.getOptionalJSON(ctx, name, VolumeSnapshotsFile, v)
 }
 
 // GetBackupJSON reads one of a backup's gzip'd JSON files into v.

@@ -99,12 +99,14 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil); {
 	case err == nil:
 		r.restored.Add(1)
+		r.withoutData(it, what, ns)
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}
 		r.dry.record(item, salvorv1.DryRunWouldCreate, "")
 	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
 		r.restored.Add(1)
+		r.withoutData(it, what, ns)
 		r.dry.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
 	case apierrors.IsAlreadyExists(err):
 		res := r.e.Dynamic.Resource(gvr)
@@ -119,6 +121,22 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 			r.dry.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
+}
+
+// withoutData reports an item just made whose volume data the backup keeps
+// where Salvor cannot restore it from (Volumes.Elsewhere): an error, or a
+// warning when the restore asked for no volume data (restorePVs false).
+func (r *run) withoutData(it *entry, what, ns string) {
+	where, ok := r.elsewhere[it.kind.gr.Resource+"/"+it.namespace+"/"+it.name]
+	if !ok || it.kind.gr.Group != "" {
+		return
+	}
+	msg := fmt.Sprintf("%s: restored without its volume data, which the backup keeps %s; Salvor cannot restore that data (Velero's node agent can)", what, where)
+	if r.restore.Spec.RestorePVs != nil && !*r.restore.Spec.RestorePVs {
+		r.rec.Warning(ns, msg+"; restorePVs is false, so none was asked for")
+		return
+	}
+	r.rec.Error(ns, msg)
 }
 
 // Changes names the fields in which restoring obj would change live. The

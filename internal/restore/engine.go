@@ -60,6 +60,23 @@ type VolumeRestorer interface {
 	RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (restored *unstructured.Unstructured, ok bool, err error)
 }
 
+// Volumes is what a restore knows of the backup's volume data besides its
+// items.
+type Volumes struct {
+	// Restorer recreates snapshotted persistent volumes (nil: none).
+	Restorer VolumeRestorer
+	// Elsewhere are the items whose volume data the backup keeps where
+	// Salvor cannot restore it from, by "resource/namespace/name" in the
+	// backup, each with where (persistence.VeleroOnlyVolumes). One of them
+	// restored comes back without its data: an error of the restore, not
+	// a silently empty volume.
+	Elsewhere map[string]string
+	// ElsewhereUnread is why Elsewhere could not be read, if it could not:
+	// the restore goes on (a damaged record must not keep a cluster from
+	// its objects) and says that volumes may come back without data.
+	ElsewhereUnread error
+}
+
 // Progress is how far a restore has got.
 type Progress struct {
 	TotalItems    int
@@ -85,6 +102,8 @@ type run struct {
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
 	volumes  VolumeRestorer
+	// elsewhere is Volumes.Elsewhere.
+	elsewhere map[string]string
 	// clones maps a volume restored under a new name (its own was taken)
 	// to that name, for its claim.
 	clones sync.Map
@@ -129,11 +148,12 @@ type run struct {
 // Run restores restore's selection of the tarball. A tarball that fails its
 // checks is an error and creates nothing.
 func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
-	return e.RunWithVolumes(ctx, rs, tarball, nil, log, onProgress)
+	return e.RunWithVolumes(ctx, rs, tarball, Volumes{}, log, onProgress)
 }
 
-// RunWithVolumes is Run that recreates snapshotted volumes with volumes.
-func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, volumes VolumeRestorer, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+// RunWithVolumes is Run that knows the backup's volume data: it recreates
+// snapshotted volumes and reports items restored without their data.
+func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, volumes Volumes, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
 	// The run reads its own copy: the caller goes on writing progress into
 	// rs (and the API server's answer with it) while items are restored;
 	// a namespace mapping read half-written would restore into the
@@ -164,7 +184,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes,
+		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
@@ -178,6 +198,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	if err := r.read(tarball); err != nil {
 		return nil, err
+	}
+	if err := volumes.ElsewhereUnread; err != nil {
+		r.rec.RunError(fmt.Sprintf("Velero's records of where the backup keeps volume data could not be read, so restored claims and pods may lack data without an error of their own: %v", err))
 	}
 	for _, w := range UnmatchedNamespaces(rs.Spec, r.held) {
 		r.rec.RunWarning(w)

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -192,4 +195,107 @@ func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
 		names, err := store.ListBackups(context.Background())
 		return err == nil && len(names) == 0, fmt.Sprint(names, err)
 	})
+}
+
+// TestVeleroOnlyVolumeDataIsNotRestoredSilently restores a backup whose
+// volume data Velero kept where only its node agent reads it: a claim's
+// snapshot moved by its data mover, and a pod's emptyDir in its
+// file-system backup (kopia), as Velero's <name>-volumeinfo.json.gz
+// records them. Salvor cannot bring that data back, so a restore of those
+// items ends PartiallyFailed with an error naming each one and where its
+// data is; with --restore-volumes=false (no data asked for) they are
+// warnings; a restore that leaves them out is unaffected. A backup of
+// Velero before 1.13 records its file-system backups only in
+// <name>-podvolumebackups.json.gz, which is read when there is no volume
+// info. A damaged record is an error of the restore, which goes on.
+func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "db"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "db"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+			Volumes:    []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "db"}, Data: map[string]string{"k": "v"}})
+	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
+	c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
+
+	// What Velero writes beside such a backup (its field names).
+	put := func(file string, v any) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if err := json.NewEncoder(zw).Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		zw.Close()
+		if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db"+file, &buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("-volumeinfo.json.gz", []map[string]any{
+		{"pvcName": "data", "pvcNamespace": "db", "pvName": "pvc-1", "backupMethod": "CSISnapshot", "snapshotDataMoved": true, "result": "succeeded",
+			"snapshotDataMovementInfo": map[string]any{"dataMover": "velero", "uploaderType": "kopia"}},
+		{"pvName": "", "backupMethod": "PodVolumeBackup", "snapshotDataMoved": false, "result": "succeeded",
+			"pvbInfo": map[string]any{"podName": "web", "podNamespace": "db", "volumeName": "cache", "uploaderType": "kopia"}},
+	})
+
+	restore := func(name string, args ...string) *salvorv1.Restore {
+		// --wait exits non-zero for a restore that did not complete.
+		_, _ = c.salvor(t, append([]string{"restore", "create", name, "--from-backup", "db", "--wait"}, args...)...)
+		return c.waitRestore(t, name, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	}
+	rs := restore("all", "--namespace-mappings", "db:db2")
+	details := c.mustSalvor(t, "restore", "describe", "all", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 2 {
+		t.Errorf("restore of items whose data Velero kept: %+v\n%s", rs.Status, details)
+	}
+	for _, want := range []string{
+		"persistentvolumeclaims db/data: restored without its volume data, which the backup keeps in Velero's backup repository, moved there by data mover \"velero\"",
+		"pods db/web: restored without its volume data, which the backup keeps in Velero's file-system backup (\"kopia\", volume \"cache\" of pod db/web)",
+	} {
+		if !strings.Contains(details, want) {
+			t.Errorf("restore details lack %q:\n%s", want, details)
+		}
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "db2", Name: "data"}, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("the claim itself is restored: %v", err)
+	}
+
+	if rs := restore("no-data", "--namespace-mappings", "db:db3", "--restore-volumes=false"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 2 {
+		t.Errorf("restore asking for no volume data: %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "no-data", "--details"))
+	}
+	if rs := restore("config", "--namespace-mappings", "db:db4", "--include-resources", "configmaps"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 {
+		t.Errorf("restore leaving those items out: %+v", rs.Status)
+	}
+
+	// Without volume info: Velero's PodVolumeBackups (before 1.13).
+	if err := openObjectStore(t, cfg).DeleteObject(context.Background(), "backups", "backups/db/db-volumeinfo.json.gz"); err != nil {
+		t.Fatal(err)
+	}
+	put("-podvolumebackups.json.gz", []map[string]any{{
+		"apiVersion": "velero.io/v1", "kind": "PodVolumeBackup", "metadata": map[string]any{"name": "db-x1", "namespace": "velero"},
+		"spec":   map[string]any{"pod": map[string]any{"kind": "Pod", "namespace": "db", "name": "web"}, "volume": "cache", "uploaderType": "restic"},
+		"status": map[string]any{"phase": "Completed"},
+	}})
+	rs = restore("old", "--namespace-mappings", "db:db5")
+	if details := c.mustSalvor(t, "restore", "describe", "old", "--details"); rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 1 ||
+		!strings.Contains(details, "pods db/web: restored without its volume data, which the backup keeps in Velero's file-system backup (\"restic\", volume \"cache\" of pod db/web)") {
+		t.Errorf("restore of a pod Velero's file-system backup kept: %+v\n%s", rs.Status, details)
+	}
+
+	// A damaged record keeps no one from their objects, and is said.
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db-volumeinfo.json.gz", strings.NewReader("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	rs = restore("damaged", "--namespace-mappings", "db:db6")
+	if details := c.mustSalvor(t, "restore", "describe", "damaged", "--details"); rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 1 ||
+		rs.Status.Progress.ItemsRestored != 4 || !strings.Contains(details, "Velero's records of where the backup keeps volume data could not be read") {
+		t.Errorf("restore with a damaged volume info file: %+v\n%s", rs.Status, details)
+	}
 }

@@ -1,0 +1,79 @@
+package persistence
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"maps"
+	"testing"
+)
+
+// TestVeleroOnlyVolumes reads Velero's records of a backup's volume data:
+// only data kept by its file-system backup or moved by its data mover is
+// out of Salvor's reach; skipped and failed volumes, snapshots left in
+// place and native snapshots are not. The records stay when a run's files
+// are removed: a run never writes them.
+func TestVeleroOnlyVolumes(t *testing.T) {
+	ctx := context.Background()
+	const volumeInfo = `[
+ {"pvcName":"moved","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"acme"}},
+ {"pvcName":"inplace","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":false,"result":"succeeded"},
+ {"pvcName":"native","pvcNamespace":"a","backupMethod":"NativeSnapshot","result":"succeeded"},
+ {"pvcName":"skipped","pvcNamespace":"a","skipped":true,"skippedReason":"no snapshot"},
+ {"pvcName":"failed","pvcNamespace":"a","backupMethod":"PodVolumeBackup","result":"failed","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"v"}},
+ {"pvcName":"claim","pvcNamespace":"a","backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"data","uploaderType":"kopia"}},
+ {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"scratch","uploaderType":"kopia"}}
+]`
+	const podVolumeBackups = `[
+ {"spec":{"pod":{"namespace":"b","name":"q"},"volume":"data"},"status":{"phase":"Completed"}},
+ {"spec":{"pod":{"namespace":"b","name":"r"},"volume":"data"},"status":{"phase":"Failed"}}
+]`
+	for _, tc := range []struct {
+		name  string
+		files map[File]string
+		want  map[string]string
+	}{
+		{"salvor", nil, map[string]string{}},
+		{"volumeinfo", map[File]string{VolumeInfoFile: volumeInfo, PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
+			"persistentvolumeclaims/a/moved": `in Velero's backup repository, moved there by data mover "acme"`,
+			"persistentvolumeclaims/a/claim": `in Velero's file-system backup ("kopia", volume "data" of pod a/p)`,
+			"pods/a/p":                       `in Velero's file-system backup ("kopia", volume "scratch" of pod a/p)`,
+		}},
+		{"podvolumebackups", map[File]string{PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
+			"pods/b/q": `in Velero's file-system backup (restic, volume "data" of pod b/q)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, fs := newStore(t, "")
+			for f, body := range tc.files {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write([]byte(body))
+				zw.Close()
+				if err := fs.PutObject(ctx, "bkt", s.BackupFile(tc.name, f), &buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.VeleroOnlyVolumes(ctx, tc.name)
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Errorf("VeleroOnlyVolumes = %v, %v; want %v", got, err, tc.want)
+			}
+			if err := s.ClaimName(ctx, tc.name, "uid"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteRunFiles(ctx, tc.name, "uid"); err != nil {
+				t.Fatal(err)
+			}
+			if keys, _ := fs.ListObjectsWithContext(ctx, "bkt", "backups/"+tc.name+"/"); len(keys) != len(tc.files) {
+				t.Errorf("after removing a run's files: %v; Velero's records must stay", keys)
+			}
+		})
+	}
+	s, fs := newStore(t, "")
+	if err := fs.PutObject(ctx, "bkt", s.BackupFile("bad", VolumeInfoFile), bytes.NewReader([]byte("not gzip"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.VeleroOnlyVolumes(ctx, "bad"); err == nil {
+		t.Error("an unreadable volume info file read as none")
+	}
+}
