@@ -340,10 +340,6 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	if !ok || len(snaps) == 0 {
 		return nil, nil
 	}
-	snap, err := r.Locations.Snapshotter(ctx, snaps[0].Spec.Location)
-	if err != nil {
-		return nil, err
-	}
 	byPV := map[string]backup.VolumeSnapshot{}
 	for _, s := range snaps {
 		byPV[s.Spec.PersistentVolumeName] = s
@@ -354,7 +350,8 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	}
 	// A copy: rs takes the API server's answers to progress updates while
 	// volumes are restored.
-	return &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, snap: snap, timeout: timeout}, nil
+	return &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, locations: r.Locations, timeout: timeout,
+		snapshotter: map[string]*backup.Snapshotter{}}, nil
 }
 
 // observeRestoreEnd counts a restore that has ended.

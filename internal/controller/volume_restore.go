@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,19 +22,49 @@ import (
 // volumeRestorer recreates volumes with CreateVolumeFromSnapshot, follows
 // the copy through Progress with the new volume's ID as the operation ID (a
 // Salvor extension), and shows it in a VolumePluginRestore.
+//
+// Each snapshot is restored through its own location's snapshotter (a
+// Velero backup may hold snapshots of several), found when a volume of it
+// is first restored: a location that is missing fails only its volumes,
+// and a restore that restores no volume needs none.
 type volumeRestorer struct {
-	c       client.Client
-	restore *salvorv1.Restore
-	backup  *salvorv1.Backup
-	snaps   map[string]backup.VolumeSnapshot
-	snap    *backup.Snapshotter
-	timeout time.Duration
+	c         client.Client
+	restore   *salvorv1.Restore
+	backup    *salvorv1.Backup
+	snaps     map[string]backup.VolumeSnapshot
+	locations *Locations
+	timeout   time.Duration
+
+	mu          sync.Mutex
+	snapshotter map[string]*backup.Snapshotter
+}
+
+// snapshotterOf returns the snapshotter of a snapshot's location.
+func (v *volumeRestorer) snapshotterOf(ctx context.Context, s backup.VolumeSnapshot) (*backup.Snapshotter, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if snap := v.snapshotter[s.Spec.Location]; snap != nil {
+		return snap, nil
+	}
+	snap, err := v.locations.Snapshotter(ctx, s.Spec.Location)
+	if err == nil && snap == nil {
+		err = errors.New("the backup names no volume snapshot location for it and the cluster has no default one")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", s.Status.ProviderSnapshotID, err)
+	}
+	v.snapshotter[s.Spec.Location] = snap
+	return snap, nil
 }
 
 func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
 	s, ok := v.snaps[pv.GetName()]
-	if !ok || v.snap == nil || s.Status.Phase != "Completed" {
+	if !ok || s.Status.Phase != "Completed" {
 		return nil, false, nil
+	}
+	snap, err := v.snapshotterOf(ctx, s)
+	if err != nil {
+		return nil, false, err
 	}
 	// The VolumePluginRestore is named for the restore and the volume, and
 	// records the new volume's ID as soon as there is one: a restore run
@@ -43,9 +74,9 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	vpr := &salvorv1.VolumePluginRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: v.restore.Name + "-" + hex.EncodeToString(sum[:4]), Namespace: v.restore.Namespace,
 			Labels: map[string]string{salvorv1.RestoreNameLabel: v.restore.Name}},
-		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: v.snap.Provider},
+		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: snap.Provider},
 	}
-	err := v.c.Create(ctx, vpr)
+	err = v.c.Create(ctx, vpr)
 	if apierrors.IsAlreadyExists(err) {
 		err = v.c.Get(ctx, client.ObjectKeyFromObject(vpr), vpr)
 	}
@@ -63,20 +94,20 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	}
 	volumeID := vpr.Status.VolumeID
 	if volumeID != "" && vpr.Status.Phase == "Completed" {
-		updated, err := v.snap.VS.SetVolumeID(ctx, pv, volumeID)
+		updated, err := snap.VS.SetVolumeID(ctx, pv, volumeID)
 		if err != nil {
 			return nil, false, fmt.Errorf("SetVolumeID %s: %w", volumeID, err)
 		}
 		return updated, true, nil
 	}
 	if volumeID != "" {
-		if _, err := v.snap.VS.Progress(ctx, volumeID); err != nil && !errors.Is(err, host.ErrNotSupported) {
+		if _, err := snap.VS.Progress(ctx, volumeID); err != nil && !errors.Is(err, host.ErrNotSupported) {
 			// The copy cannot be followed: start a new one.
 			volumeID = ""
 		}
 	}
 	if volumeID == "" {
-		id, err := v.snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
+		id, err := snap.VS.CreateVolumeFromSnapshot(ctx, s.Status.ProviderSnapshotID, s.Spec.VolumeType, s.Spec.VolumeAZ, s.Spec.VolumeIOPS)
 		if err != nil {
 			err = fmt.Errorf("CreateVolumeFromSnapshot of snapshot %s: %w", s.Status.ProviderSnapshotID, err)
 			end("Failed", err.Error())
@@ -91,11 +122,11 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	}
 	deadline := time.Now().Add(v.timeout)
 	for {
-		p, err := v.snap.VS.Progress(ctx, volumeID)
+		p, err := snap.VS.Progress(ctx, volumeID)
 		done := errors.Is(err, host.ErrNotSupported) // a v1 snapshotter's volume is ready when created
 		if err != nil && !done {
 			if ctx.Err() != nil {
-				_ = v.snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+				_ = snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
 				end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
 				return nil, false, ctx.Err()
 			}
@@ -126,20 +157,20 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 		}
 		_ = v.c.Status().Update(ctx, vpr)
 		if time.Now().After(deadline) {
-			_ = v.snap.VS.Cancel(ctx, volumeID)
+			_ = snap.VS.Cancel(ctx, volumeID)
 			err := fmt.Errorf("volume %s from snapshot %s timed out after %s", volumeID, s.Status.ProviderSnapshotID, v.timeout)
 			end("Failed", err.Error()+"; the copy was cancelled")
 			return nil, false, err
 		}
 		select {
 		case <-ctx.Done():
-			_ = v.snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+			_ = snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
 			end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
 			return nil, false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	updated, err := v.snap.VS.SetVolumeID(ctx, pv, volumeID)
+	updated, err := snap.VS.SetVolumeID(ctx, pv, volumeID)
 	if err != nil {
 		return nil, false, fmt.Errorf("SetVolumeID %s: %w", volumeID, err)
 	}

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -297,5 +298,94 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 	if details := c.mustSalvor(t, "restore", "describe", "damaged", "--details"); rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 1 ||
 		rs.Status.Progress.ItemsRestored != 4 || !strings.Contains(details, "Velero's records of where the backup keeps volume data could not be read") {
 		t.Errorf("restore with a damaged volume info file: %+v\n%s", rs.Status, details)
+	}
+}
+
+// TestSnapshotsRestoreThroughTheirOwnLocations restores a backup whose
+// volume snapshots are in two snapshot locations (as a Velero backup's
+// may be, one per provider): each volume is made through its own
+// location's snapshotter (the plugin names the new volume after the
+// location's region). Then one location is deleted: a restore that asks
+// for no volumes does not need it, and one that does fails only the
+// volume whose location is gone, naming it.
+func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
+	plugins := veleroPlugin(t)
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", plugins)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.mustSalvor(t, "snapshot-location", "create", "eu", "--provider", "compat.velero.io/vs", "--config", "region=eu", "--default")
+	c.mustSalvor(t, "snapshot-location", "create", "us", "--provider", "compat.velero.io/vs", "--config", "region=us")
+	disk := func(name string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.example", VolumeHandle: name}},
+		}}
+	}
+	c.create(t, disk("d-eu"), disk("d-us"))
+	c.mustSalvor(t, "backup", "create", "two", "--include-resources", "persistentvolumes", "--include-cluster-resources", "--wait")
+	if b := c.getBackup(t, "two"); b.Status.VolumeSnapshotsCompleted != 2 {
+		t.Fatalf("backup status %+v", b.Status)
+	}
+	// Salvor takes a backup's snapshots in one location; file d-us's
+	// under the other, as a backup of several would.
+	store := openStore(t, cfg)
+	var snaps []map[string]any
+	if ok, err := store.GetVolumeSnapshots(context.Background(), "two", &snaps); !ok || err != nil || len(snaps) != 2 {
+		t.Fatalf("volume snapshots %v, %v, %v", snaps, ok, err)
+	}
+	for _, s := range snaps {
+		if pv, _, _ := unstructured.NestedString(s, "spec", "persistentVolumeName"); pv == "d-us" {
+			_ = unstructured.SetNestedField(s, "us", "spec", "location")
+		}
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(snaps); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/two/two-volumesnapshots.json.gz", &buf); err != nil {
+		t.Fatal(err)
+	}
+
+	gone := func() {
+		c.deleteForGood(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "d-eu"}}, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "d-us"}})
+	}
+	handle := func(name string) string {
+		pv := &corev1.PersistentVolume{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Name: name}, pv); err != nil {
+			return err.Error()
+		}
+		return pv.Spec.CSI.VolumeHandle
+	}
+	gone()
+	c.mustSalvor(t, "restore", "create", "both", "--from-backup", "two", "--restore-volumes", "--wait")
+	if rs := c.getRestore(t, "both"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Fatalf("restore status %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "both", "--details"))
+	}
+	if eu, us := handle("d-eu"), handle("d-us"); !strings.HasSuffix(eu, "-eu") || !strings.HasSuffix(us, "-us") {
+		t.Errorf("restored volumes %q and %q: each should be made in its own location's region", eu, us)
+	}
+
+	gone()
+	c.mustSalvor(t, "snapshot-location", "delete", "us", "--force")
+	c.mustSalvor(t, "restore", "create", "objects", "--from-backup", "two", "--restore-volumes=false", "--wait")
+	if rs := c.getRestore(t, "objects"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Errorf("a restore of no volumes needs no snapshot location: %+v", rs.Status)
+	}
+	gone()
+	_, _ = c.salvor(t, "restore", "create", "one-gone", "--from-backup", "two", "--restore-volumes", "--wait")
+	rs := c.waitRestore(t, "one-gone", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	details := c.mustSalvor(t, "restore", "describe", "one-gone", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 1 || !strings.Contains(details, `volume snapshot location "us" does not exist`) {
+		t.Errorf("restore with one snapshot location gone: %+v\n%s", rs.Status, details)
+	}
+	if eu := handle("d-eu"); !strings.HasSuffix(eu, "-eu") {
+		t.Errorf("the volume whose location is there: %q", eu)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "d-us"}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the volume whose snapshot location is gone was made anyway: %v", err)
 	}
 }
