@@ -38,6 +38,9 @@ var (
 	restore = &api.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r1"}}
 )
 
+// TestVeleroPluginIsDiscovered lists the Velero-framework plugin's kinds:
+// all Salvor runs, and not its ItemBlockAction, a kind Salvor does not run
+// (the binary is still used for the others).
 func TestVeleroPluginIsDiscovered(t *testing.T) {
 	m := manager(t, veleroDir)
 	got := map[string]kind.Kind{}
