@@ -113,13 +113,16 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 	for _, name := range names {
 		if b := have[name]; b != nil {
 			// A synced backup whose status was not written yet (the server
-			// stopped in between) gets it now.
-			if b.Annotations[salvorv1.SyncedAnnotation] != "" && b.Status.Phase == "" {
-				if stored, err := store.GetBackup(ctx, name); err == nil {
-					b.Status = stored.Status
+			// stopped in between) gets it now, and one its writer has not
+			// finished (Velero uploads a backup waiting for its operations,
+			// and again when it ends) follows what the writer stores.
+			if b.Annotations[salvorv1.SyncedAnnotation] != "" && !terminal(b.Status.Phase) {
+				if stored, err := store.GetBackup(ctx, name); err == nil && syncedStatus(stored).Phase != b.Status.Phase {
+					b.Status = syncedStatus(stored)
 					if err := updateStatus(ctx, r.Client, b); err != nil {
 						return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 					}
+					r.Log.Info("a synced backup changed in its location", "location", bsl.Name, "backup", name, "phase", b.Status.Phase)
 				}
 			}
 			continue
@@ -156,10 +159,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		if err := r.Client.Create(ctx, b); err != nil {
 			return unreadable, fmt.Errorf("creating synced backup %s: %w", name, err)
 		}
-		b.Status = stored.Status
-		if b.Status.Phase == "" {
-			b.Status.Phase = salvorv1.BackupPhaseCompleted
-		}
+		b.Status = syncedStatus(stored)
 		if err := updateStatus(ctx, r.Client, b); err != nil {
 			return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 		}
@@ -167,6 +167,17 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		r.Log.Info("synced a backup from its location", "location", bsl.Name, "backup", name)
 	}
 	return unreadable, nil
+}
+
+// syncedStatus is the status of a Backup synced from stored metadata: a
+// whole backup whose metadata records no phase (an old writer's) is
+// Completed.
+func syncedStatus(stored *salvorv1.Backup) salvorv1.BackupStatus {
+	st := stored.Status
+	if st.Phase == "" {
+		st.Phase = salvorv1.BackupPhaseCompleted
+	}
+	return st
 }
 
 // keys makes sure an encrypted location has its keys, adds one when a

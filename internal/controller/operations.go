@@ -275,7 +275,12 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.DeletionTimestamp != nil || (!waitingPhase(b.Status.Phase) && !finalizingPhase(b.Status.Phase)) {
+	// A synced backup's operations are its writer's (another cluster's
+	// Velero or Salvor): following them here would call plugins about
+	// operations this server never started and write over the writer's
+	// files. Its status follows the location instead (sync).
+	if b.DeletionTimestamp != nil || b.Annotations[salvorv1.SyncedAnnotation] != "" ||
+		(!waitingPhase(b.Status.Phase) && !finalizingPhase(b.Status.Phase)) {
 		r.forget(key)
 		return ctrl.Result{}, nil
 	}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1118,5 +1121,106 @@ func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
 	rs := c.waitRestore(t, "rresume", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.RestoreItemOperationsCompleted != 1 {
 		t.Fatalf("restore after the object store came back: phase %s (%s), %+v", rs.Status.Phase, rs.Status.FailureReason, rs.Status)
+	}
+}
+
+// TestFaultSharedBucketAnotherWritersBackupInFlight: Velero uploads a
+// backup's metadata when its first pass ends, while its plugin operations
+// still run, and again when they end. Another cluster's server syncing
+// that location must leave the backup to its writer — no Progress or
+// Cancel about operations it never started, no finalizing, not a byte
+// written — and show it as the writer stores it: waiting (not
+// restorable), then Completed (restorable).
+func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
+	minio := testbed.StartMinIO(t, "shared")
+	a, b := startCluster(t), startCluster(t)
+	a.startServer(t)
+	cfg := a.s3Location(t, minio, "primary", "shared", true)
+	a.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}, Data: map[string]string{"k": "v"}})
+	a.mustSalvor(t, "backup", "create", "nightly", "--include-namespaces", "app", "--wait")
+	a.waitBackup(t, "nightly", salvorv1.BackupPhaseCompleted)
+	a.killServers()
+
+	// The backup as Velero leaves it between its passes: its metadata
+	// says it waits for an operation of Velero's CSI plugin.
+	raw := openObjectStore(t, cfg)
+	ctx := context.Background()
+	get := func(key string) []byte {
+		rc, err := raw.GetObject(ctx, "shared", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		data, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	put := func(key string, data []byte) {
+		if err := raw.PutObject(ctx, "shared", key, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const dir = "backups/nightly/"
+	withPhase := func(phase string) []byte {
+		md := map[string]any{}
+		if err := json.Unmarshal(get(dir+"velero-backup.json"), &md); err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(md, phase, "status", "phase")
+		out, _ := json.Marshal(md)
+		return out
+	}
+	for _, f := range []string{"salvor-backup.json", "nightly-salvor-owner.json", "nightly-salvor-manifest.json.gz"} {
+		if err := raw.DeleteObject(ctx, "shared", dir+f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := withPhase("WaitingForPluginOperations")
+	put(dir+"velero-backup.json", waiting)
+	var ops bytes.Buffer
+	zw := gzip.NewWriter(&ops)
+	_ = json.NewEncoder(zw).Encode([]map[string]any{{
+		"spec": map[string]any{"backupName": "nightly", "backupItemAction": "velero.io/csi-pvc-backupper", "operationID": "app/data/vs-1",
+			"resourceIdentifier": map[string]any{"group": "", "resource": "persistentvolumeclaims", "namespace": "app", "name": "data"}},
+		"status": map[string]any{"phase": "InProgress"},
+	}})
+	zw.Close()
+	opsBytes := ops.Bytes()
+	put(dir+"nightly-itemoperations.json.gz", opsBytes)
+	keysBefore, err := raw.ListObjects(ctx, "shared", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b.startServer(t, "--item-operation-sync-frequency", "1s")
+	b.s3Location(t, minio, "primary", "shared", true)
+	b.waitBackup(t, "nightly", salvorv1.BackupPhaseWaitingForPluginOperations)
+	holds(t, "B leaves the in-flight backup to its writer", 6*time.Second, func() (bool, string) {
+		keys, err := raw.ListObjects(ctx, "shared", dir)
+		if err != nil || !slices.Equal(keys, keysBefore) {
+			return false, fmt.Sprintf("files %v (were %v), %v", keys, keysBefore, err)
+		}
+		if md, o := get(dir+"velero-backup.json"), get(dir+"nightly-itemoperations.json.gz"); !bytes.Equal(md, waiting) || !bytes.Equal(o, opsBytes) {
+			return false, "B wrote over the writer's metadata or operations:\n" + string(md)
+		}
+		phase := b.getBackup(t, "nightly").Status.Phase
+		return phase == salvorv1.BackupPhaseWaitingForPluginOperations, string(phase)
+	})
+	_, _ = b.salvor(t, "restore", "create", "early", "--from-backup", "nightly")
+	if rs := b.waitRestore(t, "early", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "only a Completed or PartiallyFailed backup can be restored") {
+		t.Errorf("a restore of a backup still waiting for its operations: %+v", rs.Status)
+	}
+
+	// The writer ends it.
+	put(dir+"velero-backup.json", withPhase("Completed"))
+	b.waitBackup(t, "nightly", salvorv1.BackupPhaseCompleted)
+	b.mustSalvor(t, "restore", "create", "late", "--from-backup", "nightly", "--namespace-mappings", "app:app2", "--wait")
+	got := &corev1.ConfigMap{}
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: "app2", Name: "settings"}, got); err != nil || got.Data["k"] != "v" {
+		t.Errorf("restored from the finished backup: %v, %v", got.Data, err)
 	}
 }
