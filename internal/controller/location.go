@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -91,7 +93,8 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // sync creates in the cluster the backups the location holds that the
-// cluster lacks.
+// cluster lacks, keeps the synced ones' unfinished phases up to date, and
+// removes the synced ones the location no longer holds.
 // It returns the backups it could not read, saying why.
 func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (unreadable []string, err error) {
 	store, err := r.Locations.Store(ctx, bsl)
@@ -166,7 +169,28 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		r.syncProgressResources(ctx, store, b)
 		r.Log.Info("synced a backup from its location", "location", bsl.Name, "backup", name)
 	}
-	return unreadable, nil
+	return unreadable, r.dropGone(ctx, bsl, names, have)
+}
+
+// dropGone removes the Backup objects synced from the location whose
+// backups are no longer there (their writer deleted them). Only the object
+// goes: its finalizer is taken off first, so that nothing under its name
+// is deleted — a backup written there again under the name is not its own.
+func (r *LocationReconciler) dropGone(ctx context.Context, bsl *salvorv1.BackupStorageLocation, names []string, have map[string]*salvorv1.Backup) error {
+	for name, b := range have {
+		if b.Annotations[salvorv1.SyncedAnnotation] != bsl.Name || b.DeletionTimestamp != nil || slices.Contains(names, name) {
+			continue
+		}
+		controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
+		if err := r.Client.Update(ctx, b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if err := r.Client.Delete(ctx, b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		r.Log.Info("a synced backup is gone from its location: its Backup object is removed, nothing in the location is touched", "location", bsl.Name, "backup", name)
+	}
+	return nil
 }
 
 // syncedStatus is the status of a Backup synced from stored metadata: a

@@ -1130,7 +1130,8 @@ func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
 // that location must leave the backup to its writer — no Progress or
 // Cancel about operations it never started, no finalizing, not a byte
 // written — and show it as the writer stores it: waiting (not
-// restorable), then Completed (restorable).
+// restorable), then Completed (restorable). When the writer deletes it,
+// the synced Backup object goes, and only the object.
 func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
 	minio := testbed.StartMinIO(t, "shared")
 	a, b := startCluster(t), startCluster(t)
@@ -1222,5 +1223,22 @@ func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
 	got := &corev1.ConfigMap{}
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: "app2", Name: "settings"}, got); err != nil || got.Data["k"] != "v" {
 		t.Errorf("restored from the finished backup: %v, %v", got.Data, err)
+	}
+
+	// The writer deletes it (metadata first, as both writers do), and
+	// writes a new backup under the name at once: B's Backup object goes,
+	// and nothing of the new one with it.
+	completed := get(dir + "velero-backup.json")
+	if err := raw.DeleteObject(ctx, "shared", dir+"velero-backup.json"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "B's synced Backup gone with its backup", time.Minute, func() (bool, string) {
+		err := b.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "nightly"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	put(dir+"velero-backup.json", completed)
+	b.waitBackup(t, "nightly", salvorv1.BackupPhaseCompleted)
+	if keys, err := raw.ListObjects(ctx, "shared", dir); err != nil || len(keys) != len(keysBefore) {
+		t.Errorf("the new backup's files: %v (the old one's were %v), %v", keys, keysBefore, err)
 	}
 }
