@@ -33,6 +33,13 @@
 // another worker restores it is waited for, unless that worker is itself
 // waiting on the asker (a cycle of additional items), which would never end.
 //
+// # Volume data
+//
+// A persistent volume with a snapshot is made from it (Volumes.Restorer);
+// a claim or pod whose data the backup keeps where Salvor cannot restore it
+// from (Velero's file-system backup or data mover: Volumes.Elsewhere) is
+// an error of the restore when made, never a silently empty volume.
+//
 // # Files
 //
 // One job each: engine.go runs a restore tier by tier; validate.go checks a
