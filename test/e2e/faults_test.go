@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1181,15 +1180,11 @@ func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
 	}
 	waiting := withPhase("WaitingForPluginOperations")
 	put(dir+"velero-backup.json", waiting)
-	var ops bytes.Buffer
-	zw := gzip.NewWriter(&ops)
-	_ = json.NewEncoder(zw).Encode([]map[string]any{{
+	opsBytes := gzJSON(t, []map[string]any{{
 		"spec": map[string]any{"backupName": "nightly", "backupItemAction": "velero.io/csi-pvc-backupper", "operationID": "app/data/vs-1",
 			"resourceIdentifier": map[string]any{"group": "", "resource": "persistentvolumeclaims", "namespace": "app", "name": "data"}},
 		"status": map[string]any{"phase": "InProgress"},
 	}})
-	zw.Close()
-	opsBytes := ops.Bytes()
 	put(dir+"nightly-itemoperations.json.gz", opsBytes)
 	keysBefore, err := raw.ListObjects(ctx, "shared", dir)
 	if err != nil {

@@ -229,13 +229,7 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 
 	// What Velero writes beside such a backup (its field names).
 	put := func(file string, v any) {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		if err := json.NewEncoder(zw).Encode(v); err != nil {
-			t.Fatal(err)
-		}
-		zw.Close()
-		if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db"+file, &buf); err != nil {
+		if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db"+file, bytes.NewReader(gzJSON(t, v))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,13 +334,7 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 			_ = unstructured.SetNestedField(s, "us", "spec", "location")
 		}
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(snaps); err != nil {
-		t.Fatal(err)
-	}
-	zw.Close()
-	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/two/two-volumesnapshots.json.gz", &buf); err != nil {
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/two/two-volumesnapshots.json.gz", bytes.NewReader(gzJSON(t, snaps))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -388,4 +376,18 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "d-us"}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the volume whose snapshot location is gone was made anyway: %v", err)
 	}
+}
+
+// gzJSON is v as a gzip'd JSON file, as a backup's files are kept.
+func gzJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
