@@ -253,10 +253,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	var volumes restore.Volumes
-	if !rs.Spec.DryRun {
-		volumes.Restorer, err = r.volumes(ctx, store, rs, b)
-	}
+	volumes, err := r.volumes(ctx, store, rs, b)
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
 		return
@@ -330,19 +327,21 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 	return store.PutRestoreJSON(ctx, rs.Name, persistence.ItemOperationsFile, ops)
 }
 
-// volumes returns what restores the backup's snapshotted volumes, or nil.
-func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup) (restore.VolumeRestorer, error) {
+// volumes reads what the backup holds of its volumes' data: their
+// snapshots, and what restores them (none in a dry run).
+func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup) (restore.Volumes, error) {
 	var snaps []backup.VolumeSnapshot
-	ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps)
-	if err != nil {
-		return nil, fmt.Errorf("reading the volume snapshots of backup %s: %w", b.Name, err)
+	if _, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil {
+		return restore.Volumes{}, fmt.Errorf("reading the volume snapshots of backup %s: %w", b.Name, err)
 	}
-	if !ok || len(snaps) == 0 {
-		return nil, nil
-	}
+	v := restore.Volumes{Snapshotted: map[string]bool{}}
 	byPV := map[string]backup.VolumeSnapshot{}
 	for _, s := range snaps {
 		byPV[s.Spec.PersistentVolumeName] = s
+		v.Snapshotted[s.Spec.PersistentVolumeName] = true
+	}
+	if len(snaps) == 0 || rs.Spec.DryRun {
+		return v, nil
 	}
 	timeout := rs.Spec.ItemOperationTimeout.Duration
 	if timeout <= 0 {
@@ -350,8 +349,9 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	}
 	// A copy: rs takes the API server's answers to progress updates while
 	// volumes are restored.
-	return &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, locations: r.Locations, timeout: timeout,
-		snapshotter: map[string]*backup.Snapshotter{}}, nil
+	v.Restorer = &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, locations: r.Locations, timeout: timeout,
+		snapshotter: map[string]*backup.Snapshotter{}}
+	return v, nil
 }
 
 // observeRestoreEnd counts a restore that has ended.

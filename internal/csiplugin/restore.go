@@ -17,18 +17,11 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
 )
-
-// bindingAnnotations are what the control plane wrote on a claim when it
-// bound it; a claim restored from a snapshot is bound anew.
-var bindingAnnotations = []string{
-	"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
-	"volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
-	"volume.kubernetes.io/selected-node",
-}
 
 // RestoreAction brings back claims from their CSI snapshots. For a
 // VolumeSnapshot of the backup it makes a pre-provisioned
@@ -92,12 +85,7 @@ func (a *RestoreAction) claim(_ context.Context, claim *unstructured.Unstructure
 	source := map[string]any{"apiGroup": csi.Group, "kind": "VolumeSnapshot", "name": vs}
 	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSource")
 	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSourceRef")
-	unstructured.RemoveNestedField(claim.Object, "spec", "volumeName")
-	annotations := claim.GetAnnotations()
-	for _, k := range bindingAnnotations {
-		delete(annotations, k)
-	}
-	claim.SetAnnotations(annotations)
+	resources.UnbindClaim(claim) // bound anew, to the volume made from the snapshot
 	out := sdk.NewRestoreItemActionExecuteOutput(claim)
 	out.AdditionalItems = []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: claim.GetNamespace(), Name: vs}}
 	out.WaitForAdditionalItems = true

@@ -65,6 +65,10 @@ type VolumeRestorer interface {
 type Volumes struct {
 	// Restorer recreates snapshotted persistent volumes (nil: none).
 	Restorer VolumeRestorer
+	// Snapshotted are the persistent volumes, by name, that the backup
+	// holds a snapshot of (whether or not this restore makes them from
+	// it): the others with reclaim policy Delete are provisioned anew.
+	Snapshotted map[string]bool
 	// Elsewhere are the items whose volume data the backup keeps where
 	// Salvor cannot restore it from, by "resource/namespace/name" in the
 	// backup, each with where (persistence.VeleroOnlyVolumes). One of them
@@ -102,8 +106,12 @@ type run struct {
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
 	volumes  VolumeRestorer
-	// elsewhere is Volumes.Elsewhere.
-	elsewhere map[string]string
+	// elsewhere and snapshotted are Volumes'.
+	elsewhere   map[string]string
+	snapshotted map[string]bool
+	// anew are the volumes left out so that their claims are provisioned
+	// anew (provisionAnew), by name.
+	anew sync.Map
 	// clones maps a volume restored under a new name (its own was taken)
 	// to that name, for its claim.
 	clones sync.Map
@@ -184,7 +192,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere,
+		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone

@@ -13,6 +13,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -137,6 +138,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			if clone, ok := r.clones.Load(pv); ok {
 				_ = unstructured.SetNestedField(obj.Object, clone.(string), "spec", "volumeName")
 			}
+			if _, ok := r.anew.Load(pv); ok {
+				resources.UnbindClaim(obj)
+			}
 		}
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
@@ -144,6 +148,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		// or the claim restored there could never bind to it.
 		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
 			_ = unstructured.SetNestedField(obj.Object, r.targetNamespace(ns), "spec", "claimRef", "namespace")
+		}
+		if r.provisionAnew(ctx, it, obj, what) {
+			return
 		}
 	}
 	for _, act := range r.actions {

@@ -11,7 +11,51 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/zeebo/xxh3"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
+
+var pvResource = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+
+// provisionAnew tells whether a persistent volume is left out so that its
+// claim is provisioned anew, as Velero does: it has no snapshot to be made
+// from and its reclaim policy is Delete, so its storage went when its claim
+// was deleted, and the volume restored as it was would point at nothing (or,
+// in a namespace copied beside the original, at the original's storage). A
+// volume the cluster still has, bound to the claim this restore makes, is
+// not left out: it is that claim's own, live. pv's claim reference is
+// already mapped.
+func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Unstructured, what string) bool {
+	if r.snapshotted[it.name] {
+		return false
+	}
+	if policy, _, _ := unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy"); policy != "Delete" {
+		return false
+	}
+	claimNS, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
+	claim, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
+	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, it.name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		ns, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "namespace")
+		name, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "name")
+		if ns == claimNS && name == claim {
+			return false
+		}
+	case !apierrors.IsNotFound(err):
+		r.rec.Warning("", fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); restored as it was backed up", what, err))
+		return false
+	}
+	r.anew.Store(it.name, true)
+	why := "no snapshot, and its reclaim policy is Delete: its storage went with its claim"
+	if claim != "" {
+		why += ", so claim " + claimNS + "/" + claim + " is provisioned anew"
+	}
+	r.log.Info("not restored: "+why, "item", what)
+	r.restored.Add(1)
+	r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, why)
+	return true
+}
 
 // cloneIfTaken renames a volume made from a snapshot for a claim restored
 // into another namespace when a volume of its name is still in the
@@ -22,8 +66,7 @@ func (r *run) cloneIfTaken(ctx context.Context, it *entry, pv *unstructured.Unst
 	if ns == "" || r.backupNamespaceOf(ns) == ns {
 		return // not mapped: the claim is the original's
 	}
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
-	if _, err := r.e.Dynamic.Resource(gvr).Get(ctx, pv.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := r.e.Dynamic.Resource(pvResource).Get(ctx, pv.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		if err != nil {
 			r.rec.Warning("", fmt.Sprintf("%s: could not tell whether its name is taken: %v", what, err))
 			return

@@ -522,3 +522,57 @@ func TestSalvorCSIBackupRestoresWithVelero(t *testing.T) {
 		t.Errorf("Velero restored the backed-up volume %s too: %v", oldVolume, err)
 	}
 }
+
+// TestClaimWithoutSnapshotIsProvisionedAnew: a claim backed up without a
+// snapshot (snapshotVolumes false), whose dynamically provisioned volume
+// has reclaim policy Delete. Copied beside the original, the copy gets a
+// volume of its own instead of a claim on the original's; restored after
+// its namespace is deleted (and the driver deleted its storage), it gets a
+// new volume instead of a volume object pointing at storage that is gone.
+// The volume object is not restored either time; a restore over the live
+// namespace leaves the claim and its live volume as they are.
+func TestClaimWithoutSnapshotIsProvisionedAnew(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, cfg := csiCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, csiClaim("plain", "data", csi.StorageClass))
+	old := c.boundVolume(t, "plain", "data")
+	c.mustSalvor(t, "backup", "create", "plain", "--include-namespaces", "plain", "--snapshot-volumes=false", "--wait")
+	if items := tarball(t, openStore(t, cfg), "plain"); items["persistentvolumes//"+old] == nil {
+		t.Fatalf("the backup lacks the claim's volume %s: %v", old, sortedKeys(items))
+	}
+
+	c.mustSalvor(t, "restore", "create", "over", "--from-backup", "plain", "--wait")
+	// (The test plugins annotate what they back up, so the live objects
+	// differ from the backup in their annotations, and only there.)
+	if rs, desc := c.getRestore(t, "over"), c.mustSalvor(t, "restore", "describe", "over", "--details"); rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
+		strings.Contains(desc, "spec") || !strings.Contains(desc, "persistentvolumes "+old+" already exists") {
+		t.Errorf("restore over the live namespace: %+v\n%s", rs.Status, desc)
+	}
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "plain", "--namespace-mappings", "plain:copy", "--wait")
+	if rs := c.getRestore(t, "copy"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Errorf("copy: %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "copy", "--details"))
+	}
+	if v := c.boundVolume(t, "copy", "data"); v == old {
+		t.Errorf("the copied claim is bound to the original's volume %s", v)
+	}
+	if v := c.boundVolume(t, "plain", "data"); v != old {
+		t.Errorf("the original claim is now bound to %s, not its volume %s", v, old)
+	}
+
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "data"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}})
+	eventually(t, "the original volume deleted with its claim", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Name: old}, &corev1.PersistentVolume{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "plain", "--wait")
+	if rs := c.getRestore(t, "back"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Errorf("restore after the namespace was deleted: %+v", rs.Status)
+	}
+	if v := c.boundVolume(t, "plain", "data"); v == old {
+		t.Errorf("the restored claim is bound to the deleted volume's object %s", v)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: old}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the volume whose storage is gone was restored: %v", err)
+	}
+}
