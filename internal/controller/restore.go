@@ -84,6 +84,15 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	b := &salvorv1.Backup{}
 	problems := restore.Validate(rs.Spec)
+	if rs.Spec.BackupName == "" && rs.Spec.ScheduleName != "" {
+		problem, err := r.pickScheduleBackup(ctx, rs)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+	}
 	if rs.Spec.BackupName != "" {
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.BackupName}, b)
 		switch {
@@ -147,6 +156,51 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	r.run(runCtx, ctx, rs, b, cancel)
 	return ctrl.Result{}, nil
+}
+
+// pickScheduleBackup fills in a restore's backupName with its schedule's
+// newest Completed backup (by start time, as Velero picks it) — labelled
+// with Salvor's or Velero's schedule label, so a schedule's backups synced
+// from a Velero location count too — and records it in the spec. It
+// returns what to fix when there is none.
+func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1.Restore) (string, error) {
+	var newest *salvorv1.Backup
+	for _, label := range []string{salvorv1.ScheduleNameLabel, salvorv1.VeleroScheduleNameLabel} {
+		list := &salvorv1.BackupList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{label: rs.Spec.ScheduleName}); err != nil {
+			return "", err
+		}
+		for i := range list.Items {
+			b := &list.Items[i]
+			if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.DeletionTimestamp != nil {
+				continue
+			}
+			if newest == nil || started(b).After(started(newest)) {
+				newest = b
+			}
+		}
+	}
+	if newest == nil {
+		return fmt.Sprintf("schedule %q has no Completed backup to restore (salvor backup get -l %s=%s lists its backups)",
+			rs.Spec.ScheduleName, salvorv1.ScheduleNameLabel, rs.Spec.ScheduleName), nil
+	}
+	patch := client.MergeFrom(rs.DeepCopy())
+	rs.Spec.BackupName = newest.Name
+	status := rs.Status
+	if err := r.Client.Patch(ctx, rs, patch); err != nil {
+		return "", err
+	}
+	rs.Status = status
+	r.Log.Info("restoring the schedule's newest Completed backup", "restore", rs.Name, "schedule", rs.Spec.ScheduleName, "backup", newest.Name)
+	return "", nil
+}
+
+// started is when a backup started (its creation, for one that records none).
+func started(b *salvorv1.Backup) time.Time {
+	if b.Status.StartTimestamp != nil {
+		return b.Status.StartTimestamp.Time
+	}
+	return b.CreationTimestamp.Time
 }
 
 // unreadable says why a backup of an encrypted location cannot be read

@@ -48,7 +48,8 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{"ok", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "b"}}, ""},
-		{"no backup", salvorv1.RestoreSpec{}, "backupName is required"},
+		{"no backup", salvorv1.RestoreSpec{}, "backupName or scheduleName is required"},
+		{"schedule", salvorv1.RestoreSpec{ScheduleName: "nightly"}, ""},
 		{"bad target", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "B_"}}, "not a valid namespace name"},
 		{"same target", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "x", "c": "x"}}, "maps both"},
 		{"policy", salvorv1.RestoreSpec{BackupName: "b", ExistingResourcePolicy: "replace"}, `existingResourcePolicy "replace"`},

@@ -20,8 +20,8 @@ func filters(spec salvorv1.RestoreSpec) resources.Filters {
 // Validate checks a Restore's spec, returning what to fix.
 func Validate(spec salvorv1.RestoreSpec) []string {
 	var problems []string
-	if spec.BackupName == "" {
-		problems = append(problems, "backupName is required")
+	if spec.BackupName == "" && spec.ScheduleName == "" {
+		problems = append(problems, "backupName or scheduleName is required: the backup to restore, or the schedule whose newest Completed backup to restore")
 	}
 	problems = append(problems, filters(spec).Validate()...)
 	targets := map[string]string{}

@@ -763,3 +763,60 @@ func TestNamespaceBackupKeepsItsCRDs(t *testing.T) {
 		t.Errorf("restored widget's size %d, want 5", size)
 	}
 }
+
+// TestRestoreFromSchedule restores "the schedule's newest backup", as a
+// disaster-recovery runbook says it (Velero's --from-schedule and
+// scheduleName): the server picks the newest Completed backup labelled
+// with the schedule — a newer failed one is passed over — and records it
+// in the restore's backupName. A schedule without a Completed backup fails
+// validation saying so; the CLI takes a backup or a schedule, not both.
+func TestRestoreFromSchedule(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	backup := func(name, value string, spec salvorv1.BackupSpec, want salvorv1.BackupPhase) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}}
+		if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); err == nil {
+			cm.Data = map[string]string{"v": value}
+			if err := c.client.Update(context.Background(), cm); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cm.Data = map[string]string{"v": value}
+			c.create(t, cm)
+		}
+		c.create(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor",
+			Labels: map[string]string{salvorv1.ScheduleNameLabel: "nightly"}}, Spec: spec})
+		if b := c.waitBackup(t, name, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation); b.Status.Phase != want {
+			t.Fatalf("backup %s: %s %s", name, b.Status.Phase, b.Status.FailureReason)
+		}
+	}
+	backup("nightly-1", "old", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}}, salvorv1.BackupPhaseCompleted)
+	backup("nightly-2", "new", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}}, salvorv1.BackupPhaseCompleted)
+	backup("nightly-3", "broken", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}, StorageLocation: "no-such-location"}, salvorv1.BackupPhaseFailedValidation)
+
+	c.mustSalvor(t, "restore", "create", "latest", "--from-schedule", "nightly", "--namespace-mappings", "app:app2", "--wait")
+	rs := c.getRestore(t, "latest")
+	if rs.Spec.BackupName != "nightly-2" || rs.Spec.ScheduleName != "nightly" || rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Errorf("restore from schedule: spec %+v, status %+v", rs.Spec, rs.Status)
+	}
+	got := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app2", Name: "settings"}, got); err != nil || got.Data["v"] != "new" {
+		t.Errorf("restored from the schedule's newest Completed backup: %v, %v", got.Data, err)
+	}
+	if out := c.mustSalvor(t, "restore", "describe", "latest"); !strings.Contains(out, "Backup:       nightly-2") || !strings.Contains(out, "Schedule:     nightly") {
+		t.Errorf("describe:\n%s", out)
+	}
+
+	_, _ = c.salvor(t, "restore", "create", "none", "--from-schedule", "weekly")
+	if rs := c.waitRestore(t, "none", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "; "), `schedule "weekly" has no Completed backup to restore`) {
+		t.Errorf("restore from a schedule without backups: %+v", rs.Status)
+	}
+	if out, err := c.salvor(t, "restore", "create", "both", "--from-schedule", "nightly", "--from-backup", "nightly-1"); err == nil ||
+		!strings.Contains(out, "give --from-backup (the backup to restore) or --from-schedule") {
+		t.Errorf("both a backup and a schedule: %v\n%s", err, out)
+	}
+}

@@ -28,6 +28,7 @@ func NewCommand(k *kube.Options) *cobra.Command {
 }
 
 type createOptions struct {
+	schedule                             string
 	backup                               string
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
@@ -45,16 +46,17 @@ type createOptions struct {
 func newCreate(k *kube.Options) *cobra.Command {
 	o := &createOptions{}
 	cmd := &cobra.Command{
-		Use:   "create [NAME] --from-backup BACKUP",
+		Use:   "create [NAME] --from-backup BACKUP | --from-schedule SCHEDULE",
 		Short: "Restore from a backup",
 		Example: `  salvor restore create --from-backup nightly --wait
+  salvor restore create --from-schedule nightly --wait
   salvor restore create shop-copy --from-backup nightly --include-namespaces shop --namespace-mappings shop:shop-copy
   salvor restore create --from-backup nightly --existing-resource-policy update
   salvor restore create --from-backup nightly --dry-run --wait`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.backup == "" {
-				return fmt.Errorf("--from-backup is required: name the backup to restore")
+			if (o.backup == "") == (o.schedule == "") {
+				return fmt.Errorf("give --from-backup (the backup to restore) or --from-schedule (restore its newest Completed backup), not both")
 			}
 			mapping := map[string]string{}
 			for _, m := range o.mappings {
@@ -67,7 +69,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if len(mapping) == 0 {
 				mapping = nil
 			}
-			name := o.backup + "-" + time.Now().UTC().Format("20060102150405")
+			name := o.backup + o.schedule + "-" + time.Now().UTC().Format("20060102150405")
 			if len(args) == 1 {
 				name = args[0]
 			}
@@ -75,6 +77,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace},
 				Spec: salvorv1.RestoreSpec{
 					BackupName:             o.backup,
+					ScheduleName:           o.schedule,
 					IncludedNamespaces:     o.includeNamespaces,
 					ExcludedNamespaces:     o.excludeNamespaces,
 					IncludedResources:      o.includeResources,
@@ -134,6 +137,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.backup, "from-backup", "", "the backup to restore")
+	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore (default: all in the backup)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to restore (default: all)")
@@ -250,7 +254,11 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			s, st := rs.Spec, rs.Status
-			fmt.Fprintf(w, "Name:         %s\nBackup:       %s\nPhase:        %s\n", rs.Name, s.BackupName, phase(rs))
+			fmt.Fprintf(w, "Name:         %s\nBackup:       %s\n", rs.Name, s.BackupName)
+			if s.ScheduleName != "" {
+				fmt.Fprintf(w, "Schedule:     %s\n", s.ScheduleName)
+			}
+			fmt.Fprintf(w, "Phase:        %s\n", phase(rs))
 			if st.FailureReason != "" {
 				fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
 			}

@@ -31,8 +31,15 @@ const (
 
 // RestoreSpec says which backup to restore and what of it.
 type RestoreSpec struct {
-	// BackupName is the Backup to restore from.
-	BackupName string `json:"backupName"`
+	// BackupName is the Backup to restore from. Either it or ScheduleName
+	// is given; when both are, BackupName is the one restored.
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+	// ScheduleName restores from the Schedule's newest Completed backup
+	// (Velero's field): the server picks it when the restore starts and
+	// records it in BackupName.
+	// +optional
+	ScheduleName string `json:"scheduleName,omitempty"`
 	// +optional
 	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
 	// +optional
