@@ -181,8 +181,9 @@ func (r *LocationReconciler) dropGone(ctx context.Context, bsl *salvorv1.BackupS
 		if b.Annotations[salvorv1.SyncedAnnotation] != bsl.Name || b.DeletionTimestamp != nil || slices.Contains(names, name) {
 			continue
 		}
+		patch := client.MergeFrom(b.DeepCopy())
 		controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
-		if err := r.Client.Update(ctx, b); err != nil {
+		if err := r.Client.Patch(ctx, b, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		if err := r.Client.Delete(ctx, b); err != nil {
