@@ -15,34 +15,29 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // Clean makes a backed-up object creatable: it drops what the API server
 // owns or would refuse (identity, versions, timestamps, managed fields,
 // owner references to objects whose UIDs are gone, status, a Service's
-// allocated IPs and node ports, a Namespace's name label), and labels it
-// with the backup and restore.
-func Clean(obj *unstructured.Unstructured, backup, restore string) {
-	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
-		"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink", "ownerReferences"} {
-		unstructured.RemoveNestedField(obj.Object, "metadata", f)
-	}
-	unstructured.RemoveNestedField(obj.Object, "status")
+// allocated IPs and the node ports it assigned — all node ports kept with
+// preserveNodePorts —, a Namespace's name label), and labels it with the
+// backup and restore.
+func Clean(obj *unstructured.Unstructured, backup, restore string, preserveNodePorts bool) {
 	switch obj.GroupVersionKind().GroupKind().String() {
 	case "Service":
 		if ip, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ip != "None" {
 			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
 			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
 		}
-		unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
-		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
-			for _, p := range ports {
-				if m, ok := p.(map[string]any); ok {
-					delete(m, "nodePort")
-				}
-			}
-			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+		if !preserveNodePorts {
+			dropAssignedNodePorts(obj) // reads the managed fields: before they go
 		}
 	case "PersistentVolume":
 		for _, f := range []string{"uid", "resourceVersion"} {
 			unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", f)
 		}
 	}
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink", "ownerReferences"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status")
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -62,7 +57,7 @@ func Clean(obj *unstructured.Unstructured, backup, restore string) {
 // warning.
 func comparable(obj *unstructured.Unstructured) map[string]any {
 	c := obj.DeepCopy()
-	Clean(c, "", "")
+	Clean(c, "", "", false)
 	labels := c.GetLabels()
 	delete(labels, salvorv1.BackupNameLabel)
 	delete(labels, salvorv1.RestoreNameLabel)

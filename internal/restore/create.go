@@ -96,7 +96,16 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.dry.record(item, salvorv1.DryRunWouldFail, msg)
 		return
 	}
-	switch err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil); {
+	err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
+	if nodePortTaken(err) && gvr.GroupResource() == (schema.GroupResource{Resource: "services"}) {
+		// A node port kept because someone set it is in use here — a
+		// namespace copied beside its original, say: the cluster assigns
+		// one instead, and the restore says so.
+		r.rec.Warning(ns, fmt.Sprintf("%s: its node ports are taken in this cluster (%v); restored with node ports the cluster assigned", what, err))
+		DropNodePorts(obj)
+		err = postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
+	}
+	switch {
 	case err == nil:
 		r.restored.Add(1)
 		r.withoutData(it, what, ns)
@@ -121,6 +130,12 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 			r.dry.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
+}
+
+// nodePortTaken tells whether a create failed because a node port it asks
+// for is in use.
+func nodePortTaken(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated")
 }
 
 // withoutData reports an item just made whose volume data the backup keeps

@@ -215,7 +215,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			r.cloneIfTaken(ctx, it, obj, what)
 		}
 	}
-	Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
 	r.create(ctx, it, obj, what, target)
 }
 

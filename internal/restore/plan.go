@@ -412,7 +412,7 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		obj.SetAPIVersion("v1")
 		obj.SetKind("Namespace")
 		obj.SetName(target)
-		Clean(obj, r.restore.Spec.BackupName, r.restore.Name)
+		Clean(obj, r.restore.Spec.BackupName, r.restore.Name, false)
 		_, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{DryRun: r.dryRunOptions()})
 		switch {
 		case err == nil && r.dry != nil:

@@ -19,7 +19,7 @@ func TestClean(t *testing.T) {
 			"ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}},
 		"status": map[string]any{"loadBalancer": map[string]any{}},
 	}}
-	Clean(svc, "b1", "r1")
+	Clean(svc, "b1", "r1", false)
 	for _, f := range [][]string{{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "creationTimestamp"}, {"metadata", "managedFields"},
 		{"metadata", "generation"}, {"metadata", "ownerReferences"}, {"status"}, {"spec", "clusterIP"}, {"spec", "clusterIPs"}, {"spec", "healthCheckNodePort"}} {
 		if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, f...); found {
@@ -35,7 +35,7 @@ func TestClean(t *testing.T) {
 	}
 	headless := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "h"},
 		"spec": map[string]any{"clusterIP": "None"}}}
-	Clean(headless, "b", "r")
+	Clean(headless, "b", "r", false)
 	if ip, _, _ := unstructured.NestedString(headless.Object, "spec", "clusterIP"); ip != "None" {
 		t.Errorf("a headless service lost clusterIP None: %q", ip)
 	}

@@ -820,3 +820,66 @@ func TestRestoreFromSchedule(t *testing.T) {
 		t.Errorf("both a backup and a schedule: %v\n%s", err, out)
 	}
 }
+
+// TestServiceNodePortsSomeoneSetSurvive: a NodePort Service with one node
+// port set by its creator and one the API server assigned. Restored after
+// it is lost, the set port is the same (a load balancer outside
+// the cluster may point at it) and the assigned one is assigned anew — a
+// Service holding the old assigned port meanwhile is no conflict. Copied
+// beside the original, whose set port is in use, the copy is restored with
+// assigned ports and a warning. --preserve-nodeports keeps them all.
+func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	service := func(ns, name string, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports, Selector: map[string]string{"app": "web"}}}
+	}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}},
+		service("edge", "web", corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}, corev1.ServicePort{Name: "admin", Port: 9000}))
+	nodePorts := func(ns string) map[string]int32 {
+		svc := &corev1.Service{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int32{}
+		for _, p := range svc.Spec.Ports {
+			out[p.Name] = p.NodePort
+		}
+		return out
+	}
+	assigned := nodePorts("edge")["admin"]
+	c.mustSalvor(t, "backup", "create", "edge", "--include-namespaces", "edge", "--wait")
+
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "edge", "--namespace-mappings", "edge:edge2", "--wait")
+	if rs, desc := c.getRestore(t, "copy"), c.mustSalvor(t, "restore", "describe", "copy", "--details"); rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
+		!strings.Contains(desc, "services edge/web: its node ports are taken in this cluster") {
+		t.Errorf("copy beside the original: %+v\n%s", rs.Status, desc)
+	}
+	if got := nodePorts("edge2"); got["http"] == 30080 || got["http"] == 0 || got["admin"] == 0 {
+		t.Errorf("the copy's node ports %v: want ones the cluster assigned", got)
+	}
+
+	web := func(ns string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	}
+	c.deleteForGood(t, web("edge"), web("edge2"))
+	// Another Service takes the port the API server had assigned.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		service("other", "web", corev1.ServicePort{Name: "any", Port: 1, NodePort: assigned}))
+	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "edge", "--wait")
+	if rs, desc := c.getRestore(t, "back"), c.mustSalvor(t, "restore", "describe", "back", "--details"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || strings.Contains(desc, "node ports") {
+		t.Errorf("restore after the service was lost: %+v\n%s", rs.Status, desc)
+	}
+	if got := nodePorts("edge"); got["http"] != 30080 || got["admin"] == assigned || got["admin"] == 0 {
+		t.Errorf("restored node ports %v: want http 30080 (set by its creator) and admin assigned anew (not %d)", got, assigned)
+	}
+
+	c.deleteForGood(t, web("edge"), web("other"))
+	c.mustSalvor(t, "restore", "create", "all", "--from-backup", "edge", "--preserve-nodeports", "--wait")
+	if got := nodePorts("edge"); got["http"] != 30080 || got["admin"] != assigned {
+		t.Errorf("--preserve-nodeports: %v, want http 30080 and admin %d", got, assigned)
+	}
+}

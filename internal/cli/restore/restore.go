@@ -29,6 +29,7 @@ func NewCommand(k *kube.Options) *cobra.Command {
 
 type createOptions struct {
 	schedule                             string
+	preserveNodePorts                    bool
 	backup                               string
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
@@ -104,6 +105,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			default:
 				return fmt.Errorf("--include-cluster-resources=%q: want true or false", o.includeClusterResources)
 			}
+			if o.preserveNodePorts {
+				rs.Spec.PreserveNodePorts = &o.preserveNodePorts
+			}
 			if o.restoreVolumes != "" {
 				v := o.restoreVolumes == "true"
 				if o.restoreVolumes != "true" && o.restoreVolumes != "false" {
@@ -137,6 +141,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.backup, "from-backup", "", "the backup to restore")
+	f.BoolVar(&o.preserveNodePorts, "preserve-nodeports", false, "keep every Service node port the backup holds (default: keep those someone set, let the cluster assign the others)")
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore (default: all in the backup)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")

@@ -80,6 +80,13 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	RestorePVs *bool `json:"restorePVs,omitempty"`
+	// PreserveNodePorts keeps every Service node port the backup holds
+	// (Velero's field). Unset or false keeps only the ports someone set
+	// (kubectl apply's last-applied configuration, or a field manager that
+	// owns the field) and lets the cluster assign the others anew.
+	// +optional
+	// +nullable
+	PreserveNodePorts *bool `json:"preserveNodePorts,omitempty"`
 	// +optional
 	ItemOperationTimeout metav1.Duration `json:"itemOperationTimeout,omitempty"`
 }

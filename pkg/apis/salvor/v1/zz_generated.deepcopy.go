@@ -668,6 +668,11 @@ func (in *RestoreSpec) DeepCopyInto(out *RestoreSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.PreserveNodePorts != nil {
+		in, out := &in.PreserveNodePorts, &out.PreserveNodePorts
+		*out = new(bool)
+		**out = **in
+	}
 	out.ItemOperationTimeout = in.ItemOperationTimeout
 }
 
