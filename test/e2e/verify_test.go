@@ -175,12 +175,21 @@ func TestTestRestore(t *testing.T) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.io/web:1"}}}}}})
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.io/web:1"}}}}}},
+		// A node port its creator set, which the drill's copy cannot have
+		// while the original holds it (it gets one assigned), and a claim
+		// with a volume of reclaim policy Delete and no snapshot: both
+		// compare identical.
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "shop"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30081}}, Selector: map[string]string{"app": "web"}}})
+	cache := hostPathVolume("shop-cache", t.TempDir(), "shop", "cache")
+	cache[0].(*corev1.PersistentVolume).Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+	c.create(t, cache...)
 	c.mustSalvor(t, "backup", "create", "shop-1", "--include-namespaces", "shop", "--wait")
 	before := versionsIn(t, c, "shop")
 
 	out := c.mustSalvor(t, "backup", "verify", "shop-1", "--restore-into-prefix", "drill")
-	for _, want := range []string{"Verification: Passed", "Test restore: shop-1-verify-", "into drill-shop", "5 objects compared, 5 identical to the backup, 0 differ", "Cleaned up"} {
+	for _, want := range []string{"Verification: Passed", "Test restore: shop-1-verify-", "into drill-shop", "7 objects compared, 7 identical to the backup, 0 differ", "Cleaned up"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("test restore output lacks %q:\n%s", want, out)
 		}
@@ -190,7 +199,7 @@ func TestTestRestore(t *testing.T) {
 		t.Fatalf("status.verification: %+v", v)
 	}
 	tr := v.TestRestore
-	if tr.Prefix != "drill" || tr.RestorePhase != "Completed" || tr.Compared != 5 || tr.Identical != 5 || !tr.CleanedUp || len(tr.Namespaces) != 1 || tr.Namespaces[0] != "drill-shop" {
+	if tr.Prefix != "drill" || tr.RestorePhase != "Completed" || tr.Compared != 7 || tr.Identical != 7 || !tr.CleanedUp || len(tr.Namespaces) != 1 || tr.Namespaces[0] != "drill-shop" {
 		t.Errorf("status.verification.testRestore: %+v", tr)
 	}
 	rs := c.getRestore(t, tr.Restore)
