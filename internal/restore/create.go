@@ -142,8 +142,11 @@ func nodePortTaken(err error) bool {
 // where Salvor cannot restore it from (Volumes.Elsewhere): an error, or a
 // warning when the restore asked for no volume data (restorePVs false).
 func (r *run) withoutData(it *entry, what, ns string) {
+	if len(r.elsewhere) == 0 || it.kind.gr.Group != "" {
+		return // the usual case: no key built for each item made
+	}
 	where, ok := r.elsewhere[it.kind.gr.Resource+"/"+it.namespace+"/"+it.name]
-	if !ok || it.kind.gr.Group != "" {
+	if !ok {
 		return
 	}
 	msg := fmt.Sprintf("%s: restored without its volume data, which the backup keeps %s; Salvor cannot restore that data (Velero's node agent can)", what, where)

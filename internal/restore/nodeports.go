@@ -20,19 +20,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // healthCheckNodePort.
 func dropAssignedNodePorts(svc *unstructured.Unstructured) {
 	set, healthCheck := explicitNodePorts(svc)
-	if !healthCheck {
-		unstructured.RemoveNestedField(svc.Object, "spec", "healthCheckNodePort")
-	}
-	ports, ok, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-	if !ok {
-		return
-	}
-	for _, p := range ports {
-		if m, ok := p.(map[string]any); ok && !set[portKey(m["port"], m["protocol"])] {
-			delete(m, "nodePort")
-		}
-	}
-	_ = unstructured.SetNestedSlice(svc.Object, ports, "spec", "ports")
+	dropNodePorts(svc, set, healthCheck)
 }
 
 // DropNodePorts removes all of a Service's node ports, for the cluster to
@@ -40,18 +28,27 @@ func dropAssignedNodePorts(svc *unstructured.Unstructured) {
 // Service whose ports were assigned with its backed-up self.
 // Anything but a Service is left as it is.
 func DropNodePorts(svc *unstructured.Unstructured) {
-	if svc.GroupVersionKind().GroupKind().String() != "Service" {
+	if svc.GroupVersionKind().GroupKind().String() == "Service" {
+		dropNodePorts(svc, nil, false)
+	}
+}
+
+// dropNodePorts removes a Service's node ports but those of the ports in
+// keep (by portKey), and its healthCheckNodePort unless keepHealthCheck.
+func dropNodePorts(svc *unstructured.Unstructured, keep map[string]bool, keepHealthCheck bool) {
+	if !keepHealthCheck {
+		unstructured.RemoveNestedField(svc.Object, "spec", "healthCheckNodePort")
+	}
+	ports, ok, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if !ok {
 		return
 	}
-	unstructured.RemoveNestedField(svc.Object, "spec", "healthCheckNodePort")
-	if ports, ok, _ := unstructured.NestedSlice(svc.Object, "spec", "ports"); ok {
-		for _, p := range ports {
-			if m, ok := p.(map[string]any); ok {
-				delete(m, "nodePort")
-			}
+	for _, p := range ports {
+		if m, ok := p.(map[string]any); ok && !keep[portKey(m["port"], m["protocol"])] {
+			delete(m, "nodePort")
 		}
-		_ = unstructured.SetNestedSlice(svc.Object, ports, "spec", "ports")
 	}
+	_ = unstructured.SetNestedSlice(svc.Object, ports, "spec", "ports")
 }
 
 func (r *run) preserveNodePorts() bool {

@@ -144,16 +144,11 @@ func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--plugin-dir", plugins)
-	cfg := map[string]string{
-		"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t),
+	// The same config keys as Salvor's S3 store; the later --provider wins.
+	cfg := c.s3Location(t, minio, "aws", "backups", true, "--provider", "aws", "--prefix", "cluster-a")
+	if bsl := c.waitLocation(t, "aws", salvorv1.BackupStorageLocationPhaseAvailable); bsl.Spec.Provider != "aws" || bsl.Spec.ObjectStorage.Prefix != "cluster-a" {
+		t.Fatalf("location %+v: want Velero's aws plugin under prefix cluster-a", bsl.Spec)
 	}
-	var kv []string
-	for k, v := range cfg {
-		kv = append(kv, k+"="+v)
-	}
-	c.mustSalvor(t, "backup-location", "create", "aws", "--provider", "aws", "--bucket", "backups", "--prefix", "cluster-a",
-		"--config", strings.Join(kv, ","), "--default")
-	c.waitLocation(t, "aws", salvorv1.BackupStorageLocationPhaseAvailable)
 
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"k": "v"}},
@@ -164,7 +159,6 @@ func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
 	}
 
 	// What the AWS plugin wrote is Velero's layout under the prefix, whole.
-	cfg["bucket"], cfg["prefix"] = "backups", "cluster-a"
 	store := persistence.New(openObjectStore(t, cfg), "backups", "cluster-a")
 	items := tarball(t, store, "shop")
 	if items["configmaps/shop/cfg"] == nil || items["secrets/shop/key"] == nil {
