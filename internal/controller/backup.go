@@ -102,11 +102,18 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) {
 		return ctrl.Result{}, nil
 	}
+	// Kept aside: the backup is read anew before it starts.
+	ignored := b.Status.IgnoredFields
 	switch b.Status.Phase {
 	case "", salvorv1.BackupPhaseNew:
-		if problems := r.validate(ctx, b); len(problems) > 0 {
+		problems, ign, err := r.validate(ctx, b)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		ignored = ign
+		if len(problems) > 0 {
 			b.Status.Phase = salvorv1.BackupPhaseFailedValidation
-			b.Status.ValidationErrors = problems
+			b.Status.ValidationErrors, b.Status.IgnoredFields = problems, ignored
 			countEnd(b)
 			return ctrl.Result{}, updateStatus(ctx, r.Client, b)
 		}
@@ -143,7 +150,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	b.Status.Phase = salvorv1.BackupPhaseInProgress
 	b.Status.StartTimestamp = &now
 	b.Status.Attempts++
-	b.Status.ValidationErrors = nil
+	b.Status.ValidationErrors, b.Status.IgnoredFields = nil, ignored
 	b.Status.Progress = &salvorv1.BackupProgress{}
 	ttl := b.Spec.TTL.Duration
 	if ttl == 0 {
@@ -151,21 +158,24 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	exp := metav1.NewTime(now.Add(ttl))
 	b.Status.Expiration = &exp
-	if b.Labels == nil {
-		b.Labels = map[string]string{}
-	}
 	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return ctrl.Result{}, r.fail(ctx, b, err.Error())
+	}
+	// A patch, not an update: the typed object has not the Velero fields
+	// the stored spec keeps.
+	patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
 	}
 	b.Spec.StorageLocation = bsl.Name
 	b.Labels[salvorv1.LocationLabel] = bsl.Name
 	controllerutil.AddFinalizer(b, salvorv1.FilesFinalizer)
 	status := b.Status
-	if err := r.Client.Update(ctx, b); err != nil {
+	if err := r.Client.Patch(ctx, b, patch); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Update returns the stored status; ours is the one to write.
+	// Patch returns the stored status; ours is the one to write.
 	b.Status = status
 	if err := updateStatus(ctx, r.Client, b); err != nil {
 		return ctrl.Result{}, err
@@ -199,9 +209,16 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 	return problems, nil
 }
 
-// validate returns what is wrong with a new Backup.
-func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []string {
+// validate returns what is wrong with a new Backup, and the fields of
+// Velero's spec it has that Salvor ignores.
+func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (problems, ignored []string, err error) {
+	extra, err := unknownFields(ctx, r.APIReader, b, salvorv1.BackupSpec{}, "spec")
+	if err != nil {
+		return nil, nil, err
+	}
 	problems, bsl := validateSpec(ctx, r.Engine.Discovery, r.Locations, b.Spec)
+	refused, ignored := judgeUnknown(extra, backupRefused, "spec.")
+	problems = append(problems, refused...)
 	if b.Spec.Strict && (len(b.Spec.IncludedNamespaces) > 0 || len(b.Spec.ExcludedNamespaces) > 0) {
 		list, err := r.Engine.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -242,7 +259,7 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) []s
 			problems = append(problems, fmt.Sprintf("could not check that the name %s is free in location %s: %v", b.Name, bsl.Name, err))
 		}
 	}
-	return problems
+	return problems, ignored, nil
 }
 
 func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason string) error {

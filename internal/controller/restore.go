@@ -83,7 +83,13 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil // operations are the operations controller's
 	}
 	b := &salvorv1.Backup{}
-	problems := restore.Validate(rs.Spec)
+	extra, err := unknownFields(ctx, r.APIReader, rs, salvorv1.RestoreSpec{}, "spec")
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
+	rs.Status.IgnoredFields = ignored
+	problems = append(problems, restore.Validate(rs.Spec)...)
 	if rs.Spec.BackupName == "" && rs.Spec.ScheduleName != "" {
 		problem, err := r.pickScheduleBackup(ctx, rs)
 		if err != nil {

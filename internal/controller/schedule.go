@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -104,7 +103,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	if s.Status.Phase == "" || s.Status.Phase == salvorv1.SchedulePhaseNew || s.Status.ObservedGeneration != s.Generation {
-		problems, ignored := r.validate(ctx, s)
+		problems, ignored, err := r.validate(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		s.Status.ObservedGeneration = s.Generation
 		s.Status.ValidationErrors, s.Status.IgnoredFields = problems, ignored
 		if len(problems) > 0 {
@@ -384,24 +386,13 @@ func equalStatus(a, b *salvorv1.ScheduleStatus) bool {
 	return string(x) == string(y)
 }
 
-// veleroOnly are the fields of Velero's BackupSpec that Salvor's has not.
-// Those that change what a backup selects fail validation (ignoring them
-// would back up more, or other, than asked); the others tune mechanisms
-// Salvor does not have, and are ignored and listed in the status.
-var veleroOnly = map[string]string{
-	"orLabelSelectors":                 "Salvor selects by one labelSelector: merge the selectors into labelSelector, or make one schedule per selector",
-	"includedClusterScopedResources":   "use includedResources and includeClusterResources",
-	"excludedClusterScopedResources":   "use excludedResources",
-	"includedNamespaceScopedResources": "use includedResources",
-	"excludedNamespaceScopedResources": "use excludedResources",
-	"orderedResources":                 "Salvor writes items in its own order: remove it",
-	"resourcePolicy":                   "Salvor has no resource policies: use the include and exclude fields",
-	"hooks":                            "Salvor does not run backup hooks: remove them, or run the commands before the schedule's time",
-}
-
 // validate returns what is wrong with a schedule, and the template fields
 // it ignores.
-func (r *ScheduleReconciler) validate(ctx context.Context, s *salvorv1.Schedule) (problems, ignored []string) {
+func (r *ScheduleReconciler) validate(ctx context.Context, s *salvorv1.Schedule) (problems, ignored []string, err error) {
+	extra, err := unknownFields(ctx, r.APIReader, s, salvorv1.BackupSpec{}, "spec", "template")
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(s.Name) > maxScheduleName {
 		problems = append(problems, fmt.Sprintf("schedule name %q is %d characters: at most %d, so that its backups' names (name-YYYYMMDDhhmmss) fit in a label",
 			s.Name, len(s.Name), maxScheduleName))
@@ -443,94 +434,25 @@ func (r *ScheduleReconciler) validate(ctx context.Context, s *salvorv1.Schedule)
 	for _, p := range templateProblems {
 		problems = append(problems, "spec.template: "+p)
 	}
-	extra, err := r.templateExtras(ctx, s)
-	if err != nil {
-		problems = append(problems, fmt.Sprintf("reading spec.template: %v", err))
+	// A schedule's template has Velero's metadata: its labels go on the
+	// backups, the rest is ignored.
+	meta, _ := extra["metadata"].(map[string]any)
+	delete(extra, "metadata")
+	refused, ignored := judgeUnknown(extra, backupRefused, "spec.template.")
+	problems = append(problems, refused...)
+	if len(meta) > 1 || (len(meta) == 1 && meta["labels"] == nil) {
+		ignored = append(ignored, "metadata (only metadata.labels is used)")
+		sort.Strings(ignored)
 	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		why, changesSelection := veleroOnly[k]
-		switch {
-		case k == "metadata":
-			if m, _ := extra[k].(map[string]any); len(m) > 1 || (len(m) == 1 && m["labels"] == nil) {
-				ignored = append(ignored, "metadata (only metadata.labels is used)")
-			}
-		case changesSelection && !empty(extra[k]):
-			problems = append(problems, fmt.Sprintf("spec.template.%s: %s", k, why))
-		case !changesSelection:
-			ignored = append(ignored, k)
-		}
-	}
-	return problems, ignored
+	return problems, ignored, nil
 }
-
-// empty says a field carries nothing: Velero's tooling writes `hooks: {}`.
-func empty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		for _, e := range v {
-			if !empty(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		return len(v) == 0
-	}
-	return false
-}
-
-// templateExtras returns the template's fields Salvor's BackupSpec has
-// not, read from the stored object (the typed one has dropped them).
-func (r *ScheduleReconciler) templateExtras(ctx context.Context, s *salvorv1.Schedule) (map[string]any, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(salvorv1.GroupVersion.WithKind("Schedule"))
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s), u); err != nil {
-		return nil, err
-	}
-	tmpl, _, err := unstructured.NestedMap(u.Object, "spec", "template")
-	if err != nil {
-		return nil, err
-	}
-	for k := range tmpl {
-		if backupSpecFields[k] {
-			delete(tmpl, k)
-		}
-	}
-	return tmpl, nil
-}
-
-// backupSpecFields are the JSON names of BackupSpec's fields: a spec with
-// every field set is marshalled to find them.
-var backupSpecFields = func() map[string]bool {
-	t := true
-	full := salvorv1.BackupSpec{
-		IncludedNamespaces: []string{"x"}, ExcludedNamespaces: []string{"x"}, IncludedResources: []string{"x"}, ExcludedResources: []string{"x"},
-		IncludeClusterResources: &t, LabelSelector: &metav1.LabelSelector{}, StorageLocation: "x",
-		TTL: metav1.Duration{Duration: 1}, ItemOperationTimeout: metav1.Duration{Duration: 1}, Timeout: metav1.Duration{Duration: 1}, SnapshotVolumes: &t, Strict: true,
-	}
-	b, _ := json.Marshal(full)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	out := map[string]bool{}
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}()
 
 // templateLabels are the labels the template's metadata gives its backups
 // (Velero's spec.template.metadata.labels).
 func (r *ScheduleReconciler) templateLabels(ctx context.Context, s *salvorv1.Schedule) (map[string]string, error) {
-	extra, err := r.templateExtras(ctx, s)
+	extra, err := unknownFields(ctx, r.APIReader, s, salvorv1.BackupSpec{}, "spec", "template")
 	if err != nil {
-		return nil, fmt.Errorf("schedule %s: reading its template: %w", s.Name, err)
+		return nil, err
 	}
 	out := map[string]string{}
 	if m, ok := extra["metadata"].(map[string]any); ok {

@@ -131,6 +131,10 @@ type BackupStatus struct {
 	// +optional
 	// +nullable
 	Verification *BackupVerification `json:"verification,omitempty"`
+	// IgnoredFields lists fields of Velero's BackupSpec the backup's spec
+	// has that Salvor accepts but does not act on.
+	// +optional
+	IgnoredFields []string `json:"ignoredFields,omitempty"`
 }
 
 // VerificationPhase is where a verification is.
@@ -271,7 +275,12 @@ type Backup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec keeps fields of Velero's spec that Salvor's has not, so a
+	// Velero Backup applies with only its apiVersion changed: the backup
+	// fails validation when one would change what is backed up, and
+	// status.ignoredFields lists the others.
 	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Spec BackupSpec `json:"spec,omitempty"`
 	// +optional
 	Status BackupStatus `json:"status,omitempty"`

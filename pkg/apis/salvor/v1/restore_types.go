@@ -136,6 +136,10 @@ type RestoreStatus struct {
 	// +optional
 	// +nullable
 	DryRun *DryRunSummary `json:"dryRun,omitempty"`
+	// IgnoredFields lists fields of Velero's RestoreSpec the restore's spec
+	// has that Salvor accepts but does not act on.
+	// +optional
+	IgnoredFields []string `json:"ignoredFields,omitempty"`
 }
 
 // DryRunSummary counts a dry-run restore's items by what restoring them
@@ -179,7 +183,12 @@ type Restore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec keeps fields of Velero's spec that Salvor's has not, so a
+	// Velero Restore applies with only its apiVersion changed: the restore
+	// fails validation when one would change what is restored, and
+	// status.ignoredFields lists the others.
 	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Spec RestoreSpec `json:"spec,omitempty"`
 	// +optional
 	Status RestoreStatus `json:"status,omitempty"`

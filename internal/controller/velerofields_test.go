@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestJSONFieldsNameEverySpecField guards what a stored spec is checked
+// against: a field of Salvor's missing here would be taken for a Velero
+// field Salvor ignores (or refuses).
+func TestJSONFieldsNameEverySpecField(t *testing.T) {
+	for _, tc := range []struct {
+		typed any
+		some  []string
+	}{
+		{salvorv1.BackupSpec{}, []string{"includedNamespaces", "storageLocation", "ttl", "snapshotVolumes", "strict"}},
+		{salvorv1.RestoreSpec{}, []string{"backupName", "scheduleName", "namespaceMapping", "restorePVs", "preserveNodePorts"}},
+	} {
+		typ := reflect.TypeOf(tc.typed)
+		got := jsonFields(typ)
+		if len(got) != typ.NumField() {
+			t.Errorf("%s: %d names for %d fields: %v", typ.Name(), len(got), typ.NumField(), got)
+		}
+		for _, f := range tc.some {
+			if !got[f] {
+				t.Errorf("%s: %s missing from %v", typ.Name(), f, got)
+			}
+		}
+	}
+}
+
+func TestJudgeUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		extra             map[string]any
+		refused           map[string]string
+		problems, ignored string
+	}{
+		{"nothing", nil, backupRefused, "[]", "[]"},
+		{"Velero's empty hooks", map[string]any{"hooks": map[string]any{}}, backupRefused, "[]", "[]"},
+		{"hooks with a resource", map[string]any{"hooks": map[string]any{"resources": []any{map[string]any{"name": "freeze"}}}}, backupRefused,
+			"[spec.hooks: Salvor does not run backup hooks: remove them, or run the commands before the backup]", "[]"},
+		{"tuning is ignored, sorted", map[string]any{"snapshotMoveData": true, "csiSnapshotTimeout": "10m", "datamover": "velero"}, backupRefused,
+			"[]", "[csiSnapshotTimeout datamover snapshotMoveData]"},
+		{"or-selectors refused, uploader config ignored", map[string]any{
+			"orLabelSelectors": []any{map[string]any{"matchLabels": map[string]any{"a": "b"}}},
+			"uploaderConfig":   map[string]any{"writeSparseFiles": true}}, restoreRefused,
+			"[spec.orLabelSelectors: Salvor selects by one labelSelector: merge the selectors into labelSelector, or make one restore per selector]", "[uploaderConfig]"},
+		{"a restore's status and modifier refused", map[string]any{
+			"restoreStatus":    map[string]any{"includedResources": []any{"*"}},
+			"resourceModifier": map[string]any{"kind": "ConfigMap", "name": "mods"}}, restoreRefused,
+			"[spec.resourceModifier: Salvor has no resource modifiers: remove it, and change the items after the restore or in a RestoreItemAction plugin spec.restoreStatus: Salvor restores no item's status (the cluster's controllers write it anew): remove it]", "[]"},
+		{"the restore's empty status list", map[string]any{"restoreStatus": map[string]any{"includedResources": []any{}}}, restoreRefused, "[]", "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			problems, ignored := judgeUnknown(tc.extra, tc.refused, "spec.")
+			if got := fmt.Sprint(problems); got != tc.problems {
+				t.Errorf("problems %s, want %s", got, tc.problems)
+			}
+			if got := fmt.Sprint(ignored); got != tc.ignored {
+				t.Errorf("ignored %s, want %s", got, tc.ignored)
+			}
+		})
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{
+		{nil, true},
+		{map[string]any{}, true},
+		{map[string]any{"resources": []any{}}, true},
+		{map[string]any{"resources": []any{map[string]any{"name": "freeze"}}}, false},
+		{"x", false},
+		{false, false},
+	} {
+		if got := empty(tc.v); got != tc.want {
+			t.Errorf("empty(%v) = %v", tc.v, got)
+		}
+	}
+}

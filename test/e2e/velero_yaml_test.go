@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// applyVelero creates a Velero Backup or Restore as its users write it,
+// with only its apiVersion changed, with strict field validation (as
+// kubectl does), and returns the stored object.
+func (c *cluster) applyVelero(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.Create(context.Background(), u, client.FieldValidation("Strict")); err != nil {
+		t.Fatalf("a Velero %s with its apiVersion changed is refused: %v", u.GetKind(), err)
+	}
+	return u
+}
+
+// TestVeleroFieldsSalvorLacksAreJudgedNotDropped applies Velero Backups
+// and Restores carrying fields Salvor's specs have not. Dropped on the
+// way in (as the CRDs once pruned them for clients without strict
+// validation), orLabelSelectors would back up every item of the
+// namespace, and restore hooks or resource modifiers would be skipped
+// without a word: such fields fail validation, saying what to use; the
+// ones that only tune Velero's mechanisms are kept, listed as ignored,
+// and the run goes on.
+func TestVeleroFieldsSalvorLacksAreJudgedNotDropped(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	for _, app := range []string{"web", "db", "cache"} {
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "shop", Labels: map[string]string{"app": app}}})
+	}
+
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Backup
+metadata: {name: either, namespace: salvor}
+spec:
+  includedNamespaces: [shop]
+  orLabelSelectors:
+  - matchLabels: {app: web}
+  - matchLabels: {app: db}
+  storageLocation: primary
+`)
+	b := c.waitBackup(t, "either", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted)
+	if b.Status.Phase != salvorv1.BackupPhaseFailedValidation ||
+		!strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), "spec.orLabelSelectors: Salvor selects by one labelSelector") {
+		t.Errorf("a backup with orLabelSelectors: %s %q (items %+v)", b.Status.Phase, b.Status.ValidationErrors, b.Status.Progress)
+	}
+	if wrote, err := openStore(t, cfg).HasBackup(context.Background(), "either"); err != nil || wrote {
+		t.Errorf("the backup that failed validation wrote files (%v)", err)
+	}
+
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Backup
+metadata: {name: velero-style, namespace: salvor}
+spec:
+  csiSnapshotTimeout: 10m0s
+  defaultVolumesToFsBackup: false
+  snapshotMoveData: false
+  hooks: {}
+  includedNamespaces: [shop]
+  labelSelector:
+    matchLabels: {app: web}
+  storageLocation: primary
+  ttl: 72h0m0s
+`)
+	b = c.waitBackup(t, "velero-style", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Progress == nil || b.Status.Progress.ItemsBackedUp != 2 {
+		t.Fatalf("the Velero backup: %s %q, items %+v (want the web ConfigMap and its namespace)", b.Status.Phase, b.Status.ValidationErrors, b.Status.Progress)
+	}
+	if got := fmt.Sprint(b.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup snapshotMoveData]" {
+		t.Errorf("ignored fields %s", got)
+	}
+	// The server's own writes to the backup (its finalizer, location
+	// label) keep what the user wrote.
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(salvorv1.GroupVersion.WithKind("Backup"))
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "velero-style"}, stored); err != nil {
+		t.Fatal(err)
+	}
+	if v, found, _ := unstructured.NestedString(stored.Object, "spec", "csiSnapshotTimeout"); !found || v != "10m0s" || len(stored.GetFinalizers()) == 0 {
+		t.Errorf("stored backup spec %v, finalizers %v: csiSnapshotTimeout lost", stored.Object["spec"], stored.GetFinalizers())
+	}
+	if out := c.mustSalvor(t, "backup", "describe", "velero-style"); !strings.Contains(out, "Ignored:      csiSnapshotTimeout, defaultVolumesToFsBackup, snapshotMoveData (Velero's") {
+		t.Errorf("backup describe does not list the ignored fields:\n%s", out)
+	}
+
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Restore
+metadata: {name: modified, namespace: salvor}
+spec:
+  backupName: velero-style
+  namespaceMapping: {shop: shop-modified}
+  resourceModifier: {kind: ConfigMap, name: modifiers}
+  hooks:
+    resources:
+    - name: warm-cache
+      postHooks:
+      - exec: {command: [/bin/warm]}
+`)
+	rs := c.waitRestore(t, "modified", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed)
+	problems := strings.Join(rs.Status.ValidationErrors, "\n")
+	if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(problems, "spec.hooks: Salvor does not run restore hooks") || !strings.Contains(problems, "spec.resourceModifier: Salvor has no resource modifiers") {
+		t.Errorf("a restore with hooks and a resource modifier: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
+	}
+	err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop-modified", Name: "web"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the restore that failed validation made the ConfigMap: %v", err)
+	}
+
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Restore
+metadata: {name: tuned, namespace: salvor}
+spec:
+  backupName: velero-style
+  namespaceMapping: {shop: shop-copy}
+  hooks: {}
+  uploaderConfig: {writeSparseFiles: true, parallelFilesDownload: 4}
+`)
+	rs = c.waitRestore(t, "tuned", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhasePartiallyFailed)
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || fmt.Sprint(rs.Status.IgnoredFields) != "[uploaderConfig]" {
+		t.Errorf("the tuned Velero restore: %s %q, ignored %v", rs.Status.Phase, rs.Status.ValidationErrors, rs.Status.IgnoredFields)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop-copy", Name: "web"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the tuned restore did not restore the ConfigMap: %v", err)
+	}
+	if out := c.mustSalvor(t, "restore", "describe", "tuned"); !strings.Contains(out, "Ignored:      uploaderConfig (Velero's") {
+		t.Errorf("restore describe does not list the ignored field:\n%s", out)
+	}
+}
