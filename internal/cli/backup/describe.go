@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,12 +81,7 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	if st.FailureReason != "" {
 		fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
 	}
-	for _, v := range st.ValidationErrors {
-		fmt.Fprintf(w, "Validation:   %s\n", v)
-	}
-	if len(st.IgnoredFields) > 0 {
-		fmt.Fprintf(w, "Ignored:      %s (Velero's; Salvor does not act on them)\n", strings.Join(st.IgnoredFields, ", "))
-	}
+	output.Judged(w, st.ValidationErrors, st.IgnoredFields)
 	fmt.Fprintf(w, "\nNamespaces:\n  Included:   %s\n  Excluded:   %s\n", output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"))
 	cluster := "auto"
 	if s.IncludeClusterResources != nil {

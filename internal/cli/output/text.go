@@ -48,6 +48,17 @@ func Or(s, dflt string) string {
 	return s
 }
 
+// Judged prints a Backup's or Restore's validation errors and the fields
+// of Velero's spec it ignores, a line each, as describe shows them.
+func Judged(w io.Writer, validationErrors, ignored []string) {
+	for _, v := range validationErrors {
+		fmt.Fprintf(w, "Validation:   %s\n", v)
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(w, "Ignored:      %s (Velero's; Salvor does not act on them)\n", strings.Join(ignored, ", "))
+	}
+}
+
 // Results prints a backup's or restore's results file (Velero's shape:
 // warnings and errors, each Velero's own, cluster-scoped and per
 // namespace) a message a line.

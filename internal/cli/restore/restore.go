@@ -267,12 +267,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if st.FailureReason != "" {
 				fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
 			}
-			for _, v := range st.ValidationErrors {
-				fmt.Fprintf(w, "Validation:   %s\n", v)
-			}
-			if len(st.IgnoredFields) > 0 {
-				fmt.Fprintf(w, "Ignored:      %s (Velero's; Salvor does not act on them)\n", strings.Join(st.IgnoredFields, ", "))
-			}
+			output.Judged(w, st.ValidationErrors, st.IgnoredFields)
 			var maps []string
 			for from, to := range s.NamespaceMapping {
 				maps = append(maps, from+" → "+to)
