@@ -138,8 +138,14 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			if clone, ok := r.clones.Load(pv); ok {
 				_ = unstructured.SetNestedField(obj.Object, clone.(string), "spec", "volumeName")
 			}
-			if _, ok := r.anew.Load(pv); ok {
+			_, cloned := r.clones.Load(pv)
+			_, anew := r.anew.Load(pv)
+			_, fromSnapshot := r.fromSnapshot[pv]
+			if anew {
 				resources.UnbindClaim(obj)
+			}
+			if !cloned && !anew && !fromSnapshot {
+				r.warnIfBoundElsewhere(ctx, pv, target, obj.GetName(), what)
 			}
 		}
 	}

@@ -57,6 +57,25 @@ func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Uns
 	return true
 }
 
+// warnIfBoundElsewhere warns that a restored claim will not bind: the
+// volume it names is in the cluster bound to another claim (the original,
+// when a namespace is copied beside it), and this restore makes no copy of
+// the volume (it has no snapshot, or volumes are not restored). The claim
+// is restored as it was, as Velero restores it, and stays Lost.
+func (r *run) warnIfBoundElsewhere(ctx context.Context, volume, namespace, claim, what string) {
+	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, volume, metav1.GetOptions{})
+	if err != nil {
+		return // not in the cluster: restored by the restore, or left out by its filters
+	}
+	ns, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "namespace")
+	name, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "name")
+	if name == "" || (ns == namespace && name == claim) {
+		return
+	}
+	r.rec.Warning(namespace, fmt.Sprintf("%s: volume %s is bound to claim %s/%s in this cluster and the restore makes no copy of it (no snapshot, or volumes not restored): the claim will not bind (Lost)",
+		what, volume, ns, name))
+}
+
 // cloneIfTaken renames a volume made from a snapshot for a claim restored
 // into another namespace when a volume of its name is still in the
 // cluster — the usual case when a namespace is copied beside the original:

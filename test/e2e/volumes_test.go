@@ -465,6 +465,39 @@ func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
 	}
 }
 
+// TestClaimCopiedWithoutItsVolumeIsAWarning copies a namespace beside
+// the original from a backup that holds no snapshot of its volume (a
+// Retain volume, backed up with --snapshot-volumes=false): the copy's claim
+// names the original's volume, which stays bound to the original claim,
+// so the copy can never bind. The claim is restored as it was (as Velero
+// does), the original volume is left as it is, and the restore says so in
+// a warning instead of ending Completed with nothing to show for it.
+func TestClaimCopiedWithoutItsVolumeIsAWarning(t *testing.T) {
+	c, _, _, _ := withLocalVolumes(t, "")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}})
+	c.create(t, hostPathVolume("orig-pv", t.TempDir(), "orig", "claim")...)
+	c.mustSalvor(t, "backup", "create", "orig", "--include-namespaces", "orig", "--snapshot-volumes=false", "--wait")
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "orig", "--namespace-mappings", "orig:copy", "--wait")
+	rs := c.getRestore(t, "copy")
+	desc := c.mustSalvor(t, "restore", "describe", "copy", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
+		!strings.Contains(desc, "persistentvolumeclaims orig/claim: volume orig-pv is bound to claim orig/claim in this cluster and the restore makes no copy of it") {
+		t.Errorf("restore %+v:\n%s", rs.Status, desc)
+	}
+	orig := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "orig-pv"}, orig); err != nil ||
+		orig.Spec.ClaimRef == nil || orig.Spec.ClaimRef.Namespace != "orig" {
+		t.Errorf("original volume %+v, %v", orig.Spec, err)
+	}
+	// Restored in place over the original, the claim is its volume's own:
+	// no warning.
+	c.mustSalvor(t, "restore", "create", "again", "--from-backup", "orig", "--wait")
+	if rs := c.getRestore(t, "again"); rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
+		strings.Contains(c.mustSalvor(t, "restore", "describe", "again", "--details"), "will not bind") {
+		t.Errorf("restore in place: %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "again", "--details"))
+	}
+}
+
 // TestCancelledRestoreEndsItsVolumes cancels a restore while a volume is
 // being copied from its snapshot: the copy is cancelled, its
 // VolumePluginRestore ends Canceled saying why, and describe shows no
