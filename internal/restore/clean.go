@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -16,8 +17,8 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // owns or would refuse (identity, versions, timestamps, managed fields,
 // owner references to objects whose UIDs are gone, status, a Service's
 // allocated IPs and the node ports it assigned — all node ports kept with
-// preserveNodePorts —, a Namespace's name label), and labels it with the
-// backup and restore.
+// preserveNodePorts —, a Namespace's name label, the marks of a claim's and
+// a volume's binding), and labels it with the backup and restore.
 func Clean(obj *unstructured.Unstructured, backup, restore string, preserveNodePorts bool) {
 	switch obj.GroupVersionKind().GroupKind().String() {
 	case "Service":
@@ -28,10 +29,8 @@ func Clean(obj *unstructured.Unstructured, backup, restore string, preserveNodeP
 		if !preserveNodePorts {
 			dropAssignedNodePorts(obj) // reads the managed fields: before they go
 		}
-	case "PersistentVolume":
-		for _, f := range []string{"uid", "resourceVersion"} {
-			unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", f)
-		}
+	case "PersistentVolume", "PersistentVolumeClaim":
+		resources.ResetBinding(obj)
 	}
 	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
 		"deletionGracePeriodSeconds", "managedFields", "generation", "selfLink", "ownerReferences"} {

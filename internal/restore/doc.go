@@ -48,7 +48,10 @@
 // resources, shared with backups); pipeline.go is the item pipeline —
 // claims, plugins, additional items, readiness waits, operations;
 // create.go writes to the API server (create, or compare and update what
-// exists); clean.go makes a backed-up object creatable; volumes.go restores
-// a volume beside its original; spool.go and tiers.go are the on-disk index
+// exists); clean.go makes a backed-up object creatable; adjust.go changes
+// what an item says of the cluster and namespace it was backed up from
+// (Velero's built-in restore actions: role binding subjects, Job selectors,
+// a Pod's node); volumes.go restores a volume beside its original, leaves
+// out one provisioned anew and warns of a claim that cannot bind; spool.go and tiers.go are the on-disk index
 // and the order of resources.
 package restore

@@ -145,19 +145,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 				resources.UnbindClaim(obj)
 			}
 			if !cloned && !anew && !fromSnapshot {
-				r.warnIfBoundElsewhere(ctx, pv, target, obj.GetName(), what)
+				r.warnUnbindable(ctx, pv, target, obj.GetName(), what)
 			}
 		}
 	}
-	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
-		// A volume follows its claim into the namespace it is mapped to,
-		// or the claim restored there could never bind to it.
-		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
-			_ = unstructured.SetNestedField(obj.Object, r.targetNamespace(ns), "spec", "claimRef", "namespace")
-		}
-		if r.provisionAnew(ctx, it, obj, what) {
-			return
-		}
+	Adjust(it.kind.gr, obj, r.targetNamespace)
+	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.provisionAnew(ctx, it, obj, what) {
+		return
 	}
 	for _, act := range r.actions {
 		if !act.Selector.Matches(it.kind.gr, obj.GetKind(), target, obj.GetLabels()) {

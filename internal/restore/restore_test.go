@@ -41,6 +41,31 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// TestCleanResetsBinding: a restored claim and volume keep the names of
+// each other, and lose the old claim's identity and the binder's marks —
+// with them, the binder takes the claim for one it bound already and marks
+// it Lost.
+func TestCleanResetsBinding(t *testing.T) {
+	marks := map[string]any{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes", "pv.kubernetes.io/provisioned-by": "csi.example.com"}
+	pv := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": map[string]any{"name": "pv-1", "annotations": marks},
+		"spec":     map[string]any{"claimRef": map[string]any{"namespace": "shop", "name": "data", "uid": "old", "resourceVersion": "9"}}}}
+	claim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+		"metadata": map[string]any{"name": "data", "namespace": "shop", "annotations": map[string]any{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}},
+		"spec":     map[string]any{"volumeName": "pv-1"}}}
+	Clean(pv, "b", "r", false)
+	Clean(claim, "b", "r", false)
+	if ref, _, _ := unstructured.NestedStringMap(pv.Object, "spec", "claimRef"); len(ref) != 2 || ref["namespace"] != "shop" || ref["name"] != "data" {
+		t.Errorf("volume's claimRef %v", ref)
+	}
+	if a := pv.GetAnnotations(); len(a) != 1 || a["pv.kubernetes.io/provisioned-by"] != "csi.example.com" {
+		t.Errorf("volume's annotations %v: only provisioned-by (its driver deletes it by it) stays", a)
+	}
+	if v, _, _ := unstructured.NestedString(claim.Object, "spec", "volumeName"); v != "pv-1" || len(claim.GetAnnotations()) != 0 {
+		t.Errorf("claim: volumeName %q, annotations %v", v, claim.GetAnnotations())
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string

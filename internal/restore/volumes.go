@@ -57,23 +57,32 @@ func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Uns
 	return true
 }
 
-// warnIfBoundElsewhere warns that a restored claim will not bind: the
-// volume it names is in the cluster bound to another claim (the original,
-// when a namespace is copied beside it), and this restore makes no copy of
-// the volume (it has no snapshot, or volumes are not restored). The claim
-// is restored as it was, as Velero restores it, and stays Lost.
-func (r *run) warnIfBoundElsewhere(ctx context.Context, volume, namespace, claim, what string) {
+// warnUnbindable warns that a restored claim will not bind to the volume
+// it names, which the cluster has and this restore makes no copy of (it
+// has no snapshot, or volumes are not restored), so it was left as it is:
+// the volume is bound to another claim (the original, when a namespace is
+// copied beside it), or it is Released, still held for the deleted claim
+// the restored one replaces. The claim is restored as it was, as Velero
+// restores it; the warning says why it stays unbound, and for a Released
+// volume how to hand it to the restored claim.
+func (r *run) warnUnbindable(ctx context.Context, volume, namespace, claim, what string) {
 	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, volume, metav1.GetOptions{})
 	if err != nil {
 		return // not in the cluster: restored by the restore, or left out by its filters
 	}
 	ns, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "namespace")
 	name, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "name")
-	if name == "" || (ns == namespace && name == claim) {
-		return
+	phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
+	switch {
+	case name == "":
+	case ns != namespace || name != claim:
+		r.rec.Warning(namespace, fmt.Sprintf("%s: volume %s is bound to claim %s/%s in this cluster and the restore makes no copy of it (no snapshot, or volumes not restored): the claim will not bind (Lost)",
+			what, volume, ns, name))
+	case phase == "Released":
+		r.rec.Warning(namespace, fmt.Sprintf("%s: volume %s is Released, still held for the deleted claim %s/%s this one replaces, and the restore leaves it as it is: the claim will not bind until the volume is handed to it "+
+			`(kubectl patch pv %s -p '{"spec":{"claimRef":{"uid":null,"resourceVersion":null}}}')`,
+			what, volume, ns, name, volume))
 	}
-	r.rec.Warning(namespace, fmt.Sprintf("%s: volume %s is bound to claim %s/%s in this cluster and the restore makes no copy of it (no snapshot, or volumes not restored): the claim will not bind (Lost)",
-		what, volume, ns, name))
 }
 
 // cloneIfTaken renames a volume made from a snapshot for a claim restored

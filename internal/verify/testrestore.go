@@ -79,6 +79,12 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 		c.Compared++
 		want := e.Object.DeepCopy()
 		want.SetNamespace(target)
+		restore.Adjust(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want, func(ns string) string {
+			if to, ok := mapping[ns]; ok {
+				return to
+			}
+			return ns
+		})
 		restore.Clean(want, backupName, restoreName, false)
 		// The copy beside the original gets node ports of its own.
 		restore.DropNodePorts(want)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -574,5 +575,75 @@ func TestClaimWithoutSnapshotIsProvisionedAnew(t *testing.T) {
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: old}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the volume whose storage is gone was restored: %v", err)
+	}
+}
+
+// TestRestoredStaticVolumesBind restores claims of static Retain volumes
+// (a local disk, an NFS share) on a control plane whose volume
+// binder runs, after their namespace is deleted:
+//   - a volume the backup holds a snapshot of, deleted too (the disaster
+//     case), comes back from its snapshot and its claim binds to it: the
+//     restored pair carries none of the binder's marks, which made it take
+//     the claim for one it bound already and mark it Lost;
+//   - a volume without a snapshot that the cluster still has stays Released,
+//     held for the deleted claim, and the restore leaves it as it is (it
+//     changes no live object unasked): the restored claim cannot bind, and
+//     the restore warns, naming the command that hands the volume over —
+//     which works: the claim binds to its old data.
+func TestRestoredStaticVolumesBind(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, _, _ := csiCluster(t)
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default", "--config", "snapshotDir="+t.TempDir())
+	data := volume(t, 3, 1<<10)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "static"}})
+	c.create(t, hostPathVolume("snap-pv", data, "static", "snapped")...)
+	// An NFS share: no snapshotter here serves it.
+	share := hostPathVolume("plain-pv", "", "static", "plain")
+	share[0].(*corev1.PersistentVolume).Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.com", Path: "/exports/static"}}
+	c.create(t, share...)
+	for claim, pv := range map[string]string{"snapped": "snap-pv", "plain": "plain-pv"} {
+		if v := c.boundVolume(t, "static", claim); v != pv {
+			t.Fatalf("claim %s bound to %s", claim, v)
+		}
+	}
+	c.mustSalvor(t, "backup", "create", "static", "--include-namespaces", "static", "--wait")
+	b := c.waitBackup(t, "static", salvorv1.BackupPhaseCompleted)
+	if b.Status.VolumeSnapshotsCompleted != 1 {
+		t.Fatalf("backup %+v: want a snapshot of snap-pv", b.Status)
+	}
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "static"}}, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "snap-pv"}})
+	pv := &corev1.PersistentVolume{}
+	eventually(t, "plain-pv Released", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Name: "plain-pv"}, pv); err != nil {
+			return false, err.Error()
+		}
+		return pv.Status.Phase == corev1.VolumeReleased, string(pv.Status.Phase)
+	})
+	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "static", "--wait")
+	rs, desc := c.getRestore(t, "back"), c.mustSalvor(t, "restore", "describe", "back", "--details")
+	fix := `kubectl patch pv plain-pv -p '{"spec":{"claimRef":{"uid":null,"resourceVersion":null}}}'`
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || !strings.Contains(desc, "volume plain-pv is Released, still held for the deleted claim static/plain") ||
+		!strings.Contains(desc, fix) || strings.Contains(desc, "snap-pv") {
+		t.Fatalf("restore after the namespace was deleted: %+v\n%s", rs.Status, desc)
+	}
+	if v := c.boundVolume(t, "static", "snapped"); v != "snap-pv" {
+		t.Errorf("the snapshotted claim bound to %s", v)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "snap-pv"}, pv); err != nil || pv.Spec.HostPath == nil || !maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
+		t.Errorf("the restored volume %+v (%v) does not hold the backed-up data", pv.Spec, err)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "static", Name: "plain"}, claim); err != nil || claim.Status.Phase == corev1.ClaimBound {
+		t.Fatalf("the restored claim (%v) bound to a Released volume: the warning is wrong", err)
+	}
+	// The command the warning names, as kubectl sends it (a strategic
+	// merge patch).
+	patch := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"claimRef":{"uid":null,"resourceVersion":null}}}`))
+	if err := c.client.Patch(context.Background(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "plain-pv"}}, patch); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.boundVolume(t, "static", "plain"); v != "plain-pv" {
+		t.Errorf("the restored claim bound to %s, not its old volume", v)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -881,5 +882,63 @@ func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
 	c.mustSalvor(t, "restore", "create", "all", "--from-backup", "edge", "--preserve-nodeports", "--wait")
 	if got := nodePorts("edge"); got["http"] != 30080 || got["admin"] != assigned {
 		t.Errorf("--preserve-nodeports: %v, want http 30080 and admin %d", got, assigned)
+	}
+}
+
+// TestRestoredItemsLeaveTheirOldPlace copies a namespace holding a Job, a
+// RoleBinding and a Pod beside the original. Each names something of the
+// place it was backed up from, which Velero's built-in restore actions
+// change and so Salvor changes too: the Job's selector holds its old UID
+// (the API server refused the Job), the binding grants its role to the
+// original namespace's service account (the copy would give the original
+// rights it was never given), and the Pod names the node it ran on. A test
+// restore (backup verify) finds the copy identical to the backup.
+func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	c.create(t,
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: "app"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "m", Image: "busybox"}}}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "readers", Namespace: "app"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "app-sa", Namespace: "app"}, {Kind: rbacv1.ServiceAccountKind, Name: "dns", Namespace: "kube-system"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: "app"}, Spec: corev1.PodSpec{NodeName: "node-1",
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+	orig := &batchv1.Job{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "migrate"}, orig); err != nil || orig.Spec.Selector == nil {
+		t.Fatalf("job %v: %+v", err, orig.Spec.Selector)
+	}
+	c.mustSalvor(t, "backup", "create", "app", "--include-namespaces", "app", "--wait")
+
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "app", "--namespace-mappings", "app:app-copy", "--wait")
+	if rs := c.getRestore(t, "copy"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Errors != 0 {
+		t.Fatalf("restore %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "copy", "--details"))
+	}
+	job := &batchv1.Job{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "migrate"}, job); err != nil {
+		t.Fatal(err)
+	}
+	if uid := job.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel]; uid != string(job.UID) || uid == string(orig.UID) || job.Spec.Template.Labels["app"] != "db" {
+		t.Errorf("restored job's selector %v, template labels %v (its UID %s)", job.Spec.Selector, job.Spec.Template.Labels, job.UID)
+	}
+	rb := &rbacv1.RoleBinding{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "readers"}, rb); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rb.Subjects); got != "[{ServiceAccount  app-sa app-copy} {ServiceAccount  dns kube-system}]" {
+		t.Errorf("restored binding's subjects %s", got)
+	}
+	pod := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "runner"}, pod); err != nil || pod.Spec.NodeName != "" {
+		t.Errorf("restored pod (%v) on node %q: the scheduler places it here", err, pod.Spec.NodeName)
+	}
+
+	out := c.mustSalvor(t, "backup", "verify", "app", "--restore-into-prefix", "drill")
+	if !strings.Contains(out, "Verification: Passed") || !strings.Contains(out, "0 differ") {
+		t.Errorf("test restore of the job, binding and pod:\n%s", out)
 	}
 }

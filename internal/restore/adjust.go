@@ -1,0 +1,142 @@
+package restore
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// jobUIDLabels are the labels the API server puts in a Job's generated
+// selector and pod template: the Job's own UID, which the restored Job
+// does not have. Left in, the API server refuses the Job (a selector it did
+// not generate, without manualSelector); taken out, it generates them anew.
+var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+// Adjust changes, in a backed-up item, what was true only of the cluster
+// and namespace it was backed up from — as Velero's built-in restore
+// actions do, so a Velero user's restores come back the same:
+//   - a volume's claim reference, and a role binding's subjects, follow
+//     their namespaces through the namespace mapping (a binding copied into
+//     another namespace would otherwise grant its rights to the original
+//     namespace's service accounts);
+//   - a Job loses the labels of its old UID from its selector and pod
+//     template, which the API server generates again;
+//   - a Pod loses its node (the scheduler picks one here), its priority
+//     (admission sets it from its class), and the volumes of legacy
+//     service-account token secrets, which restores leave out.
+//
+// target maps a namespace of the backup to the one it is restored into. A
+// test restore's comparison adjusts the backed-up item the same way.
+func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func(string) string) {
+	switch gr {
+	case schema.GroupResource{Resource: "persistentvolumes"}:
+		if ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace"); ns != "" {
+			_ = unstructured.SetNestedField(obj.Object, target(ns), "spec", "claimRef", "namespace")
+		}
+	case schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+		schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}:
+		subjects, _, _ := unstructured.NestedSlice(obj.Object, "subjects")
+		for _, s := range subjects {
+			if m, ok := s.(map[string]any); ok {
+				if ns, _ := m["namespace"].(string); ns != "" {
+					m["namespace"] = target(ns)
+				}
+			}
+		}
+		if subjects != nil {
+			_ = unstructured.SetNestedSlice(obj.Object, subjects, "subjects")
+		}
+	case schema.GroupResource{Group: "batch", Resource: "jobs"}:
+		unbindJob(obj)
+	case schema.GroupResource{Resource: "pods"}:
+		unplacePod(obj)
+	}
+}
+
+// unbindJob drops the labels that tie a Job to its old UID, unless its
+// selector is its author's (manualSelector).
+func unbindJob(job *unstructured.Unstructured) {
+	if manual, _, _ := unstructured.NestedBool(job.Object, "spec", "manualSelector"); manual {
+		return
+	}
+	for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}} {
+		labels, found, err := unstructured.NestedMap(job.Object, path...)
+		if !found || err != nil {
+			continue
+		}
+		for _, k := range jobUIDLabels {
+			delete(labels, k)
+		}
+		_ = unstructured.SetNestedMap(job.Object, labels, path...)
+	}
+	// A selector left with nothing to match is the API server's to make.
+	if sel, _, _ := unstructured.NestedMap(job.Object, "spec", "selector"); selectsNothing(sel) {
+		unstructured.RemoveNestedField(job.Object, "spec", "selector")
+	}
+}
+
+// selectsNothing says a selector selects by nothing.
+func selectsNothing(sel map[string]any) bool {
+	for _, v := range sel {
+		switch v := v.(type) {
+		case map[string]any:
+			if len(v) > 0 {
+				return false
+			}
+		case []any:
+			if len(v) > 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// unplacePod drops a Pod's node, priority and legacy token-secret volumes.
+func unplacePod(pod *unstructured.Unstructured) {
+	unstructured.RemoveNestedField(pod.Object, "spec", "nodeName")
+	unstructured.RemoveNestedField(pod.Object, "spec", "priority")
+	sa, _, _ := unstructured.NestedString(pod.Object, "spec", "serviceAccountName")
+	if sa == "" {
+		sa = "default"
+	}
+	volumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
+	dropped := map[string]bool{}
+	kept := volumes[:0]
+	for _, v := range volumes {
+		m, _ := v.(map[string]any)
+		secret, _, _ := unstructured.NestedString(m, "secret", "secretName")
+		if name, _ := m["name"].(string); strings.HasPrefix(secret, sa+"-token-") {
+			dropped[name] = true
+			continue
+		}
+		kept = append(kept, v)
+	}
+	if len(dropped) == 0 {
+		return
+	}
+	_ = unstructured.SetNestedSlice(pod.Object, kept, "spec", "volumes")
+	for _, field := range []string{"containers", "initContainers"} {
+		containers, _, _ := unstructured.NestedSlice(pod.Object, "spec", field)
+		for _, c := range containers {
+			cm, _ := c.(map[string]any)
+			mounts, _, _ := unstructured.NestedSlice(cm, "volumeMounts")
+			keep := mounts[:0]
+			for _, mt := range mounts {
+				mm, _ := mt.(map[string]any)
+				if name, _ := mm["name"].(string); !dropped[name] {
+					keep = append(keep, mt)
+				}
+			}
+			if mounts != nil {
+				cm["volumeMounts"] = keep
+			}
+		}
+		if containers != nil {
+			_ = unstructured.SetNestedSlice(pod.Object, containers, "spec", field)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package restore
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestAdjust(t *testing.T) {
+	mapping := func(ns string) string {
+		if ns == "shop" {
+			return "shop-copy"
+		}
+		return ns
+	}
+	for _, tc := range []struct {
+		name     string
+		gr       schema.GroupResource
+		in, want string
+	}{
+		{"volume follows its claim", schema.GroupResource{Resource: "persistentvolumes"},
+			`{"spec":{"claimRef":{"namespace":"shop","name":"data"}}}`,
+			`{"spec":{"claimRef":{"name":"data","namespace":"shop-copy"}}}`},
+		{"binding's service accounts follow their namespace", schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+			`{"subjects":[{"kind":"ServiceAccount","name":"app","namespace":"shop"},{"kind":"ServiceAccount","name":"dns","namespace":"kube-system"},{"kind":"Group","name":"devs"}]}`,
+			`{"subjects":[{"kind":"ServiceAccount","name":"app","namespace":"shop-copy"},{"kind":"ServiceAccount","name":"dns","namespace":"kube-system"},{"kind":"Group","name":"devs"}]}`},
+		{"cluster binding too", schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+			`{"subjects":[{"kind":"ServiceAccount","name":"app","namespace":"shop"}]}`,
+			`{"subjects":[{"kind":"ServiceAccount","name":"app","namespace":"shop-copy"}]}`},
+		{"a role binding of another group is left", schema.GroupResource{Group: "example.com", Resource: "rolebindings"},
+			`{"subjects":[{"namespace":"shop"}]}`, `{"subjects":[{"namespace":"shop"}]}`},
+		{"job's generated selector goes", schema.GroupResource{Group: "batch", Resource: "jobs"},
+			`{"spec":{"selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"u1"}},"template":{"metadata":{"labels":{"batch.kubernetes.io/controller-uid":"u1","controller-uid":"u1","job-name":"migrate","app":"db"}}}}}`,
+			`{"spec":{"template":{"metadata":{"labels":{"app":"db","job-name":"migrate"}}}}}`},
+		{"a manual job selector stays", schema.GroupResource{Group: "batch", Resource: "jobs"},
+			`{"spec":{"manualSelector":true,"selector":{"matchLabels":{"controller-uid":"mine"}},"template":{"metadata":{"labels":{"controller-uid":"mine"}}}}}`,
+			`{"spec":{"manualSelector":true,"selector":{"matchLabels":{"controller-uid":"mine"}},"template":{"metadata":{"labels":{"controller-uid":"mine"}}}}}`},
+		{"a job selector with expressions keeps them", schema.GroupResource{Group: "batch", Resource: "jobs"},
+			`{"spec":{"selector":{"matchLabels":{"controller-uid":"u1"},"matchExpressions":[{"key":"a","operator":"Exists"}]}}}`,
+			`{"spec":{"selector":{"matchExpressions":[{"key":"a","operator":"Exists"}],"matchLabels":{}}}}`},
+		{"pod loses node, priority and legacy token volume", schema.GroupResource{Resource: "pods"},
+			`{"spec":{"nodeName":"node-1","priority":1000,"priorityClassName":"high","serviceAccountName":"app",
+			  "volumes":[{"name":"tok","secret":{"secretName":"app-token-x7k2p"}},{"name":"conf","configMap":{"name":"conf"}}],
+			  "containers":[{"name":"c","volumeMounts":[{"name":"tok","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"},{"name":"conf","mountPath":"/etc/conf"}]}],
+			  "initContainers":[{"name":"i","volumeMounts":[{"name":"tok","mountPath":"/t"}]}]}}`,
+			`{"spec":{"containers":[{"name":"c","volumeMounts":[{"mountPath":"/etc/conf","name":"conf"}]}],"initContainers":[{"name":"i","volumeMounts":[]}],
+			  "priorityClassName":"high","serviceAccountName":"app","volumes":[{"configMap":{"name":"conf"},"name":"conf"}]}}`},
+		{"a pod's other secrets stay; a malformed volume is no panic", schema.GroupResource{Resource: "pods"},
+			`{"spec":{"volumes":[{"name":"s","secret":{"secretName":"db-token-store"}},{"name":7},"junk"]}}`,
+			`{"spec":{"volumes":[{"name":"s","secret":{"secretName":"db-token-store"}},{"name":7},"junk"]}}`},
+		{"the default account's legacy token", schema.GroupResource{Resource: "pods"},
+			`{"spec":{"volumes":[{"name":"default-token-abcde","secret":{"secretName":"default-token-abcde"}}],"containers":[{"name":"c","volumeMounts":[{"name":"default-token-abcde","mountPath":"/x"}]}]}}`,
+			`{"spec":{"containers":[{"name":"c","volumeMounts":[]}],"volumes":[]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			if err := json.Unmarshal([]byte(tc.in), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			Adjust(tc.gr, obj, mapping)
+			var want map[string]any
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(obj.Object)
+			wantJSON, _ := json.Marshal(want)
+			if string(got) != string(wantJSON) {
+				t.Errorf("got  %s\nwant %s", got, wantJSON)
+			}
+		})
+	}
+}
