@@ -13,6 +13,23 @@ import (
 // not generate, without manualSelector); taken out, it generates them anew.
 var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
 
+// automanagedLabel marks the APIServices the API server registers for the
+// groups it serves itself (value "onstart" or "true"), and keeps in step
+// with them.
+const automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
+
+// clusterOwned says why an item is the cluster's own, to be left out of a
+// restore as Velero leaves it out: an automanaged APIService describes a
+// group the backed-up cluster's API server served; restored into a cluster
+// that does not serve it, it would point discovery at an API that is not
+// there.
+func clusterOwned(gr schema.GroupResource, obj *unstructured.Unstructured) string {
+	if gr == (schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}) && obj.GetLabels()[automanagedLabel] != "" {
+		return "the API server registers it for a group it serves (" + automanagedLabel + ")"
+	}
+	return ""
+}
+
 // Adjust changes, in a backed-up item, what was true only of the cluster
 // and namespace it was backed up from — as Velero's built-in restore
 // actions do, so a Velero user's restores come back the same:

@@ -72,3 +72,23 @@ func TestAdjust(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterOwned(t *testing.T) {
+	apiservices := schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}
+	for _, tc := range []struct {
+		gr     schema.GroupResource
+		labels map[string]string
+		owned  bool
+	}{
+		{apiservices, map[string]string{automanagedLabel: "onstart"}, true},
+		{apiservices, map[string]string{automanagedLabel: "true"}, true},
+		{apiservices, nil, false}, // an aggregated API someone installed (metrics-server)
+		{schema.GroupResource{Resource: "configmaps"}, map[string]string{automanagedLabel: "onstart"}, false},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{}}
+		obj.SetLabels(tc.labels)
+		if got := clusterOwned(tc.gr, obj) != ""; got != tc.owned {
+			t.Errorf("%s %v: owned %v", tc.gr, tc.labels, got)
+		}
+	}
+}

@@ -125,6 +125,12 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		return
 	}
 	it.body = nil
+	if why := clusterOwned(it.kind.gr, obj); why != "" {
+		r.log.Info("not restored: "+why, "item", what)
+		r.restored.Add(1)
+		r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, why)
+		return
+	}
 	fromBackup := obj.DeepCopy()
 	target := r.targetNamespace(it.namespace)
 	// Where the item goes is where the backup files it (mapped), never
