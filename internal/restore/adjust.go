@@ -40,8 +40,9 @@ func clusterOwned(gr schema.GroupResource, obj *unstructured.Unstructured) strin
 //   - a Job loses the labels of its old UID from its selector and pod
 //     template, which the API server generates again;
 //   - a Pod loses its node (the scheduler picks one here), its priority
-//     (admission sets it from its class), and the volumes of legacy
-//     service-account token secrets, which restores leave out.
+//     (admission sets it from its class), its ephemeral debug containers
+//     (refused on create), and the volumes of legacy service-account token
+//     secrets, which restores leave out.
 //
 // target maps a namespace of the backup to the one it is restored into. A
 // test restore's comparison adjusts the backed-up item the same way.
@@ -112,10 +113,13 @@ func selectsNothing(sel map[string]any) bool {
 	return true
 }
 
-// unplacePod drops a Pod's node, priority and legacy token-secret volumes.
+// unplacePod drops a Pod's node, priority, ephemeral (debug) containers —
+// the API server refuses a Pod created with them — and legacy token-secret
+// volumes.
 func unplacePod(pod *unstructured.Unstructured) {
-	unstructured.RemoveNestedField(pod.Object, "spec", "nodeName")
-	unstructured.RemoveNestedField(pod.Object, "spec", "priority")
+	for _, f := range []string{"nodeName", "priority", "ephemeralContainers"} {
+		unstructured.RemoveNestedField(pod.Object, "spec", f)
+	}
 	sa, _, _ := unstructured.NestedString(pod.Object, "spec", "serviceAccountName")
 	if sa == "" {
 		sa = "default"

@@ -891,7 +891,8 @@ func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
 // change and so Salvor changes too: the Job's selector holds its old UID
 // (the API server refused the Job), the binding grants its role to the
 // original namespace's service account (the copy would give the original
-// rights it was never given), and the Pod names the node it ran on. A test
+// rights it was never given), and the Pod names the node it ran on and
+// holds a debug container (the API server refused the Pod). A test
 // restore (backup verify) finds the copy identical to the backup.
 func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
 	c := startCluster(t)
@@ -908,6 +909,16 @@ func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "app-sa", Namespace: "app"}, {Kind: rbacv1.ServiceAccountKind, Name: "dns", Namespace: "kube-system"}}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: "app"}, Spec: corev1.PodSpec{NodeName: "node-1",
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+	// Someone debugged the pod (kubectl debug adds an ephemeral container).
+	runner := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "runner"}, runner); err != nil {
+		t.Fatal(err)
+	}
+	runner.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox",
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}}}
+	if err := c.client.SubResource("ephemeralcontainers").Update(context.Background(), runner); err != nil {
+		t.Fatal(err)
+	}
 	orig := &batchv1.Job{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "migrate"}, orig); err != nil || orig.Spec.Selector == nil {
 		t.Fatalf("job %v: %+v", err, orig.Spec.Selector)
@@ -933,8 +944,9 @@ func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
 		t.Errorf("restored binding's subjects %s", got)
 	}
 	pod := &corev1.Pod{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "runner"}, pod); err != nil || pod.Spec.NodeName != "" {
-		t.Errorf("restored pod (%v) on node %q: the scheduler places it here", err, pod.Spec.NodeName)
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "runner"}, pod); err != nil || pod.Spec.NodeName != "" || len(pod.Spec.EphemeralContainers) != 0 {
+		t.Errorf("restored pod (%v) on node %q, ephemeral containers %v: the scheduler places it here, and a pod is created without debug containers",
+			err, pod.Spec.NodeName, pod.Spec.EphemeralContainers)
 	}
 
 	out := c.mustSalvor(t, "backup", "verify", "app", "--restore-into-prefix", "drill")
