@@ -18,14 +18,34 @@ var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-ui
 // with them.
 const automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
 
-// clusterOwned says why an item is the cluster's own, to be left out of a
-// restore as Velero leaves it out: an automanaged APIService describes a
-// group the backed-up cluster's API server served; restored into a cluster
-// that does not serve it, it would point discovery at an API that is not
-// there.
-func clusterOwned(gr schema.GroupResource, obj *unstructured.Unstructured) string {
-	if gr == (schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}) && obj.GetLabels()[automanagedLabel] != "" {
-		return "the API server registers it for a group it serves (" + automanagedLabel + ")"
+// leftOut says why an item is not restored though the restore selects
+// it, as Velero leaves such items out:
+//   - an automanaged APIService describes a group the backed-up cluster's
+//     API server served; restored into a cluster that does not serve it,
+//     it would point discovery at an API that is not there;
+//   - a finished Job (completed or failed) or Pod (Succeeded or Failed)
+//     has done its work: restored, it would run again, with whatever it
+//     does (a migration, a payment run, a cleanup) done twice.
+func leftOut(gr schema.GroupResource, obj *unstructured.Unstructured) string {
+	switch gr {
+	case schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}:
+		if obj.GetLabels()[automanagedLabel] != "" {
+			return "the API server registers it for a group it serves (" + automanagedLabel + ")"
+		}
+	case schema.GroupResource{Group: "batch", Resource: "jobs"}:
+		if t, _, _ := unstructured.NestedString(obj.Object, "status", "completionTime"); t != "" {
+			return "the job had completed: restored, it would run again"
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, _ := c.(map[string]any); m["type"] == "Failed" && m["status"] == "True" {
+				return "the job had failed: restored, it would run again"
+			}
+		}
+	case schema.GroupResource{Resource: "pods"}:
+		if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase == "Succeeded" || phase == "Failed" {
+			return "the pod had finished (" + phase + "): restored, it would run again"
+		}
 	}
 	return ""
 }

@@ -73,22 +73,35 @@ func TestAdjust(t *testing.T) {
 	}
 }
 
-func TestClusterOwned(t *testing.T) {
+func TestLeftOut(t *testing.T) {
 	apiservices := schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}
+	jobs := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	pods := schema.GroupResource{Resource: "pods"}
 	for _, tc := range []struct {
-		gr     schema.GroupResource
-		labels map[string]string
-		owned  bool
+		name string
+		gr   schema.GroupResource
+		obj  string
+		out  bool
 	}{
-		{apiservices, map[string]string{automanagedLabel: "onstart"}, true},
-		{apiservices, map[string]string{automanagedLabel: "true"}, true},
-		{apiservices, nil, false}, // an aggregated API someone installed (metrics-server)
-		{schema.GroupResource{Resource: "configmaps"}, map[string]string{automanagedLabel: "onstart"}, false},
+		{"automanaged APIService", apiservices, `{"metadata":{"labels":{"kube-aggregator.kubernetes.io/automanaged":"onstart"}}}`, true},
+		{"automanaged true", apiservices, `{"metadata":{"labels":{"kube-aggregator.kubernetes.io/automanaged":"true"}}}`, true},
+		{"an aggregated API someone installed", apiservices, `{"metadata":{"name":"v1beta1.metrics.k8s.io"}}`, false},
+		{"the label on another resource", schema.GroupResource{Resource: "configmaps"}, `{"metadata":{"labels":{"kube-aggregator.kubernetes.io/automanaged":"onstart"}}}`, false},
+		{"completed job", jobs, `{"status":{"completionTime":"2026-11-20T02:00:00Z","succeeded":1}}`, true},
+		{"failed job", jobs, `{"status":{"conditions":[{"type":"Failed","status":"True"}]}}`, true},
+		{"running job", jobs, `{"status":{"active":1,"conditions":[{"type":"Suspended","status":"False"}]}}`, false},
+		{"job backed up before it started", jobs, `{}`, false},
+		{"succeeded pod", pods, `{"status":{"phase":"Succeeded"}}`, true},
+		{"failed pod", pods, `{"status":{"phase":"Failed"}}`, true},
+		{"running pod", pods, `{"status":{"phase":"Running"}}`, false},
+		{"a malformed status", pods, `{"status":"Succeeded"}`, false},
 	} {
-		obj := &unstructured.Unstructured{Object: map[string]any{}}
-		obj.SetLabels(tc.labels)
-		if got := clusterOwned(tc.gr, obj) != ""; got != tc.owned {
-			t.Errorf("%s %v: owned %v", tc.gr, tc.labels, got)
+		obj := &unstructured.Unstructured{}
+		if err := json.Unmarshal([]byte(tc.obj), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if got := leftOut(tc.gr, obj); (got != "") != tc.out {
+			t.Errorf("%s: left out %q, want %v", tc.name, got, tc.out)
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		return
 	}
 	it.body = nil
-	if why := clusterOwned(it.kind.gr, obj); why != "" {
+	if why := leftOut(it.kind.gr, obj); why != "" {
 		r.log.Info("not restored: "+why, "item", what)
 		r.restored.Add(1)
 		r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, why)

@@ -955,12 +955,15 @@ func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
 	}
 }
 
-// TestAutomanagedAPIServicesAreNotRestored restores a backup from a
-// cluster whose API server served a group this one does not: its
-// automanaged APIService, restored, would point discovery here at an API
-// that is not there. It is left out, as Velero leaves it out; an
-// aggregated API someone installed is restored.
-func TestAutomanagedAPIServicesAreNotRestored(t *testing.T) {
+// TestFinishedRunsAndTheClustersOwnAreNotRestored restores a backup from
+// another cluster holding what Velero does not restore, though selected:
+// an automanaged APIService for a group this cluster's API server does not
+// serve (restored, it would point discovery at an API that is not there),
+// and Jobs and Pods that had finished (restored, they would run again: a
+// migration or a payment run done twice). What is left out is said in the
+// restore's log; an aggregated API someone installed, a running Job and a
+// running Pod are restored.
+func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -970,32 +973,63 @@ func TestAutomanagedAPIServicesAreNotRestored(t *testing.T) {
 		`"spec":{"group":"retired.k8s.io","version":"v1alpha1","groupPriorityMinimum":100,"versionPriority":100}}`
 	installed := `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.widgets.example.com"},` +
 		`"spec":{"group":"widgets.example.com","version":"v1","groupPriorityMinimum":100,"versionPriority":100,"insecureSkipTLSVerify":true,"service":{"namespace":"kube-system","name":"widgets","port":443}}}`
-	if err := openStore(t, cfg).PutTarball(ctx, "old-cluster", bytes.NewReader(tarballOf([][2]string{
-		{"metadata/version", "1.1.0\n"},
-		{"resources/apiservices.apiregistration.k8s.io/cluster/v1alpha1.retired.k8s.io.json", stale},
-		{"resources/apiservices.apiregistration.k8s.io/v1-preferredversion/cluster/v1alpha1.retired.k8s.io.json", stale},
-		{"resources/apiservices.apiregistration.k8s.io/cluster/v1.widgets.example.com.json", installed},
-		{"resources/apiservices.apiregistration.k8s.io/v1-preferredversion/cluster/v1.widgets.example.com.json", installed},
-	}))); err != nil {
+	job := func(name, status string) string {
+		return `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"` + name + `","namespace":"batch"},"spec":{"template":{"spec":{"restartPolicy":"Never",` +
+			`"containers":[{"name":"run","image":"busybox"}]}}},"status":` + status + `}`
+	}
+	pod := func(name, phase string) string {
+		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"batch"},"spec":{"restartPolicy":"Never",` +
+			`"containers":[{"name":"run","image":"busybox"}]},"status":{"phase":"` + phase + `"}}`
+	}
+	entries := map[string]string{
+		"apiservices.apiregistration.k8s.io/cluster/v1alpha1.retired.k8s.io": stale,
+		"apiservices.apiregistration.k8s.io/cluster/v1.widgets.example.com":  installed,
+		"namespaces/cluster/batch":            `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"batch"}}`,
+		"jobs.batch/namespaces/batch/migrate": job("migrate", `{"startTime":"2026-11-20T02:00:00Z","completionTime":"2026-11-20T02:01:00Z","succeeded":1}`),
+		"jobs.batch/namespaces/batch/payout":  job("payout", `{"startTime":"2026-11-20T02:00:00Z","failed":1,"conditions":[{"type":"Failed","status":"True"}]}`),
+		"jobs.batch/namespaces/batch/reindex": job("reindex", `{"startTime":"2026-11-20T02:00:00Z","active":1}`),
+		"pods/namespaces/batch/migrate-x7k2p": pod("migrate-x7k2p", "Succeeded"),
+		"pods/namespaces/batch/reindex-b4m9q": pod("reindex-b4m9q", "Running"),
+	}
+	var files [][2]string
+	files = append(files, [2]string{"metadata/version", "1.1.0\n"})
+	for path, body := range entries {
+		res, rest, _ := strings.Cut(path, "/")
+		files = append(files, [2]string{"resources/" + path + ".json", body}, [2]string{"resources/" + res + "/v1-preferredversion/" + rest + ".json", body})
+	}
+	if err := openStore(t, cfg).PutTarball(ctx, "old-cluster", bytes.NewReader(tarballOf(files))); err != nil {
 		t.Fatal(err)
 	}
 	putVeleroMetadata(t, cfg, "old-cluster", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup", "metadata": map[string]any{"name": "old-cluster", "namespace": "velero"},
 		"spec": map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
 	c.waitBackup(t, "old-cluster", salvorv1.BackupPhaseCompleted)
 
-	c.mustSalvor(t, "restore", "create", "apis", "--from-backup", "old-cluster", "--wait")
-	if rs := c.getRestore(t, "apis"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != 2 {
+	c.mustSalvor(t, "restore", "create", "everything", "--from-backup", "old-cluster", "--wait")
+	if rs := c.getRestore(t, "everything"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != len(entries) {
 		t.Errorf("restore %+v", rs.Status)
 	}
-	get := func(name string) error {
+	for _, tc := range []struct {
+		gvk      schema.GroupVersionKind
+		ns, name string
+		restored bool
+	}{
+		{schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "", "v1alpha1.retired.k8s.io", false},
+		{schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}, "", "v1.widgets.example.com", true},
+		{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "batch", "migrate", false},
+		{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "batch", "payout", false},
+		{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "batch", "reindex", true},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "batch", "migrate-x7k2p", false},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "batch", "reindex-b4m9q", true},
+	} {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"})
-		return c.client.Get(ctx, client.ObjectKey{Name: name}, u)
+		u.SetGroupVersionKind(tc.gvk)
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: tc.name}, u)
+		if tc.restored && err != nil || !tc.restored && !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s/%s: restored %v, want %v (%v)", tc.gvk.Kind, tc.ns, tc.name, err == nil, tc.restored, err)
+		}
 	}
-	if err := get("v1alpha1.retired.k8s.io"); !apierrors.IsNotFound(err) {
-		t.Errorf("the old cluster's automanaged APIService was restored (%v)", err)
-	}
-	if err := get("v1.widgets.example.com"); err != nil {
-		t.Errorf("the installed APIService was not restored: %v", err)
+	if log := c.mustSalvor(t, "restore", "logs", "everything"); !strings.Contains(log, "the job had completed: restored, it would run again") ||
+		!strings.Contains(log, "the pod had finished (Succeeded)") {
+		t.Errorf("the restore's log does not say what it left out:\n%s", log)
 	}
 }
