@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
+	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/verify"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -199,7 +200,13 @@ func (r *VerifyReconciler) compare(ctx context.Context, b *salvorv1.Backup, rs *
 		return nil, fmt.Errorf("reading the backup's tarball to compare: %w", err)
 	}
 	defer tarball.Close()
-	cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, rs.Spec.NamespaceMapping)
+	// The test restore changed storage classes as mapped: so does the
+	// comparison.
+	classes, err := restore.LoadStorageClasses(ctx, r.Dynamic, rs.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, rs.Spec.NamespaceMapping, classes)
 	if err != nil {
 		err = fmt.Errorf("comparing the restored objects with the backup: %w", err)
 	}

@@ -52,7 +52,8 @@
 // what an item says of the cluster and namespace it was backed up from
 // (Velero's built-in restore actions: role binding subjects, Job selectors,
 // a Pod's node) and leaves out finished Jobs and Pods and what the cluster
-// makes itself (automanaged APIServices); volumes.go restores a volume beside its original, leaves
+// makes itself (automanaged APIServices); storageclass.go maps storage
+// classes as a ConfigMap says (Velero's change-storage-class); volumes.go restores a volume beside its original, leaves
 // out one provisioned anew and warns of a claim that cannot bind; spool.go and tiers.go are the on-disk index
 // and the order of resources.
 package restore

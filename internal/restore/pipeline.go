@@ -156,6 +156,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	Adjust(it.kind.gr, obj, r.targetNamespace)
+	if changed, err := r.classes.Apply(it.kind.gr, obj); err != nil {
+		r.rec.Error(target, fmt.Sprintf("%s: %v", what, err))
+		r.dry.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
+		return
+	} else if len(changed) > 0 {
+		r.log.Info("storage class changed", "item", what, "change", changed, "by", r.classes.from)
+	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.provisionAnew(ctx, it, obj, what) {
 		return
 	}

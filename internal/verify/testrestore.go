@@ -48,12 +48,13 @@ type Comparison struct {
 }
 
 // Compare reads the backup's tarball and compares every namespaced item of
-// the mapped namespaces with the object the test restore made of it in
-// its target namespace: the API server says, by a server-side apply dry
+// the mapped namespaces, adjusted as the restore adjusts it (namespaces,
+// storage classes), with the object the test restore made of it in its
+// target namespace: the API server says, by a server-side apply dry
 // run, whether restoring the item again would change anything (so fields
 // it owns or assigns — UIDs, versions, a Service's IP — do not count).
 // Items the restore left out (by its rules) are counted, not compared.
-func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, backupName, restoreName string, mapping map[string]string) (*Comparison, error) {
+func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, backupName, restoreName string, mapping map[string]string, classes *restore.StorageClasses) (*Comparison, error) {
 	c := &Comparison{}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		target, ok := mapping[e.Namespace]
@@ -85,6 +86,10 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 			}
 			return ns
 		})
+		if _, err := classes.Apply(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want); err != nil {
+			c.differ(fmt.Sprintf("%s: %v", what, err))
+			return nil
+		}
 		restore.Clean(want, backupName, restoreName, false)
 		// The copy beside the original gets node ports of its own.
 		restore.DropNodePorts(want)

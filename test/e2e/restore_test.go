@@ -20,8 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -1031,5 +1033,78 @@ func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
 	if log := c.mustSalvor(t, "restore", "logs", "everything"); !strings.Contains(log, "the job had completed: restored, it would run again") ||
 		!strings.Contains(log, "the pod had finished (Succeeded)") {
 		t.Errorf("the restore's log does not say what it left out:\n%s", log)
+	}
+}
+
+// TestStorageClassMapping restores into a cluster whose storage classes
+// have other names, with the ConfigMap Velero users already write
+// (labelled velero.io/plugin-config and
+// velero.io/change-storage-class=RestoreItemAction, in the server's
+// namespace): claims and StatefulSets' claim templates get the mapped
+// class, and a test restore finds the copy identical to the backup as
+// mapped. Two such ConfigMaps fail the restore before it makes anything; a
+// class mapped to one this cluster has not is an error of the items that
+// use it, which are not made.
+func TestStorageClassMapping(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	gp2, replicas := "gp2", int32(0)
+	claim := corev1.PersistentVolumeClaimSpec{StorageClassName: &gp2, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}
+	c.create(t, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: "example.com/none"},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}})
+	c.create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "db"}, Spec: claim},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pg"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "pg"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres"}}}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "wal"}, Spec: claim}}}})
+	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
+
+	mapping := func(name string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor",
+			Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}, Data: data}
+	}
+	c.create(t, mapping("storage-classes", map[string]string{"gp2": "gp3"}))
+	c.mustSalvor(t, "restore", "create", "dr", "--from-backup", "db", "--namespace-mappings", "db:db-dr", "--wait")
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "db-dr", Name: "data"}, pvc); err != nil || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "gp3" {
+		t.Errorf("restored claim (%v) has class %v, want gp3", err, pvc.Spec.StorageClassName)
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "db-dr", Name: "pg"}, sts); err != nil || *sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName != "gp3" {
+		t.Errorf("restored statefulset (%v) claim template %+v, want class gp3", err, sts.Spec.VolumeClaimTemplates)
+	}
+	if out := c.mustSalvor(t, "backup", "verify", "db", "--restore-into-prefix", "drill"); !strings.Contains(out, "Verification: Passed") || !strings.Contains(out, "0 differ") {
+		t.Errorf("test restore with the storage class mapping:\n%s", out)
+	}
+
+	c.create(t, mapping("more-classes", map[string]string{"gp2": "gp3"}))
+	out, err := c.salvor(t, "restore", "create", "two-maps", "--from-backup", "db", "--namespace-mappings", "db:db-two", "--wait")
+	if rs := c.getRestore(t, "two-maps"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailed ||
+		!strings.Contains(rs.Status.FailureReason, "ConfigMaps more-classes, storage-classes in salvor all map storage classes") {
+		t.Errorf("restore with two mappings: %s %q\n%s", rs.Status.Phase, rs.Status.FailureReason, out)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "db-two"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the failed restore made its namespace: %v", err)
+	}
+
+	c.deleteForGood(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "more-classes", Namespace: "salvor"}})
+	cm := mapping("storage-classes", map[string]string{"gp2": "gp4"})
+	if err := c.client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.salvor(t, "restore", "create", "no-class", "--from-backup", "db", "--namespace-mappings", "db:db-none", "--wait")
+	rs := c.getRestore(t, "no-class")
+	desc := c.mustSalvor(t, "restore", "describe", "no-class", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 2 ||
+		!strings.Contains(desc, "persistentvolumeclaims db/data: ConfigMap salvor/storage-classes maps its storage class gp2 to gp4, which this cluster does not have") {
+		t.Errorf("restore mapped to a missing class: %+v\n%s", rs.Status, desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "db-none", Name: "data"}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a claim mapped to a missing class was made: %v", err)
 	}
 }
