@@ -62,7 +62,10 @@ func leftOut(gr schema.GroupResource, obj *unstructured.Unstructured) string {
 //   - a Pod loses its node (the scheduler picks one here), its priority
 //     (admission sets it from its class), its ephemeral debug containers
 //     (refused on create), and the volumes of legacy service-account token
-//     secrets, which restores leave out.
+//     secrets, which restores leave out;
+//   - a service-account token Secret (restored only when the restore names
+//     secrets) loses its token, CA and the old account's UID, so the
+//     control plane issues a token for the account as restored.
 //
 // target maps a namespace of the backup to the one it is restored into. A
 // test restore's comparison adjusts the backed-up item the same way.
@@ -89,7 +92,27 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 		unbindJob(obj)
 	case schema.GroupResource{Resource: "pods"}:
 		unplacePod(obj)
+	case schema.GroupResource{Resource: "secrets"}:
+		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == tokenSecretType {
+			// The token was signed for the old account: the control plane
+			// issues a new one for the account the annotation names.
+			removeAnnotations(obj, "kubernetes.io/service-account.uid")
+			for _, k := range []string{"token", "ca.crt"} {
+				unstructured.RemoveNestedField(obj.Object, "data", k)
+			}
+		}
 	}
+}
+
+func removeAnnotations(obj *unstructured.Unstructured, keys ...string) {
+	a := obj.GetAnnotations()
+	if len(a) == 0 {
+		return
+	}
+	for _, k := range keys {
+		delete(a, k)
+	}
+	obj.SetAnnotations(a)
 }
 
 // unbindJob drops the labels that tie a Job to its old UID, unless its

@@ -53,6 +53,11 @@ func TestAdjust(t *testing.T) {
 		{"the default account's legacy token", schema.GroupResource{Resource: "pods"},
 			`{"spec":{"volumes":[{"name":"default-token-abcde","secret":{"secretName":"default-token-abcde"}}],"containers":[{"name":"c","volumeMounts":[{"name":"default-token-abcde","mountPath":"/x"}]}]}}`,
 			`{"spec":{"containers":[{"name":"c","volumeMounts":[]}],"volumes":[]}}`},
+		{"a token secret loses the old account's token", schema.GroupResource{Resource: "secrets"},
+			`{"type":"kubernetes.io/service-account-token","metadata":{"annotations":{"kubernetes.io/service-account.name":"app","kubernetes.io/service-account.uid":"old"}},"data":{"token":"dG9r","ca.crt":"Y2E=","namespace":"c2hvcA=="}}`,
+			`{"data":{"namespace":"c2hvcA=="},"metadata":{"annotations":{"kubernetes.io/service-account.name":"app"}},"type":"kubernetes.io/service-account-token"}`},
+		{"an ordinary secret keeps its token", schema.GroupResource{Resource: "secrets"},
+			`{"type":"Opaque","data":{"token":"dG9r"}}`, `{"type":"Opaque","data":{"token":"dG9r"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{}

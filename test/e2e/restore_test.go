@@ -622,8 +622,9 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tok"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "tok"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-token", Namespace: "tok", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app"}},
-			Type: corev1.SecretTypeServiceAccountToken},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-token", Namespace: "tok", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app",
+			corev1.ServiceAccountUIDKey: "uid-of-the-old-account"}},
+			Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{"token": []byte("old-token"), "ca.crt": []byte("old-ca"), "namespace": []byte("tok")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "tok"}, StringData: map[string]string{"p": "x"}})
 	c.mustSalvor(t, "backup", "create", "tok", "--include-namespaces", "tok", "--wait")
 
@@ -645,8 +646,14 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 
 	c.mustSalvor(t, "restore", "create", "asked", "--from-backup", "tok", "--namespace-mappings", "tok:tok-asked",
 		"--include-resources", "namespaces,serviceaccounts,secrets", "--wait")
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-asked", Name: "app-token"}, &corev1.Secret{}); err != nil {
+	// Restored, it names its account and waits for the control plane to
+	// issue it a token: the old one was signed for the old account.
+	tok := &corev1.Secret{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-asked", Name: "app-token"}, tok); err != nil {
 		t.Errorf("the token secret was not restored when secrets were named: %v", err)
+	}
+	if tok.Annotations[corev1.ServiceAccountNameKey] != "app" || tok.Annotations[corev1.ServiceAccountUIDKey] != "" || tok.Data["token"] != nil || tok.Data["ca.crt"] != nil {
+		t.Errorf("the restored token secret keeps the old account's: %v %v", tok.Annotations, tok.Data)
 	}
 }
 
