@@ -1,6 +1,9 @@
 // Package backup is Salvor's backup engine: given a Backup, it lists the
 // cluster's objects that the Backup selects, runs the BackupItemAction
-// plugins on them, and streams them into the location's tarball.
+// plugins on them, and streams them into the location's tarball. With the
+// items it selects come the ones they need elsewhere, as Velero brings
+// them: a claim's volume (snapshotted), a custom resource's definition, a
+// service account's cluster role bindings and roles (volumes.go, rbac.go).
 //
 // # Streaming and workers
 //

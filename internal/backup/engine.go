@@ -105,6 +105,11 @@ type run struct {
 	// crds records, per resource of the backed-up items, whether its CRD
 	// was looked for (see crdOf).
 	crds sync.Map
+	// rbac indexes the cluster's role bindings by the service accounts
+	// they bind, listed once (see rbacOf).
+	rbacOnce sync.Once
+	rbac     map[string][]binding
+	rbacErr  error
 }
 
 // Run backs up what b selects into store, calling onProgress about once a

@@ -62,7 +62,9 @@ var (
 	pvcResource = schema.GroupResource{Resource: "persistentvolumeclaims"}
 )
 
-// afterWrite snapshots a persistent volume, and brings in a claim's volume.
+// afterWrite snapshots a persistent volume, and brings in a claim's volume,
+// a custom resource's definition and a service account's cluster role
+// bindings.
 func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, what string) error {
 	if res.Namespaced {
 		if err := r.crdOf(ctx, res, what); err != nil {
@@ -70,7 +72,7 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 		}
 	}
 	gr := res.GVR.GroupResource()
-	if gr != pvcResource && gr != pvResource {
+	if gr != pvcResource && gr != pvResource && gr != saResource {
 		return nil
 	}
 	item, err := it.object()
@@ -79,6 +81,8 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 		return nil
 	}
 	switch gr {
+	case saResource:
+		return r.rbacOf(ctx, item, what)
 	case pvcResource:
 		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {
 			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -388,5 +389,61 @@ func TestBackupEngineWorksOnItsOwnCopy(t *testing.T) {
 		if !strings.HasPrefix(k, "configmaps/mine/") && k != "namespaces//mine" {
 			t.Errorf("%s is in the backup", k)
 		}
+	}
+}
+
+// TestNamespaceBackupKeepsItsServiceAccountsClusterRights backs up one
+// namespace whose service account a ClusterRoleBinding grants a
+// ClusterRole (an operator's cluster-wide rights): as in Velero, the
+// binding and the role come along, so the namespace restored into another
+// cluster works as it did — and a binding of another namespace's account
+// does not. includeClusterResources false leaves them out, as do the
+// resource filters; a restore of the backup into a cluster without them
+// brings them back.
+func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widget-operator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}}}
+	bind := func(name, ns, sa string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "widget-operator"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}, {Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "admins"}}}
+	}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "widgets"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "operator", Namespace: "widgets"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "operator", Namespace: "other"}},
+		role, bind("widgets-operator", "widgets", "operator"), bind("other-operator", "other", "operator"))
+	store := openStore(t, cfg)
+	for _, tc := range []struct {
+		name            string
+		args            []string
+		binding, roleIn bool
+	}{
+		{"auto", nil, true, true},
+		{"no-cluster", []string{"--include-cluster-resources=false"}, false, false},
+		{"no-roles", []string{"--exclude-resources", "clusterroles.rbac.authorization.k8s.io"}, true, false},
+	} {
+		c.mustSalvor(t, append([]string{"backup", "create", tc.name, "--include-namespaces", "widgets", "--wait"}, tc.args...)...)
+		items := tarball(t, store, tc.name)
+		_, hasBinding := items["clusterrolebindings.rbac.authorization.k8s.io//widgets-operator"]
+		_, hasRole := items["clusterroles.rbac.authorization.k8s.io//widget-operator"]
+		_, hasOther := items["clusterrolebindings.rbac.authorization.k8s.io//other-operator"]
+		if hasBinding != tc.binding || hasRole != tc.roleIn || hasOther {
+			t.Errorf("backup %s: binding %v (want %v), role %v (want %v), the other namespace's binding %v", tc.name, hasBinding, tc.binding, hasRole, tc.roleIn, hasOther)
+		}
+	}
+
+	// The cluster lost them: the restore of the namespace brings them back.
+	c.deleteForGood(t, bind("widgets-operator", "widgets", "operator"), role)
+	c.mustSalvor(t, "restore", "create", "rights", "--from-backup", "auto", "--wait")
+	got := &rbacv1.ClusterRoleBinding{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "widgets-operator"}, got); err != nil || got.RoleRef.Name != "widget-operator" {
+		t.Errorf("restored binding %+v: %v", got, err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "widget-operator"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("the role was not restored: %v", err)
 	}
 }

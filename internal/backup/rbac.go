@@ -1,0 +1,113 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+var (
+	saResource  = schema.GroupResource{Resource: "serviceaccounts"}
+	crbResource = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}
+	crResource  = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+)
+
+// binding is a ClusterRoleBinding of a service account, with the
+// ClusterRole it grants (empty when it grants another kind).
+type binding struct{ name, role string }
+
+// rbacOf backs up the ClusterRoleBindings that bind a backed-up service
+// account, and the ClusterRoles they grant (Velero's rule), so that a
+// namespace restored into another cluster keeps the cluster-wide rights
+// its workloads had. Only where the backup takes cluster-scoped items as
+// its namespaced ones need them (includeClusterResources unset, not every
+// namespace: a backup of every namespace holds them all anyway), and where
+// its resource filters let them in.
+func (r *run) rbacOf(ctx context.Context, sa *unstructured.Unstructured, what string) error {
+	spec := r.backup.Spec
+	if spec.IncludeClusterResources != nil || r.wantsClusterResources() {
+		return nil
+	}
+	bindings, err := r.saBindings(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.rec.Warning(sa.GetNamespace(), fmt.Sprintf("%s: the cluster role bindings of service accounts could not be listed, so those binding it are not in the backup: %v", what, err))
+		return nil
+	}
+	for _, b := range bindings[sa.GetNamespace()+"/"+sa.GetName()] {
+		if r.takes(crbResource) {
+			if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: crbResource, Name: b.name}, what); err != nil {
+				return err
+			}
+		}
+		if b.role != "" && r.takes(crResource) {
+			if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: crResource, Name: b.role}, what); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// takes tells whether the backup's resource filters let a resource in.
+func (r *run) takes(gr schema.GroupResource) bool {
+	res, ok := r.resources[gr]
+	spec := r.backup.Spec
+	return ok && resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny)
+}
+
+// saBindings lists the cluster's ClusterRoleBindings once per backup, by
+// the service accounts ("namespace/name") they bind.
+func (r *run) saBindings(ctx context.Context) (map[string][]binding, error) {
+	r.rbacOnce.Do(func() {
+		res, ok := r.resources[crbResource]
+		if !ok {
+			r.rbac = map[string][]binding{}
+			return
+		}
+		list, err := r.e.Dynamic.Resource(res.GVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			r.rbacErr = err
+			return
+		}
+		r.rbac = bindingsBySubject(list.Items)
+	})
+	return r.rbac, r.rbacErr
+}
+
+// bindingsBySubject indexes ClusterRoleBindings by the service accounts
+// they bind.
+func bindingsBySubject(items []unstructured.Unstructured) map[string][]binding {
+	out := map[string][]binding{}
+	for _, crb := range items {
+		b := binding{name: crb.GetName()}
+		if kind, _, _ := unstructured.NestedString(crb.Object, "roleRef", "kind"); kind == "ClusterRole" {
+			b.role, _, _ = unstructured.NestedString(crb.Object, "roleRef", "name")
+		}
+		subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
+		seen := map[string]bool{}
+		for _, s := range subjects {
+			m, _ := s.(map[string]any)
+			kind, _ := m["kind"].(string)
+			ns, _ := m["namespace"].(string)
+			name, _ := m["name"].(string)
+			if key := ns + "/" + name; kind == "ServiceAccount" && ns != "" && name != "" && !seen[key] {
+				seen[key] = true
+				out[key] = append(out[key], b)
+			}
+		}
+	}
+	for _, bs := range out {
+		sort.Slice(bs, func(i, j int) bool { return bs[i].name < bs[j].name })
+	}
+	return out
+}

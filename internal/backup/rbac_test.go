@@ -1,0 +1,40 @@
+package backup
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestBindingsBySubject(t *testing.T) {
+	var items []unstructured.Unstructured
+	for _, doc := range []string{
+		`{"metadata":{"name":"operator"},"roleRef":{"kind":"ClusterRole","name":"operator-role"},
+		  "subjects":[{"kind":"ServiceAccount","namespace":"app","name":"op"},{"kind":"Group","name":"devs"},{"kind":"ServiceAccount","namespace":"app","name":"op"}]}`,
+		`{"metadata":{"name":"app-view"},"roleRef":{"kind":"ClusterRole","name":"view"},"subjects":[{"kind":"ServiceAccount","namespace":"app","name":"op"},{"kind":"ServiceAccount","namespace":"other","name":"web"}]}`,
+		`{"metadata":{"name":"users"},"roleRef":{"kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"ann"}]}`,
+		`{"metadata":{"name":"no-namespace"},"roleRef":{"kind":"ClusterRole","name":"x"},"subjects":[{"kind":"ServiceAccount","name":"op"}]}`,
+		`{"metadata":{"name":"malformed"},"subjects":"nope"}`,
+	} {
+		u := unstructured.Unstructured{}
+		if err := json.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, u)
+	}
+	got := bindingsBySubject(items)
+	for key, want := range map[string]string{
+		"app/op":    "[{app-view view} {operator operator-role}]",
+		"other/web": "[{app-view view}]",
+		"/op":       "[]",
+	} {
+		if s := fmt.Sprint(got[key]); s != want {
+			t.Errorf("%s: %s, want %s", key, s, want)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("subjects %v: users, groups and accounts without a namespace are not service accounts of a namespace", got)
+	}
+}
