@@ -250,9 +250,9 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 			// A ClusterRoleBinding's subject, a webhook's service: restored
 			// as it is, it would act on the original namespace, not on the
 			// one this restore maps it to.
-			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it as it is",
+			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it anyway",
 				gr, name, from, r.restore.Spec.NamespaceMapping[from], from))
-			r.dry.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it as it is", from, r.restore.Spec.NamespaceMapping[from]))
+			r.dry.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it anyway", from, r.restore.Spec.NamespaceMapping[from]))
 			return false
 		}
 	}
