@@ -25,7 +25,7 @@ func ResetBinding(obj *unstructured.Unstructured) {
 	for _, f := range []string{"uid", "resourceVersion"} {
 		unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", f)
 	}
-	removeAnnotations(obj, bindingMarks)
+	RemoveAnnotations(obj, bindingMarks...)
 }
 
 // UnbindClaim makes a backed-up claim one the control plane binds anew —
@@ -33,10 +33,11 @@ func ResetBinding(obj *unstructured.Unstructured) {
 // to when backed up: the restore did not bring that volume back.
 func UnbindClaim(claim *unstructured.Unstructured) {
 	unstructured.RemoveNestedField(claim.Object, "spec", "volumeName")
-	removeAnnotations(claim, claimBindingAnnotations)
+	RemoveAnnotations(claim, claimBindingAnnotations...)
 }
 
-func removeAnnotations(obj *unstructured.Unstructured, keys []string) {
+// RemoveAnnotations deletes annotations from an object.
+func RemoveAnnotations(obj *unstructured.Unstructured, keys ...string) {
 	annotations := obj.GetAnnotations()
 	if len(annotations) == 0 {
 		return

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/internal/resources"
 )
 
 // jobUIDLabels are the labels the API server puts in a Job's generated
@@ -96,23 +98,12 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == tokenSecretType {
 			// The token was signed for the old account: the control plane
 			// issues a new one for the account the annotation names.
-			removeAnnotations(obj, "kubernetes.io/service-account.uid")
+			resources.RemoveAnnotations(obj, "kubernetes.io/service-account.uid")
 			for _, k := range []string{"token", "ca.crt"} {
 				unstructured.RemoveNestedField(obj.Object, "data", k)
 			}
 		}
 	}
-}
-
-func removeAnnotations(obj *unstructured.Unstructured, keys ...string) {
-	a := obj.GetAnnotations()
-	if len(a) == 0 {
-		return
-	}
-	for _, k := range keys {
-		delete(a, k)
-	}
-	obj.SetAnnotations(a)
 }
 
 // unbindJob drops the labels that tie a Job to its old UID, unless its
