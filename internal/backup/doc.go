@@ -2,8 +2,10 @@
 // cluster's objects that the Backup selects, runs the BackupItemAction
 // plugins on them, and streams them into the location's tarball. With the
 // items it selects come the ones they need elsewhere, as Velero brings
-// them: a claim's volume (snapshotted), a custom resource's definition, a
-// service account's cluster role bindings and roles (volumes.go, rbac.go).
+// them, whatever the label selector: a claim's volume (snapshotted), a
+// custom resource's definition, a pod's claims and priority class, a
+// service account's cluster role bindings and roles (volumes.go,
+// related.go).
 //
 // # Streaming and workers
 //
@@ -14,7 +16,8 @@
 // written. A listed item goes into the tarball as the API server sent it:
 // only its metadata is read. Actions get it as JSON (host
 // BackupItemAction.ExecuteJSON) and what they return is kept as JSON too,
-// its metadata checked; the object is decoded only when a volume needs it.
+// its metadata checked; the object is decoded only for what it needs (a
+// volume, a pod's claims, a service account's bindings).
 // The two things that grow with the number of
 // items — the set of items already seen (so each is backed up once) and the
 // resource list the layout requires — stay in memory only up to a small

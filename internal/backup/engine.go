@@ -493,7 +493,13 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, 
 		if out.OperationID != "" {
 			r.addOperation(ctx, act.Action.Name(), res, ns, name, out)
 		}
+		// Velero's annotation: the action needs them whatever the filters.
+		must := it.annotations()[salvorv1.VeleroMustIncludeAdditionalItemsAnnotation] == "true"
 		for _, extra := range out.AdditionalItems {
+			if !must && r.filtersOut(extra) {
+				r.log.Info("not backed up: the backup's filters leave it out", "item", extra.String(), "asked by", what, "plugin", act.Action.Name())
+				continue
+			}
 			if err := r.backupAdditional(ctx, extra, what); err != nil {
 				return err
 			}
@@ -566,6 +572,25 @@ func (r *run) backupAdditional(ctx context.Context, id api.ResourceIdentifier, f
 		return nil
 	}
 	return r.backupItem(ctx, res, objectItem(item), false)
+}
+
+// filtersOut tells whether the backup's filters leave out an item a
+// plugin asks for, as Velero's do: a namespaced one outside the backup's
+// namespaces or resources, a cluster-scoped one whose resource it
+// excludes by name (cluster-scoped items a namespaced one needs come
+// otherwise, whatever includedResources says). The label selector does not
+// apply: what an item needs is rarely labelled as it is.
+func (r *run) filtersOut(id api.ResourceIdentifier) bool {
+	spec := r.backup.Spec
+	res, ok := r.resources[id.GroupResource]
+	if !ok {
+		return false // backupAdditional says the cluster does not serve it
+	}
+	if id.Namespace == "" {
+		return len(spec.ExcludedResources) > 0 && res.MatchesAny(spec.ExcludedResources)
+	}
+	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) ||
+		!resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny)
 }
 
 // Validate checks a Backup's spec, returning what to fix.

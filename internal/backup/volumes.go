@@ -62,9 +62,9 @@ var (
 	pvcResource = schema.GroupResource{Resource: "persistentvolumeclaims"}
 )
 
-// afterWrite snapshots a persistent volume, and brings in a claim's volume,
-// a custom resource's definition and a service account's cluster role
-// bindings.
+// afterWrite snapshots a persistent volume, and brings in what an item
+// needs: a claim's volume, a custom resource's definition, a pod's claims
+// and priority class, a service account's cluster role bindings.
 func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, what string) error {
 	if res.Namespaced {
 		if err := r.crdOf(ctx, res, what); err != nil {
@@ -72,7 +72,7 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 		}
 	}
 	gr := res.GVR.GroupResource()
-	if gr != pvcResource && gr != pvResource && gr != saResource {
+	if gr != pvcResource && gr != pvResource && gr != saResource && gr != podResource {
 		return nil
 	}
 	item, err := it.object()
@@ -83,9 +83,12 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 	switch gr {
 	case saResource:
 		return r.rbacOf(ctx, item, what)
+	case podResource:
+		return r.podRelated(ctx, item, what)
 	case pvcResource:
-		if pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName"); pv != "" {
-			return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvResource, Name: pv}, what)
+		pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName")
+		if id := (api.ResourceIdentifier{GroupResource: pvResource, Name: pv}); pv != "" && !r.filtersOut(id) {
+			return r.backupAdditional(ctx, id, what)
 		}
 	case pvResource:
 		plan, err := csi.PlanVolume(ctx, r.e.Dynamic, item, r.backup)

@@ -545,3 +545,44 @@ func TestCancelledRestoreEndsItsVolumes(t *testing.T) {
 		return v.Status.Progress.BytesDone == before && v.Status.Phase == "Canceled", fmt.Sprintf("%+v", v.Status)
 	})
 }
+
+// TestLabelSelectedPodBringsItsClaim backs up an app by label whose claim
+// is not labelled (the usual case: a StatefulSet's claims carry only its
+// template's labels, a hand-made claim none): as in Velero, the pod brings
+// its claim, the claim its volume, and the volume is snapshotted — the
+// backup holds the data the app uses, not only its objects. The server runs
+// no plugin at first, so the claim comes from Salvor itself. Then, with the
+// example plugins (one asks for every pod's claims): what the backup's
+// filters leave out stays out, whoever asks for it.
+func TestLabelSelectedPodBringsItsClaim(t *testing.T) {
+	c, _, cfg, _ := withLocalVolumes(t, "", "--plugin-dir", t.TempDir())
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	c.create(t, hostPathVolume("shop-pv", volume(t, 2, 1<<10), "shop", "data")...)
+	c.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}})
+
+	c.mustSalvor(t, "backup", "create", "web", "--include-namespaces", "shop", "--selector", "app=web", "--wait")
+	b := c.waitBackup(t, "web", salvorv1.BackupPhaseCompleted)
+	items := tarball(t, openStore(t, cfg), "web")
+	for _, key := range []string{"pods/shop/web", "persistentvolumeclaims/shop/data", "persistentvolumes//shop-pv"} {
+		if items[key] == nil {
+			t.Errorf("the backup lacks %s: %v", key, sortedKeys(items))
+		}
+	}
+	if b.Status.VolumeSnapshotsCompleted != 1 {
+		t.Errorf("the claim's volume was not snapshotted: %+v", b.Status)
+	}
+
+	c.servers[0].stop()
+	c.startServer(t)
+	for name, exclude := range map[string]string{"no-claims": "persistentvolumeclaims", "no-volumes": "persistentvolumes"} {
+		c.mustSalvor(t, "backup", "create", name, "--include-namespaces", "shop", "--selector", "app=web", "--exclude-resources", exclude, "--wait")
+		b := c.waitBackup(t, name, salvorv1.BackupPhaseCompleted)
+		items = tarball(t, openStore(t, cfg), name)
+		if items["pods/shop/web"] == nil || items["persistentvolumes//shop-pv"] != nil || b.Status.VolumeSnapshotsAttempted != 0 ||
+			(exclude == "persistentvolumeclaims") != (items["persistentvolumeclaims/shop/data"] == nil) {
+			t.Errorf("a backup excluding %s holds %v, snapshots %d", exclude, sortedKeys(items), b.Status.VolumeSnapshotsAttempted)
+		}
+	}
+}

@@ -23,6 +23,10 @@ const (
 	ExcludeLabel = "salvor.dev/exclude-from-backup"
 	// VeleroExcludeLabel is Velero's name for ExcludeLabel, honoured too.
 	VeleroExcludeLabel = "velero.io/exclude-from-backup"
+	// VeleroMustIncludeAdditionalItemsAnnotation, "true" on the item a
+	// BackupItemAction returns, backs up the additional items it names
+	// even where the backup's filters leave them out (Velero's).
+	VeleroMustIncludeAdditionalItemsAnnotation = "backup.velero.io/must-include-additional-items"
 
 	// SyncedAnnotation marks a Backup created by sync from object storage:
 	// it is a record of a finished backup, never one to run. Its value is

@@ -17,22 +17,54 @@ var (
 	saResource  = schema.GroupResource{Resource: "serviceaccounts"}
 	crbResource = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}
 	crResource  = schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+	podResource = schema.GroupResource{Resource: "pods"}
+	pcResource  = schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}
 )
 
 // binding is a ClusterRoleBinding of a service account, with the
 // ClusterRole it grants (empty when it grants another kind).
 type binding struct{ name, role string }
 
+// Items a backed-up item needs come with it, as Velero's built-in backup
+// actions bring them, whatever the backup's label selector: a pod's claims
+// (and through them their volumes and snapshots) and priority class, a
+// service account's cluster role bindings and the roles these grant. The
+// resource filters still apply, and includeClusterResources false keeps
+// the cluster-scoped ones out. A backup selecting an app by label thus
+// holds the volume data its pods use even when their claims are not
+// labelled.
+
+// clusterRelated tells whether cluster-scoped items a namespaced one needs
+// may come with it.
+func (r *run) clusterRelated() bool {
+	c := r.backup.Spec.IncludeClusterResources
+	return c == nil || *c
+}
+
+// podRelated backs up a pod's claims and its priority class.
+func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
+	volumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
+	for _, v := range volumes {
+		m, _ := v.(map[string]any)
+		claim, _, _ := unstructured.NestedString(m, "persistentVolumeClaim", "claimName")
+		if claim == "" || !r.takes(pvcResource) {
+			continue
+		}
+		if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvcResource, Namespace: pod.GetNamespace(), Name: claim}, what); err != nil {
+			return err
+		}
+	}
+	if pc, _, _ := unstructured.NestedString(pod.Object, "spec", "priorityClassName"); pc != "" && r.clusterRelated() && r.takes(pcResource) {
+		return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pcResource, Name: pc}, what)
+	}
+	return nil
+}
+
 // rbacOf backs up the ClusterRoleBindings that bind a backed-up service
-// account, and the ClusterRoles they grant (Velero's rule), so that a
-// namespace restored into another cluster keeps the cluster-wide rights
-// its workloads had. Only where the backup takes cluster-scoped items as
-// its namespaced ones need them (includeClusterResources unset, not every
-// namespace: a backup of every namespace holds them all anyway), and where
-// its resource filters let them in.
+// account, and the ClusterRoles they grant, so that a namespace restored
+// into another cluster keeps the cluster-wide rights its workloads had.
 func (r *run) rbacOf(ctx context.Context, sa *unstructured.Unstructured, what string) error {
-	spec := r.backup.Spec
-	if spec.IncludeClusterResources != nil || r.wantsClusterResources() {
+	if !r.clusterRelated() {
 		return nil
 	}
 	bindings, err := r.saBindings(ctx)
