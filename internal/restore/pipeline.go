@@ -141,10 +141,10 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
-			if clone, ok := r.clones.Load(pv); ok {
+			clone, cloned := r.clones.Load(pv)
+			if cloned {
 				_ = unstructured.SetNestedField(obj.Object, clone.(string), "spec", "volumeName")
 			}
-			_, cloned := r.clones.Load(pv)
 			_, anew := r.anew.Load(pv)
 			_, fromSnapshot := r.fromSnapshot[pv]
 			if anew {

@@ -67,8 +67,12 @@ func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Uns
 // volume how to hand it to the restored claim.
 func (r *run) warnUnbindable(ctx context.Context, volume, namespace, claim, what string) {
 	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, volume, metav1.GetOptions{})
-	if err != nil {
-		return // not in the cluster: restored by the restore, or left out by its filters
+	switch {
+	case apierrors.IsNotFound(err):
+		return // left out by the restore's filters: the claim keeps its volume's name, as in Velero
+	case err != nil:
+		r.log.Warn("could not tell whether a restored claim can bind", "item", what, "volume", volume, "error", err)
+		return
 	}
 	ns, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "namespace")
 	name, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "name")
