@@ -125,14 +125,14 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		return
 	}
 	it.body = nil
+	target := r.targetNamespace(it.namespace)
 	if why := leftOut(it.kind.gr, obj); why != "" {
 		r.log.Info("not restored: "+why, "item", what)
 		r.restored.Add(1)
-		r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, why)
+		r.dry.record(describe(it.kind.gr, target, it.name), salvorv1.DryRunSkipped, why)
 		return
 	}
 	fromBackup := obj.DeepCopy()
-	target := r.targetNamespace(it.namespace)
 	// Where the item goes is where the backup files it (mapped), never
 	// what its JSON says.
 	obj.SetNamespace(target)

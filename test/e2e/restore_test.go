@@ -1013,6 +1013,23 @@ func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
 		"spec": map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
 	c.waitBackup(t, "old-cluster", salvorv1.BackupPhaseCompleted)
 
+	// A dry run under a mapping says what it would leave out, and where.
+	c.mustSalvor(t, "restore", "create", "preview", "--from-backup", "old-cluster", "--namespace-mappings", "batch:batch2", "--dry-run", "--wait")
+	results := &persistence.Results{}
+	if err := openStore(t, cfg).GetRestoreJSON(ctx, "preview", persistence.ResultsFile, results); err != nil {
+		t.Fatal(err)
+	}
+	skipped := map[string]string{}
+	for _, it := range results.DryRun {
+		if it.Outcome == salvorv1.DryRunSkipped {
+			skipped[it.Item] = it.Detail
+		}
+	}
+	if len(skipped) != 4 || !strings.Contains(skipped["jobs.batch batch2/migrate"], "the job had completed") ||
+		!strings.Contains(skipped["pods batch2/migrate-x7k2p"], "had finished") || skipped["apiservices.apiregistration.k8s.io v1alpha1.retired.k8s.io"] == "" {
+		t.Errorf("the dry run's skipped items: %v", skipped)
+	}
+
 	c.mustSalvor(t, "restore", "create", "everything", "--from-backup", "old-cluster", "--wait")
 	if rs := c.getRestore(t, "everything"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != len(entries) {
 		t.Errorf("restore %+v", rs.Status)
