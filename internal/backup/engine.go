@@ -589,8 +589,7 @@ func (r *run) filtersOut(id api.ResourceIdentifier) bool {
 	if id.Namespace == "" {
 		return len(spec.ExcludedResources) > 0 && res.MatchesAny(spec.ExcludedResources)
 	}
-	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) ||
-		!resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny)
+	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) || !r.takes(id.GroupResource)
 }
 
 // Validate checks a Backup's spec, returning what to fix.
