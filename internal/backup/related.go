@@ -43,12 +43,9 @@ func (r *run) clusterRelated() bool {
 
 // podRelated backs up a pod's claims and its priority class.
 func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
-	volumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
-	for _, v := range volumes {
-		m, _ := v.(map[string]any)
-		claim, _, _ := unstructured.NestedString(m, "persistentVolumeClaim", "claimName")
-		if claim == "" || !r.takes(pvcResource) {
-			continue
+	for _, claim := range resources.PodClaims(pod) {
+		if !r.takes(pvcResource) {
+			break
 		}
 		if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvcResource, Namespace: pod.GetNamespace(), Name: claim}, what); err != nil {
 			return err

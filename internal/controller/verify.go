@@ -200,13 +200,13 @@ func (r *VerifyReconciler) compare(ctx context.Context, b *salvorv1.Backup, rs *
 		return nil, fmt.Errorf("reading the backup's tarball to compare: %w", err)
 	}
 	defer tarball.Close()
-	// The test restore changed storage classes as mapped: so does the
+	// The test restore changed storage classes and images as mapped: so does the
 	// comparison.
-	classes, err := restore.LoadStorageClasses(ctx, r.Dynamic, rs.Namespace)
+	mappings, err := restore.LoadMappings(ctx, r.Dynamic, rs.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, rs.Spec.NamespaceMapping, classes)
+	cmp, err := verify.Compare(ctx, r.Dynamic, tarball, b.Name, rs.Name, rs.Spec.NamespaceMapping, mappings)
 	if err != nil {
 		err = fmt.Errorf("comparing the restored objects with the backup: %w", err)
 	}

@@ -36,6 +36,20 @@ func UnbindClaim(claim *unstructured.Unstructured) {
 	RemoveAnnotations(claim, claimBindingAnnotations...)
 }
 
+// PodClaims returns the names of the claims a pod mounts, in its own
+// namespace.
+func PodClaims(pod *unstructured.Unstructured) []string {
+	volumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
+	var claims []string
+	for _, v := range volumes {
+		m, _ := v.(map[string]any)
+		if claim, _, _ := unstructured.NestedString(m, "persistentVolumeClaim", "claimName"); claim != "" {
+			claims = append(claims, claim)
+		}
+	}
+	return claims
+}
+
 // RemoveAnnotations deletes annotations from an object.
 func RemoveAnnotations(obj *unstructured.Unstructured, keys ...string) {
 	annotations := obj.GetAnnotations()

@@ -52,8 +52,11 @@
 // what an item says of the cluster and namespace it was backed up from
 // (Velero's built-in restore actions: role binding subjects, Job selectors,
 // a Pod's node) and leaves out finished Jobs and Pods and what the cluster
-// makes itself (automanaged APIServices); storageclass.go maps storage
-// classes as a ConfigMap says (Velero's change-storage-class); volumes.go restores a volume beside its original, leaves
-// out one provisioned anew and warns of a claim that cannot bind; spool.go and tiers.go are the on-disk index
-// and the order of resources.
+// makes itself (automanaged APIServices); mappings.go reads the ConfigMaps
+// that map storage classes (storageclass.go, Velero's change-storage-class)
+// and images (images.go, Velero's change-image-name); volumes.go brings a
+// pod's claims and a claim's volume with it, restores a volume beside its
+// original, leaves out one provisioned anew and warns of a claim that
+// cannot bind; spool.go and tiers.go are the on-disk index and the order
+// of resources.
 package restore

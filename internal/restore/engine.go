@@ -146,8 +146,8 @@ type run struct {
 	// (discovery runs again after each tier that adds CRDs).
 	reported map[schema.GroupVersion]bool
 	rec      persistence.Recorder
-	// classes maps storage classes (storageclass.go).
-	classes *StorageClasses
+	// mappings change storage classes and images (mappings.go).
+	mappings *Mappings
 	// dry is set for a dry-run restore (see dryrun.go).
 	dry        *dryRun
 	operations []itemoperation.RestoreOperation
@@ -215,7 +215,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	for _, w := range UnmatchedNamespaces(rs.Spec, r.held) {
 		r.rec.RunWarning(w)
 	}
-	if r.classes, err = LoadStorageClasses(ctx, e.Dynamic, rs.Namespace); err != nil {
+	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
 		return nil, err
 	}
 	if err := r.loadActions(ctx); err != nil {

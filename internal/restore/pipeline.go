@@ -132,6 +132,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		r.dry.record(describe(it.kind.gr, target, it.name), salvorv1.DryRunSkipped, why)
 		return
 	}
+	r.restoreRelated(ctx, it, obj, w, what)
 	fromBackup := obj.DeepCopy()
 	// Where the item goes is where the backup files it (mapped), never
 	// what its JSON says.
@@ -139,7 +140,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
 	}
-	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) {
+	if it.kind.gr == pvcResource {
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
 			clone, cloned := r.clones.Load(pv)
 			if cloned {
@@ -156,12 +157,12 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	Adjust(it.kind.gr, obj, r.targetNamespace)
-	if changed, err := r.classes.Apply(it.kind.gr, obj); err != nil {
+	if changed, err := r.mappings.Apply(it.kind.gr, obj); err != nil {
 		r.rec.Error(target, fmt.Sprintf("%s: %v", what, err))
 		r.dry.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
 		return
 	} else if len(changed) > 0 {
-		r.log.Info("storage class changed", "item", what, "change", changed, "by", r.classes.from)
+		r.log.Info("changed as mapped", "item", what, "change", changed)
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.provisionAnew(ctx, it, obj, what) {
 		return

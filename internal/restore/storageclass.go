@@ -3,8 +3,6 @@ package restore
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,21 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// A restore into a cluster whose storage classes have other names (another
-// cloud, a new provisioner) maps them as Velero users already do: a
-// ConfigMap in the restore's namespace labelled velero.io/plugin-config and
-// velero.io/change-storage-class=RestoreItemAction, whose data maps a
-// backed-up class to the one to restore with. It applies to claims,
-// volumes and StatefulSets' claim templates.
-const (
-	pluginConfigLabel       = "velero.io/plugin-config"
-	changeStorageClassLabel = "velero.io/change-storage-class"
-	// StorageClassMapSelector selects the ConfigMap.
-	StorageClassMapSelector = pluginConfigLabel + "," + changeStorageClassLabel + "=RestoreItemAction"
-)
-
-// StorageClasses is a restore's storage class mapping; nil maps nothing.
-type StorageClasses struct {
+// storageClasses is a restore's storage class mapping; nil maps nothing.
+type storageClasses struct {
 	// from names the ConfigMap, for messages.
 	from string
 	to   map[string]string
@@ -37,29 +22,13 @@ type StorageClasses struct {
 	missing map[string]bool
 }
 
-// LoadStorageClasses reads the mapping in namespace, if there is one. Two
-// ConfigMaps configuring it are an error: which one would apply is not
-// for the restore to guess.
-func LoadStorageClasses(ctx context.Context, dyn dynamic.Interface, namespace string) (*StorageClasses, error) {
-	list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).
-		List(ctx, metav1.ListOptions{LabelSelector: StorageClassMapSelector})
-	if err != nil {
-		return nil, fmt.Errorf("reading the storage class mapping (ConfigMaps in %s labelled %s): %w", namespace, StorageClassMapSelector, err)
-	}
-	switch len(list.Items) {
-	case 0:
+// loadStorageClasses reads the storage class mapping of ConfigMap cm,
+// if there is one, and which classes it maps to this cluster has.
+func loadStorageClasses(ctx context.Context, dyn dynamic.Interface, cm *unstructured.Unstructured) (*storageClasses, error) {
+	if cm == nil {
 		return nil, nil
-	case 1:
-	default:
-		var names []string
-		for _, cm := range list.Items {
-			names = append(names, cm.GetName())
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("ConfigMaps %s in %s all map storage classes (labelled %s): keep one", strings.Join(names, ", "), namespace, StorageClassMapSelector)
 	}
-	cm := list.Items[0]
-	m := &StorageClasses{from: "ConfigMap " + namespace + "/" + cm.GetName(), to: map[string]string{}, missing: map[string]bool{}}
+	m := &storageClasses{from: "ConfigMap " + cm.GetNamespace() + "/" + cm.GetName(), to: map[string]string{}, missing: map[string]bool{}}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	classes := dyn.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"})
 	for from, to := range data {
@@ -82,7 +51,7 @@ func LoadStorageClasses(ctx context.Context, dyn dynamic.Interface, namespace st
 
 // Apply maps the storage classes an item names, and says which. An item
 // mapped to a class this cluster has not is an error, and is not restored.
-func (m *StorageClasses) Apply(gr schema.GroupResource, obj *unstructured.Unstructured) (changed []string, err error) {
+func (m *storageClasses) Apply(gr schema.GroupResource, obj *unstructured.Unstructured) (changed []string, err error) {
 	if m == nil {
 		return nil, nil
 	}

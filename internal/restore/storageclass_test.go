@@ -10,10 +10,10 @@ import (
 )
 
 func TestStorageClassesApply(t *testing.T) {
-	m := &StorageClasses{from: "ConfigMap salvor/classes", to: map[string]string{"gp2": "gp3", "fast": "gone"}, missing: map[string]bool{"gp3": false, "gone": true}}
+	m := &storageClasses{from: "ConfigMap salvor/classes", to: map[string]string{"gp2": "gp3", "fast": "gone"}, missing: map[string]bool{"gp3": false, "gone": true}}
 	for _, tc := range []struct {
 		name     string
-		m        *StorageClasses
+		m        *storageClasses
 		gr       schema.GroupResource
 		in, want string
 		changed  string

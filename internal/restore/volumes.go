@@ -12,10 +12,57 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-var pvResource = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+var (
+	pvResource  = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	pvcResource = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	podResource = schema.GroupResource{Resource: "pods"}
+)
+
+// restoreRelated restores first what an item cannot work without, as
+// Velero's restore brings it whatever the label selector says: a pod's
+// claims, and a claim's volume (unless the claim is made anew from its CSI
+// snapshot). A restore selecting an app by label thus brings the volumes
+// its pods use even when their claims are not labelled. The resource and
+// namespace filters still apply, and includeClusterResources false keeps
+// the volume out.
+func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.Unstructured, w *worker, what string) {
+	var related []itemKey
+	switch it.kind.gr {
+	case podResource:
+		for _, claim := range resources.PodClaims(obj) {
+			related = append(related, key(pvcResource, it.namespace, claim))
+		}
+	case pvcResource:
+		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" && !r.fromCSISnapshot(obj) {
+			related = append(related, key(pvResource.GroupResource(), "", pv))
+		}
+	}
+	for _, k := range related {
+		l, ok, err := r.spool.find(k)
+		if err != nil {
+			r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
+			continue
+		}
+		if !ok || l.done {
+			continue // not in the backup (the cluster may have it), or restored
+		}
+		dep, err := r.spool.load(l)
+		if err != nil {
+			r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
+			continue
+		}
+		if !dep.selected && !r.additionalAllowed(dep) {
+			r.log.Info("not restored with the item that needs it: the restore's filters leave it out",
+				"item", what, "needs", describe(dep.kind.gr, dep.namespace, dep.name))
+			continue
+		}
+		r.restoreItem(ctx, dep, w)
+	}
+}
 
 // provisionAnew tells whether a persistent volume is left out so that its
 // claim is provisioned anew, as Velero does: it has no snapshot to be made

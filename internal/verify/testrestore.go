@@ -49,12 +49,12 @@ type Comparison struct {
 
 // Compare reads the backup's tarball and compares every namespaced item of
 // the mapped namespaces, adjusted as the restore adjusts it (namespaces,
-// storage classes), with the object the test restore made of it in its
+// storage classes, images), with the object the test restore made of it in its
 // target namespace: the API server says, by a server-side apply dry
 // run, whether restoring the item again would change anything (so fields
 // it owns or assigns — UIDs, versions, a Service's IP — do not count).
 // Items the restore left out (by its rules) are counted, not compared.
-func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, backupName, restoreName string, mapping map[string]string, classes *restore.StorageClasses) (*Comparison, error) {
+func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, backupName, restoreName string, mapping map[string]string, mappings *restore.Mappings) (*Comparison, error) {
 	c := &Comparison{}
 	_, err := archive.Read(tarball, func(e archive.Entry) error {
 		target, ok := mapping[e.Namespace]
@@ -86,7 +86,7 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 			}
 			return ns
 		})
-		if _, err := classes.Apply(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want); err != nil {
+		if _, err := mappings.Apply(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want); err != nil {
 			c.differ(fmt.Sprintf("%s: %v", what, err))
 			return nil
 		}

@@ -1132,3 +1132,67 @@ func TestStorageClassMapping(t *testing.T) {
 		t.Errorf("a claim mapped to a missing class was made: %v", err)
 	}
 }
+
+// TestImageNameMapping restores into a cluster that pulls from another
+// registry, with the ConfigMap Velero users already write (labelled
+// velero.io/plugin-config and velero.io/change-image-name=RestoreItemAction,
+// in the server's namespace, each row "old,new"): the images of
+// deployments' containers and init containers and of bare pods are
+// changed, the most specific row winning, and a test restore finds the
+// copy identical to the backup as mapped. A row that is not "old,new"
+// fails the restore before it makes anything, naming the row.
+func TestImageNameMapping(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", t.TempDir())
+	c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	replicas := int32(0)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	c.create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app"}, Spec: appsv1.DeploymentSpec{Replicas: &replicas,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "migrate", Image: "registry.a:5000/team/migrate:7"}},
+				Containers: []corev1.Container{{Name: "web", Image: "registry.a:5000/team/web:1.2"}, {Name: "proxy", Image: "envoy:1.30"}}}}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "debug", Namespace: "app"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sh", Image: "registry.a:5000/busybox"}}}})
+	c.mustSalvor(t, "backup", "create", "app", "--include-namespaces", "app", "--wait")
+	c.waitBackup(t, "app", salvorv1.BackupPhaseCompleted)
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: "salvor",
+		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
+		Data: map[string]string{"registry": "registry.a:5000,mirror.b", "team": "registry.a:5000/team,mirror.b/platform"}}
+	c.create(t, cm)
+	c.mustSalvor(t, "restore", "create", "moved", "--from-backup", "app", "--namespace-mappings", "app:moved", "--wait")
+	if rs := c.getRestore(t, "moved"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Errors != 0 {
+		t.Fatalf("restore status %+v", rs.Status)
+	}
+	dep := &appsv1.Deployment{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "moved", Name: "web"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	spec := dep.Spec.Template.Spec
+	if spec.InitContainers[0].Image != "mirror.b/platform/migrate:7" || spec.Containers[0].Image != "mirror.b/platform/web:1.2" || spec.Containers[1].Image != "envoy:1.30" {
+		t.Errorf("restored deployment's images: init %s, containers %s %s", spec.InitContainers[0].Image, spec.Containers[0].Image, spec.Containers[1].Image)
+	}
+	pod := &corev1.Pod{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "moved", Name: "debug"}, pod); err != nil || pod.Spec.Containers[0].Image != "mirror.b/busybox" {
+		t.Errorf("restored pod (%v) image %v, want mirror.b/busybox", err, pod.Spec.Containers)
+	}
+	if out := c.mustSalvor(t, "backup", "verify", "app", "--restore-into-prefix", "drill"); !strings.Contains(out, "Verification: Passed") || !strings.Contains(out, "0 differ") {
+		t.Errorf("test restore with the image mapping:\n%s", out)
+	}
+
+	cm.Data = map[string]string{"registry": "registry.a:5000 mirror.b"}
+	if err := c.client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.salvor(t, "restore", "create", "bad-row", "--from-backup", "app", "--namespace-mappings", "app:bad", "--wait")
+	if rs := c.getRestore(t, "bad-row"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailed ||
+		!strings.Contains(rs.Status.FailureReason, `ConfigMap salvor/images maps image names, but its key registry holds "registry.a:5000 mirror.b": write "old,new"`) {
+		t.Errorf("restore with a bad row: %s %q\n%s", rs.Status.Phase, rs.Status.FailureReason, out)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "bad"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the failed restore made its namespace: %v", err)
+	}
+}

@@ -586,3 +586,66 @@ func TestLabelSelectedPodBringsItsClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelSelectedRestoreBringsThePodsClaimAndVolume restores an app by
+// label from a backup of its whole namespace, whose claim and volume carry
+// no label (the usual case): as in Velero, the pod brings its claim and the
+// claim its volume, made from the snapshot, so the app comes back with its
+// data; an unlabelled item nothing needs stays out. Excluding claims keeps
+// them (and so the volume) out. Run with no plugin, so only Salvor can
+// bring them.
+func TestLabelSelectedRestoreBringsThePodsClaimAndVolume(t *testing.T) {
+	c, _, _, _ := withLocalVolumes(t, "", "--plugin-dir", t.TempDir())
+	data := volume(t, 3, 1<<10)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	c.create(t, hostPathVolume("shop-pv", data, "shop", "data")...)
+	c.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}})
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "shop"}})
+	c.mustSalvor(t, "backup", "create", "shop", "--include-namespaces", "shop", "--wait")
+	c.waitBackup(t, "shop", salvorv1.BackupPhaseCompleted)
+
+	c.mustSalvor(t, "restore", "create", "web", "--from-backup", "shop", "--selector", "app=web", "--namespace-mappings", "shop:copy", "--wait")
+	if rs := c.getRestore(t, "web"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 || rs.Status.Progress.ItemsRestored != 3 {
+		t.Fatalf("restore status %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "web", "--details"))
+	}
+	ctx := context.Background()
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "copy", Name: "web"}, &corev1.Pod{}); err != nil {
+		t.Errorf("the selected pod: %v", err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "copy", Name: "other"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an unlabelled config map nothing needs was restored (%v)", err)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "copy", Name: "data"}, claim); err != nil {
+		t.Fatalf("the pod's claim was not restored with it: %v", err)
+	}
+	clone := &corev1.PersistentVolume{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, clone); err != nil {
+		t.Fatalf("the claim's volume %q was not restored with it: %v", claim.Spec.VolumeName, err)
+	}
+	if clone.Name == "shop-pv" || clone.Spec.ClaimRef == nil || clone.Spec.ClaimRef.Namespace != "copy" {
+		t.Errorf("volume %s bound to %+v, want a clone for copy/data", clone.Name, clone.Spec.ClaimRef)
+	}
+	if got := treeSums(t, clone.Spec.HostPath.Path); clone.Spec.HostPath.Path == data || !maps.Equal(got, want) {
+		t.Errorf("the restored volume at %s holds %v, want a copy of %v", clone.Spec.HostPath.Path, got, want)
+	}
+
+	c.mustSalvor(t, "restore", "create", "bare", "--from-backup", "shop", "--selector", "app=web", "--namespace-mappings", "shop:bare",
+		"--exclude-resources", "persistentvolumeclaims", "--wait")
+	if rs := c.getRestore(t, "bare"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Fatalf("restore status %+v", rs.Status)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "bare", Name: "web"}, &corev1.Pod{}); err != nil {
+		t.Errorf("the selected pod: %v", err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "bare", Name: "data"}, claim); !apierrors.IsNotFound(err) {
+		t.Errorf("a claim the restore excludes was restored (%v)", err)
+	}
+	var volumes corev1.PersistentVolumeList
+	if err := c.client.List(ctx, &volumes); err != nil || len(volumes.Items) != 2 {
+		t.Errorf("volumes after a restore without claims: %d (%v), want the original and the first restore's", len(volumes.Items), err)
+	}
+}

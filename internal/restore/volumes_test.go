@@ -1,0 +1,121 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestRelatedItemsFollowTheSelectedOnes restores, on a real API server,
+// a namespace whose pod alone carries the label the restore selects: the
+// pod brings its claim and the claim its volume, as in Velero, within the
+// restore's resource filters and includeClusterResources; an unlabelled
+// item nothing needs stays out.
+func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
+	cfg := testbed.ControlPlane(t)
+	creates, err := NewCreateClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	e := &Engine{Dynamic: dyn, REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	no := false
+
+	for i, tc := range []struct {
+		name string
+		spec salvorv1.RestoreSpec
+		want []string // of pod, claim, volume, configmap
+	}{
+		{"by label", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim", "volume"}},
+		{"by label in the namespace", salvorv1.RestoreSpec{LabelSelector: web, IncludedNamespaces: []string{"src-1"}}, []string{"pod", "claim", "volume"}},
+		{"no cluster resources", salvorv1.RestoreSpec{LabelSelector: web, IncludeClusterResources: &no}, []string{"pod", "claim"}},
+		{"claims excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"persistentvolumeclaims"}}, []string{"pod"}},
+		{"volumes excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"pv"}}, []string{"pod", "claim"}},
+		{"pods only", salvorv1.RestoreSpec{IncludedResources: []string{"pods"}}, []string{"pod"}},
+		{"everything", salvorv1.RestoreSpec{}, []string{"pod", "claim", "volume", "configmap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns, pv := fmt.Sprintf("src-%d", i), fmt.Sprintf("pv-%d", i)
+			tarball := relatedBackup(t, ns, pv)
+			spec := tc.spec
+			spec.BackupName = "b"
+			rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "salvor"}, Spec: spec}
+			out, err := e.Run(context.Background(), rs, bytes.NewReader(tarball), slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 {
+				t.Errorf("errors %v, warnings %v", out.Results.Errors, out.Results.Warnings)
+			}
+			var got []string
+			for what, at := range map[string]struct {
+				gvr      schema.GroupVersionResource
+				ns, name string
+			}{
+				"pod":       {schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ns, "web"},
+				"claim":     {schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, ns, "data"},
+				"volume":    {pvResource, "", pv},
+				"configmap": {schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, ns, "other"},
+			} {
+				_, err := dyn.Resource(at.gvr).Namespace(at.ns).Get(context.Background(), at.name, metav1.GetOptions{})
+				switch {
+				case err == nil:
+					got = append(got, what)
+				case !apierrors.IsNotFound(err):
+					t.Fatal(err)
+				}
+			}
+			slices.Sort(got)
+			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(got, want) {
+				t.Errorf("restored %v, want %v", got, tc.want)
+			}
+			if out.Progress.ItemsRestored != out.Progress.TotalItems {
+				t.Errorf("progress %+v", out.Progress)
+			}
+		})
+	}
+}
+
+// relatedBackup is a backup of namespace ns: a labelled pod mounting an
+// unlabelled claim of static volume pv, and an unlabelled config map.
+func relatedBackup(t *testing.T, ns, pv string) []byte {
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []struct {
+		resource, ns, name, body string
+	}{
+		{"namespaces", "", ns, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%[1]s"}}`},
+		{"pods", ns, "web", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"%[1]s","labels":{"app":"web"}},` +
+			`"spec":{"containers":[{"name":"c","image":"nginx"}],"volumes":[{"name":"d","persistentVolumeClaim":{"claimName":"data"}}]}}`},
+		{"persistentvolumeclaims", ns, "data", `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"%[1]s"},` +
+			`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"volumeName":"%[2]s"}}`},
+		{"persistentvolumes", "", pv, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"%[2]s"},` +
+			`"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Retain","hostPath":{"path":"/srv/%[2]s"},"claimRef":{"namespace":"%[1]s","name":"data"}}}`},
+		{"configmaps", ns, "other", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"%[1]s"}}`},
+	} {
+		if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: it.resource}, it.ns, it.name, fmt.Appendf(nil, it.body, ns, pv)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return tarball.Bytes()
+}
