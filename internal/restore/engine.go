@@ -133,8 +133,10 @@ type run struct {
 	resources map[schema.GroupResource]resources.Resource
 	// candidates are the cluster-scoped items includeClusterResources left
 	// out, and needed those of them a restored namespaced item needs (by
-	// resource/name): they are restored after all.
-	candidates, needed map[string]bool
+	// resource/name): they are restored after all. The value is, for a
+	// volume, the claim it names (candidates) and the claim needing it
+	// (needed), which must be the same (see claimOfVolume).
+	candidates, needed map[string]string
 	// fromSnapshot are the persistent volumes whose claims are restored
 	// from a CSI snapshot (claim annotated with its VolumeSnapshot): the
 	// provisioner makes them anew, so the backed-up volume is not
@@ -193,7 +195,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	defer sp.close()
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]bool{}, needed: map[string]bool{}, fromSnapshot: map[string]string{},
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
@@ -291,7 +293,7 @@ func (r *run) restoreAll(ctx context.Context) error {
 			}()
 		}
 		err := r.spool.each(t, func(it *entry) error {
-			if !it.selected && !r.needed[it.kind.gr.String()+"/"+it.name] {
+			if _, needed := r.needed[it.kind.gr.String()+"/"+it.name]; !it.selected && !needed {
 				return nil
 			}
 			it.selected = true

@@ -54,16 +54,23 @@ func (r *run) clusterResourcesWanted() bool {
 	return len(spec.IncludedNamespaces) == 0 || slices.Contains(spec.IncludedNamespaces, "*")
 }
 
+// needsAtRead tells whether the cluster-scoped items that selected
+// namespaced ones need are found as the backup is read (see needs): when
+// includeClusterResources, unset, leaves them out otherwise.
+func (r *run) needsAtRead() bool {
+	return !r.clusterResourcesWanted() && r.restore.Spec.IncludeClusterResources == nil
+}
+
 // needs records the cluster-scoped items a restored namespaced item needs
 // to work: a claim's volume, a custom resource's definition.
-func (r *run) needs(gr schema.GroupResource, obj *unstructured.Unstructured) {
+func (r *run) needs(gr schema.GroupResource, ns string, obj *unstructured.Unstructured) {
 	if gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) && !r.fromCSISnapshot(obj) {
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
-			r.needed["persistentvolumes/"+pv] = true
+			r.needed["persistentvolumes/"+pv] = ns + "/" + obj.GetName()
 		}
 	}
 	if gr.Group != "" {
-		r.needed[crdResource.String()+"/"+gr.String()] = true
+		r.needed[crdResource.String()+"/"+gr.String()] = ""
 	}
 }
 
@@ -146,8 +153,8 @@ func (r *run) read(tarball io.Reader) error {
 		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
-			if !r.clusterResourcesWanted() && r.restore.Spec.IncludeClusterResources == nil {
-				r.needs(gr, e.Object)
+			if r.needsAtRead() {
+				r.needs(gr, e.Namespace, e.Object)
 			}
 		}
 		if gr == (schema.GroupResource{Resource: "namespaces"}) {
@@ -178,9 +185,14 @@ func (r *run) read(tarball io.Reader) error {
 	}
 	// A cluster-scoped item left out by includeClusterResources comes
 	// back when a restored item needs it; one needed but not a candidate
-	// (not in the backup, or refused by the resource filters) does not.
-	for key := range r.needed {
-		if !r.candidates[key] {
+	// (not in the backup, or refused by the resource filters), or a
+	// volume that names another claim than the one needing it, does not.
+	for key, by := range r.needed {
+		whose, ok := r.candidates[key]
+		if ok && whose != by {
+			r.rec.Warning(r.targetNamespace(namespaceOf(by)), volumeNotTheirs(by, strings.TrimPrefix(key, "persistentvolumes/"), whose))
+		}
+		if !ok || whose != by {
 			delete(r.needed, key)
 		}
 	}
@@ -235,7 +247,7 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 	if ns == "" && !r.clusterResourcesWanted() {
 		// Cluster-scoped, and the restore does not want those as such; a
 		// restored namespaced item may still need it (see needs).
-		r.candidates[gr.String()+"/"+name] = true
+		r.candidates[gr.String()+"/"+name] = claimOfVolume(gr, obj)
 		return false
 	}
 	if ns != "" && !r.namespaceAllowed(ns) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -27,8 +29,9 @@ var (
 // claims, and a claim's volume (unless the claim is made anew from its CSI
 // snapshot). A restore selecting an app by label thus brings the volumes
 // its pods use even when their claims are not labelled. The resource and
-// namespace filters still apply, and includeClusterResources false keeps
-// the volume out.
+// namespace filters still apply, includeClusterResources false keeps the
+// volume out, and a volume comes only if it names the claim back
+// (claimOfVolume).
 func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.Unstructured, w *worker, what string) {
 	var related []itemKey
 	switch it.kind.gr {
@@ -37,6 +40,9 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 			related = append(related, key(pvcResource, it.namespace, claim))
 		}
 	case pvcResource:
+		if it.selected && r.needsAtRead() {
+			break // its volume was restored before it, or refused, as needed (see needs)
+		}
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" && !r.fromCSISnapshot(obj) {
 			related = append(related, key(pvResource.GroupResource(), "", pv))
 		}
@@ -60,8 +66,51 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 				"item", what, "needs", describe(dep.kind.gr, dep.namespace, dep.name))
 			continue
 		}
+		if !dep.selected && it.kind.gr == pvcResource {
+			claim := it.namespace + "/" + it.name
+			pv, err := archive.DecodeObject(dep.body)
+			if err != nil {
+				r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: reading its volume %s from the spool: %v", what, dep.name, err))
+				continue
+			}
+			if whose := claimOfVolume(dep.kind.gr, &unstructured.Unstructured{Object: pv}); whose != claim {
+				r.rec.Warning(r.targetNamespace(it.namespace), volumeNotTheirs(claim, dep.name, whose))
+				continue
+			}
+		}
 		r.restoreItem(ctx, dep, w)
 	}
+}
+
+// claimOfVolume is the claim ("namespace/name", as backed up) a volume
+// names, "" for another item. A volume comes with a claim that does not
+// select it only when it names that claim back: the backup is untrusted,
+// and a volume bound to nothing (or to a claim elsewhere) would be one any
+// claim of the cluster (or that one) could bind, a host path say.
+func claimOfVolume(gr schema.GroupResource, obj *unstructured.Unstructured) string {
+	if gr != pvResource.GroupResource() {
+		return ""
+	}
+	ns, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "namespace")
+	name, _, _ := unstructured.NestedString(obj.Object, "spec", "claimRef", "name")
+	if name == "" {
+		return ""
+	}
+	return ns + "/" + name
+}
+
+func volumeNotTheirs(claim, volume, whose string) string {
+	if whose == "" {
+		whose = "no claim"
+	} else {
+		whose = "claim " + whose
+	}
+	return fmt.Sprintf("persistentvolumeclaims %s: its volume %s names %s, not this one: not restored with it", claim, volume, whose)
+}
+
+func namespaceOf(claim string) string {
+	ns, _, _ := strings.Cut(claim, "/")
+	return ns
 }
 
 // provisionAnew tells whether a persistent volume is left out so that its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,18 +40,32 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 		name string
 		spec salvorv1.RestoreSpec
 		want []string // of pod, claim, volume, configmap
+		// volumeOf is the claim the volume names, when not the pod's.
+		volumeOf, warning string
 	}{
-		{"by label", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim", "volume"}},
-		{"by label in the namespace", salvorv1.RestoreSpec{LabelSelector: web, IncludedNamespaces: []string{"src-1"}}, []string{"pod", "claim", "volume"}},
-		{"no cluster resources", salvorv1.RestoreSpec{LabelSelector: web, IncludeClusterResources: &no}, []string{"pod", "claim"}},
-		{"claims excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"persistentvolumeclaims"}}, []string{"pod"}},
-		{"volumes excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"pv"}}, []string{"pod", "claim"}},
-		{"pods only", salvorv1.RestoreSpec{IncludedResources: []string{"pods"}}, []string{"pod"}},
-		{"everything", salvorv1.RestoreSpec{}, []string{"pod", "claim", "volume", "configmap"}},
+		{"by label", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim", "volume"}, "", ""},
+		{"by label in the namespace", salvorv1.RestoreSpec{LabelSelector: web, IncludedNamespaces: []string{"src-1"}}, []string{"pod", "claim", "volume"}, "", ""},
+		{"no cluster resources", salvorv1.RestoreSpec{LabelSelector: web, IncludeClusterResources: &no}, []string{"pod", "claim"}, "", ""},
+		{"claims excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"persistentvolumeclaims"}}, []string{"pod"}, "", ""},
+		{"volumes excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"pv"}}, []string{"pod", "claim"}, "", ""},
+		{"pods only", salvorv1.RestoreSpec{IncludedResources: []string{"pods"}}, []string{"pod"}, "", ""},
+		{"everything", salvorv1.RestoreSpec{}, []string{"pod", "claim", "volume", "configmap"}, "", ""},
+		// A backup is untrusted: a volume that does not name the claim
+		// back would be free for a claim elsewhere to bind.
+		{"volume of another claim", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim"}, "victim/data",
+			"persistentvolumeclaims src-7/data: its volume pv-7 names claim victim/data, not this one: not restored with it"},
+		{"volume of another claim, in the namespace", salvorv1.RestoreSpec{IncludedNamespaces: []string{"src-8"}}, []string{"pod", "claim", "configmap"}, "victim/data",
+			"persistentvolumeclaims src-8/data: its volume pv-8 names claim victim/data, not this one: not restored with it"},
+		{"volume of no claim", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim"}, "/",
+			"persistentvolumeclaims src-9/data: its volume pv-9 names no claim, not this one: not restored with it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns, pv := fmt.Sprintf("src-%d", i), fmt.Sprintf("pv-%d", i)
-			tarball := relatedBackup(t, ns, pv)
+			claimRef := ns + "/data"
+			if tc.volumeOf != "" {
+				claimRef = tc.volumeOf
+			}
+			tarball := relatedBackup(t, ns, pv, claimRef)
 			spec := tc.spec
 			spec.BackupName = "b"
 			rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "salvor"}, Spec: spec}
@@ -58,8 +73,9 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 {
-				t.Errorf("errors %v, warnings %v", out.Results.Errors, out.Results.Warnings)
+			warnings := fmt.Sprint(out.Results.Warnings)
+			if out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != min(len(tc.warning), 1) || !strings.Contains(warnings, tc.warning) {
+				t.Errorf("errors %v, warnings %s, want %q", out.Results.Errors, warnings, tc.warning)
 			}
 			var got []string
 			for what, at := range map[string]struct {
@@ -91,8 +107,10 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 }
 
 // relatedBackup is a backup of namespace ns: a labelled pod mounting an
-// unlabelled claim of static volume pv, and an unlabelled config map.
-func relatedBackup(t *testing.T, ns, pv string) []byte {
+// unlabelled claim of static volume pv, which names claimRef
+// ("namespace/name"), and an unlabelled config map.
+func relatedBackup(t *testing.T, ns, pv, claimRef string) []byte {
+	refNS, refName, _ := strings.Cut(claimRef, "/")
 	var tarball bytes.Buffer
 	w, err := archive.NewWriter(&tarball)
 	if err != nil {
@@ -107,10 +125,10 @@ func relatedBackup(t *testing.T, ns, pv string) []byte {
 		{"persistentvolumeclaims", ns, "data", `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"%[1]s"},` +
 			`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"volumeName":"%[2]s"}}`},
 		{"persistentvolumes", "", pv, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"%[2]s"},` +
-			`"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Retain","hostPath":{"path":"/srv/%[2]s"},"claimRef":{"namespace":"%[1]s","name":"data"}}}`},
+			`"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Retain","hostPath":{"path":"/srv/%[2]s"},"claimRef":{"namespace":"%[3]s","name":"%[4]s"}}}`},
 		{"configmaps", ns, "other", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other","namespace":"%[1]s"}}`},
 	} {
-		if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: it.resource}, it.ns, it.name, fmt.Appendf(nil, it.body, ns, pv)); err != nil {
+		if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: it.resource}, it.ns, it.name, fmt.Appendf(nil, it.body, ns, pv, refNS, refName)); err != nil {
 			t.Fatal(err)
 		}
 	}
