@@ -41,8 +41,12 @@ func (r *run) clusterRelated() bool {
 	return c == nil || *c
 }
 
-// podRelated backs up a pod's claims and its priority class.
+// podRelated backs up a pod's claims and its priority class, and warns
+// of the Velero backup hooks it asks for, which did not run.
 func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
+	if hooks := resources.HooksAsked(pod, resources.BackupHooks); hooks != "" {
+		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks for a Velero backup hook (%s), but Salvor runs no hooks: it was backed up without the hook running", what, hooks))
+	}
 	for _, claim := range resources.PodClaims(pod) {
 		if !r.takes(pvcResource) {
 			break

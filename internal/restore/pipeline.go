@@ -229,6 +229,11 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			r.cloneIfTaken(ctx, it, obj, what)
 		}
 	}
+	if it.kind.gr == podResource {
+		if hooks := resources.HooksAsked(obj, resources.RestoreHooks); hooks != "" {
+			r.rec.Warning(target, fmt.Sprintf("%s: asks for a Velero restore hook (%s), but Salvor runs no hooks: it is restored without the hook", what, hooks))
+		}
+	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
 	r.create(ctx, it, obj, what, target)
 }

@@ -447,3 +447,45 @@ func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
 		t.Errorf("the role was not restored: %v", err)
 	}
 }
+
+// TestVeleroHookAnnotationsAreWarnings backs up and restores a pod
+// annotated for Velero's hooks (a command run before its backup, another
+// after its restore). Salvor runs no hooks, so neither the backup nor the
+// restore may look done as asked: each says, in a warning naming the pod
+// and the hook, that it ran without it. A pod with no hook gives none.
+func TestVeleroHookAnnotationsAreWarnings(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", t.TempDir())
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}})
+	pod := func(name string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db", Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres"}}}}
+	}
+	c.create(t, pod("pg", map[string]string{
+		"pre.hook.backup.velero.io/container":  "pg",
+		"pre.hook.backup.velero.io/command":    `["/bin/sh", "-c", "psql -c CHECKPOINT"]`,
+		"post.hook.restore.velero.io/command":  `["/bin/sh", "-c", "pg_ctl promote"]`,
+		"post.hook.restore.velero.io/on-error": "Fail",
+	}), pod("plain", nil))
+
+	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
+	b := c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
+	desc := c.mustSalvor(t, "backup", "describe", "db", "--details")
+	if b.Status.Warnings != 1 || !strings.Contains(desc,
+		`pods db/pg: asks for a Velero backup hook (pre.hook.backup.velero.io/command: ["/bin/sh", "-c", "psql -c CHECKPOINT"]), but Salvor runs no hooks: it was backed up without the hook running`) {
+		t.Errorf("backup of a pod asking for a hook: %d warnings\n%s", b.Status.Warnings, desc)
+	}
+
+	c.mustSalvor(t, "restore", "create", "db", "--from-backup", "db", "--namespace-mappings", "db:db-copy", "--wait")
+	rs := c.getRestore(t, "db")
+	desc = c.mustSalvor(t, "restore", "describe", "db", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 1 || !strings.Contains(desc,
+		`pods db/pg: asks for a Velero restore hook (post.hook.restore.velero.io/command: ["/bin/sh", "-c", "pg_ctl promote"]), but Salvor runs no hooks: it is restored without the hook`) {
+		t.Errorf("restore of a pod asking for a hook: %+v\n%s", rs.Status, desc)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "db-copy", Name: "pg"}, &corev1.Pod{}); err != nil {
+		t.Errorf("the pod was not restored: %v", err)
+	}
+}

@@ -1,0 +1,37 @@
+package resources
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Velero runs commands in a pod's containers around the pod's backup
+// (a database flushed and frozen, say) and after its restore, when the pod
+// is annotated so. Salvor runs no hooks, and a pod asking for one must not
+// look backed up or restored as asked: the engines say so, per pod, in a
+// warning.
+var (
+	// BackupHooks are the annotations that ask Velero to run a command
+	// around a pod's backup (the unphased one runs before it).
+	BackupHooks = []string{"pre.hook.backup.velero.io/command", "hook.backup.velero.io/command", "post.hook.backup.velero.io/command"}
+	// RestoreHooks are the annotations that ask Velero to run a command
+	// in a restored pod, or an init container before it starts.
+	RestoreHooks = []string{"post.hook.restore.velero.io/command", "init.hook.restore.velero.io/container-image"}
+)
+
+// HooksAsked describes the hooks of keys a pod's annotations ask for, or
+// is "" if it asks for none.
+func HooksAsked(pod *unstructured.Unstructured, keys []string) string {
+	annotations := pod.GetAnnotations()
+	var asked string
+	for _, k := range keys {
+		if v := annotations[k]; v != "" {
+			if asked != "" {
+				asked += ", "
+			}
+			asked += fmt.Sprintf("%s: %s", k, v)
+		}
+	}
+	return asked
+}

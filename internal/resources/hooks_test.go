@@ -1,0 +1,32 @@
+package resources
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestHooksAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		keys        []string
+		want        string
+	}{
+		{"none", nil, BackupHooks, ""},
+		{"pre and post", map[string]string{"pre.hook.backup.velero.io/command": "a", "post.hook.backup.velero.io/command": "b", "pre.hook.backup.velero.io/container": "c"},
+			BackupHooks, "pre.hook.backup.velero.io/command: a, post.hook.backup.velero.io/command: b"},
+		{"unphased runs before", map[string]string{"hook.backup.velero.io/command": "a"}, BackupHooks, "hook.backup.velero.io/command: a"},
+		{"a restore hook is not a backup's", map[string]string{"post.hook.restore.velero.io/command": "a"}, BackupHooks, ""},
+		{"init container", map[string]string{"init.hook.restore.velero.io/container-image": "busybox"}, RestoreHooks, "init.hook.restore.velero.io/container-image: busybox"},
+		{"empty command", map[string]string{"post.hook.restore.velero.io/command": ""}, RestoreHooks, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &unstructured.Unstructured{Object: map[string]any{}}
+			pod.SetAnnotations(tc.annotations)
+			if got := HooksAsked(pod, tc.keys); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
