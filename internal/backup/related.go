@@ -47,6 +47,10 @@ func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, wh
 	if hooks := resources.HooksAsked(pod, resources.BackupHooks); hooks != "" {
 		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks for a Velero backup hook (%s), but Salvor runs no hooks: it was backed up without the hook running", what, hooks))
 	}
+	if volumes := pod.GetAnnotations()[resources.FSBackupVolumes]; volumes != "" {
+		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks Velero to copy the files of volumes %s (%s), but Salvor copies no files: a claim's volume is in the backup only if it is snapshotted, and other volumes (emptyDir) are not",
+			what, volumes, resources.FSBackupVolumes))
+	}
 	for _, claim := range resources.PodClaims(pod) {
 		if !r.takes(pvcResource) {
 			break

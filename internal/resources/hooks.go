@@ -20,6 +20,12 @@ var (
 	RestoreHooks = []string{"post.hook.restore.velero.io/command", "init.hook.restore.velero.io/container-image"}
 )
 
+// FSBackupVolumes is the annotation by which a pod asks Velero to copy
+// the named volumes' files (restic or kopia), a comma-separated list.
+// Salvor copies no files: a claim's volume is in a backup only as its
+// snapshot, and an emptyDir not at all.
+const FSBackupVolumes = "backup.velero.io/backup-volumes"
+
 // HooksAsked describes the hooks of keys a pod's annotations ask for, or
 // is "" if it asks for none.
 func HooksAsked(pod *unstructured.Unstructured, keys []string) string {
