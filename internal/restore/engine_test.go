@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -27,14 +28,9 @@ import (
 // made it, with no warning — a mapped Namespace included, whose name label
 // the API server rewrites.
 func TestRunOnARealAPIServer(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
+	e, cfg := testEngine(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	creates, err := NewCreateClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Engine{Dynamic: dynamic.NewForConfigOrDie(cfg), REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}
 
 	var tarball bytes.Buffer
 	w, err := archive.NewWriter(&tarball)
@@ -96,4 +92,14 @@ func TestRunOnARealAPIServer(t *testing.T) {
 			t.Errorf("%s: data %v labels %v", cm.Name, cm.Data, cm.Labels)
 		}
 	}
+}
+
+// testEngine is a restore engine on a control plane of the test's own.
+func testEngine(t *testing.T) (*Engine, *rest.Config) {
+	cfg := testbed.ControlPlane(t)
+	creates, err := NewCreateClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Engine{Dynamic: dynamic.NewForConfigOrDie(cfg), REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}, cfg
 }

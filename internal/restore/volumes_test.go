@@ -12,11 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/salvor-dev/salvor/internal/archive"
-	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -26,13 +23,8 @@ import (
 // restore's resource filters and includeClusterResources; an unlabelled
 // item nothing needs stays out.
 func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	creates, err := NewCreateClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	e := &Engine{Dynamic: dyn, REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}
+	e, _ := testEngine(t)
+	dyn := e.Dynamic
 	web := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	no := false
 
