@@ -149,7 +149,11 @@ func (r *run) withoutData(it *entry, what, ns string) {
 	if !ok {
 		return
 	}
-	msg := fmt.Sprintf("%s: restored without its volume data, which the backup keeps %s; Salvor cannot restore that data (Velero's node agent can)", what, where)
+	done := "restored"
+	if r.dry != nil {
+		done = "would be restored"
+	}
+	msg := fmt.Sprintf("%s: %s without its volume data, which the backup keeps %s; Salvor cannot restore that data (Velero's node agent can)", what, done, where)
 	if r.restore.Spec.RestorePVs != nil && !*r.restore.Spec.RestorePVs {
 		r.rec.Warning(ns, msg+"; restorePVs is false, so none was asked for")
 		return

@@ -255,6 +255,16 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "db2", Name: "data"}, &corev1.PersistentVolumeClaim{}); err != nil {
 		t.Errorf("the claim itself is restored: %v", err)
 	}
+	// A dry run names them before anything is made (docs/migrating-from-velero.md).
+	rs = restore("preview", "--namespace-mappings", "db:db7", "--dry-run")
+	details = c.mustSalvor(t, "restore", "describe", "preview", "--details")
+	if rs.Status.Errors != 2 || !strings.Contains(details, "persistentvolumeclaims db/data: would be restored without its volume data") ||
+		!strings.Contains(details, "pods db/web: would be restored without its volume data") {
+		t.Errorf("dry run of a restore of items whose data Velero kept: %+v\n%s", rs.Status, details)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "db7"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry run made its namespace: %v", err)
+	}
 
 	if rs := restore("no-data", "--namespace-mappings", "db:db3", "--restore-volumes=false"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 2 {
 		t.Errorf("restore asking for no volume data: %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "no-data", "--details"))
