@@ -37,11 +37,16 @@ func Unknown(field string, names []string, served []Resource, unavailable []Unav
 // NotRestored are the resources a restore leaves out unless it names them,
 // and on which `salvor install` grants the server no create or patch: they
 // belong to the cluster or to controllers (a restored Lease or Endpoints
-// would steal another controller's election or traffic), or are Salvor's
-// and Velero's own.
+// would steal another controller's election or traffic; a restored
+// VolumeAttachment would have a volume attached to a node, perhaps one of
+// another cluster, as Velero too refuses), or are Salvor's and Velero's own
+// records of their work in the cluster backed up.
 var NotRestored = []string{
 	"nodes", "events", "events.events.k8s.io", "componentstatuses", "bindings",
 	"leases.coordination.k8s.io", "endpointslices.discovery.k8s.io", "endpoints",
+	"csinodes.storage.k8s.io", "volumeattachments.storage.k8s.io",
 	"backups.salvor.dev", "restores.salvor.dev", "backupstoragelocations.salvor.dev",
-	"downloadrequests.salvor.dev", "backups.velero.io", "restores.velero.io",
+	"downloadrequests.salvor.dev", "serverstatusrequests.salvor.dev",
+	"volumepluginbackups.salvor.dev", "volumepluginrestores.salvor.dev",
+	"backups.velero.io", "restores.velero.io", "backuprepositories.velero.io", "resticrepositories.velero.io",
 }

@@ -99,6 +99,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		{Verb: "delete", Resource: "configmaps", Namespace: "default"},
 		{Verb: "patch", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
 		{Verb: "patch", Resource: "nodes"},
+		{Verb: "create", Group: "storage.k8s.io", Resource: "volumeattachments"},
 		{Verb: "delete", Group: "salvor.dev", Resource: "backups", Namespace: "elsewhere"},
 		{Verb: "delete", Resource: "persistentvolumeclaims", Namespace: "app"},
 		{Verb: "delete", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotclasses"},
