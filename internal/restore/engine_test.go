@@ -103,3 +103,57 @@ func testEngine(t *testing.T) (*Engine, *rest.Config) {
 	}
 	return &Engine{Dynamic: dynamic.NewForConfigOrDie(cfg), REST: creates, Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Workers: 4}, cfg
 }
+
+// TestNamespaceMadeForItsItemsKeepsItsLabels restores, by label, items of
+// a namespace whose own item the selector leaves out: the namespace the
+// restore makes for them has the labels and annotations the backup holds
+// for it (its Pod Security level above all: without it the restored pods
+// would run unchecked), as Velero makes it, mapped or not.
+func TestNamespaceMadeForItsItemsKeepsItsLabels(t *testing.T) {
+	e, cfg := testEngine(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The backup holds namespace locked's item, not plain's.
+	if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "locked", []byte(`{"apiVersion":"v1","kind":"Namespace",`+
+		`"metadata":{"name":"locked","uid":"u1","labels":{"kubernetes.io/metadata.name":"locked","pod-security.kubernetes.io/enforce":"restricted"},"annotations":{"owner":"team-a"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"locked", "plain"} {
+		if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, ns, "web",
+			[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"`+ns+`","labels":{"app":"web"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mapping := range []map[string]string{nil, {"locked": "locked-copy", "plain": "plain-copy"}} {
+		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, NamespaceMapping: mapping}}
+		out, err := e.Run(context.Background(), rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 || out.Progress.ItemsRestored != 2 {
+			t.Errorf("mapping %v: %+v, errors %v, warnings %v", mapping, out.Progress, out.Results.Errors, out.Results.Warnings)
+		}
+		for from, want := range map[string]string{"locked": "restricted", "plain": ""} {
+			to := from
+			if mapping != nil {
+				to = mapping[from]
+			}
+			ns, err := cs.CoreV1().Namespaces().Get(context.Background(), to, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns.Labels["pod-security.kubernetes.io/enforce"] != want || (want != "") != (ns.Annotations["owner"] == "team-a") ||
+				ns.Labels[namespaceNameLabel] != to || ns.Labels[salvorv1.RestoreNameLabel] != "r" {
+				t.Errorf("namespace %s made with labels %v, annotations %v", to, ns.Labels, ns.Annotations)
+			}
+		}
+	}
+}

@@ -420,12 +420,13 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 			continue // restored from the backup, mapped, in its tier
 		}
 		target := r.targetNamespace(ns)
-		obj := &unstructured.Unstructured{}
-		obj.SetAPIVersion("v1")
-		obj.SetKind("Namespace")
+		obj, err := r.backedUpNamespace(ns)
+		if err != nil {
+			r.rec.Warning(target, fmt.Sprintf("namespace %s: reading its labels and annotations from the backup: %v; made without them", target, err))
+		}
 		obj.SetName(target)
 		Clean(obj, r.restore.Spec.BackupName, r.restore.Name, false)
-		_, err := r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{DryRun: r.dryRunOptions()})
+		_, err = r.e.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{DryRun: r.dryRunOptions()})
 		switch {
 		case err == nil && r.dry != nil:
 			r.dry.namespaces.Store(target, true)
@@ -436,6 +437,36 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// backedUpNamespace is the namespace a restore makes for the items it
+// restores into ns when it does not restore ns's own item (a label
+// selector or the resource filters leave it out): with the labels and
+// annotations the backup holds for it, as Velero makes it — its Pod
+// Security level, the labels network policies select it by, its owner —
+// or bare when the backup holds none.
+func (r *run) backedUpNamespace(ns string) (*unstructured.Unstructured, error) {
+	bare := &unstructured.Unstructured{}
+	bare.SetAPIVersion("v1")
+	bare.SetKind("Namespace")
+	if _, held := r.nsItems[ns]; !held {
+		return bare, nil
+	}
+	l, ok, err := r.spool.find(key(schema.GroupResource{Resource: "namespaces"}, "", ns))
+	if err != nil || !ok {
+		return bare, err
+	}
+	it, err := r.spool.load(l)
+	if err != nil {
+		return bare, err
+	}
+	fields, err := archive.DecodeObject(it.body)
+	if err != nil {
+		return bare, err
+	}
+	bare.SetLabels((&unstructured.Unstructured{Object: fields}).GetLabels())
+	bare.SetAnnotations((&unstructured.Unstructured{Object: fields}).GetAnnotations())
+	return bare, nil
 }
 
 func (r *run) waitEstablished(ctx context.Context, crds []string) {
