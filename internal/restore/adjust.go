@@ -67,7 +67,9 @@ func leftOut(gr schema.GroupResource, obj *unstructured.Unstructured) string {
 //     secrets, which restores leave out;
 //   - a service-account token Secret (restored only when the restore names
 //     secrets) loses its token, CA and the old account's UID, so the
-//     control plane issues a token for the account as restored.
+//     control plane issues a token for the account as restored;
+//   - a v1 CustomResourceDefinition that still says preserveUnknownFields
+//     keeps unknown fields in its schema instead (keepUnknownInSchema).
 //
 // target maps a namespace of the backup to the one it is restored into. A
 // test restore's comparison adjusts the backed-up item the same way.
@@ -90,6 +92,8 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 		if subjects != nil {
 			_ = unstructured.SetNestedSlice(obj.Object, subjects, "subjects")
 		}
+	case crdResource:
+		keepUnknownInSchema(obj)
 	case schema.GroupResource{Group: "batch", Resource: "jobs"}:
 		unbindJob(obj)
 	case schema.GroupResource{Resource: "pods"}:
@@ -104,6 +108,48 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 			}
 		}
 	}
+}
+
+// keepUnknownInSchema rewrites a v1 CustomResourceDefinition that still
+// says preserveUnknownFields (made as v1beta1 in an old cluster, served as
+// v1 since), which the API server refuses to create, into the form v1
+// allows: every object of each version's schema keeps unknown fields, as
+// nothing was pruned before, so its custom resources keep theirs. (Velero
+// marks only the schema's root, and its restored resources lose the
+// unknown fields of their spec.)
+func keepUnknownInSchema(crd *unstructured.Unstructured) {
+	if keep, _, _ := unstructured.NestedBool(crd.Object, "spec", "preserveUnknownFields"); !keep || crd.GetAPIVersion() != "apiextensions.k8s.io/v1" {
+		return
+	}
+	_ = unstructured.SetNestedField(crd.Object, false, "spec", "preserveUnknownFields")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok {
+			if s, ok := m["schema"].(map[string]any); ok {
+				keepUnknown(s["openAPIV3Schema"])
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
+}
+
+// keepUnknown marks a schema, and each object schema below it (its
+// properties', items' and additional properties'), to keep unknown fields.
+func keepUnknown(node any) {
+	s, ok := node.(map[string]any)
+	if !ok {
+		return
+	}
+	if t, _ := s["type"].(string); t == "object" || t == "" && s["properties"] != nil {
+		s["x-kubernetes-preserve-unknown-fields"] = true
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		for _, p := range props {
+			keepUnknown(p)
+		}
+	}
+	keepUnknown(s["items"])
+	keepUnknown(s["additionalProperties"])
 }
 
 // unbindJob drops the labels that tie a Job to its old UID, unless its

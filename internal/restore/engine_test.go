@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -155,5 +157,68 @@ func TestNamespaceMadeForItsItemsKeepsItsLabels(t *testing.T) {
 				t.Errorf("namespace %s made with labels %v, annotations %v", to, ns.Labels, ns.Annotations)
 			}
 		}
+	}
+}
+
+// TestLegacyCRDRestores restores a v1 CustomResourceDefinition that still
+// has preserveUnknownFields true (one made as v1beta1 in an old cluster and
+// served as v1 since), which the API server refuses to create: the
+// restore makes it keep unknown fields the way v1 allows (in its schema),
+// as Velero does, so the definition and its custom resources, unknown
+// fields and all, come back. A definition the API server refuses is an
+// error, and the restore does not wait for it to become established.
+func TestLegacyCRDRestores(t *testing.T) {
+	e, cfg := testEngine(t)
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"gadgets.legacy.example.com"},` +
+		`"spec":{"group":"legacy.example.com","preserveUnknownFields":true,"scope":"Namespaced","names":{"plural":"gadgets","singular":"gadget","kind":"Gadget","listKind":"GadgetList"},` +
+		`"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"},` +
+		`"port":{"x-kubernetes-int-or-string":true},"labels":{"type":"object","additionalProperties":{"type":"string"}},` +
+		`"parts":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"}}}}}}}}}}]}}`
+	for _, it := range []struct {
+		gvr      schema.GroupVersionResource
+		ns, name string
+		body     string
+	}{
+		{schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, "", "gadgets.legacy.example.com", crd},
+		// One the API server refuses (no versions): an error of its own,
+		// never waited for as if it could become established.
+		{schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, "", "broken.legacy.example.com",
+			`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"broken.legacy.example.com"},` +
+				`"spec":{"group":"legacy.example.com","scope":"Namespaced","names":{"plural":"broken","kind":"Broken"},"versions":[]}}`},
+		{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "shop", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`},
+		{schema.GroupVersionResource{Group: "legacy.example.com", Version: "v1", Resource: "gadgets"}, "shop", "g1",
+			`{"apiVersion":"legacy.example.com/v1","kind":"Gadget","metadata":{"name":"g1","namespace":"shop"},"spec":{"size":3,"colour":"red","port":"http","labels":{"a":"b"},"parts":[{"name":"p","weight":2}]},"extra":{"kept":true}}`},
+	} {
+		if err := w.WriteItem(it.gvr, it.ns, it.name, []byte(it.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b"}}
+	out, err := e.Run(context.Background(), rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := fmt.Sprint(out.Results.Errors); out.Results.Errors.Count() != 1 || !strings.Contains(errs, "broken.legacy.example.com") ||
+		out.Results.Warnings.Count() != 0 || out.Progress.ItemsRestored != 3 {
+		t.Fatalf("%+v, errors %v, warnings %v", out.Progress, out.Results.Errors, out.Results.Warnings)
+	}
+	g, err := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "legacy.example.com", Version: "v1", Resource: "gadgets"}).
+		Namespace("shop").Get(context.Background(), "g1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	colour, _, _ := unstructured.NestedString(g.Object, "spec", "colour")
+	kept, _, _ := unstructured.NestedBool(g.Object, "extra", "kept")
+	parts, _, _ := unstructured.NestedSlice(g.Object, "spec", "parts")
+	if colour != "red" || !kept || len(parts) != 1 || parts[0].(map[string]any)["weight"] == nil {
+		t.Errorf("the restored gadget lost its unknown fields: %v", g.Object)
 	}
 }

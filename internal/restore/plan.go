@@ -476,7 +476,9 @@ func (r *run) waitEstablished(ctx context.Context, crds []string) {
 	for _, name := range crds {
 		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && established(obj), nil
+			// One not made (its error is in the results already, or a
+			// plugin skipped it) is not waited for.
+			return apierrors.IsNotFound(err) || err == nil && established(obj), nil
 		})
 		if err != nil {
 			r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
