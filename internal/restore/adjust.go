@@ -69,7 +69,9 @@ func leftOut(gr schema.GroupResource, obj *unstructured.Unstructured) string {
 //     secrets) loses its token, CA and the old account's UID, so the
 //     control plane issues a token for the account as restored;
 //   - a v1 CustomResourceDefinition that still says preserveUnknownFields
-//     keeps unknown fields in its schema instead (keepUnknownInSchema).
+//     keeps unknown fields in its schema instead (keepUnknownInSchema), and
+//     a webhook that still says its side effects are Unknown or Some says
+//     None (declareNoSideEffects): the API server refuses both as they were.
 //
 // target maps a namespace of the backup to the one it is restored into. A
 // test restore's comparison adjusts the backed-up item the same way.
@@ -94,6 +96,9 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 		}
 	case crdResource:
 		keepUnknownInSchema(obj)
+	case schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:
+		declareNoSideEffects(obj)
 	case schema.GroupResource{Group: "batch", Resource: "jobs"}:
 		unbindJob(obj)
 	case schema.GroupResource{Resource: "pods"}:
@@ -107,6 +112,29 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 				unstructured.RemoveNestedField(obj.Object, "data", k)
 			}
 		}
+	}
+}
+
+// declareNoSideEffects gives each webhook of a v1 webhook configuration
+// that still says its side effects are Unknown or Some (made as v1beta1 in
+// an old cluster, served as v1 since), which the API server refuses to
+// create, the value Velero gives it: None.
+func declareNoSideEffects(obj *unstructured.Unstructured) {
+	if obj.GetAPIVersion() != "admissionregistration.k8s.io/v1" {
+		return
+	}
+	hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+	changed := false
+	for _, h := range hooks {
+		if m, ok := h.(map[string]any); ok {
+			if se, _ := m["sideEffects"].(string); se != "None" && se != "NoneOnDryRun" {
+				m["sideEffects"] = "None"
+				changed = true
+			}
+		}
+	}
+	if changed {
+		_ = unstructured.SetNestedSlice(obj.Object, hooks, "webhooks")
 	}
 }
 

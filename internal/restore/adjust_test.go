@@ -20,6 +20,18 @@ func TestAdjust(t *testing.T) {
 		gr       schema.GroupResource
 		in, want string
 	}{
+		{"a legacy webhook's side effects", schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+			`{"apiVersion":"admissionregistration.k8s.io/v1","webhooks":[{"name":"a","sideEffects":"Unknown"},{"name":"b","sideEffects":"NoneOnDryRun"},{"name":"c","sideEffects":"Some"}]}`,
+			`{"apiVersion":"admissionregistration.k8s.io/v1","webhooks":[{"name":"a","sideEffects":"None"},{"name":"b","sideEffects":"NoneOnDryRun"},{"name":"c","sideEffects":"None"}]}`},
+		{"a legacy CRD keeps unknown fields in its schema", schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+			`{"apiVersion":"apiextensions.k8s.io/v1","spec":{"preserveUnknownFields":true,"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"object",` +
+				`"properties":{"spec":{"type":"object","properties":{"n":{"type":"integer"},"p":{"x-kubernetes-int-or-string":true},"m":{"type":"object","additionalProperties":{"type":"object"}}}}}}}}]}}`,
+			`{"apiVersion":"apiextensions.k8s.io/v1","spec":{"preserveUnknownFields":false,"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true,` +
+				`"properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"n":{"type":"integer"},"p":{"x-kubernetes-int-or-string":true},` +
+				`"m":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"additionalProperties":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}}}}]}}`},
+		{"a CRD without preserveUnknownFields is left", schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+			`{"apiVersion":"apiextensions.k8s.io/v1","spec":{"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"object"}}}]}}`,
+			`{"apiVersion":"apiextensions.k8s.io/v1","spec":{"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"object"}}}]}}`},
 		{"volume follows its claim", schema.GroupResource{Resource: "persistentvolumes"},
 			`{"spec":{"claimRef":{"namespace":"shop","name":"data"}}}`,
 			`{"spec":{"claimRef":{"name":"data","namespace":"shop-copy"}}}`},

@@ -51,7 +51,8 @@
 // exists); clean.go makes a backed-up object creatable; adjust.go changes
 // what an item says of the cluster and namespace it was backed up from
 // (Velero's built-in restore actions: role binding subjects, Job selectors,
-// a Pod's node, a legacy CRD's preserveUnknownFields) and leaves out finished Jobs and Pods and what the cluster
+// a Pod's node, a legacy CRD's preserveUnknownFields, a legacy webhook's
+// side effects) and leaves out finished Jobs and Pods and what the cluster
 // makes itself (automanaged APIServices); mappings.go reads the ConfigMaps
 // that map storage classes (storageclass.go, Velero's change-storage-class)
 // and images (images.go, Velero's change-image-name); volumes.go brings a

@@ -160,14 +160,16 @@ func TestNamespaceMadeForItsItemsKeepsItsLabels(t *testing.T) {
 	}
 }
 
-// TestLegacyCRDRestores restores a v1 CustomResourceDefinition that still
+// TestLegacyDefinitionsRestore restores a v1 CustomResourceDefinition that still
 // has preserveUnknownFields true (one made as v1beta1 in an old cluster and
 // served as v1 since), which the API server refuses to create: the
 // restore makes it keep unknown fields the way v1 allows (in its schema),
 // as Velero does, so the definition and its custom resources, unknown
 // fields and all, come back. A definition the API server refuses is an
-// error, and the restore does not wait for it to become established.
-func TestLegacyCRDRestores(t *testing.T) {
+// error, and the restore does not wait for it to become established. A
+// webhook configuration whose side effects are still Unknown (refused too)
+// comes back saying None, as in Velero.
+func TestLegacyDefinitionsRestore(t *testing.T) {
 	e, cfg := testEngine(t)
 	var tarball bytes.Buffer
 	w, err := archive.NewWriter(&tarball)
@@ -191,6 +193,10 @@ func TestLegacyCRDRestores(t *testing.T) {
 			`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"broken.legacy.example.com"},` +
 				`"spec":{"group":"legacy.example.com","scope":"Namespaced","names":{"plural":"broken","kind":"Broken"},"versions":[]}}`},
 		{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "shop", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`},
+		{schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, "", "legacy-policy",
+			`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"legacy-policy"},"webhooks":[{"name":"check.legacy.example.com",` +
+				`"sideEffects":"Unknown","failurePolicy":"Ignore","admissionReviewVersions":["v1beta1"],"clientConfig":{"url":"https://policy.example.com/check"},` +
+				`"rules":[{"operations":["CREATE"],"apiGroups":["legacy.example.com"],"apiVersions":["v1"],"resources":["gadgets"]}]}]}`},
 		{schema.GroupVersionResource{Group: "legacy.example.com", Version: "v1", Resource: "gadgets"}, "shop", "g1",
 			`{"apiVersion":"legacy.example.com/v1","kind":"Gadget","metadata":{"name":"g1","namespace":"shop"},"spec":{"size":3,"colour":"red","port":"http","labels":{"a":"b"},"parts":[{"name":"p","weight":2}]},"extra":{"kept":true}}`},
 	} {
@@ -207,7 +213,7 @@ func TestLegacyCRDRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	if errs := fmt.Sprint(out.Results.Errors); out.Results.Errors.Count() != 1 || !strings.Contains(errs, "broken.legacy.example.com") ||
-		out.Results.Warnings.Count() != 0 || out.Progress.ItemsRestored != 3 {
+		out.Results.Warnings.Count() != 0 || out.Progress.ItemsRestored != 4 {
 		t.Fatalf("%+v, errors %v, warnings %v", out.Progress, out.Results.Errors, out.Results.Warnings)
 	}
 	g, err := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "legacy.example.com", Version: "v1", Resource: "gadgets"}).
