@@ -321,8 +321,7 @@ func (r *run) restoreAll(ctx context.Context) error {
 			return fmt.Errorf("restore %s: %w", r.restore.Name, err)
 		}
 		if len(names) > 0 && r.dry == nil {
-			r.waitEstablished(ctx, names)
-			if err := r.discover(); err != nil {
+			if err := r.waitEstablished(ctx, names); err != nil {
 				return err
 			}
 		}

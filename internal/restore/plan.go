@@ -469,21 +469,62 @@ func (r *run) backedUpNamespace(ns string) (*unstructured.Unstructured, error) {
 	return bare, nil
 }
 
-func (r *run) waitEstablished(ctx context.Context, crds []string) {
+// waitEstablished waits for the custom resource definitions a tier made to
+// be established, and then for discovery to list their resources (the API
+// server adds them a moment after): a custom resource restored before
+// either would fail as not served. Each wait is bounded by a minute.
+func (r *run) waitEstablished(ctx context.Context, crds []string) error {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	var made []schema.GroupResource
 	for _, name := range crds {
-		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var gr schema.GroupResource
+		err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			obj, err := r.e.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && established(obj) {
+				gr.Group, _, _ = unstructured.NestedString(obj.Object, "spec", "group")
+				gr.Resource, _, _ = unstructured.NestedString(obj.Object, "spec", "names", "plural")
+			}
 			// One not made (its error is in the results already, or a
 			// plugin skipped it) is not waited for.
-			return apierrors.IsNotFound(err) || err == nil && established(obj), nil
+			return apierrors.IsNotFound(err) || gr.Resource != "", nil
 		})
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			r.rec.Warning("", fmt.Sprintf("custom resource definition %s is not established after a minute; its resources may fail to restore", name))
 		}
+		if gr.Resource != "" {
+			made = append(made, gr)
+		}
 	}
+	var missing []string
+	served := func(context.Context) (bool, error) {
+		if err := r.discover(); err != nil {
+			return false, err
+		}
+		missing = missing[:0]
+		r.mu.Lock()
+		for _, gr := range made {
+			if _, ok := r.resources[gr]; !ok {
+				missing = append(missing, gr.String())
+			}
+		}
+		r.mu.Unlock()
+		return len(missing) == 0, nil
+	}
+	// Discovery runs at least once, however long the waits above took.
+	if done, err := served(ctx); err != nil || done {
+		return err
+	}
+	err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, false, served)
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case wctx.Err() == nil:
+		return err // discovery failed
+	default:
+		r.rec.Warning("", fmt.Sprintf("resources %s, of custom resource definitions established, are not in the API server's discovery after a minute; their items may fail to restore", strings.Join(missing, ", ")))
+	}
+	return nil
 }
 
 func established(obj *unstructured.Unstructured) bool {
