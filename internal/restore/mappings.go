@@ -24,10 +24,10 @@ const (
 	pluginConfigLabel       = "velero.io/plugin-config"
 	changeStorageClassLabel = "velero.io/change-storage-class"
 	changeImageNameLabel    = "velero.io/change-image-name"
-	// StorageClassMapSelector selects the storage class mapping.
-	StorageClassMapSelector = pluginConfigLabel + "," + changeStorageClassLabel + "=RestoreItemAction"
-	// ImageNameMapSelector selects the image name mapping.
-	ImageNameMapSelector = pluginConfigLabel + "," + changeImageNameLabel + "=RestoreItemAction"
+	// storageClassMapSelector selects the storage class mapping.
+	storageClassMapSelector = pluginConfigLabel + "," + changeStorageClassLabel + "=RestoreItemAction"
+	// imageNameMapSelector selects the image name mapping.
+	imageNameMapSelector = pluginConfigLabel + "," + changeImageNameLabel + "=RestoreItemAction"
 )
 
 // Mappings is what a restore changes in the items it makes, as the
@@ -42,7 +42,7 @@ type Mappings struct {
 // error: which one would apply, or what it means, is not for the restore
 // to guess.
 func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) (*Mappings, error) {
-	cm, err := pluginConfig(ctx, dyn, namespace, StorageClassMapSelector, "map storage classes")
+	cm, err := pluginConfig(ctx, dyn, namespace, storageClassMapSelector, "map storage classes")
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) 
 	if err != nil {
 		return nil, err
 	}
-	if cm, err = pluginConfig(ctx, dyn, namespace, ImageNameMapSelector, "map image names"); err != nil {
+	if cm, err = pluginConfig(ctx, dyn, namespace, imageNameMapSelector, "map image names"); err != nil {
 		return nil, err
 	}
 	images, err := parseImageNames(cm)
