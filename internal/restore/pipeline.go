@@ -218,7 +218,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
-		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
+		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) && !r.keepsLiveVolume(ctx, obj, what) {
 		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
 		if err != nil {
 			r.rec.Error("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))

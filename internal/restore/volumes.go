@@ -185,6 +185,36 @@ func (r *run) warnUnbindable(ctx context.Context, volume, namespace, claim, what
 	}
 }
 
+// keepsLiveVolume tells whether a volume the backup has a snapshot of is
+// not to be made from it because the cluster still has a volume of its
+// name that its claim, restored in place, goes on using: made anyway, the
+// new volume would be left unused (the volume object cannot be created over
+// the live one) — storage paid for, holding a copy of the data, that
+// nothing refers to. Velero refuses for the same reason. A claim restored
+// into another namespace gets a clone instead (cloneIfTaken), so its volume
+// is made. A volume being deleted is left to go: it is said, and the
+// restore can be run again once it has gone.
+func (r *run) keepsLiveVolume(ctx context.Context, pv *unstructured.Unstructured, what string) bool {
+	if !r.snapshotted[pv.GetName()] {
+		return false // nothing would be made
+	}
+	if ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace"); ns != "" && r.backupNamespaceOf(ns) != ns {
+		return false // a copy beside the original: cloned
+	}
+	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, pv.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		r.rec.Warning("", fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); not made from its snapshot, so no volume is left unused", what, err))
+	case live.GetDeletionTimestamp() != nil:
+		r.rec.Warning("", fmt.Sprintf("%s: the cluster's volume of this name is being deleted, so it was not made from its snapshot; restore again once it has gone", what))
+	default:
+		r.log.Info("not made from its snapshot: the cluster has a volume of its name, which its claim goes on using", "item", what)
+	}
+	return true
+}
+
 // cloneIfTaken renames a volume made from a snapshot for a claim restored
 // into another namespace when a volume of its name is still in the
 // cluster — the usual case when a namespace is copied beside the original:

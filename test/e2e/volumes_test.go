@@ -649,3 +649,69 @@ func TestLabelSelectedRestoreBringsThePodsClaimAndVolume(t *testing.T) {
 		t.Errorf("volumes after a restore without claims: %d (%v), want the original and the first restore's", len(volumes.Items), err)
 	}
 }
+
+// TestRestoreInPlaceKeepsTheLiveVolume restores, in place, a namespace
+// whose claim's volume the cluster still has: nothing is made from the
+// volume's snapshot — the volume object could not be created over the
+// live one, so a volume made would be left unused, storage paid for that
+// nothing refers to (Velero refuses too). A volume being deleted is not
+// made from its snapshot either, with a warning; once it has gone, a
+// restore makes it, with the backed-up data.
+func TestRestoreInPlaceKeepsTheLiveVolume(t *testing.T) {
+	c, _, _, _ := withLocalVolumes(t, "")
+	ctx := context.Background()
+	data := volume(t, 2, 1<<10)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}})
+	c.create(t, hostPathVolume("orig-pv", data, "orig", "claim")...)
+	c.mustSalvor(t, "backup", "create", "orig", "--include-namespaces", "orig", "--wait")
+	made := func() int {
+		var vprs salvorv1.VolumePluginRestoreList
+		if err := c.client.List(ctx, &vprs); err != nil {
+			t.Fatal(err)
+		}
+		return len(vprs.Items)
+	}
+
+	c.mustSalvor(t, "restore", "create", "again", "--from-backup", "orig", "--wait")
+	if rs := c.getRestore(t, "again"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || made() != 0 {
+		t.Errorf("restore in place over the live volume: %+v, %d volumes made from snapshots", rs.Status, made())
+	}
+
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "orig-pv"}, pv); err != nil {
+		t.Fatal(err)
+	}
+	pv.Finalizers = append(pv.Finalizers, "example.com/hold")
+	if err := c.client.Update(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.Delete(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "restore", "create", "deleting", "--from-backup", "orig", "--wait")
+	desc := c.mustSalvor(t, "restore", "describe", "deleting", "--details")
+	if made() != 0 || !strings.Contains(desc, "persistentvolumes orig-pv: the cluster's volume of this name is being deleted, so it was not made from its snapshot; restore again once it has gone") {
+		t.Errorf("restore over a volume being deleted: %d volumes made\n%s", made(), desc)
+	}
+
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "orig-pv"}, pv); err != nil {
+		t.Fatal(err)
+	}
+	pv.Finalizers = nil
+	if err := c.client.Update(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the volume gone", 30*time.Second, func() (bool, string) {
+		err := c.client.Get(ctx, client.ObjectKey{Name: "orig-pv"}, &corev1.PersistentVolume{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	c.mustSalvor(t, "restore", "create", "after", "--from-backup", "orig", "--wait")
+	restored := &corev1.PersistentVolume{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "orig-pv"}, restored); err != nil || made() != 1 {
+		t.Fatalf("restore once the volume has gone: %v, %d volumes made", err, made())
+	}
+	if got := treeSums(t, restored.Spec.HostPath.Path); restored.Spec.HostPath.Path == data || !maps.Equal(got, want) {
+		t.Errorf("the volume made from its snapshot at %s holds %v, want a copy of %v", restored.Spec.HostPath.Path, got, want)
+	}
+}
