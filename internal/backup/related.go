@@ -53,7 +53,7 @@ func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, wh
 	}
 	for _, claim := range resources.PodClaims(pod) {
 		if !r.takes(pvcResource) {
-			break
+			break // the same for every claim
 		}
 		if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvcResource, Namespace: pod.GetNamespace(), Name: claim}, what); err != nil {
 			return err

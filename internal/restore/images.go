@@ -18,8 +18,6 @@ import (
 // longest (the most specific) applies, and among those the first by key;
 // Velero picks one of them at random. nil maps nothing.
 type imageNames struct {
-	// from names the ConfigMap, for messages.
-	from string
 	rows []imageRow
 }
 
@@ -32,13 +30,13 @@ func parseImageNames(cm *unstructured.Unstructured) (*imageNames, error) {
 	if cm == nil {
 		return nil, nil
 	}
-	m := &imageNames{from: "ConfigMap " + cm.GetNamespace() + "/" + cm.GetName()}
+	m, from := &imageNames{}, "ConfigMap "+cm.GetNamespace()+"/"+cm.GetName()
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	for key, row := range data {
 		old, new, ok := strings.Cut(row, ",")
 		old, new = strings.TrimSpace(old), strings.TrimSpace(new)
 		if !ok || old == "" || new == "" || strings.Contains(new, ",") {
-			return nil, fmt.Errorf(`%s maps image names, but its key %s holds %q: write "old,new" (the part of an image name to replace, a comma, and what replaces it)`, m.from, key, row)
+			return nil, fmt.Errorf(`%s maps image names, but its key %s holds %q: write "old,new" (the part of an image name to replace, a comma, and what replaces it)`, from, key, row)
 		}
 		m.rows = append(m.rows, imageRow{key, old, new})
 	}
