@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,6 +66,8 @@ func leftOut(gr schema.GroupResource, obj *unstructured.Unstructured) string {
 //     (admission sets it from its class), its ephemeral debug containers
 //     (refused on create), and the volumes of legacy service-account token
 //     secrets, which restores leave out;
+//   - a service account loses its references to its legacy token secrets
+//     (<name>-token-*), which restores leave out;
 //   - a service-account token Secret (restored only when the restore names
 //     secrets) loses its token, CA and the old account's UID, so the
 //     control plane issues a token for the account as restored;
@@ -103,6 +106,23 @@ func Adjust(gr schema.GroupResource, obj *unstructured.Unstructured, target func
 		unbindJob(obj)
 	case schema.GroupResource{Resource: "pods"}:
 		unplacePod(obj)
+	case schema.GroupResource{Resource: "serviceaccounts"}:
+		// Its legacy token secrets, which restores leave out: the
+		// account would name secrets that are not there.
+		secrets, _, _ := unstructured.NestedSlice(obj.Object, "secrets")
+		n := len(secrets)
+		secrets = slices.DeleteFunc(secrets, func(s any) bool {
+			m, _ := s.(map[string]any)
+			name, _ := m["name"].(string)
+			return strings.HasPrefix(name, obj.GetName()+"-token-")
+		})
+		switch {
+		case len(secrets) == n:
+		case len(secrets) == 0:
+			unstructured.RemoveNestedField(obj.Object, "secrets")
+		default:
+			_ = unstructured.SetNestedSlice(obj.Object, secrets, "secrets")
+		}
 	case schema.GroupResource{Resource: "secrets"}:
 		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == tokenSecretType {
 			// The token was signed for the old account: the control plane

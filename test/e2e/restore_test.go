@@ -614,14 +614,16 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 
 // TestTokenSecretsAreNotRestoredUnlessAsked: a service-account token
 // Secret in a backup is left out with a warning — a legacy token an admin
-// deleted to revoke it stays revoked — unless the restore names secrets.
+// deleted to revoke it stays revoked — unless the restore names secrets;
+// the restored account names its other secrets, not its legacy token's.
 func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tok"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "tok"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "tok"},
+			Secrets: []corev1.ObjectReference{{Name: "app-token-x7k2p"}, {Name: "creds"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-token", Namespace: "tok", Annotations: map[string]string{corev1.ServiceAccountNameKey: "app",
 			corev1.ServiceAccountUIDKey: "uid-of-the-old-account"}},
 			Type: corev1.SecretTypeServiceAccountToken, Data: map[string][]byte{"token": []byte("old-token"), "ca.crt": []byte("old-ca"), "namespace": []byte("tok")}},
@@ -638,6 +640,12 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-plain", Name: "creds"}, &corev1.Secret{}); err != nil {
 		t.Errorf("the ordinary secret was not restored: %v", err)
+	}
+	// The account no longer names its legacy token secret, as in Velero.
+	sa := &corev1.ServiceAccount{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "tok-plain", Name: "app"}, sa); err != nil ||
+		len(sa.Secrets) != 1 || sa.Secrets[0].Name != "creds" {
+		t.Errorf("the restored account's secrets: %v (%v)", sa.Secrets, err)
 	}
 	logs := c.mustSalvor(t, "restore", "logs", "plain")
 	if !strings.Contains(logs, "secret tok/app-token is a service account token") {
