@@ -218,15 +218,22 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	if it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) && r.volumes != nil &&
-		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) && !r.keepsLiveVolume(ctx, obj, what) {
-		restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
+		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs) {
+		live, err := r.keepsLiveVolume(ctx, obj, what)
 		if err != nil {
-			r.rec.Error("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
+			r.rec.Error("", fmt.Sprintf("%s: %v", what, err))
 			return
 		}
-		if ok {
-			obj = restored
-			r.cloneIfTaken(ctx, it, obj, what)
+		if !live {
+			restored, ok, err := r.volumes.RestoreVolume(ctx, obj)
+			if err != nil {
+				r.rec.Error("", fmt.Sprintf("%s: restoring its volume from the snapshot: %v", what, err))
+				return
+			}
+			if ok {
+				obj = restored
+				r.cloneIfTaken(ctx, it, obj, what)
+			}
 		}
 	}
 	if it.kind.gr == podResource {

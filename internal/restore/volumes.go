@@ -193,26 +193,29 @@ func (r *run) warnUnbindable(ctx context.Context, volume, namespace, claim, what
 // nothing refers to. Velero refuses for the same reason. A claim restored
 // into another namespace gets a clone instead (cloneIfTaken), so its volume
 // is made. A volume being deleted is left to go: it is said, and the
-// restore can be run again once it has gone.
-func (r *run) keepsLiveVolume(ctx context.Context, pv *unstructured.Unstructured, what string) bool {
+// restore can be run again once it has gone. When the cluster cannot be
+// asked, the error is returned and the volume is not restored at all:
+// made as backed up, it would point at the old storage, not at the
+// snapshot's data.
+func (r *run) keepsLiveVolume(ctx context.Context, pv *unstructured.Unstructured, what string) (bool, error) {
 	if !r.snapshotted[pv.GetName()] {
-		return false // nothing would be made
+		return false, nil // nothing would be made
 	}
 	if ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace"); ns != "" && r.backupNamespaceOf(ns) != ns {
-		return false // a copy beside the original: cloned
+		return false, nil // a copy beside the original: cloned
 	}
 	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, pv.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return false
+		return false, nil
 	case err != nil:
-		r.rec.Warning("", fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); not made from its snapshot, so no volume is left unused", what, err))
+		return false, fmt.Errorf("could not tell whether the cluster still has it, so it was not restored from its snapshot: %w", err)
 	case live.GetDeletionTimestamp() != nil:
 		r.rec.Warning("", fmt.Sprintf("%s: the cluster's volume of this name is being deleted, so it was not made from its snapshot; restore again once it has gone", what))
 	default:
 		r.log.Info("not made from its snapshot: the cluster has a volume of its name, which its claim goes on using", "item", what)
 	}
-	return true
+	return true, nil
 }
 
 // cloneIfTaken renames a volume made from a snapshot for a claim restored

@@ -3,6 +3,7 @@ package restore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,7 +12,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -128,4 +131,73 @@ func relatedBackup(t *testing.T, ns, pv, claimRef string) []byte {
 		t.Fatal(err)
 	}
 	return tarball.Bytes()
+}
+
+// madeFrom records the volumes a restore asks to make from snapshots; it
+// stands in for a snapshotter's cloud API.
+type madeFrom struct{ names []string }
+
+func (m *madeFrom) RestoreVolume(_ context.Context, pv *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+	m.names = append(m.names, pv.GetName())
+	out := pv.DeepCopy()
+	_ = unstructured.SetNestedField(out.Object, "/srv/from-snapshot", "spec", "hostPath", "path")
+	return out, true, nil
+}
+
+// pvGetFails fails every GET of a persistent volume, as an API server
+// that cannot be reached for a moment would.
+type pvGetFails struct{ dynamic.Interface }
+
+func (d pvGetFails) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	ri := d.Interface.Resource(gvr)
+	if gvr.Resource == "persistentvolumes" {
+		return failingGet{ri}
+	}
+	return ri
+}
+
+type failingGet struct {
+	dynamic.NamespaceableResourceInterface
+}
+
+func (failingGet) Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestLiveVolumeIsNotMadeFromItsSnapshot restores, on a real API server, a
+// snapshotted volume in place: made from its snapshot when the cluster has
+// no volume of its name; not made while the cluster has one (the new
+// volume would be left unused); and, when the cluster cannot be asked,
+// not restored at all, with an error — made as backed up, it would point
+// at the old storage, not at the snapshot's data.
+func TestLiveVolumeIsNotMadeFromItsSnapshot(t *testing.T) {
+	e, _ := testEngine(t)
+	tarball := relatedBackup(t, "src", "pv-live", "src/data")
+	run := func(name string, e *Engine) (*Outcome, *madeFrom) {
+		made := &madeFrom{}
+		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b"}}
+		out, err := e.RunWithVolumes(context.Background(), rs, bytes.NewReader(tarball), Volumes{Restorer: made, Snapshotted: map[string]bool{"pv-live": true}},
+			slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, made
+	}
+	unreachable := *e
+	unreachable.Dynamic = pvGetFails{e.Dynamic}
+	out, made := run("unreachable", &unreachable)
+	if errs := fmt.Sprint(out.Results.Errors); len(made.names) != 0 ||
+		!strings.Contains(errs, "persistentvolumes pv-live: could not tell whether the cluster still has it, so it was not restored from its snapshot: connection refused") {
+		t.Errorf("cluster not asked: made %v, errors %s", made.names, errs)
+	}
+	if _, err := e.Dynamic.Resource(pvResource).Get(context.Background(), "pv-live", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a volume was made as backed up when the cluster could not be asked: %v", err)
+	}
+
+	if out, made = run("first", e); len(made.names) != 1 || out.Results.Errors.Count() != 0 {
+		t.Errorf("no volume of its name: made %v, errors %v", made.names, out.Results.Errors)
+	}
+	if out, made = run("again", e); len(made.names) != 0 || out.Results.Errors.Count() != 0 {
+		t.Errorf("the cluster has the volume: made %v, errors %v", made.names, out.Results.Errors)
+	}
 }
