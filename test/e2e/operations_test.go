@@ -275,19 +275,9 @@ func TestManyOperationsAndWaitOutput(t *testing.T) {
 }
 
 func TestCancelDuringFirstPass(t *testing.T) {
-	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--workers", "1")
-	cfg := c.s3Location(t, minio, "primary", "backups", true)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "big"}})
-	for i := range 4000 {
-		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: "big"}})
-	}
-	c.mustSalvor(t, "backup", "create", "stopped", "--include-namespaces", "big")
-	eventually(t, "backup under way", time.Minute, func() (bool, string) {
-		b := c.getBackup(t, "stopped")
-		return b.Status.Phase == salvorv1.BackupPhaseInProgress && b.Status.Progress != nil && b.Status.Progress.ItemsBackedUp > 0, string(b.Status.Phase)
-	})
+	// 12,000 items on one worker: a pass of 4,000 could end between the
+	// test seeing it under way and the cancel arriving.
+	c, _, cfg := slowFirstPass(t, "stopped")
 	c.mustSalvor(t, "backup", "cancel", "stopped")
 	b := c.waitBackup(t, "stopped", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
 	if b.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(b.Status.FailureReason, "cancelled by user") {
