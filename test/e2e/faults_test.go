@@ -150,14 +150,22 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // waitingBackup starts a backup of one ConfigMap whose plugin operation
 // runs for seconds and whose item the operation backs up again, and waits
-// until the backup waits for it; then it changes the item, so a finished
+// until the server follows the operation — it has read the backup's
+// operations from the location, so a fault injected next meets the
+// finalisation, not that read; then it changes the item, so a finished
 // finalisation shows in the tarball.
 func waitingBackup(t *testing.T, c *cluster, name string) {
 	t.Helper()
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: name, Annotations: opMap("3", false)}, Data: map[string]string{"version": "1"}})
 	c.mustSalvor(t, "backup", "create", name, "--include-namespaces", name)
-	c.waitBackup(t, name, salvorv1.BackupPhaseWaitingForPluginOperations)
+	// Only the operations controller lists running operations in the
+	// status, and only once it has loaded them.
+	eventually(t, "backup "+name+" following its operation", 2*time.Minute, func() (bool, string) {
+		b := c.getBackup(t, name)
+		following := b.Status.Phase == salvorv1.BackupPhaseWaitingForPluginOperations && len(b.Status.RunningOperations) > 0
+		return following, fmt.Sprintf("phase %q, %d running operations listed", b.Status.Phase, len(b.Status.RunningOperations))
+	})
 	cm := &corev1.ConfigMap{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "op"}, cm); err != nil {
 		t.Fatal(err)
