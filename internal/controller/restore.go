@@ -181,7 +181,7 @@ func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1
 			if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.DeletionTimestamp != nil {
 				continue
 			}
-			if newest == nil || started(b).After(started(newest)) {
+			if newest == nil || newer(b, newest) {
 				newest = b
 			}
 		}
@@ -202,6 +202,16 @@ func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1
 }
 
 // started is when a backup started (its creation, for one that records none).
+// newer tells whether backup a started after b. Start times are kept to
+// the second, so two backups can tie; the later name then wins, as a
+// schedule names its backups <schedule>-<YYYYMMDDhhmmss>.
+func newer(a, b *salvorv1.Backup) bool {
+	if sa, sb := started(a), started(b); !sa.Equal(sb) {
+		return sa.After(sb)
+	}
+	return a.Name > b.Name
+}
+
 func started(b *salvorv1.Backup) time.Time {
 	if b.Status.StartTimestamp != nil {
 		return b.Status.StartTimestamp.Time
