@@ -29,8 +29,10 @@ import (
 // the storage-side snapshot stays the backup's) and restores the snapshot
 // bound to it; for a claim labelled with its snapshot it restores the claim
 // with the snapshot as its data source, after the snapshot is ready, and
-// follows it as an operation until it is bound. The backed-up contents
-// are not restored: their handles live on in the new ones.
+// follows it as an operation until it is bound. What the cluster still
+// has (a restore in place) it leaves as backed up, and a dry run makes
+// nothing and starts nothing. The backed-up contents are not restored:
+// their handles live on in the new ones.
 type RestoreAction struct{ base }
 
 // NewRestoreAction is the factory `salvor run-plugins` registers.
@@ -76,10 +78,22 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 }
 
 // claim points a claim labelled with its snapshot at the snapshot, which
-// is restored (and awaited) first.
-func (a *RestoreAction) claim(_ context.Context, claim *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
+// is restored (and awaited) first. A claim the cluster still has is left
+// to the restore's existing-resource policy as it was backed up: it keeps
+// its volume, so there is nothing to provision and no operation to follow
+// (one would report the live claim as restored from the snapshot). A dry
+// run starts no operation either.
+func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
 	vs := csi.SnapshotOfClaim(claim)
 	if vs == "" || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
+		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
+	}
+	live, err := a.live(ctx, csi.PVCGVR, claim.GetNamespace(), claim.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if live != nil {
+		a.log.Info("claim is in the cluster; not restored from its snapshot", "claim", claim.GetNamespace()+"/"+claim.GetName(), "restore", r.Name)
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
 	}
 	source := map[string]any{"apiGroup": csi.Group, "kind": "VolumeSnapshot", "name": vs}
@@ -88,9 +102,29 @@ func (a *RestoreAction) claim(_ context.Context, claim *unstructured.Unstructure
 	resources.UnbindClaim(claim) // bound anew, to the volume made from the snapshot
 	out := sdk.NewRestoreItemActionExecuteOutput(claim)
 	out.AdditionalItems = []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: claim.GetNamespace(), Name: vs}}
-	out.WaitForAdditionalItems = true
-	out.OperationID = claim.GetNamespace() + "/" + claim.GetName()
+	if !r.Spec.DryRun {
+		out.WaitForAdditionalItems = true
+		out.OperationID = claim.GetNamespace() + "/" + claim.GetName()
+	}
 	return out, nil
+}
+
+// live reads namespace/name of gvr from the cluster: nil when it is not
+// there. A failed read is an error, not an absence: taken for one, the
+// restore would make objects beside what the cluster already has.
+func (a *RestoreAction) live(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	obj, err := dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s/%s in the cluster: %w", gvr.Resource, namespace, name, err)
+	}
+	return obj, nil
 }
 
 // ContentName is the VolumeSnapshotContent a restore makes for a
@@ -116,6 +150,16 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 	driver := vs.GetAnnotations()[salvorv1.CSIDriverAnnotation]
 	if driver == "" {
 		return nil, fmt.Errorf("VolumeSnapshot %s/%s records snapshot %s but not its CSI driver (annotation %s)", vs.GetNamespace(), vs.GetName(), handle, salvorv1.CSIDriverAnnotation)
+	}
+	live, err := a.live(ctx, csi.SnapshotGVR, vs.GetNamespace(), vs.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if live != nil && live.GetLabels()[salvorv1.RestoreNameLabel] != r.Name {
+		// The cluster still has the snapshot (a restore in place): it is
+		// left to the existing-resource policy as backed up, and no
+		// content is made for it, which nothing would bind.
+		return sdk.NewRestoreItemActionExecuteOutput(vs), nil
 	}
 	dyn, err := a.kube.client()
 	if err != nil {
@@ -144,7 +188,12 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 			salvorv1.BackupNameLabel: r.Spec.BackupName, salvorv1.RestoreNameLabel: r.Name}},
 		"spec": spec,
 	}}
-	if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, content, metav1.CreateOptions{}); err != nil {
+	// A dry run has the API server check the content and keep nothing.
+	var create metav1.CreateOptions
+	if r.Spec.DryRun {
+		create.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, content, create); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("VolumeSnapshotContent %s for snapshot %s: %w", name, handle, err)
 		}

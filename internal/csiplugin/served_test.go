@@ -89,18 +89,12 @@ func TestServedLikeAnyPlugin(t *testing.T) {
 		out.OperationID != "" || len(out.AdditionalItems) != 0 {
 		t.Errorf("a claim without a snapshot: %+v, %v; want it restored as it is", out, err)
 	}
+	// A claim with a snapshot is restored from it only if the cluster
+	// does not have it, which needs the cluster: the error says so.
 	snapped := claim("app", "data", nil)
 	snapped.SetAnnotations(map[string]string{"velero.io/volume-snapshot-name": "snap-1"})
-	_ = unstructured.SetNestedField(snapped.Object, "pv-1", "spec", "volumeName")
-	out, err := ria.Execute(ctx, host.RestoreInput{Item: snapped, ItemFromBackup: snapped.DeepCopy(), Restore: restore})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, _, _ := unstructured.NestedString(out.Item.Object, "spec", "dataSource", "name")
-	vol, _, _ := unstructured.NestedString(out.Item.Object, "spec", "volumeName")
-	if src != "snap-1" || vol != "" || out.OperationID != "app/data" || !out.WaitForAdditionalItems ||
-		len(out.AdditionalItems) != 1 || out.AdditionalItems[0].String() != "volumesnapshots.snapshot.storage.k8s.io app/snap-1" {
-		t.Errorf("a claim with a snapshot: dataSource %q, volumeName %q, %+v", src, vol, out)
+	if _, err := ria.Execute(ctx, host.RestoreInput{Item: snapped, ItemFromBackup: snapped.DeepCopy(), Restore: restore}); err == nil || !strings.Contains(err.Error(), "KUBECONFIG or in-cluster credentials") {
+		t.Errorf("a claim with a snapshot without a cluster: %v", err)
 	}
 	// Another backup's snapshot is left out.
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",

@@ -1,0 +1,150 @@
+package csiplugin
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/salvor-dev/salvor/internal/csi"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// TestRestoreLeavesWhatTheClusterHas runs the restore action against a
+// real API server with the snapshot CRDs: a claim or VolumeSnapshot the
+// cluster still has (a restore in place) comes back as backed up, with no
+// content made and no operation to follow; a dry run makes no content and
+// starts no operation; otherwise the claim is pointed at its snapshot and
+// the snapshot at a content made from its handle.
+func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
+	cs, dyn := snapshotAPI(t)
+	ctx := context.Background()
+	const driver = "hostpath.csi.example.com"
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Claim "live" and VolumeSnapshot "live-snap" are in the cluster; "gone"
+	// and "gone-snap" are not.
+	class := "fast"
+	if _, err := cs.CoreV1().PersistentVolumeClaims("app").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "app"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, volumeSnapshot("live-snap", "live"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
+	a.kube.once.Do(func() { a.kube.dyn = dyn })
+	restoreOf := func(name string, dry bool) *sdk.Restore {
+		r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+		r.Spec.BackupName, r.Spec.DryRun = "nightly", dry
+		return r
+	}
+	execute := func(item *unstructured.Unstructured, r *sdk.Restore) *sdk.RestoreItemActionExecuteOutput {
+		t.Helper()
+		out, err := a.ExecuteWithContext(ctx, &sdk.RestoreItemActionExecuteInput{Item: item, ItemFromBackup: item.DeepCopy(), Restore: r})
+		if err != nil {
+			t.Fatalf("%s %s: %v", item.GetKind(), item.GetName(), err)
+		}
+		return out
+	}
+	contentsOf := func(restore string) []unstructured.Unstructured {
+		t.Helper()
+		list, err := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + restore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+
+	for _, c := range []struct {
+		restore       string
+		dry           bool
+		claim, vs     string
+		restoredFrom  bool // the claim is pointed at its snapshot
+		operation     bool
+		contentKept   bool
+		snapRewritten bool
+	}{
+		{restore: "in-place", claim: "live", vs: "live-snap"},
+		{restore: "in-place-dry", dry: true, claim: "live", vs: "live-snap"},
+		{restore: "anew", claim: "gone", vs: "gone-snap", restoredFrom: true, operation: true, contentKept: true, snapRewritten: true},
+		{restore: "anew-dry", dry: true, claim: "gone", vs: "gone-snap", restoredFrom: true, snapRewritten: true},
+	} {
+		t.Run(c.restore, func(t *testing.T) {
+			r := restoreOf(c.restore, c.dry)
+			vs := volumeSnapshot(c.vs, c.claim)
+			vs.SetAnnotations(map[string]string{salvorv1.CSISnapshotHandleAnnotation: "handle-" + c.vs, salvorv1.CSIDriverAnnotation: driver})
+			vs.SetLabels(map[string]string{salvorv1.BackupNameLabel: "nightly"})
+			out := execute(vs, r)
+			source, _, _ := unstructured.NestedString(out.UpdatedItem.UnstructuredContent(), "spec", "source", "volumeSnapshotContentName")
+			if rewritten := source != ""; rewritten != c.snapRewritten || out.SkipRestore {
+				t.Errorf("VolumeSnapshot %s: spec %v, skipped %v; want it pointed at a content made for it: %v", c.vs, out.UpdatedItem.UnstructuredContent()["spec"], out.SkipRestore, c.snapRewritten)
+			}
+			if made := contentsOf(c.restore); (len(made) == 1) != c.contentKept || len(made) > 1 {
+				t.Errorf("VolumeSnapshotContents made for restore %s: %d, want one: %v", c.restore, len(made), c.contentKept)
+			} else if c.contentKept && made[0].GetName() != source {
+				t.Errorf("the snapshot names content %q, the restore made %q", source, made[0].GetName())
+			}
+
+			pvc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+				"metadata": map[string]any{"name": c.claim, "namespace": "app", "annotations": map[string]any{salvorv1.VolumeSnapshotNameLabel: c.vs}},
+				"spec":     map[string]any{"volumeName": "pv-" + c.claim}}}
+			out = execute(pvc, r)
+			from, _, _ := unstructured.NestedString(out.UpdatedItem.UnstructuredContent(), "spec", "dataSource", "name")
+			volume, _, _ := unstructured.NestedString(out.UpdatedItem.UnstructuredContent(), "spec", "volumeName")
+			if c.restoredFrom != (from == c.vs) || c.restoredFrom != (volume == "") || c.restoredFrom != (len(out.AdditionalItems) == 1) {
+				t.Errorf("claim %s: dataSource %q, volumeName %q, additional items %v; want restored from its snapshot: %v", c.claim, from, volume, out.AdditionalItems, c.restoredFrom)
+			}
+			if c.restoredFrom && out.AdditionalItems[0].String() != "volumesnapshots.snapshot.storage.k8s.io app/"+c.vs {
+				t.Errorf("claim %s asks for %v", c.claim, out.AdditionalItems)
+			}
+			if (out.OperationID != "") != c.operation || out.WaitForAdditionalItems != c.operation {
+				t.Errorf("claim %s: operation %q, waits %v; want an operation: %v", c.claim, out.OperationID, out.WaitForAdditionalItems, c.operation)
+			}
+			if c.operation && out.OperationID != "app/"+c.claim {
+				t.Errorf("claim %s: operation %q", c.claim, out.OperationID)
+			}
+		})
+	}
+}
+
+func volumeSnapshot(name, claim string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": name, "namespace": "app"},
+		"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": claim}}}}
+}
+
+// snapshotAPI starts a control plane with Salvor's and the snapshot CRDs
+// (no snapshot controller: nothing binds or readies a snapshot).
+func snapshotAPI(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	cfg := testbed.ControlPlane(t)
+	dir, err := testbed.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
+}
