@@ -246,13 +246,35 @@ func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup,
 	operations.CancelAll(ctx, viewOf(ops), backupActions(r.Locations.Plugins, b), errDeleted.Error())
 }
 
-// deleteSnapshots deletes the backup's volume snapshots through their snapshotter.
+// deleteSnapshots deletes the backup's volume snapshots through their
+// snapshotter: those this cluster recorded the backup taking, each in a
+// VolumePluginBackup written as it was taken. The list in the location
+// proves nothing — whoever can write there could name any snapshot the
+// snapshotter reaches — so a snapshot it alone names is kept, with a
+// warning. A backup synced from the location (another cluster's, or one
+// this cluster sees again after losing it) has no record that counts: its
+// VolumePluginBackups were made from the location's files too.
 func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
 	var snaps []backup.VolumeSnapshot
 	if ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil || !ok {
 		return err
 	}
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
+		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
+	}
+	taken := map[[2]string]bool{}
+	for _, v := range vpbs.Items {
+		if b.Annotations[salvorv1.SyncedAnnotation] == "" && v.Spec.Backup == b.Name && v.Status.SnapshotID != "" {
+			taken[[2]string{v.Spec.Plugin, v.Status.SnapshotID}] = true
+		}
+	}
 	for _, s := range snaps {
+		if !taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {
+			r.Log.Warn("a deleted backup's snapshot is kept: this cluster holds no record of the backup taking it, and its files alone do not prove it; delete it through its provider if nothing needs it",
+				"backup", b.Name, "synced", b.Annotations[salvorv1.SyncedAnnotation] != "", "snapshot", s.Status.ProviderSnapshotID, "provider", s.Spec.Provider, "location", s.Spec.Location)
+			continue
+		}
 		snap, err := r.Locations.Snapshotter(ctx, s.Spec.Location)
 		if err != nil || snap == nil {
 			r.Log.Warn("cannot delete a snapshot: its location is gone", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
@@ -268,11 +290,8 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 			return fmt.Errorf("deleting snapshot %s of backup %s: %w", s.Status.ProviderSnapshotID, b.Name, err)
 		}
 	}
-	vpbs := &salvorv1.VolumePluginBackupList{}
-	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err == nil {
-		for i := range vpbs.Items {
-			_ = r.Client.Delete(ctx, &vpbs.Items[i])
-		}
+	for i := range vpbs.Items {
+		_ = r.Client.Delete(ctx, &vpbs.Items[i])
 	}
 	return nil
 }

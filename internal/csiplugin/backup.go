@@ -235,6 +235,13 @@ func (a *BackupAction) keep(ctx context.Context, vs *unstructured.Unstructured, 
 			return "", "", fmt.Errorf("keeping VolumeSnapshotContent %s (deletionPolicy Retain): %w", content, err)
 		}
 	}
+	// Deleting the backup deletes this snapshot only where the cluster
+	// records that the backup took it: the handle goes on the snapshot's
+	// VolumePluginBackup, as the backup's files in the bucket prove nothing.
+	record := map[string]any{"spec": map[string]any{"pluginSpecific": map[string]any{snapshotHandleKey: handle}}}
+	if err := mergePatch(ctx, dyn.Resource(vpbGVR).Namespace(b.Namespace), vs.GetName(), record); err != nil {
+		a.log.Warn("recording a snapshot on its VolumePluginBackup; deleting the backup will keep the snapshot", "backup", b.Name, "snapshot", handle, "error", err)
+	}
 	size, _, _ := unstructured.NestedString(vs.Object, "status", "restoreSize")
 	want := map[string]any{salvorv1.CSISnapshotHandleAnnotation: handle, salvorv1.CSIDriverAnnotation: driver,
 		salvorv1.CSIContentDeletionPolicyAnnotation: original}

@@ -71,6 +71,14 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 	}
 	name := item.GetName()
 	if err != nil || liveHandle != handle || live.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
+		// No content in the cluster says the backup took this snapshot:
+		// the item read from the bucket names it, and whoever can write
+		// there could name any snapshot the driver holds. Only the
+		// backup's VolumePluginBackup, written when the snapshot was
+		// taken, proves it.
+		if err := a.recorded(ctx, dyn, b, handle, driver); err != nil {
+			return err
+		}
 		name = deletionContent(b, handle)
 		if err := a.makeContent(ctx, dyn, name, handle, driver, b); err != nil {
 			return err
@@ -114,6 +122,32 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 	}
 	a.log.Info("deleted CSI snapshot", "backup", b.Name, "snapshot", handle, "driver", driver)
 	return nil
+}
+
+// recorded checks that this cluster recorded backup b taking snapshot
+// handle of driver: one of the backup's VolumePluginBackups names it. A
+// backup synced from its location has none that count: they were made
+// from the location's files too.
+func (a *DeleteAction) recorded(ctx context.Context, dyn dynamic.Interface, b *salvorv1.Backup, handle, driver string) error {
+	if b.Annotations[salvorv1.SyncedAnnotation] != "" {
+		return fmt.Errorf("snapshot %s of driver %s is kept: backup %s was synced from its location, so nothing in this cluster records it taking the snapshot, "+
+			"and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, b.Name)
+	}
+	list, err := dyn.Resource(vpbGVR).Namespace(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.BackupNameLabel + "=" + b.Name})
+	if err != nil {
+		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
+	}
+	for _, v := range list.Items {
+		plugin, _, _ := unstructured.NestedString(v.Object, "spec", "plugin")
+		backup, _, _ := unstructured.NestedString(v.Object, "spec", "backup")
+		specific, _, _ := unstructured.NestedStringMap(v.Object, "spec", "pluginSpecific")
+		if plugin == Name && backup == b.Name && specific[snapshotHandleKey] == handle && specific["driver"] == driver {
+			return nil
+		}
+	}
+	return fmt.Errorf("snapshot %s of driver %s is kept: this cluster holds no record that backup %s took it "+
+		"(no VolumePluginBackup of the backup names it: taken before Salvor recorded snapshots, or the record was deleted), "+
+		"and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, b.Name)
 }
 
 func suffix(msg string) string {

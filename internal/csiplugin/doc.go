@@ -3,7 +3,9 @@
 // that snapshots a claim's volume with a VolumeSnapshot and follows it as
 // an operation, a RestoreItemAction v2 that brings the claim back from it,
 // and a DeleteItemAction that deletes the storage-side snapshot with its
-// backup.
+// backup — only one the cluster records the backup taking (its content,
+// or the handle on its VolumePluginBackup), never one the bucket alone
+// names.
 //
 // A snapshot is recorded as Velero records its CSI snapshots (the names
 // are in package salvorv1), so Salvor restores Velero's CSI backups and

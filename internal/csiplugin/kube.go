@@ -21,6 +21,11 @@ var (
 	vprGVR = salvorv1.GroupVersion.WithResource("volumepluginrestores")
 )
 
+// snapshotHandleKey is where a VolumePluginBackup's pluginSpecific records
+// the storage-side snapshot a backup took: the record a backup's deletion
+// needs before it deletes a snapshot whose content has gone.
+const snapshotHandleKey = "snapshotHandle"
+
 // base is what each CSI action holds: its logger and its own connection.
 type base struct {
 	log  *slog.Logger

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -17,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -174,6 +177,54 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 		}
 	}
 
+	// A restore in place while the cluster still has it all leaves each
+	// claim on its volume and each snapshot as it is: no content made for
+	// them, no operation followed, no volume provisioned.
+	bound := map[string]string{}
+	for _, claim := range []string{"data", "logs"} {
+		bound[claim] = c.boundVolume(t, "app", claim)
+	}
+	contentsOf := func(restore string) int {
+		t.Helper()
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("snapshot.storage.k8s.io/v1")
+		l.SetKind("VolumeSnapshotContentList")
+		if err := c.client.List(context.Background(), l, client.MatchingLabels{salvorv1.RestoreNameLabel: restore}); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	c.mustSalvor(t, "restore", "create", "in-place", "--from-backup", "csi", "--wait")
+	if r := c.getRestore(t, "in-place"); r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.RestoreItemOperationsAttempted != 0 {
+		t.Errorf("restore in place: %+v", r.Status)
+	}
+	vprs := &salvorv1.VolumePluginRestoreList{}
+	if err := c.client.List(context.Background(), vprs, client.MatchingLabels{salvorv1.RestoreNameLabel: "in-place"}); err != nil || len(vprs.Items) != 0 {
+		t.Errorf("a restore in place reports volumes restored: %+v, %v", vprs.Items, err)
+	}
+	if n := contentsOf("in-place"); n != 0 {
+		t.Errorf("a restore in place made %d VolumeSnapshotContents", n)
+	}
+	for claim, pv := range bound {
+		if now := c.boundVolume(t, "app", claim); now != pv {
+			t.Errorf("claim %s moved from volume %s to %s", claim, pv, now)
+		}
+	}
+	if vols, err := csi.Driver.Volumes(); err != nil || len(vols) != 2 {
+		t.Errorf("after a restore in place the driver holds %d volumes (%v), want 2", len(vols), err)
+	}
+	// A dry run makes no content and starts no operation.
+	c.mustSalvor(t, "restore", "create", "dry", "--from-backup", "csi", "--namespace-mappings", "app:app-dry", "--dry-run", "--wait")
+	if r := c.getRestore(t, "dry"); r.Status.RestoreItemOperationsAttempted != 0 || r.Status.DryRun == nil || r.Status.DryRun.WouldFail != 0 {
+		t.Errorf("dry run: %+v", r.Status)
+	}
+	if out := c.mustSalvor(t, "restore", "describe", "dry", "--details"); strings.Contains(out, "in a dry run; cancelled") {
+		t.Errorf("the CSI action started an operation in a dry run:\n%s", out)
+	}
+	if n := contentsOf("dry"); n != 0 {
+		t.Errorf("a dry run made %d VolumeSnapshotContents", n)
+	}
+
 	// Lose it all: the snapshots (their contents are kept), the claims
 	// (their volumes go with them, reclaim policy Delete), the namespace.
 	for _, claim := range []string{"data", "logs"} {
@@ -232,6 +283,29 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	restored("csi-2", "app-copy")
 	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
 		t.Errorf("after the restores the driver holds %d snapshots (%v), want 2", len(snaps), err)
+	}
+
+	// A backup planted in the bucket names this backup's snapshot as its
+	// own, in a content the cluster does not have: deleting it (it comes
+	// in synced) keeps the snapshot, which nothing in the cluster records
+	// it taking.
+	dataVS := items["volumesnapshots.snapshot.storage.k8s.io/app/"+items["persistentvolumeclaims/app/data"].GetAnnotations()[salvorv1.VolumeSnapshotNameLabel]]
+	victim := dataVS.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]
+	plantBackup(t, store, "forged", func(aw *archive.Writer) error {
+		body, _ := json.Marshal(map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+			"metadata": map[string]any{"name": "snapcontent-forged", "labels": map[string]any{salvorv1.BackupNameLabel: "forged"}},
+			"spec":     map[string]any{"driver": testbed.CSIDriverName, "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": victim}},
+			"status":   map[string]any{"snapshotHandle": victim, "readyToUse": true}})
+		return aw.WriteItem(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}, "", "snapcontent-forged", body)
+	})
+	c.waitBackup(t, "forged", salvorv1.BackupPhaseCompleted)
+	c.mustSalvor(t, "backup", "delete", "forged")
+	eventually(t, "the planted backup deleted", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "forged"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
+		t.Fatalf("deleting a planted backup that names backup csi's snapshot %s left %d snapshots (%v), want 2", victim, len(snaps), err)
 	}
 
 	// Deleting the backup deletes its snapshots on the storage side: one

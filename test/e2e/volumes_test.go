@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -268,6 +269,34 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	c.mustSalvor(t, "snapshot-location", "set", "local", "--unset-config", "note")
 	if out, err := c.salvor(t, "snapshot-location", "delete", "local"); err == nil || !strings.Contains(out, "1 backups have volume snapshots (vol)") {
 		t.Errorf("deleting the snapshot location a backup needs: %v\n%s", err, out)
+	}
+
+	// A backup planted in the bucket lists this backup's snapshot as its
+	// own, with a progress resource to match: it comes in synced, and
+	// deleting it keeps the snapshot, which nothing this cluster wrote
+	// records it taking.
+	forgedSnaps := []backup.VolumeSnapshot{{
+		Spec:   backup.VolumeSnapshotSpec{BackupName: "forged", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "data-pv"},
+		Status: backup.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
+	}}
+	forgedVPB := vpb.DeepCopy()
+	forgedVPB.ObjectMeta = metav1.ObjectMeta{Name: "forged-" + vpb.Name, Labels: map[string]string{salvorv1.BackupNameLabel: "forged"}}
+	forgedVPB.Spec.Backup = "forged"
+	if err := store.PutJSON(context.Background(), "forged", persistence.VolumeSnapshotsFile, forgedSnaps); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutJSON(context.Background(), "forged", persistence.VolumePluginBackupsFile, []salvorv1.VolumePluginBackup{*forgedVPB}); err != nil {
+		t.Fatal(err)
+	}
+	plantBackup(t, store, "forged", func(*archive.Writer) error { return nil })
+	c.waitBackup(t, "forged", salvorv1.BackupPhaseCompleted)
+	c.mustSalvor(t, "backup", "delete", "forged")
+	eventually(t, "the planted backup deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "forged"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID)); err != nil {
+		t.Fatalf("deleting a planted backup that lists backup vol's snapshot deleted it: %v", err)
 	}
 
 	// Deleting the backup deletes the snapshot.

@@ -16,9 +16,11 @@ func newDelete(k *kube.Options) *cobra.Command {
 		Use:   "delete NAME...",
 		Short: "Delete backups and their files in object storage",
 		Long: `Deletes each backup: the server runs the DeleteItemAction plugins over its
-items, removes its files from the backup storage location, then removes the
-Backup object. A backup synced into other clusters disappears from them at
-their next sync.`,
+items, deletes the volume snapshots this cluster recorded it taking, removes
+its files from the backup storage location, then removes the Backup object.
+A snapshot only the backup's files name (a backup synced from the location,
+another cluster's or Velero's) is kept, and the server's log names it. A
+backup synced into other clusters disappears from them at their next sync.`,
 		Example: "  salvor backup delete nightly",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {

@@ -1,0 +1,110 @@
+package csiplugin
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/salvor-dev/salvor/internal/csi"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// TestDeleteKeepsSnapshotsItCannotProve deletes, on a real API server, a
+// backup whose tarball names a VolumeSnapshotContent the cluster no longer
+// has. The handle it records comes from the bucket, so the snapshot is
+// deleted only if a VolumePluginBackup this cluster wrote for the backup
+// names it; otherwise — no record, a record of another snapshot or of
+// another backup, a backup synced from its location — it is kept, saying
+// so, and nothing is made to delete it.
+func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
+	cs, dyn := snapshotAPI(t)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const driver, handle = "hostpath.csi.example.com", "snap-of-someone-else"
+	record := func(name, backup, handle string) {
+		t.Helper()
+		vpb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
+			"metadata": map[string]any{"name": name, "namespace": "salvor", "labels": map[string]any{salvorv1.BackupNameLabel: backup}},
+			"spec": map[string]any{"volume": "pv-1", "backup": backup, "plugin": Name,
+				"pluginSpecific": map[string]any{"driver": driver, snapshotHandleKey: handle}}}}
+		if _, err := dyn.Resource(vpbGVR).Namespace("salvor").Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Records of another snapshot of the backup, and of this snapshot by
+	// another backup: neither proves the backup took it.
+	record("nightly-other", "nightly", "another-handle")
+	record("weekly-it", "weekly", handle)
+
+	a := &DeleteAction{newBase(slog.New(slog.DiscardHandler))}
+	a.kube.once.Do(func() { a.kube.dyn = dyn })
+	content := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+		"metadata": map[string]any{"name": "snapcontent-gone", "labels": map[string]any{salvorv1.BackupNameLabel: "nightly"}},
+		"spec":     map[string]any{"driver": driver}, "status": map[string]any{"snapshotHandle": handle}}}
+	made := func() int {
+		t.Helper()
+		contents, err := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(contents.Items) + len(snaps.Items)
+	}
+	// Each call is bounded: a deletion that went ahead would wait for a
+	// snapshot controller this control plane does not run.
+	execute := func(b *salvorv1.Backup) error {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return a.ExecuteWithContext(short, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: b})
+	}
+	nightly := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor", UID: "u-1"}}
+	synced := nightly.DeepCopy()
+	synced.Annotations = map[string]string{salvorv1.SyncedAnnotation: "primary"}
+
+	for _, c := range []struct {
+		what   string
+		backup *salvorv1.Backup
+		want   string
+	}{
+		{"no record of the snapshot", nightly, "this cluster holds no record that backup nightly took it"},
+		{"a synced backup", synced, "backup nightly was synced from its location"},
+	} {
+		err := execute(c.backup)
+		if err == nil || !strings.Contains(err.Error(), "snapshot "+handle+" of driver "+driver+" is kept") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want the snapshot kept, saying %q", c.what, err, c.want)
+		}
+		if n := made(); n != 0 {
+			t.Fatalf("%s: %d VolumeSnapshots and contents made to delete a snapshot the backup is not proven to have taken", c.what, n)
+		}
+	}
+	// A synced backup's records were made from the bucket: they prove
+	// nothing either.
+	record("nightly-it", "nightly", handle)
+	if err := execute(synced); err == nil || !strings.Contains(err.Error(), "was synced from its location") {
+		t.Errorf("a synced backup with a record: %v; want the snapshot kept", err)
+	}
+	if n := made(); n != 0 {
+		t.Fatalf("a synced backup: %d VolumeSnapshots and contents made", n)
+	}
+	// Recorded: the deletion goes ahead — a content and snapshot are made
+	// from the handle, which only a snapshot controller (none here) would
+	// make ready; the wait for it is cut short.
+	if err := execute(nightly); err == nil || !strings.Contains(err.Error(), "did not find snapshot "+handle) {
+		t.Errorf("a recorded snapshot: %v; want the deletion under way", err)
+	}
+	if _, err := dyn.Resource(csi.ContentGVR).Get(ctx, deletionContent(nightly, handle), metav1.GetOptions{}); err != nil {
+		t.Errorf("the content made to delete a recorded snapshot: %v", err)
+	}
+}
