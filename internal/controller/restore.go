@@ -201,7 +201,6 @@ func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1
 	return "", nil
 }
 
-// started is when a backup started (its creation, for one that records none).
 // newer tells whether backup a started after b. Start times are kept to
 // the second, so two backups can tie; the later name then wins, as a
 // schedule names its backups <schedule>-<YYYYMMDDhhmmss>.
@@ -212,6 +211,7 @@ func newer(a, b *salvorv1.Backup) bool {
 	return a.Name > b.Name
 }
 
+// started is when a backup started (its creation, for one that records none).
 func started(b *salvorv1.Backup) time.Time {
 	if b.Status.StartTimestamp != nil {
 		return b.Status.StartTimestamp.Time
