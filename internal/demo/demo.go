@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -407,26 +406,36 @@ func (d *demo) waitLocation(ctx context.Context) error {
 func (d *demo) salvor(ctx context.Context, args ...string) error {
 	fmt.Fprintf(d.o.Out, "    $ salvor %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, d.o.Salvor, append([]string{"--kubeconfig", d.kubeconfig, "--namespace", "salvor"}, args...)...)
-	var buf bytes.Buffer
-	w := indent{d.o.Out}
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(w, &buf), io.MultiWriter(w, &buf)
+	// One writer for both, so exec gives the command one pipe and lines
+	// from the two never interleave mid-line.
+	w := &indent{w: d.o.Out}
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("salvor %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
 }
 
-type indent struct{ w io.Writer }
+// indent writes what salvor prints indented under its command line. A
+// write may end mid-line (tabwriter writes a table cell by cell), so the
+// indent goes only where a line starts.
+type indent struct {
+	w       io.Writer
+	midLine bool
+}
 
-func (i indent) Write(p []byte) (int, error) {
-	lines := strings.SplitAfter(string(p), "\n")
-	for _, l := range lines {
+func (i *indent) Write(p []byte) (int, error) {
+	for _, l := range strings.SplitAfter(string(p), "\n") {
 		if l == "" {
 			continue
 		}
-		if _, err := io.WriteString(i.w, "      "+l); err != nil {
+		if !i.midLine {
+			l = "      " + l
+		}
+		if _, err := io.WriteString(i.w, l); err != nil {
 			return 0, err
 		}
+		i.midLine = !strings.HasSuffix(l, "\n")
 	}
 	return len(p), nil
 }
