@@ -3,7 +3,8 @@
 // that cannot be described, which are reported, not fatal), the many names a
 // resource answers to ("secrets", "secret", "Secret", "crb",
 // "rolebindings.rbac.authorization.k8s.io"), and selection: the
-// include/exclude lists and label selectors of a Backup or Restore spec, a
+// include/exclude lists (namespace names and Velero's namespace patterns)
+// and label selectors of a Backup or Restore spec, a
 // plugin's AppliesTo, and the names in a namespace filter that match nothing
 // (with the closest there is, so a typo is seen). It also resets a restored
 // claim's and volume's binding so the control plane binds them again

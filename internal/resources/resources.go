@@ -126,10 +126,12 @@ func Includes(included, excluded []string, match func([]string) bool) bool {
 	return len(included) == 0 || match(included)
 }
 
+// NameMatcher tells whether a namespace filter (names and patterns)
+// selects namespace name.
 func NameMatcher(name string) func([]string) bool {
 	return func(list []string) bool {
 		for _, n := range list {
-			if n == "*" || n == name {
+			if MatchesNamespace(n, name) {
 				return true
 			}
 		}
@@ -158,6 +160,16 @@ func (f Filters) Validate() []string {
 	for _, ns := range f.ExcludedNamespaces {
 		if incNS.Has(ns) {
 			problems = append(problems, fmt.Sprintf("namespace %q is both included and excluded: remove it from includedNamespaces or excludedNamespaces", ns))
+		}
+	}
+	for _, ns := range f.IncludedNamespaces {
+		if p := namespacePatternProblem("includedNamespaces", ns); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	for _, ns := range f.ExcludedNamespaces {
+		if p := namespacePatternProblem("excludedNamespaces", ns); p != "" {
+			problems = append(problems, p)
 		}
 	}
 	if _, err := f.Selector(); err != nil {

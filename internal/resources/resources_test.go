@@ -36,6 +36,39 @@ func TestUnavailableNames(t *testing.T) {
 	}
 }
 
+func TestMatchesNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		yes   []string
+		no    []string
+	}{
+		{"*", []string{"app", "kube-system"}, nil},
+		{"app", []string{"app"}, []string{"app-1", "ap"}},
+		{"app-*", []string{"app-", "app-1", "app-prod-eu"}, []string{"app", "web-app-1"}},
+		{"*-prod", []string{"web-prod", "a-b-prod"}, []string{"prod", "web-prod-1"}},
+		{"ns?", []string{"ns1", "nsa"}, []string{"ns", "ns10"}},
+		{"ns[123]", []string{"ns1", "ns3"}, []string{"ns4", "ns12"}},
+		{"ns[a-c]", []string{"nsa", "nsc"}, []string{"nsd"}},
+		{"team.v1.*", []string{"team.v1.x"}, []string{"teamav1bx"}},
+		{"app-[ab", nil, []string{"app-a", "app-ab"}},
+	} {
+		for _, ns := range tc.yes {
+			if !MatchesNamespace(tc.entry, ns) {
+				t.Errorf("%q does not select %q", tc.entry, ns)
+			}
+		}
+		for _, ns := range tc.no {
+			if MatchesNamespace(tc.entry, ns) {
+				t.Errorf("%q selects %q", tc.entry, ns)
+			}
+		}
+	}
+	if !Includes([]string{"app-*"}, []string{"app-test"}, NameMatcher("app-prod")) || Includes([]string{"app-*"}, []string{"*-test"}, NameMatcher("app-test")) ||
+		!Includes(nil, []string{"kube-*"}, NameMatcher("default")) || Includes(nil, []string{"kube-*"}, NameMatcher("kube-system")) {
+		t.Error("excluded patterns do not win over included ones")
+	}
+}
+
 func TestFiltersValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -47,6 +80,17 @@ func TestFiltersValidate(t *testing.T) {
 			[]string{`resource "secrets" is both included and excluded`}},
 		{"namespace both ways", Filters{IncludedNamespaces: []string{"app"}, ExcludedNamespaces: []string{"app"}},
 			[]string{`namespace "app" is both included and excluded`}},
+		{"namespace patterns Velero takes", Filters{IncludedNamespaces: []string{"app-*", "ns?", "team-[abc]", "db[0-9]"}, ExcludedNamespaces: []string{"*-test"}}, nil},
+		{"unclosed bracket", Filters{IncludedNamespaces: []string{"app-[ab"}},
+			[]string{`namespace pattern "app-[ab" in includedNamespaces is malformed`}},
+		{"empty bracket", Filters{ExcludedNamespaces: []string{"app-[]"}},
+			[]string{`namespace pattern "app-[]" in excludedNamespaces is malformed`}},
+		{"stray closing bracket", Filters{IncludedNamespaces: []string{"app]"}},
+			[]string{`namespace pattern "app]" in includedNamespaces is malformed`}},
+		{"brace expansion", Filters{IncludedNamespaces: []string{"app-{a,b}*"}},
+			[]string{`namespace pattern "app-{a,b}*" in includedNamespaces uses "{", which namespace patterns do not support`}},
+		{"negation", Filters{ExcludedNamespaces: []string{"[!a]*", "[^a]*"}},
+			[]string{`uses "!"`, `uses "^"`}},
 		{"bad selector", Filters{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
 			[]string{"labelSelector is invalid"}},
 	} {

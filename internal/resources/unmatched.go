@@ -13,16 +13,29 @@ import (
 func UnmatchedNamespaces(field string, names []string, present map[string]bool, where string) []string {
 	var out []string
 	for _, n := range names {
-		if n == "*" || present[n] {
+		if n == "*" || present[n] || matchesAny(n, present) {
 			continue
 		}
 		msg := fmt.Sprintf("namespace %q in %s matches no namespace %s", n, field, where)
-		if s := closest(n, present); s != "" {
+		if s := closest(n, present); s != "" && !IsNamespacePattern(n) {
 			msg += fmt.Sprintf(": did you mean %q?", s)
 		}
 		out = append(out, msg+" ("+listed(present)+")")
 	}
 	return out
+}
+
+// matchesAny tells whether pattern n matches one of the namespaces.
+func matchesAny(n string, present map[string]bool) bool {
+	if !IsNamespacePattern(n) {
+		return false
+	}
+	for ns := range present {
+		if MatchesNamespace(n, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // listed names up to ten of the namespaces, sorted.

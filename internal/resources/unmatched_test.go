@@ -15,6 +15,8 @@ func TestUnmatchedNamespaces(t *testing.T) {
 		{[]string{"*", "app"}, nil},
 		{[]string{"ap"}, []string{`namespace "ap" in includedNamespaces matches no namespace in the cluster: did you mean "app"? (there are app, default, plain)`}},
 		{[]string{"plian"}, []string{`namespace "plian" in includedNamespaces matches no namespace in the cluster: did you mean "plain"? (there are app, default, plain)`}},
+		{[]string{"a*", "[dp]*"}, nil},
+		{[]string{"web-*"}, []string{`namespace "web-*" in includedNamespaces matches no namespace in the cluster (there are app, default, plain)`}},
 		{[]string{"monitoring"}, []string{`namespace "monitoring" in includedNamespaces matches no namespace in the cluster (there are app, default, plain)`}},
 	} {
 		if got := UnmatchedNamespaces("includedNamespaces", tc.names, present, "in the cluster"); !reflect.DeepEqual(got, tc.want) {

@@ -227,15 +227,6 @@ func (r *run) matches(names []string, gr schema.GroupResource, kind string) bool
 	return false
 }
 
-func nsMatches(names []string, ns string) bool {
-	for _, n := range names {
-		if n == "*" || n == ns {
-			return true
-		}
-	}
-	return false
-}
-
 // selects applies the restore's filters to an item of the backup.
 func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
 	if !r.resourceAllowed(gr, obj.GetKind()) {
@@ -346,7 +337,7 @@ func (r *run) filtersAllow(gr schema.GroupResource, kind string) bool {
 // of the backup.
 func (r *run) namespaceAllowed(ns string) bool {
 	spec := r.restore.Spec
-	return !nsMatches(spec.ExcludedNamespaces, ns) && (len(spec.IncludedNamespaces) == 0 || nsMatches(spec.IncludedNamespaces, ns))
+	return resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(ns))
 }
 
 // additionalAllowed tells whether an item a plugin asks for, outside what

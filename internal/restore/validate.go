@@ -30,6 +30,9 @@ func Validate(spec salvorv1.RestoreSpec) []string {
 			problems = append(problems, fmt.Sprintf("namespaceMapping %q→%q: both sides must be namespace names", from, to))
 			continue
 		}
+		if resources.IsNamespacePattern(from) || from == "*" {
+			problems = append(problems, fmt.Sprintf("namespaceMapping %s:%s: %q is a pattern; a mapping maps one namespace, so name each", from, to, from))
+		}
 		if errs := validationDNSLabel(to); errs != "" {
 			problems = append(problems, fmt.Sprintf("namespaceMapping %s:%s: %q is not a valid namespace name: %s", from, to, to, errs))
 		}

@@ -491,3 +491,82 @@ func TestVeleroHookAnnotationsAreWarnings(t *testing.T) {
 		t.Errorf("the pod was not restored: %v", err)
 	}
 }
+
+// TestNamespacePatterns: namespace filters take Velero 1.18's patterns. A
+// backup matches them against the cluster's namespaces when it runs (a
+// namespace made since is in the next one), a restore against the
+// backup's; exclusions win; a malformed pattern, a pattern on a mapping's
+// from side, and (strict) a pattern that matches nothing fail validation.
+func TestNamespacePatterns(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	namespace := func(ns string) {
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns}, Data: map[string]string{"ns": ns}})
+	}
+	for _, ns := range []string{"app-1", "app-2", "app-test", "db"} {
+		namespace(ns)
+	}
+	store := openStore(t, cfg)
+	backedUp := func(name string) string {
+		t.Helper()
+		c.mustSalvor(t, "backup", "create", name, "--include-namespaces", "app-*", "--exclude-namespaces", "*-test", "--wait")
+		if b := c.getBackup(t, name); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Warnings != 0 {
+			t.Fatalf("backup %s: %s, %d warnings", name, b.Status.Phase, b.Status.Warnings)
+		}
+		return strings.Join(sortedKeys(tarball(t, store, name)), ",")
+	}
+	if got, want := backedUp("apps"), "configmaps/app-1/cfg,configmaps/app-2/cfg,namespaces//app-1,namespaces//app-2"; got != want {
+		t.Errorf("backup apps holds %s, want %s", got, want)
+	}
+	namespace("app-3")
+	if got, want := backedUp("apps-later"), "configmaps/app-1/cfg,configmaps/app-2/cfg,configmaps/app-3/cfg,namespaces//app-1,namespaces//app-2,namespaces//app-3"; got != want {
+		t.Errorf("backup apps-later holds %s, want %s", got, want)
+	}
+
+	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "apps", "--include-namespaces", "app-?", "--exclude-namespaces", "app-[1]",
+		"--namespace-mappings", "app-1:copy-1,app-2:copy-2", "--wait")
+	if rs := c.waitRestore(t, "copy", salvorv1.RestorePhaseCompleted); rs.Status.Progress == nil || rs.Status.Progress.ItemsRestored != 2 {
+		t.Errorf("restore copy: %+v", rs.Status)
+	}
+	var cm corev1.ConfigMap
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "copy-2", Name: "cfg"}, &cm); err != nil || cm.Data["ns"] != "app-2" {
+		t.Errorf("copy-2/cfg: %v %v", cm.Data, err)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "copy-1"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace copy-1, excluded by app-[1]: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"malformed", []string{"backup", "create", "malformed", "--include-namespaces", "app-["}, `namespace pattern "app-[" in includedNamespaces is malformed`},
+		{"strict", []string{"backup", "create", "strict", "--include-namespaces", "web-*", "--strict"}, `namespace "web-*" in includedNamespaces matches no namespace in the cluster`},
+		{"mapped-pattern", []string{"restore", "create", "mapped-pattern", "--from-backup", "apps", "--namespace-mappings", "app-*:copy"}, `"app-*" is a pattern`},
+	} {
+		if out, err := c.salvor(t, append(tc.args, "--wait")...); err == nil {
+			t.Errorf("%s: exited 0:\n%s", tc.name, out)
+		}
+		var problems []string
+		if tc.args[0] == "backup" {
+			b := c.getBackup(t, tc.name)
+			if b.Status.Phase != salvorv1.BackupPhaseFailedValidation {
+				t.Errorf("%s: %s", tc.name, b.Status.Phase)
+			}
+			problems = b.Status.ValidationErrors
+		} else {
+			rs := c.getRestore(t, tc.name)
+			if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation {
+				t.Errorf("%s: %s", tc.name, rs.Status.Phase)
+			}
+			problems = rs.Status.ValidationErrors
+		}
+		if !strings.Contains(strings.Join(problems, "; "), tc.want) {
+			t.Errorf("%s: validation errors %q do not say %q", tc.name, problems, tc.want)
+		}
+	}
+}

@@ -97,8 +97,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 // AddFlags binds the spec flags.
 func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to back up (default: all)")
-	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out")
+	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to back up, names or patterns such as app-* (default: all)")
+	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out, names or patterns")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to back up, e.g. deployments.apps,configmaps (default: all)")
 	f.StringSliceVar(&o.excludeResources, "exclude-resources", nil, "resources to leave out")
 	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "back up cluster-scoped resources: true, false, or unset for \"when all namespaces are backed up\"")

@@ -23,10 +23,12 @@ const (
 
 // BackupSpec says what to back up and where.
 type BackupSpec struct {
-	// IncludedNamespaces lists the namespaces to back up; empty or "*" means all.
+	// IncludedNamespaces lists the namespaces to back up, by name or by
+	// pattern (* any run of characters, ? one, [abc] or [a-z] one of a set,
+	// as Velero's); empty or "*" means all.
 	// +optional
 	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
-	// ExcludedNamespaces lists namespaces to leave out.
+	// ExcludedNamespaces lists namespaces to leave out, by name or by pattern.
 	// +optional
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 	// IncludedResources lists resources (e.g. "configmaps", "deployments.apps"); empty or "*" means all.
@@ -42,7 +44,8 @@ type BackupSpec struct {
 	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
 
 	// Strict fails validation when includedNamespaces or excludedNamespaces
-	// names a namespace the cluster does not have; otherwise such a name is
+	// names a namespace the cluster does not have (or has a pattern that
+	// matches none of its namespaces); otherwise such a name is
 	// a warning on the backup (a typo would silently back up nothing).
 	// Salvor's addition.
 	// +optional

@@ -40,8 +40,12 @@ type RestoreSpec struct {
 	// records it in BackupName.
 	// +optional
 	ScheduleName string `json:"scheduleName,omitempty"`
+	// IncludedNamespaces lists the backup's namespaces to restore, by name
+	// or by pattern (* any run of characters, ? one, [abc] or [a-z] one of a
+	// set, as Velero's); empty or "*" means all.
 	// +optional
 	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
+	// ExcludedNamespaces lists namespaces to leave out, by name or by pattern.
 	// +optional
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 	// +optional
@@ -57,7 +61,8 @@ type RestoreSpec struct {
 	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
 
 	// Strict fails validation when includedNamespaces, excludedNamespaces
-	// or a namespaceMapping names a namespace the backup does not hold;
+	// or a namespaceMapping names a namespace the backup does not hold (or
+	// has a pattern that matches none);
 	// otherwise such a name is a warning on the restore. Salvor's addition.
 	// +optional
 	Strict bool `json:"strict,omitempty"`
