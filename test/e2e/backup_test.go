@@ -1,11 +1,19 @@
 package e2e
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -568,5 +576,98 @@ func TestNamespacePatterns(t *testing.T) {
 		if !strings.Contains(strings.Join(problems, "; "), tc.want) {
 			t.Errorf("%s: validation errors %q do not say %q", tc.name, problems, tc.want)
 		}
+	}
+}
+
+// downloaded reads a downloaded tarball's files.
+func downloaded(t *testing.T, body []byte) map[string][]byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("the download is not gzip: %v", err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatalf("reading the download: %v", err)
+		}
+		if files[h.Name], err = io.ReadAll(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBackupDownload: `salvor backup download` writes the backup's tarball
+// as stored, to a file readable by its owner only or to standard output;
+// an existing file is kept unless --force; a backup with no tarball yet, or
+// none at all, is an error naming it.
+func TestBackupDownload(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "app"}, Data: map[string]string{"k": "v"}})
+	c.mustSalvor(t, "backup", "create", "b", "--include-namespaces", "app", "--wait")
+	rc, err := openStore(t, cfg).GetTarball(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b.tar.gz")
+	if out := c.mustSalvor(t, "backup", "download", "b", "-o", file); !strings.Contains(out, "Backup b downloaded to "+file) {
+		t.Errorf("download printed:\n%s", out)
+	}
+	got, err := os.ReadFile(file)
+	if err != nil || !bytes.Equal(got, stored) {
+		t.Fatalf("the download (%d bytes, %v) is not the stored tarball (%d bytes)", len(got), err, len(stored))
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the download's mode is %v: it holds Secrets, want 0600", fi.Mode().Perm())
+	}
+	if _, ok := downloaded(t, got)["resources/configmaps/namespaces/app/cfg.json"]; !ok {
+		t.Errorf("the download lacks the ConfigMap: %v", sortedKeys(downloaded(t, got)))
+	}
+
+	if err := os.WriteFile(file, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.salvor(t, "backup", "download", "b", "-o", file); err == nil || !strings.Contains(out, "exists") {
+		t.Errorf("download over an existing file: %v\n%s", err, out)
+	}
+	if kept, _ := os.ReadFile(file); string(kept) != "mine" {
+		t.Errorf("the existing file was changed without --force")
+	}
+	c.mustSalvor(t, "backup", "download", "b", "-o", file, "--force")
+	if got, _ := os.ReadFile(file); !bytes.Equal(got, stored) {
+		t.Errorf("--force did not replace the file with the tarball")
+	}
+
+	cmd := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "--namespace", "salvor", "backup", "download", "b", "-o", "-")
+	if out, err := cmd.Output(); err != nil || !bytes.Equal(out, stored) {
+		t.Errorf("download to standard output: %d bytes, %v", len(out), err)
+	}
+
+	if out, err := c.salvor(t, "backup", "download", "nope", "-o", filepath.Join(dir, "nope.tar.gz")); err == nil || !strings.Contains(out, "backup nope") {
+		t.Errorf("download of a backup that does not exist: %v\n%s", err, out)
+	}
+	c.mustSalvor(t, "backup", "create", "invalid", "--include-namespaces", "app-[")
+	c.waitBackup(t, "invalid", salvorv1.BackupPhaseFailedValidation)
+	if out, err := c.salvor(t, "backup", "download", "invalid", "-o", filepath.Join(dir, "invalid.tar.gz")); err == nil || !strings.Contains(out, "backup invalid is FailedValidation: it has no tarball") {
+		t.Errorf("download of a backup that failed validation: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("the failed downloads left files: %v", left)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,16 @@ func TestEncryptedLocation(t *testing.T) {
 	}
 	if out := c.mustSalvor(t, "backup", "verify", "first"); !strings.Contains(out, "Verification: Passed") {
 		t.Errorf("verify of an encrypted backup:\n%s", out)
+	}
+	// The tarball comes encrypted to the CLI's own key and is written plain.
+	file := filepath.Join(t.TempDir(), "first.tar.gz")
+	c.mustSalvor(t, "backup", "download", "first", "-o", file)
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := downloaded(t, body)["resources/configmaps/namespaces/sealed/settings.json"]; !bytes.Contains(cm, []byte(configValue)) {
+		t.Errorf("the downloaded tarball's ConfigMap: %q", cm)
 	}
 	if out := c.mustSalvor(t, "backup", "logs", "first"); !strings.Contains(out, "backup finished") {
 		t.Errorf("the log of an encrypted backup:\n%s", out)

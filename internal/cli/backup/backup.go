@@ -13,6 +13,6 @@ func NewCommand(k *kube.Options) *cobra.Command {
 		Aliases: []string{"backups"},
 		Short:   "Work with backups",
 	}
-	cmd.AddCommand(newCreate(k), newGet(k), newDescribe(k), newLogs(k), newCancel(k), newDelete(k), newVerify(k))
+	cmd.AddCommand(newCreate(k), newGet(k), newDescribe(k), newLogs(k), newDownload(k), newCancel(k), newDelete(k), newVerify(k))
 	return cmd
 }
