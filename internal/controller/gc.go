@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,9 @@ type GCReconciler struct {
 	// Runs are the backups being worked on: a deleted one is cancelled
 	// and waited for before its files go.
 	Runs *Runs
+	// APIReader reads Salvor's namespace and the Backup CRD as they are
+	// now (the cache holds neither); nil reads through Client.
+	APIReader client.Reader
 }
 
 // SetupWithManager registers the reconciler.
@@ -61,6 +65,14 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if r.Runs.cancel(key, errDeleted) || r.Runs.running(key+operationsRun) {
 			r.Log.Info("backup deleted while it runs: stopping it before removing its files", "backup", key)
 			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		if why, err := r.uninstalling(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		} else if why != "" {
+			r.Log.Warn("a Backup object is deleted because Salvor is being removed ("+why+"): only the object goes; its files, snapshots and operations stay in its location, where a Salvor installed again finds them",
+				"backup", key, "location", b.Spec.StorageLocation)
+			controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, b))
 		}
 		// On an immutable location nothing is done — no delete action,
 		// no snapshot deleted — while the backup's objects are retained:
@@ -103,6 +115,38 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	r.Log.Info("deleting an expired backup", "backup", req.String(), "expired", b.Status.Expiration.Time)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, b))
+}
+
+// uninstalling says why a deleted Backup goes with Salvor itself, "" when
+// it does not: Salvor's namespace is being deleted (the namespace
+// controller deletes every object in it), or the Backup CRD is (the API
+// server deletes every Backup). Neither asks for backups to be deleted —
+// the server may still run while its own objects go — so the backups in
+// the locations are kept. `salvor backup delete`, a schedule's retention
+// and a TTL delete Backups in a namespace that stays.
+func (r *GCReconciler) uninstalling(ctx context.Context, b *salvorv1.Backup) (string, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	for _, o := range []struct {
+		apiVersion, kind, name, what string
+	}{
+		{"v1", "Namespace", b.Namespace, "namespace " + b.Namespace + " is being deleted"},
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition", "backups." + salvorv1.GroupVersion.Group, "the Backup CRD is being deleted"},
+	} {
+		obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: o.apiVersion, Kind: o.kind}}
+		err := reader.Get(ctx, client.ObjectKey{Name: o.name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return o.what, nil
+		case err != nil:
+			return "", fmt.Errorf("deleting backup %s: reading %s %s, to tell a deleted backup from an uninstall: %w", b.Name, o.kind, o.name, err)
+		case obj.DeletionTimestamp != nil:
+			return o.what, nil
+		}
+	}
+	return "", nil
 }
 
 // deleteFiles runs the delete actions over the backup's items, removes its

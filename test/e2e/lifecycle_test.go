@@ -10,12 +10,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
+	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -334,4 +337,84 @@ func TestOneDefaultLocation(t *testing.T) {
 	}
 	c.mustSalvor(t, "backup-location", "set", "a", "--default=false")
 	want(t, "after unmarking a", "vsl/x")
+}
+
+// TestUninstallKeepsBackups: removing Salvor deletes its Backup objects —
+// the API server deletes every Backup when their CRD goes, the namespace
+// controller every object of a namespace being deleted — while the server
+// may still run. Neither deletes a backup: only the objects go, the files
+// stay whole in the location, and a Salvor installed again syncs them back.
+// An ordinary delete still deletes the files.
+func TestUninstallKeepsBackups(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	store := openStore(t, cfg)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "app"}, Data: map[string]string{"k": "v"}})
+	for _, name := range []string{"kept", "deleted"} {
+		c.mustSalvor(t, "backup", "create", name, "--include-namespaces", "app", "--wait")
+	}
+	whole := func(name string) bool {
+		t.Helper()
+		ok, err := store.IsWhole(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	gone := func(what string, obj client.Object) {
+		t.Helper()
+		eventually(t, what+" gone", time.Minute, func() (bool, string) {
+			err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
+
+	// `salvor backup delete` still deletes.
+	c.mustSalvor(t, "backup", "delete", "deleted")
+	gone("backup deleted", &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "deleted"}})
+	if whole("deleted") {
+		t.Fatal("backup deleted: its files are still in the location")
+	}
+
+	// The CRD goes, and every Backup with it, with the server running.
+	crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "backups.salvor.dev"}}
+	if err := c.client.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	gone("the Backup CRD", crd)
+	if !whole("kept") {
+		t.Fatal("deleting the Backup CRD deleted backup kept's files")
+	}
+	if logs, _ := os.ReadFile(s.logs); !strings.Contains(string(logs), "Salvor is being removed (the Backup CRD is being deleted)") {
+		t.Errorf("the server's log does not say why the files stay:\n%s", tail(string(logs), 20))
+	}
+
+	// Installed again: the backup is back, whole.
+	s.stop()
+	root, _ := testbin.ModuleRoot()
+	if _, err := envtest.InstallCRDs(c.restConfig, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "salvor.dev_backups.yaml")}}); err != nil {
+		t.Fatal(err)
+	}
+	c.startServer(t)
+	if b := c.waitBackup(t, "kept", salvorv1.BackupPhaseCompleted); b.Annotations[salvorv1.SyncedAnnotation] != "primary" {
+		t.Errorf("backup kept came back without the synced annotation: %v", b.Annotations)
+	}
+
+	// Salvor's namespace is deleted: the namespace controller deletes its
+	// objects (this control plane has none, so the test does).
+	if err := c.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "kept"}}
+	if err := c.client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	gone("backup kept", b)
+	if !whole("kept") {
+		t.Fatal("deleting Salvor's namespace deleted backup kept's files")
+	}
 }
