@@ -17,6 +17,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,6 +117,9 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		{Verb: "list", Group: "example.io", Resource: "widgets", Namespace: "app"},
 		{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "delete", Group: "salvor.dev", Resource: "backups", Namespace: "salvor"},
+		// To tell a deleted Backup from an uninstall (namespace or CRD going).
+		{Verb: "get", Resource: "namespaces"},
+		{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "create", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshots", Namespace: "app"},
 		{Verb: "delete", Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"},
 	} {
@@ -369,4 +373,98 @@ func linesWith(s string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestUninstallCommand: `salvor uninstall` asks first; it removes the
+// server, its roles and Salvor's namespace, and the CRDs and shared roles
+// only once no other namespace holds Salvor's objects; every backup stays
+// whole in its location, even with a server still running.
+func TestUninstallCommand(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.mustSalvor(t, "install", "--provider", "salvor.dev/s3", "--bucket", "backups", "--secret-file", minio.CredentialsFile(t),
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true")
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t)
+	cfg := map[string]string{"bucket": "backups", "region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t)}
+	c.waitLocation(t, "default", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "app"}, Data: map[string]string{"k": "v"}})
+	c.mustSalvor(t, "backup", "create", "b", "--include-namespaces", "app", "--wait")
+	store := openStore(t, cfg)
+	whole := func() bool {
+		ok, err := store.IsWhole(ctx, "b")
+		return ok && err == nil
+	}
+	// Another installation's object, in another namespace.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		&salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "other"},
+			Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "theirs"}}})
+
+	asked := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "uninstall")
+	asked.Stdin = strings.NewReader("n\n")
+	if out, err := asked.CombinedOutput(); err == nil || !strings.Contains(string(out), "Remove Salvor from namespace salvor? Its backups stay in their locations. [y/N]") ||
+		!strings.Contains(string(out), "not uninstalled") {
+		t.Fatalf("uninstall answered no: %v\n%s", err, out)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "salvor"}, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("uninstall answered no removed the server's Deployment: %v", err)
+	}
+
+	out := c.mustSalvor(t, "uninstall", "--force")
+	for _, w := range []string{"Deployment salvor/salvor deleted.", "ClusterRole salvor-server-salvor deleted.", "Namespace salvor deleted.",
+		"Salvor's CRDs and the roles salvor-viewer, salvor-operator, salvor-metrics-reader are kept: namespaces other hold Salvor's objects too.",
+		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/)."} {
+		if !strings.Contains(out, w) {
+			t.Errorf("uninstall did not say %q:\n%s", w, out)
+		}
+	}
+	b := &salvorv1.Backup{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "b"}, b); err != nil || len(b.Finalizers) != 0 {
+		t.Errorf("backup b after uninstall: finalizers %v, %v", b.Finalizers, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "salvor"}, ns); err != nil || ns.DeletionTimestamp == nil {
+		t.Errorf("namespace salvor is not being deleted: %v", err)
+	}
+	for _, o := range []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-salvor"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-salvor"}}} {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s after uninstall: %v", o, o.GetName(), err)
+		}
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "salvor-viewer"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("the shared role salvor-viewer went while another namespace uses Salvor: %v", err)
+	}
+	// What the namespace controller does (this control plane has none):
+	// Backup b goes, as an object only.
+	if err := c.client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if !whole() {
+		t.Fatal("uninstall deleted backup b's files")
+	}
+
+	// The last installation goes: so do the CRDs and the shared roles.
+	c.deleteForGood(t, &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "other"}})
+	out = c.mustSalvor(t, "uninstall", "--force")
+	if !strings.Contains(out, "CustomResourceDefinition backups.salvor.dev deleted.") || !strings.Contains(out, "ClusterRole salvor-viewer deleted.") {
+		t.Errorf("the last uninstall:\n%s", out)
+	}
+	eventually(t, "Salvor's CRDs gone", time.Minute, func() (bool, string) {
+		list := &apiextv1.CustomResourceDefinitionList{}
+		if err := c.client.List(ctx, list); err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, d := range list.Items {
+			if d.Spec.Group == "salvor.dev" {
+				left = append(left, d.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	if !whole() {
+		t.Fatal("uninstall deleted backup b's files")
+	}
 }

@@ -1,0 +1,239 @@
+package install
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/salvor-dev/salvor/config/crd"
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// NewUninstallCommand is `salvor uninstall`.
+func NewUninstallCommand(k *kube.Options) *cobra.Command {
+	var (
+		force   bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Remove Salvor from a cluster, keeping its backups",
+		Long: `Removes what salvor install made: the server's Deployment (first, and
+waits until its pods are gone), Salvor's namespace with everything in it,
+the server's ClusterRoles and bindings, and Salvor's CRDs with the roles
+salvor-viewer, salvor-operator and salvor-metrics-reader — the last two only
+when no other namespace holds Salvor's objects (another installation).
+
+Backups are not deleted: their files and snapshots stay in their locations.
+Before the CRDs go, the finalizer that would delete a Backup's files is
+taken off every Backup in the namespace, so they go as objects only, and a
+Salvor (or Velero) pointed at the same locations finds the backups again.
+To delete backups, run salvor backup delete before uninstalling.
+
+The namespace is left to the cluster's namespace controller to empty and
+remove. Asks before it starts unless --force.`,
+		Example: "  salvor uninstall\n  salvor uninstall --namespace salvor --force",
+		Args:    cobra.NoArgs,
+		RunE: k.WithClient(func(cmd *cobra.Command, _ []string, c client.Client) error {
+			out := cmd.OutOrStdout()
+			if !force {
+				fmt.Fprintf(out, "Remove Salvor from namespace %s? Its backups stay in their locations. [y/N] ", k.Namespace)
+				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return fmt.Errorf("not uninstalled")
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return Uninstall(ctx, c, k.Namespace, out)
+		}),
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "uninstall without asking")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "bound on the whole uninstall")
+	return cmd
+}
+
+// serverLabels select the server's Deployment and pods, as install and the
+// chart label them.
+var serverLabels = client.MatchingLabels{"app.kubernetes.io/name": "salvor", "app.kubernetes.io/component": "server"}
+
+// sharedRoles are the ClusterRoles every installation shares.
+var sharedRoles = []string{"salvor-viewer", "salvor-operator", "salvor-metrics-reader"}
+
+// Uninstall removes the installation in namespace, keeping every backup's
+// files: the server is stopped before anything of its goes, and the
+// Backups lose the finalizer that deletes files before their CRD does.
+func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Writer) error {
+	locations := &salvorv1.BackupStorageLocationList{}
+	if err := c.List(ctx, locations, client.InNamespace(namespace)); err != nil && !noKind(err) {
+		return fmt.Errorf("reading the backup locations in %s: %w", namespace, err)
+	}
+
+	// The server first: nothing it does may race what follows.
+	deployments := &appsv1.DeploymentList{}
+	if err := c.List(ctx, deployments, client.InNamespace(namespace), serverLabels); err != nil {
+		return fmt.Errorf("reading the server's Deployment in %s: %w", namespace, err)
+	}
+	for _, d := range deployments.Items {
+		if err := c.Delete(ctx, &d); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Deployment %s/%s: %w", namespace, d.Name, err)
+		}
+		fmt.Fprintf(out, "Deployment %s/%s deleted.\n", namespace, d.Name)
+	}
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		err := c.List(ctx, pods, client.InNamespace(namespace), serverLabels)
+		return err == nil && len(pods.Items) == 0, err
+	}); err != nil {
+		return fmt.Errorf("waiting for the server's pods in %s to stop: %w", namespace, err)
+	}
+
+	backups := &salvorv1.BackupList{}
+	if err := c.List(ctx, backups, client.InNamespace(namespace)); err != nil && !noKind(err) {
+		return fmt.Errorf("reading the Backups in %s: %w", namespace, err)
+	}
+	for i := range backups.Items {
+		b := &backups.Items[i]
+		if !controllerutil.ContainsFinalizer(b, salvorv1.FilesFinalizer) {
+			continue
+		}
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
+		if err := c.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("backup %s: taking off its finalizer, so its files stay: %w", b.Name, err)
+		}
+	}
+
+	others, crds, err := otherInstallations(ctx, c, namespace)
+	if err != nil {
+		return err
+	}
+	cluster := []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + namespace}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + namespace}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-test-restores-" + namespace}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-test-restores-" + namespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+	}
+	if len(others) == 0 {
+		for _, r := range sharedRoles {
+			cluster = append(cluster, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: r}})
+		}
+		for _, name := range crds {
+			o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}
+			o.Name = name
+			cluster = append(cluster, o)
+		}
+	}
+	for _, o := range cluster {
+		err := c.Delete(ctx, o)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting %s %s: %w", kindOf(o), o.GetName(), err)
+		}
+		fmt.Fprintf(out, "%s %s deleted.\n", kindOf(o), o.GetName())
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(out, "Salvor's CRDs and the roles %s are kept: namespaces %s hold Salvor's objects too.\n", strings.Join(sharedRoles, ", "), strings.Join(others, ", "))
+	}
+	fmt.Fprintf(out, "Salvor is uninstalled from %s. No backup was deleted", namespace)
+	if len(locations.Items) > 0 {
+		var where []string
+		for _, l := range locations.Items {
+			where = append(where, fmt.Sprintf("%s (%s %s/%s)", l.Name, l.Spec.Provider, l.Spec.ObjectStorage.Bucket, l.Spec.ObjectStorage.Prefix))
+		}
+		fmt.Fprintf(out, ": each stays in its location, for a Salvor or Velero pointed there to find again: %s", strings.Join(where, ", "))
+	}
+	fmt.Fprintln(out, ".")
+	return nil
+}
+
+// otherInstallations names the namespaces other than namespace that hold
+// objects of Salvor's kinds, and returns the names of Salvor's CRDs.
+func otherInstallations(ctx context.Context, c client.Client, namespace string) ([]string, []string, error) {
+	files, err := fs.Glob(crd.Files, "*.yaml")
+	if err != nil {
+		return nil, nil, err
+	}
+	var crds []string
+	others := map[string]bool{}
+	for _, f := range files {
+		b, err := crd.Files.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		var def struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Spec     struct {
+				Group string `json:"group"`
+				Names struct {
+					Kind string `json:"kind"`
+				} `json:"names"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &def); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		crds = append(crds, def.Metadata.Name)
+		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: def.Spec.Names.Kind + "List"}}
+		if err := c.List(ctx, list); err != nil {
+			if noKind(err) {
+				continue
+			}
+			return nil, nil, fmt.Errorf("reading the %s objects of every namespace: %w", def.Spec.Names.Kind, err)
+		}
+		for _, o := range list.Items {
+			if o.Namespace != namespace {
+				others[o.Namespace] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(others))
+	for n := range others {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	slices.Sort(crds)
+	return names, crds, nil
+}
+
+// noKind tells that the cluster does not serve a kind (its CRD is gone
+// already, or was never installed).
+func noKind(err error) bool {
+	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err)
+}
+
+func kindOf(o client.Object) string {
+	switch o := o.(type) {
+	case *rbacv1.ClusterRole:
+		return "ClusterRole"
+	case *rbacv1.ClusterRoleBinding:
+		return "ClusterRoleBinding"
+	case *corev1.Namespace:
+		return "Namespace"
+	case *metav1.PartialObjectMetadata:
+		return o.Kind
+	}
+	return fmt.Sprintf("%T", o)
+}
