@@ -256,6 +256,16 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if y := c.mustSalvor(t, "backup", "get", "web", "-o", "yaml"); !strings.Contains(y, "apiVersion: salvor.dev/v1") || !strings.Contains(y, "kind: Backup") {
 		t.Errorf("backup get -o yaml has no apiVersion and kind, so kubectl apply would refuse it:\n%s", y)
 	}
+	// A list prints as kubectl's List: kubectl apply -f takes it back,
+	// jq .items[] reads it (as it reads Velero's).
+	var got struct {
+		APIVersion, Kind string
+		Items            []salvorv1.Backup
+	}
+	if err := json.Unmarshal([]byte(c.mustSalvor(t, "backup", "get", "-o", "json")), &got); err != nil || got.APIVersion != "v1" || got.Kind != "List" ||
+		len(got.Items) != 1 || got.Items[0].Name != "web" || got.Items[0].Kind != "Backup" || got.Items[0].APIVersion != "salvor.dev/v1" {
+		t.Errorf("backup get -o json: %+v, %v", got, err)
+	}
 	if out := c.mustSalvor(t, "backup", "get", "-o", "name"); strings.TrimSpace(out) != "backup.salvor.dev/web" {
 		t.Errorf("backup get -o name: %q", out)
 	}

@@ -53,7 +53,13 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 			if err != nil {
 				return err
 			}
-			var v any = items
+			// As kubectl prints them: one object when one is named, else a
+			// List (kubectl apply -f takes it back; jq .items[] reads it).
+			var v any = struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Items      []T    `json:"items"`
+			}{"v1", "List", append([]T{}, items...)}
 			if len(args) == 1 {
 				v = items[0]
 			}
