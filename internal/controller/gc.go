@@ -304,7 +304,7 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 		return err
 	}
 	vpbs := &salvorv1.VolumePluginBackupList{}
-	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
+	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}); err != nil {
 		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
 	}
 	taken := map[[2]string]bool{}

@@ -547,7 +547,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	f := backup.Finalization{Backup: b.DeepCopy(), Store: w.store, Operations: w.ops, Snapshots: w.snaps}
 	if len(w.snaps) > 0 {
 		vpbs := &salvorv1.VolumePluginBackupList{}
-		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
+		if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}); err != nil {
 			return err
 		}
 		f.VolumePluginBackups = vpbs.Items

@@ -179,7 +179,7 @@ func (r *VerifyReconciler) startTestRestore(ctx context.Context, b *salvorv1.Bac
 		// this backup's.
 		existing := &salvorv1.Restore{}
 		if !apierrors.IsAlreadyExists(err) || r.APIReader.Get(ctx, client.ObjectKeyFromObject(rs), existing) != nil ||
-			existing.Labels[salvorv1.TestRestoreLabel] != b.Name || !metav1.IsControlledBy(existing, b) {
+			existing.Labels[salvorv1.TestRestoreLabel] != salvorv1.LabelValue(b.Name) || !metav1.IsControlledBy(existing, b) {
 			return fmt.Errorf("creating the test restore %s of backup %s: %w", rs.Name, b.Name, err)
 		}
 	}
@@ -255,7 +255,7 @@ func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, request string, map
 	rs := &salvorv1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace, Name: strings.TrimRight(base, "-.") + "-verify-" + request,
-			Labels: map[string]string{salvorv1.TestRestoreLabel: b.Name},
+			Labels: map[string]string{salvorv1.TestRestoreLabel: salvorv1.LabelValue(b.Name)},
 		},
 		Spec: salvorv1.RestoreSpec{
 			BackupName: b.Name, IncludedNamespaces: namespaces, NamespaceMapping: mapping,

@@ -73,7 +73,7 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	sum := sha256.Sum256([]byte(v.restore.Name + "/" + pv.GetName()))
 	vpr := &salvorv1.VolumePluginRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: v.restore.Name + "-" + hex.EncodeToString(sum[:4]), Namespace: v.restore.Namespace,
-			Labels: map[string]string{salvorv1.RestoreNameLabel: v.restore.Name}},
+			Labels: map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(v.restore.Name)}},
 		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: snap.Provider},
 	}
 	err = v.c.Create(ctx, vpr)

@@ -94,7 +94,7 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	vs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": csi.SnapshotGVR.GroupVersion().String(), "kind": "VolumeSnapshot",
 		"metadata": map[string]any{"name": name, "namespace": ns,
-			"labels": map[string]any{salvorv1.BackupNameLabel: b.Name}},
+			"labels": map[string]any{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}},
 		"spec": map[string]any{"volumeSnapshotClassName": plan.Class,
 			"source": map[string]any{"persistentVolumeClaimName": claim.GetName()}},
 	}}
@@ -103,7 +103,7 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		// A call sent again after the plugin restarted: the snapshot is
 		// ours only if it says so.
 		created, err = dyn.Resource(csi.SnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && created.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
+		if err == nil && created.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 			err = fmt.Errorf("VolumeSnapshot %s/%s exists and is not backup %s's", ns, name, b.Name)
 		}
 	}
@@ -228,8 +228,8 @@ func (a *BackupAction) keep(ctx context.Context, vs *unstructured.Unstructured, 
 	if original == "" {
 		original = policy
 	}
-	if policy != "Retain" || vsc.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
-		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{salvorv1.BackupNameLabel: b.Name}},
+	if policy != "Retain" || vsc.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}},
 			"spec": map[string]any{"deletionPolicy": "Retain"}}
 		if err := mergePatch(ctx, dyn.Resource(csi.ContentGVR), content, patch); err != nil {
 			return "", "", fmt.Errorf("keeping VolumeSnapshotContent %s (deletionPolicy Retain): %w", content, err)
@@ -275,7 +275,7 @@ func (a *BackupAction) CancelWithContext(ctx context.Context, id string, b *sdk.
 	if err != nil {
 		return fmt.Errorf("reading VolumeSnapshot %s: %w", id, err)
 	}
-	if vs.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
+	if vs.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 		return fmt.Errorf("VolumeSnapshot %s is not backup %s's; not deleting it", id, b.Name)
 	}
 	if content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName"); content != "" {
@@ -305,7 +305,7 @@ func (a *BackupAction) progressResource(ctx context.Context, b *sdk.Backup, vs *
 	if phase == itemoperation.PhaseNew {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
-			"metadata": map[string]any{"name": name, "namespace": b.Namespace, "labels": map[string]any{salvorv1.BackupNameLabel: b.Name}},
+			"metadata": map[string]any{"name": name, "namespace": b.Namespace, "labels": map[string]any{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}},
 			"spec": map[string]any{"volume": volume, "backup": b.Name, "plugin": Name,
 				"pluginSpecific": map[string]any{"driver": plan.Driver, "volumeSnapshotClass": plan.Class, "volumeSnapshot": id}},
 		}}

@@ -48,7 +48,7 @@ func (a *DeleteAction) Execute(in *sdk.DeleteItemActionExecuteInput) error {
 func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteItemActionExecuteInput) error {
 	item := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
 	b := in.Backup
-	if item.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
+	if item.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 		return nil // not a snapshot this backup took: never delete it
 	}
 	handle, _, _ := unstructured.NestedString(item.Object, "status", "snapshotHandle")
@@ -70,7 +70,7 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 		liveHandle, _, _ = unstructured.NestedString(live.Object, "status", "snapshotHandle")
 	}
 	name := item.GetName()
-	if err != nil || liveHandle != handle || live.GetLabels()[salvorv1.BackupNameLabel] != b.Name {
+	if err != nil || liveHandle != handle || live.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 		// No content in the cluster says the backup took this snapshot:
 		// the item read from the bucket names it, and whoever can write
 		// there could name any snapshot the driver holds. Only the
@@ -94,7 +94,7 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 		vsName, _, _ := unstructured.NestedString(live.Object, "spec", "volumeSnapshotRef", "name")
 		if ns != "" && vsName != "" {
 			vs, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Get(ctx, vsName, metav1.GetOptions{})
-			if err == nil && vs.GetLabels()[salvorv1.BackupNameLabel] == b.Name {
+			if err == nil && vs.GetLabels()[salvorv1.BackupNameLabel] == salvorv1.LabelValue(b.Name) {
 				if err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Delete(ctx, vsName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					return fmt.Errorf("deleting VolumeSnapshot %s/%s: %w", ns, vsName, err)
 				}
@@ -133,7 +133,7 @@ func (a *DeleteAction) recorded(ctx context.Context, dyn dynamic.Interface, b *s
 		return fmt.Errorf("snapshot %s of driver %s is kept: backup %s was synced from its location, so nothing in this cluster records it taking the snapshot, "+
 			"and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, b.Name)
 	}
-	list, err := dyn.Resource(vpbGVR).Namespace(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.BackupNameLabel + "=" + b.Name})
+	list, err := dyn.Resource(vpbGVR).Namespace(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.BackupNameLabel + "=" + salvorv1.LabelValue(b.Name)})
 	if err != nil {
 		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
 	}
@@ -169,7 +169,7 @@ func deletionContent(b *salvorv1.Backup, handle string) string {
 // the snapshot then has the driver delete the storage-side snapshot. (An
 // unbound content would be deleted without the driver hearing of it.)
 func (a *DeleteAction) makeContent(ctx context.Context, dyn dynamic.Interface, name, handle, driver string, b *salvorv1.Backup) error {
-	labels := map[string]any{salvorv1.BackupNameLabel: b.Name}
+	labels := map[string]any{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}
 	content := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": csi.ContentGVR.GroupVersion().String(), "kind": "VolumeSnapshotContent",
 		"metadata": map[string]any{"name": name, "labels": labels},

@@ -137,7 +137,7 @@ func ContentName(r *salvorv1.Restore, namespace, name string) string {
 // snapshot restores a VolumeSnapshot bound to a new pre-provisioned
 // content holding the recorded handle.
 func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
-	if b := vs.GetLabels()[salvorv1.BackupNameLabel]; b != "" && b != r.Spec.BackupName {
+	if b := vs.GetLabels()[salvorv1.BackupNameLabel]; b != "" && b != salvorv1.LabelValue(r.Spec.BackupName) {
 		// Another backup's snapshot, backed up with the namespace: that
 		// backup's restores bring it back.
 		return sdk.NewRestoreItemActionExecuteOutput(vs).WithoutRestore(), nil
@@ -155,7 +155,7 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	if live != nil && live.GetLabels()[salvorv1.RestoreNameLabel] != r.Name {
+	if live != nil && live.GetLabels()[salvorv1.RestoreNameLabel] != salvorv1.LabelValue(r.Name) {
 		// The cluster still has the snapshot (a restore in place): it is
 		// left to the existing-resource policy as backed up, and no
 		// content is made for it, which nothing would bind.
@@ -185,7 +185,7 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 	content := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": csi.ContentGVR.GroupVersion().String(), "kind": "VolumeSnapshotContent",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{
-			salvorv1.BackupNameLabel: r.Spec.BackupName, salvorv1.RestoreNameLabel: r.Name}},
+			salvorv1.BackupNameLabel: salvorv1.LabelValue(r.Spec.BackupName), salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name)}},
 		"spec": spec,
 	}}
 	// A dry run has the API server check the content and keep nothing.
@@ -198,7 +198,7 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 			return nil, fmt.Errorf("VolumeSnapshotContent %s for snapshot %s: %w", name, handle, err)
 		}
 		old, gerr := dyn.Resource(csi.ContentGVR).Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil || old.GetLabels()[salvorv1.RestoreNameLabel] != r.Name {
+		if gerr != nil || old.GetLabels()[salvorv1.RestoreNameLabel] != salvorv1.LabelValue(r.Name) {
 			return nil, fmt.Errorf("VolumeSnapshotContent %s exists and is not restore %s's", name, r.Name)
 		}
 	}
@@ -346,7 +346,7 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, cl
 	name := ContentName(r, claim.GetNamespace(), claim.GetName())
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginRestore",
-		"metadata": map[string]any{"name": name, "namespace": r.Namespace, "labels": map[string]any{salvorv1.RestoreNameLabel: r.Name}},
+		"metadata": map[string]any{"name": name, "namespace": r.Namespace, "labels": map[string]any{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name)}},
 		"spec": map[string]any{"snapshotID": claim.GetNamespace() + "/" + vs, "backup": r.Spec.BackupName, "plugin": Name,
 			"pluginSpecific": map[string]any{"claim": claim.GetNamespace() + "/" + claim.GetName()}},
 	}}

@@ -46,8 +46,8 @@ func Clean(obj *unstructured.Unstructured, backup, restore string, preserveNodeP
 		// namespace changes.
 		delete(labels, namespaceNameLabel)
 	}
-	labels[salvorv1.BackupNameLabel] = backup
-	labels[salvorv1.RestoreNameLabel] = restore
+	labels[salvorv1.BackupNameLabel] = salvorv1.LabelValue(backup)
+	labels[salvorv1.RestoreNameLabel] = salvorv1.LabelValue(restore)
 	obj.SetLabels(labels)
 }
 

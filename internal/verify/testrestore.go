@@ -125,7 +125,7 @@ func Cleanup(ctx context.Context, c client.Client, restoreName string, targets [
 		case err != nil:
 			left = append(left, fmt.Sprintf("namespace %s could not be read: %v", name, err))
 			continue
-		case ns.Labels[salvorv1.RestoreNameLabel] != restoreName:
+		case ns.Labels[salvorv1.RestoreNameLabel] != salvorv1.LabelValue(restoreName):
 			left = append(left, fmt.Sprintf("namespace %s was not made by test restore %s; left as it is", name, restoreName))
 			continue
 		case ns.DeletionTimestamp != nil:

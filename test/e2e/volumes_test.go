@@ -744,3 +744,52 @@ func TestRestoreInPlaceKeepsTheLiveVolume(t *testing.T) {
 		t.Errorf("the volume made from its snapshot at %s holds %v, want a copy of %v", restored.Spec.HostPath.Path, got, want)
 	}
 }
+
+// TestLongNamesBackUpAndRestore: a backup's or restore's name may be longer
+// than a label value (63 characters); the labels that name them carry
+// salvorv1.LabelValue of it (as Velero's do). Before, such a backup was
+// made but every item of its restore failed on the label, and describe
+// could not list the volumes.
+func TestLongNamesBackUpAndRestore(t *testing.T) {
+	c, _, _, _ := withLocalVolumes(t, "", "--item-operation-sync-frequency", "1s")
+	data := volume(t, 4, 1<<20)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "orig"}, Data: map[string]string{"k": "v"}})
+	c.create(t, hostPathVolume("orig-pv", data, "orig", "claim")...)
+	name := strings.Repeat("production-eu-", 5) + "orig" // 74 characters
+	c.mustSalvor(t, "backup", "create", name, "--include-namespaces", "orig", "--wait")
+	if b := c.getBackup(t, name); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.VolumeSnapshotsCompleted != 1 {
+		t.Fatalf("backup %s: %+v", name, b.Status)
+	}
+	out := c.mustSalvor(t, "restore", "create", "--from-backup", name, "--namespace-mappings", "orig:copy", "--wait")
+	restores := &salvorv1.RestoreList{}
+	if err := c.client.List(context.Background(), restores, client.InNamespace("salvor")); err != nil || len(restores.Items) != 1 {
+		t.Fatalf("restores: %v %v\n%s", restores.Items, err, out)
+	}
+	rs := restores.Items[0]
+	if len(rs.Name) <= 63 || rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Errors != 0 {
+		t.Fatalf("restore %s: %+v\n%s", rs.Name, rs.Status, out)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "copy", Name: "cfg"}, cm); err != nil ||
+		cm.Labels[salvorv1.BackupNameLabel] != salvorv1.LabelValue(name) || cm.Labels[salvorv1.RestoreNameLabel] != salvorv1.LabelValue(rs.Name) {
+		t.Errorf("restored ConfigMap: labels %v, %v", cm.Labels, err)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "copy", Name: "claim"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || !maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
+		t.Errorf("the restored volume %q: %v", claim.Spec.VolumeName, err)
+	}
+	for _, args := range [][]string{{"backup", "describe", name, "--details"}, {"restore", "describe", rs.Name, "--details"}} {
+		if out := c.mustSalvor(t, args...); strings.Contains(out, "not available") || !strings.Contains(out, "Completed") {
+			t.Errorf("salvor %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	if out := c.mustSalvor(t, "backup", "describe", name, "--details"); !strings.Contains(out, "orig-pv") {
+		t.Errorf("backup describe lists no volume:\n%s", out)
+	}
+}

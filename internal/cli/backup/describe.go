@@ -120,7 +120,7 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 // describeVolumes shows each volume's snapshot: bytes, rate and time left.
 func describeVolumes(ctx context.Context, w io.Writer, c client.Client, b *salvorv1.Backup) {
 	list := &salvorv1.VolumePluginBackupList{}
-	if err := c.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: b.Name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}); err != nil {
 		fmt.Fprintf(w, "\nVolumes: not available (%v)\n", err)
 		return
 	}

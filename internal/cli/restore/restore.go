@@ -322,7 +322,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 // and time left, and the new volume's ID.
 func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salvorv1.Restore) {
 	list := &salvorv1.VolumePluginRestoreList{}
-	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: rs.Name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: salvorv1.LabelValue(rs.Name)}); err != nil {
 		fmt.Fprintf(w, "\nVolumes: not available (%v)\n", err)
 		return
 	}

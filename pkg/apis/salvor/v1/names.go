@@ -1,12 +1,18 @@
 package v1
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // The labels, annotations and finalizers Salvor owns, in one place so that
 // the server, the CLI and users' tooling agree on them. Velero's names are
 // listed where Salvor honours them too, so Velero users' objects keep
 // working unchanged.
 const (
 	// BackupNameLabel names the Backup that wrote an object: a restored
-	// item, a VolumePluginBackup.
+	// item, a VolumePluginBackup. Its value, like RestoreNameLabel's and
+	// TestRestoreLabel's, is LabelValue(name).
 	BackupNameLabel = "salvor.dev/backup-name"
 	// RestoreNameLabel names the Restore that created an object: a
 	// restored item, a VolumePluginRestore.
@@ -94,3 +100,18 @@ const (
 	CSIRestoreSizeAnnotation           = "velero.io/csi-volumesnapshot-restore-size"
 	CSIContentDeletionPolicyAnnotation = "velero.io/csi-vsc-deletion-policy"
 )
+
+// LabelValue is a Backup's or Restore's name as the value of a label that
+// names it. A label value has at most 63 characters and a name may have
+// more (a schedule's backups add 15 to the schedule's): such a name is cut
+// to 57 characters and ends with the first 6 hex digits of its SHA-256, as
+// Velero writes its own labels, so that the label is valid and still tells
+// names apart. Shorter names are their own value.
+func LabelValue(name string) string {
+	const max = 63
+	if len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:max-6] + hex.EncodeToString(sum[:])[:6]
+}
