@@ -74,8 +74,12 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Log.Warn("syncing backups from a location", "location", bsl.Name, "error", err)
 	} else {
 		bsl.Status.LastSyncedTime = &now
-		if len(unreadable) > 0 {
-			notes = append(notes, fmt.Sprintf("%d backups in the location cannot be read, so are not synced: %s", len(unreadable), strings.Join(unreadable, "; ")))
+		if n := len(unreadable); n > 0 {
+			more := ""
+			if n > 5 {
+				unreadable, more = unreadable[:5], fmt.Sprintf(" and %d more", n-5)
+			}
+			notes = append(notes, fmt.Sprintf("%d backups in the location cannot be synced: %s%s", n, strings.Join(unreadable, "; "), more))
 		}
 	}
 	if message == "" {
@@ -101,9 +105,18 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 	if err != nil {
 		return nil, err
 	}
-	names, err := store.ListBackups(ctx)
+	names, invalid, err := store.Backups(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// A problem with one backup is said and the others are synced: a
+	// backup no object can stand for must not hold back the rest.
+	skip := func(name string, err error) {
+		r.Log.Warn("a backup in the location is not synced", "location", bsl.Name, "backup", name, "error", err)
+		unreadable = append(unreadable, fmt.Sprintf("%s: %v", name, err))
+	}
+	for _, name := range invalid {
+		skip(name, fmt.Errorf("not a name a Backup can have (lower-case letters, digits, '-' and '.'); left as it is"))
 	}
 	existing := &salvorv1.BackupList{}
 	if err := r.Client.List(ctx, existing, client.InNamespace(bsl.Namespace)); err != nil {
@@ -132,10 +145,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		}
 		stored, err := store.GetBackup(ctx, name)
 		if err != nil {
-			r.Log.Warn("reading a backup's metadata during sync", "location", bsl.Name, "backup", name, "error", err)
-			if len(unreadable) < 5 {
-				unreadable = append(unreadable, fmt.Sprintf("%s: %v", name, err))
-			}
+			skip(name, err)
 			continue
 		}
 		if exp := stored.Status.Expiration; bsl.Spec.ReadOnly() && exp != nil && exp.Time.Before(time.Now()) {
@@ -160,7 +170,8 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 		}
 		b.Spec.StorageLocation = bsl.Name
 		if err := r.Client.Create(ctx, b); err != nil {
-			return unreadable, fmt.Errorf("creating synced backup %s: %w", name, err)
+			skip(name, fmt.Errorf("creating its Backup: %w", err))
+			continue
 		}
 		b.Status = syncedStatus(stored)
 		if err := updateStatus(ctx, r.Client, b); err != nil {

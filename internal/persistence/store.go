@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -77,25 +79,40 @@ func (s *BackupStore) Check(ctx context.Context) error {
 	return nil
 }
 
-// ListBackups returns the names of the backups whose metadata is present.
+// ListBackups returns the names of the backups whose metadata is present
+// (see Backups).
 func (s *BackupStore) ListBackups(ctx context.Context) ([]string, error) {
+	names, _, err := s.Backups(ctx)
+	return names, err
+}
+
+// Backups returns the names of the backups whose metadata is present and,
+// apart, the directories under backups/ whose names no Backup could have
+// ("..", "Nightly_1"): whoever wrote the bucket made them, and they are
+// never read — as parts of a key, ".." and its kind would lead outside
+// the backup's place.
+func (s *BackupStore) Backups(ctx context.Context) (names, invalid []string, err error) {
 	dirs, err := s.store.ListCommonPrefixes(ctx, s.bucket, s.key("backups")+"/", "/")
 	if err != nil {
-		return nil, fmt.Errorf("listing backups in bucket %s: %w", s.bucket, err)
+		return nil, nil, fmt.Errorf("listing backups in bucket %s: %w", s.bucket, err)
 	}
-	var out []string
 	for _, d := range dirs {
-		name := path.Base(strings.TrimSuffix(d, "/"))
+		name := strings.TrimPrefix(strings.TrimSuffix(d, "/"), s.key("backups")+"/")
+		if len(validation.IsDNS1123Subdomain(name)) > 0 {
+			invalid = append(invalid, name)
+			continue
+		}
 		ok, err := s.store.ObjectExists(ctx, s.bucket, s.key("backups", name, MetadataFile))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
-			out = append(out, name)
+			names = append(names, name)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(names)
+	sort.Strings(invalid)
+	return names, invalid, nil
 }
 
 // PutTarball streams the backup's tarball, hashing it for the manifest on

@@ -442,3 +442,45 @@ func TestResourceListStreams(t *testing.T) {
 		t.Errorf("a malformed list: %v", err)
 	}
 }
+
+// plantedPrefixes answers a listing with directories a bucket's writer
+// made (S3 keys may hold "..", which a filesystem cannot), and records
+// every key asked about.
+type plantedPrefixes struct {
+	*fsStore
+	extra []string
+	asked []string
+}
+
+func (p *plantedPrefixes) ListCommonPrefixes(ctx context.Context, bucket, prefix, delim string) ([]string, error) {
+	got, err := p.fsStore.ListCommonPrefixes(ctx, bucket, prefix, delim)
+	return append(got, p.extra...), err
+}
+
+func (p *plantedPrefixes) ObjectExists(ctx context.Context, bucket, key string) (bool, error) {
+	p.asked = append(p.asked, key)
+	return p.fsStore.ObjectExists(ctx, bucket, key)
+}
+
+// TestBackupsNamesOnlyWhatABackupCanBe: a directory under backups/ whose
+// name no Backup can have is listed apart and never read: "..", as part of
+// a key, would lead to the prefix's own root.
+func TestBackupsNamesOnlyWhatABackupCanBe(t *testing.T) {
+	ctx := context.Background()
+	_, fs := newStore(t, "team")
+	for _, key := range []string{"team/backups/ok/velero-backup.json", "team/backups/Bad_Name/velero-backup.json", "team/velero-backup.json"} {
+		if err := fs.PutObject(ctx, "bkt", key, strings.NewReader("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planted := &plantedPrefixes{fsStore: fs, extra: []string{"team/backups/../", "team/backups/./"}}
+	names, invalid, err := New(planted, "bkt", "team").Backups(ctx)
+	if err != nil || !slices.Equal(names, []string{"ok"}) || !slices.Equal(invalid, []string{".", "..", "Bad_Name"}) {
+		t.Fatalf("Backups() = %v, %v, %v", names, invalid, err)
+	}
+	for _, k := range planted.asked {
+		if !strings.HasPrefix(k, "team/backups/ok/") {
+			t.Errorf("read %s, outside the backups it lists", k)
+		}
+	}
+}

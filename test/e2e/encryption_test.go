@@ -153,7 +153,7 @@ func TestEncryptedLocation(t *testing.T) {
 	c2.s3Location(t, minio, "vault", "backups", true, "--encryption-key-secret", "dr-keys/age", "--access-mode", "ReadOnly")
 	eventually(t, "the second cluster saying it cannot read the backups", time.Minute, func() (bool, string) {
 		b := c2.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
-		return strings.Contains(b.Status.Message, "2 backups in the location cannot be read") &&
+		return strings.Contains(b.Status.Message, "2 backups in the location cannot be synced") &&
 			strings.Contains(b.Status.Message, "encrypted with a key the location's key Secret does not hold"), b.Status.Message
 	})
 	drKeys := &corev1.Secret{}

@@ -1250,3 +1250,45 @@ func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
 		t.Errorf("the new backup's files: %v (the old one's were %v), %v", keys, keysBefore, err)
 	}
 }
+
+// TestFaultBucketEntriesNoBackupCanBe: whoever writes the bucket may put
+// there a backup no Backup object can stand for — a name Kubernetes
+// refuses, metadata whose labels it refuses. Each is named in the
+// location's status and left as it is; the backups listed after them are
+// synced all the same (before, the first such entry stopped every sync).
+func TestFaultBucketEntriesNoBackupCanBe(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	store, raw := openStore(t, cfg), openObjectStore(t, cfg)
+	plantBackup(t, store, "zz-good", func(*archive.Writer) error { return nil })
+	put := func(key, body string) {
+		t.Helper()
+		if err := raw.PutObject(ctx, cfg["bucket"], key, strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("backups/Bad_Name/velero-backup.json", `{"apiVersion":"velero.io/v1","kind":"Backup","metadata":{"name":"Bad_Name"}}`)
+	put("backups/aa-bad-labels/velero-backup.json", `{"apiVersion":"velero.io/v1","kind":"Backup","metadata":{"name":"aa-bad-labels","labels":{"bad key!":"x"}},"status":{"phase":"Completed"}}`)
+
+	b := c.waitBackup(t, "zz-good", salvorv1.BackupPhaseCompleted)
+	if b.Annotations[salvorv1.SyncedAnnotation] != "primary" {
+		t.Errorf("zz-good synced without its annotation: %v", b.Annotations)
+	}
+	eventually(t, "the location naming what it cannot sync", time.Minute, func() (bool, string) {
+		bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+		return strings.Contains(bsl.Status.Message, "2 backups in the location cannot be synced") &&
+			strings.Contains(bsl.Status.Message, "Bad_Name: not a name a Backup can have") &&
+			strings.Contains(bsl.Status.Message, "aa-bad-labels: creating its Backup"), bsl.Status.Message
+	})
+	for _, name := range []string{"aa-bad-labels"} {
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+			t.Errorf("backup %s: %v", name, err)
+		}
+	}
+	if names, err := store.ListBackups(ctx); err != nil || strings.Join(names, ",") != "aa-bad-labels,zz-good" {
+		t.Errorf("ListBackups: %v, %v", names, err)
+	}
+}
