@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -37,6 +39,10 @@ type GCReconciler struct {
 	// APIReader reads Salvor's namespace and the Backup CRD as they are
 	// now (the cache holds neither); nil reads through Client.
 	APIReader client.Reader
+	// Events records, on the deleted Backup, each snapshot kept (nil:
+	// the log only). The Backup object goes, but its events stay a while,
+	// where `kubectl get events` shows them.
+	Events events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler.
@@ -317,6 +323,11 @@ func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, 
 		if !taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {
 			r.Log.Warn("a deleted backup's snapshot is kept: this cluster holds no record of the backup taking it, and its files alone do not prove it; delete it through its provider if nothing needs it",
 				"backup", b.Name, "synced", b.Annotations[salvorv1.SyncedAnnotation] != "", "snapshot", s.Status.ProviderSnapshotID, "provider", s.Spec.Provider, "location", s.Spec.Location)
+			if r.Events != nil {
+				r.Events.Eventf(b, nil, corev1.EventTypeWarning, "SnapshotKept", "DeleteBackup",
+					"snapshot %s of volume %s (%s, location %s) is kept: this cluster holds no record of backup %s taking it; delete it through its provider if nothing needs it",
+					s.Status.ProviderSnapshotID, s.Spec.PersistentVolumeName, s.Spec.Provider, s.Spec.Location, b.Name)
+			}
 			continue
 		}
 		snap, err := r.Locations.Snapshotter(ctx, s.Spec.Location)

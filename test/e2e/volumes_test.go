@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -298,6 +299,22 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID)); err != nil {
 		t.Fatalf("deleting a planted backup that lists backup vol's snapshot deleted it: %v", err)
 	}
+	// The Backup is gone; an event on it says which snapshot was kept.
+	eventually(t, "an event naming the kept snapshot", time.Minute, func() (bool, string) {
+		list := &eventsv1.EventList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Reason == "SnapshotKept" && e.Regarding.Kind == "Backup" && e.Regarding.Name == "forged" && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Note, "snapshot "+vpb.Status.SnapshotID+" of volume data-pv") {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+		return false, fmt.Sprint(seen)
+	})
 
 	// Deleting the backup deletes the snapshot.
 	c.mustSalvor(t, "backup", "delete", "vol")

@@ -216,7 +216,7 @@ func (o *options) run(ctx context.Context) error {
 			DefaultTTL:    o.defaultTTL,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
-		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger, Runs: runs},
+		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
 		&controller.ServerStatusReconciler{Client: mgr.GetClient(), Plugins: func() []salvorv1.PluginInfo {
 			var out []salvorv1.PluginInfo
 			for _, p := range plugins.List() {
