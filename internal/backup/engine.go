@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,7 +289,7 @@ func UnmatchedNamespaces(spec salvorv1.BackupSpec, present map[string]bool) []st
 // allNamespaces tells whether the backup includes every namespace.
 func (r *run) allNamespaces() bool {
 	inc := r.backup.Spec.IncludedNamespaces
-	return len(inc) == 0 || (len(inc) == 1 && inc[0] == "*")
+	return len(inc) == 0 || slices.Contains(inc, "*")
 }
 
 func (r *run) wantsClusterResources() bool {

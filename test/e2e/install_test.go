@@ -445,8 +445,10 @@ func TestUninstallCommand(t *testing.T) {
 		t.Fatal("uninstall deleted backup b's files")
 	}
 
-	// The last installation goes: so do the CRDs and the shared roles.
+	// The last installation goes: so do the CRDs and the shared roles. A
+	// request a CLI left in another namespace marks no installation.
 	c.deleteForGood(t, &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "other"}})
+	c.create(t, &salvorv1.ServerStatusRequest{ObjectMeta: metav1.ObjectMeta{Name: "left", Namespace: "other"}})
 	out = c.mustSalvor(t, "uninstall", "--force")
 	if !strings.Contains(out, "CustomResourceDefinition backups.salvor.dev deleted.") || !strings.Contains(out, "ClusterRole salvor-viewer deleted.") {
 		t.Errorf("the last uninstall:\n%s", out)

@@ -169,6 +169,10 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 	return nil
 }
 
+// transient are the kinds of requests a CLI leaves for a server, which
+// mark no installation: one run against a namespace without Salvor stays.
+var transient = map[string]bool{"DownloadRequest": true, "ServerStatusRequest": true}
+
 // otherInstallations names the namespaces other than namespace that hold
 // objects of Salvor's kinds, and returns the names of Salvor's CRDs.
 func otherInstallations(ctx context.Context, c client.Client, namespace string) ([]string, []string, error) {
@@ -196,6 +200,9 @@ func otherInstallations(ctx context.Context, c client.Client, namespace string) 
 			return nil, nil, fmt.Errorf("%s: %w", f, err)
 		}
 		crds = append(crds, def.Metadata.Name)
+		if transient[def.Spec.Names.Kind] {
+			continue
+		}
 		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: def.Spec.Names.Kind + "List"}}
 		if err := c.List(ctx, list); err != nil {
 			if noKind(err) {
