@@ -411,10 +411,31 @@ func TestUninstallCommand(t *testing.T) {
 		t.Fatalf("uninstall answered no removed the server's Deployment: %v", err)
 	}
 
+	// An encrypted location whose keys the server made and nobody has
+	// saved yet: uninstalling would lose its backups for good.
+	c.mustSalvor(t, "backup-location", "create", "vault", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "sealed",
+		"--encryption-key-secret", "backup-keys", "--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true,credentialsFile="+minio.CredentialsFile(t))
+	c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
+	if out, err := c.salvor(t, "uninstall", "--force"); err == nil || !strings.Contains(out, "the keys of encrypted location vault (Secret salvor/backup-keys) are not saved outside the cluster") {
+		t.Fatalf("uninstall with unsaved keys: %v\n%s", err, out)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "salvor"}, &appsv1.Deployment{}); err != nil {
+		t.Fatalf("an uninstall refused for unsaved keys removed the server's Deployment: %v", err)
+	}
+	keys := &corev1.Secret{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "backup-keys"}, keys); err != nil {
+		t.Fatal(err)
+	}
+	delete(keys.Annotations, salvorv1.KeyNotSavedAnnotation) // saved, says the user
+	if err := c.client.Update(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+
 	out := c.mustSalvor(t, "uninstall", "--force")
-	for _, w := range []string{"Deployment salvor/salvor deleted.", "ClusterRole salvor-server-salvor deleted.", "Namespace salvor deleted.",
+	for _, w := range []string{"Deployment salvor/salvor deleted.",
+		"The keys of the encrypted locations vault (Secret backup-keys) went with the namespace: their backups are readable only with the copies you saved.", "ClusterRole salvor-server-salvor deleted.", "Namespace salvor deleted.",
 		"Salvor's CRDs and the roles salvor-viewer, salvor-operator, salvor-metrics-reader are kept: namespaces other hold Salvor's objects too.",
-		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/)."} {
+		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/), vault (salvor.dev/s3 backups/sealed)."} {
 		if !strings.Contains(out, w) {
 			t.Errorf("uninstall did not say %q:\n%s", w, out)
 		}

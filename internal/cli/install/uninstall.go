@@ -88,6 +88,29 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		return fmt.Errorf("reading the backup locations in %s: %w", namespace, err)
 	}
 
+	// An encrypted location's backups are readable only with its keys,
+	// which are a Secret in the namespace about to go: one not saved
+	// elsewhere yet stops the uninstall before anything changes.
+	var keys []string
+	for _, l := range locations.Items {
+		if l.Spec.Encryption == nil {
+			continue
+		}
+		name := l.Spec.Encryption.KeySecret.Name
+		secret := &corev1.Secret{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading the keys of encrypted location %s (Secret %s/%s): %w", l.Name, namespace, name, err)
+		case secret.Annotations[salvorv1.KeyNotSavedAnnotation] != "":
+			return fmt.Errorf("not uninstalled: the keys of encrypted location %s (Secret %s/%s) are not saved outside the cluster, and without them its backups cannot be read by anyone; "+
+				"save a copy (kubectl get secret -n %s %s -o yaml), remove the annotation %s, and uninstall again", l.Name, namespace, name, namespace, name, salvorv1.KeyNotSavedAnnotation)
+		}
+		keys = append(keys, fmt.Sprintf("%s (Secret %s)", l.Name, name))
+	}
+
 	// The server first: nothing it does may race what follows.
 	deployments := &appsv1.DeploymentList{}
 	if err := c.List(ctx, deployments, client.InNamespace(namespace), serverLabels); err != nil {
@@ -166,6 +189,9 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		fmt.Fprintf(out, ": each stays in its location, for a Salvor or Velero pointed there to find again: %s", strings.Join(where, ", "))
 	}
 	fmt.Fprintln(out, ".")
+	if len(keys) > 0 {
+		fmt.Fprintf(out, "The keys of the encrypted locations %s went with the namespace: their backups are readable only with the copies you saved.\n", strings.Join(keys, ", "))
+	}
 	return nil
 }
 
