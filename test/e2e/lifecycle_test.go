@@ -374,7 +374,7 @@ func TestUninstallKeepsBackups(t *testing.T) {
 	}
 
 	// `salvor backup delete` still deletes.
-	c.mustSalvor(t, "backup", "delete", "deleted")
+	c.mustSalvor(t, "backup", "delete", "deleted", "--confirm") // Velero's flag: accepted
 	gone("backup deleted", &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "deleted"}})
 	if whole("deleted") {
 		t.Fatal("backup deleted: its files are still in the location")

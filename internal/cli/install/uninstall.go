@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/salvor-dev/salvor/config/crd"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -55,12 +55,8 @@ remove. Asks before it starts unless --force.`,
 		Args:    cobra.NoArgs,
 		RunE: k.WithClient(func(cmd *cobra.Command, _ []string, c client.Client) error {
 			out := cmd.OutOrStdout()
-			if !force {
-				fmt.Fprintf(out, "Remove Salvor from namespace %s? Its backups stay in their locations. [y/N] ", k.Namespace)
-				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-					return fmt.Errorf("not uninstalled")
-				}
+			if !force && !output.Ask(cmd.InOrStdin(), out, fmt.Sprintf("Remove Salvor from namespace %s? Its backups stay in their locations.", k.Namespace)) {
+				return fmt.Errorf("not uninstalled")
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()

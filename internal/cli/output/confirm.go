@@ -1,0 +1,32 @@
+package output
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// Confirmed tells whether to go on with what question asks about: yes when
+// the user gave --confirm (confirmed), or when there is no terminal to ask
+// on (a script, CI); otherwise the answer to the question.
+func Confirmed(in io.Reader, out io.Writer, confirmed bool, question string) bool {
+	if confirmed {
+		return true
+	}
+	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return true
+	}
+	return Ask(in, out, question)
+}
+
+// Ask prints question and tells whether the answer read from in is yes.
+func Ask(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(answer))
+	return a == "y" || a == "yes"
+}
