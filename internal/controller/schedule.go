@@ -251,23 +251,23 @@ func (r *ScheduleReconciler) cancel(ctx context.Context, s *salvorv1.Schedule, n
 // scheduled time, so a reconcile repeated after a crash or a stale read
 // finds the backup it made instead of making another.
 func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Schedule, count func(string, int), run, now time.Time, log *slog.Logger) error {
-	labels, err := r.templateLabels(ctx, s)
+	templateLabels, err := r.templateLabels(ctx, s)
 	if err != nil {
 		return err
 	}
-	labels[salvorv1.ScheduleNameLabel] = s.Name
-	labels[salvorv1.VeleroScheduleNameLabel] = s.Name
+	labels, annotations := salvorv1.ScheduledBackupMeta(s, templateLabels)
 	b := &salvorv1.Backup{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      s.Name + "-" + run.UTC().Format(backupNameTime),
-			Namespace: s.Namespace,
-			Labels:    labels,
+			Name:        s.Name + "-" + run.UTC().Format(backupNameTime),
+			Namespace:   s.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: *s.Spec.Template.DeepCopy(),
 	}
 	if v := s.Spec.Verify; v != nil && v.Every > 0 && s.Status.BackupsCreated%v.Every == 0 {
 		// Verified once it ends (see VerifyReconciler).
-		b.Annotations = map[string]string{salvorv1.VerifyAnnotation: strconv.FormatInt(now.UnixNano(), 36)}
+		b.Annotations[salvorv1.VerifyAnnotation] = strconv.FormatInt(now.UnixNano(), 36)
 		if v.RestoreIntoPrefix != "" {
 			b.Annotations[salvorv1.VerifyPrefixAnnotation] = v.RestoreIntoPrefix
 		}

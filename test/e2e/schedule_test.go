@@ -512,3 +512,51 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		t.Errorf("schedule get:\n%s", out)
 	}
 }
+
+// TestLabelsAndAnnotations: --labels and --annotations (Velero's flags)
+// put them on the backup, schedule or restore made; a schedule's backups
+// carry the schedule's labels and annotations, as Velero's do, and so does
+// a backup run from it by hand, with its own on top.
+func TestLabelsAndAnnotations(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	has := func(what string, got, want map[string]string) {
+		t.Helper()
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s=%q, want %q (all: %v)", what, k, got[k], v, got)
+			}
+		}
+	}
+
+	c.mustSalvor(t, "schedule", "create", "tagged", "--schedule", "@daily", "--include-namespaces", "app", "--labels", "team=shop", "--annotations", "owner=ops")
+	var first salvorv1.Backup
+	eventually(t, "the schedule's first backup", time.Minute, func() (bool, string) {
+		list := c.scheduleBackups(t, "tagged")
+		if len(list) == 0 {
+			return false, "none"
+		}
+		first = list[0]
+		return true, ""
+	})
+	has("the schedule's backup's labels", first.Labels, map[string]string{"team": "shop", salvorv1.ScheduleNameLabel: "tagged"})
+	has("the schedule's backup's annotations", first.Annotations, map[string]string{"owner": "ops"})
+
+	c.mustSalvor(t, "backup", "create", "by-hand", "--from-schedule", "tagged", "--labels", "run=manual", "--wait")
+	b := c.getBackup(t, "by-hand")
+	has("a backup run from the schedule", b.Labels, map[string]string{"team": "shop", "run": "manual", salvorv1.ScheduleNameLabel: "tagged"})
+	has("a backup run from the schedule", b.Annotations, map[string]string{"owner": "ops"})
+
+	c.mustSalvor(t, "backup", "create", "plain", "--include-namespaces", "app", "--labels", "a=b", "--annotations", "c=d", "--wait")
+	b = c.getBackup(t, "plain")
+	has("backup plain", b.Labels, map[string]string{"a": "b"})
+	has("backup plain", b.Annotations, map[string]string{"c": "d"})
+
+	c.mustSalvor(t, "restore", "create", "r", "--from-backup", "plain", "--namespace-mappings", "app:app2", "--labels", "x=y", "--annotations", "z=w", "--wait")
+	rs := c.getRestore(t, "r")
+	has("restore r", rs.Labels, map[string]string{"x": "y"})
+	has("restore r", rs.Annotations, map[string]string{"z": "w"})
+}

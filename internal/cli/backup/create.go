@@ -15,6 +15,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -33,7 +34,10 @@ type SpecFlags struct {
 	ttl, itemOperationTimeout, timeout   time.Duration
 	snapshotVolumes                      string
 	strict                               bool
-	flags                                *pflag.FlagSet
+	// Labels and Annotations go on the object made (a schedule passes its
+	// own to its backups, as Velero's do).
+	Labels, Annotations map[string]string
+	flags               *pflag.FlagSet
 }
 
 type createOptions struct {
@@ -111,6 +115,8 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
+	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
+	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
 }
 
 // specFlagNames are the flags AddFlags binds.
@@ -159,7 +165,7 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 }
 
 func (o *createOptions) backup(ctx context.Context, c client.Client, name, namespace string) (*salvorv1.Backup, error) {
-	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: o.Labels, Annotations: o.Annotations}}
 	if o.fromSchedule == "" {
 		spec, err := o.Spec()
 		b.Spec = spec
@@ -173,9 +179,23 @@ func (o *createOptions) backup(ctx context.Context, c client.Client, name, names
 		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
 	}
 	b.Spec = *s.Spec.Template.DeepCopy()
-	// Labelled as the schedule's, the backup counts in its retention, as
-	// Velero's do.
-	b.Labels = map[string]string{salvorv1.ScheduleNameLabel: s.Name, salvorv1.VeleroScheduleNameLabel: s.Name}
+	// Labelled as the schedule's backups are (so it counts in the
+	// schedule's retention); the labels and annotations given here go on top.
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(salvorv1.GroupVersion.WithKind("Schedule"))
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s), tmpl); err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
+	}
+	templateLabels, _, _ := unstructured.NestedStringMap(tmpl.Object, "spec", "template", "metadata", "labels")
+	labels, annotations := salvorv1.ScheduledBackupMeta(s, templateLabels)
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	for k, v := range o.Annotations {
+		annotations[k] = v
+	}
+	labels[salvorv1.ScheduleNameLabel], labels[salvorv1.VeleroScheduleNameLabel] = s.Name, s.Name
+	b.Labels, b.Annotations = labels, annotations
 	return b, nil
 }
 

@@ -42,6 +42,7 @@ type createOptions struct {
 	wait                                 bool
 	strict                               bool
 	dryRun                               bool
+	labels, annotations                  map[string]string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -75,7 +76,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 				name = args[0]
 			}
 			rs := &salvorv1.Restore{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: o.labels, Annotations: o.annotations},
 				Spec: salvorv1.RestoreSpec{
 					BackupName:             o.backup,
 					ScheduleName:           o.schedule,
@@ -158,6 +159,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the restore to finish, showing its progress")
 	f.BoolVar(&o.dryRun, "dry-run", false, "run the whole restore but send every write as a server-side dry run: nothing is written, and describe --details says what each item would do")
+	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply to the restore, KEY=VALUE,...")
+	f.StringToStringVar(&o.annotations, "annotations", nil, "annotations to apply to the restore, KEY=VALUE,...")
 	return cmd
 }
 

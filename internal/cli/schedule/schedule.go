@@ -108,7 +108,7 @@ func (o *createOptions) object(cmd *cobra.Command, name, namespace string) (*sal
 		return nil, err
 	}
 	s := &salvorv1.Schedule{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: o.Labels, Annotations: o.Annotations},
 		Spec: salvorv1.ScheduleSpec{
 			Schedule: o.schedule, Template: spec, Paused: o.paused,
 			ConcurrencyPolicy: salvorv1.ConcurrencyPolicy(o.concurrency),

@@ -3,6 +3,7 @@ package v1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // The labels, annotations and finalizers Salvor owns, in one place so that
@@ -114,4 +115,29 @@ func LabelValue(name string) string {
 	}
 	sum := sha256.Sum256([]byte(name))
 	return name[:max-6] + hex.EncodeToString(sum[:])[:6]
+}
+
+// ScheduledBackupMeta is the labels and annotations of a backup schedule s
+// makes, as Velero gives them: the template's labels (templateLabels, from
+// spec.template.metadata.labels) or, when it has none, the schedule's own,
+// with ScheduleNameLabel and VeleroScheduleNameLabel; and the schedule's
+// annotations, but for kubectl's record of what it applied and Salvor's
+// own (salvor.dev/...), which mean something on the schedule only.
+func ScheduledBackupMeta(s *Schedule, templateLabels map[string]string) (labels, annotations map[string]string) {
+	labels = map[string]string{}
+	from := templateLabels
+	if len(from) == 0 {
+		from = s.Labels
+	}
+	for k, v := range from {
+		labels[k] = v
+	}
+	labels[ScheduleNameLabel], labels[VeleroScheduleNameLabel] = s.Name, s.Name
+	annotations = map[string]string{}
+	for k, v := range s.Annotations {
+		if k != "kubectl.kubernetes.io/last-applied-configuration" && !strings.HasPrefix(k, GroupVersion.Group+"/") {
+			annotations[k] = v
+		}
+	}
+	return labels, annotations
 }

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -35,5 +36,29 @@ func TestLabelValue(t *testing.T) {
 	}
 	if max := LabelValue(strings.Repeat("x", 253)); len(max) != 63 {
 		t.Errorf("LabelValue of a 253-character name has %d characters", len(max))
+	}
+}
+
+// TestScheduledBackupMeta: a schedule's backups carry the template's labels
+// or, without them, the schedule's; always the schedule-name labels; and
+// the schedule's annotations but kubectl's and Salvor's own.
+func TestScheduledBackupMeta(t *testing.T) {
+	s := &Schedule{}
+	s.Name = "nightly"
+	s.Labels = map[string]string{"team": "shop", ScheduleNameLabel: "forged"}
+	s.Annotations = map[string]string{"owner": "ops", "kubectl.kubernetes.io/last-applied-configuration": "{}", SyncedAnnotation: "primary"}
+	labels, annotations := ScheduledBackupMeta(s, nil)
+	if want := map[string]string{"team": "shop", ScheduleNameLabel: "nightly", VeleroScheduleNameLabel: "nightly"}; !maps.Equal(labels, want) {
+		t.Errorf("labels %v, want %v", labels, want)
+	}
+	if want := map[string]string{"owner": "ops"}; !maps.Equal(annotations, want) {
+		t.Errorf("annotations %v, want %v", annotations, want)
+	}
+	labels, _ = ScheduledBackupMeta(s, map[string]string{"tier": "gold"})
+	if want := map[string]string{"tier": "gold", ScheduleNameLabel: "nightly", VeleroScheduleNameLabel: "nightly"}; !maps.Equal(labels, want) {
+		t.Errorf("with template labels: %v, want %v", labels, want)
+	}
+	if s.Labels[ScheduleNameLabel] != "forged" {
+		t.Error("the schedule's own labels changed")
 	}
 }
