@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -51,6 +52,16 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			metrics.LocationLastSuccess.DeleteLabelValues(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if n := len(bsl.Name); n > validation.LabelValueMaxLength {
+		// Its name labels the backups stored in it: no backup could be.
+		msg := fmt.Sprintf("location name %q has %d characters: at most %d, for it labels the backups stored in it (%s); create the location under a shorter name",
+			bsl.Name, n, validation.LabelValueMaxLength, salvorv1.LocationLabel)
+		if bsl.Status.Phase != salvorv1.BackupStorageLocationPhaseUnavailable || bsl.Status.Message != msg {
+			bsl.Status.Phase, bsl.Status.Message = salvorv1.BackupStorageLocationPhaseUnavailable, msg
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, bsl))
+		}
+		return ctrl.Result{}, nil
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -172,6 +172,18 @@ func TestUnreachableLocation(t *testing.T) {
 	if !strings.Contains(bsl.Status.Message, `unknown top-level directory "holiday"`) {
 		t.Errorf("misused location's message: %q", bsl.Status.Message)
 	}
+
+	// A name no label can hold: the location labels its backups with it.
+	long := strings.Repeat("a-long-location-", 4) + "name" // 68 characters
+	c.mustSalvor(t, "backup-location", "create", long, "--provider", "salvor.dev/filesystem", "--bucket", "backups", "--config", "root="+t.TempDir())
+	bsl = c.waitLocation(t, long, salvorv1.BackupStorageLocationPhaseUnavailable)
+	if !strings.Contains(bsl.Status.Message, "has 68 characters: at most 63, for it labels the backups stored in it") {
+		t.Errorf("a location with a long name: %q", bsl.Status.Message)
+	}
+	c.mustSalvor(t, "backup", "create", "to-long", "--storage-location", long)
+	if b := c.waitBackup(t, "to-long", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation); !strings.Contains(b.Status.FailureReason+strings.Join(b.Status.ValidationErrors, ";"), "at most 63") {
+		t.Errorf("a backup to a location with a long name: %s %q %q", b.Status.Phase, b.Status.FailureReason, b.Status.ValidationErrors)
+	}
 }
 
 func TestServerRestartDuringBackup(t *testing.T) {
