@@ -314,8 +314,10 @@ func (o objectStoreClient) PutObject(ctx context.Context, bucket, key string, bo
 		sendErr = stream.Send(req)
 	}
 	if readErr != nil {
+		// Cancel only: closing the send side as well would race the
+		// cancellation, and the plugin could see the end of the body
+		// before the abort, and store what it had.
 		cancel()
-		_, _ = stream.CloseAndRecv()
 		return fmt.Errorf("reading the body of %s: %w", object(bucket, key), readErr)
 	}
 	if sendErr != nil && sendErr != io.EOF {
