@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -163,9 +162,8 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, r.fail(ctx, b, err.Error())
 	}
-	if n := len(bsl.Name); n > validation.LabelValueMaxLength {
-		return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: its name has %d characters, at most %d, for it labels the backups stored in it",
-			bsl.Name, n, validation.LabelValueMaxLength))
+	if msg := locationNameProblem(bsl.Name); msg != "" {
+		return ctrl.Result{}, r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: %s", bsl.Name, msg))
 	}
 	// A patch, not an update: the typed object has not the Velero fields
 	// the stored spec keeps.

@@ -42,6 +42,16 @@ func (r *LocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// locationNameProblem says why no backup can be stored in a location of
+// this name, "" when one can: its name labels the backups stored in it.
+func locationNameProblem(name string) string {
+	if n := len(name); n > validation.LabelValueMaxLength {
+		return fmt.Sprintf("location name %q has %d characters: at most %d, for it labels the backups stored in it (%s); create the location under a shorter name",
+			name, n, validation.LabelValueMaxLength, salvorv1.LocationLabel)
+	}
+	return ""
+}
+
 func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, bsl); err != nil {
@@ -53,10 +63,7 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if n := len(bsl.Name); n > validation.LabelValueMaxLength {
-		// Its name labels the backups stored in it: no backup could be.
-		msg := fmt.Sprintf("location name %q has %d characters: at most %d, for it labels the backups stored in it (%s); create the location under a shorter name",
-			bsl.Name, n, validation.LabelValueMaxLength, salvorv1.LocationLabel)
+	if msg := locationNameProblem(bsl.Name); msg != "" {
 		if bsl.Status.Phase != salvorv1.BackupStorageLocationPhaseUnavailable || bsl.Status.Message != msg {
 			bsl.Status.Phase, bsl.Status.Message = salvorv1.BackupStorageLocationPhaseUnavailable, msg
 			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, bsl))

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -174,19 +175,21 @@ func (o *createOptions) backup(ctx context.Context, c client.Client, name, names
 	if given := o.Changed(); len(given) > 0 {
 		return nil, fmt.Errorf("--from-schedule runs the schedule's template as it is: leave out %s", strings.Join(given, ", "))
 	}
+	// Read whole, for the template's labels (spec.template.metadata.labels,
+	// a Velero field the typed Schedule has not).
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(salvorv1.GroupVersion.WithKind("Schedule"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.fromSchedule}, u); err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
+	}
 	s := &salvorv1.Schedule{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: o.fromSchedule}, s); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
 	}
 	b.Spec = *s.Spec.Template.DeepCopy()
 	// Labelled as the schedule's backups are (so it counts in the
 	// schedule's retention); the labels and annotations given here go on top.
-	tmpl := &unstructured.Unstructured{}
-	tmpl.SetGroupVersionKind(salvorv1.GroupVersion.WithKind("Schedule"))
-	if err := c.Get(ctx, client.ObjectKeyFromObject(s), tmpl); err != nil {
-		return nil, fmt.Errorf("schedule %s: %w", o.fromSchedule, err)
-	}
-	templateLabels, _, _ := unstructured.NestedStringMap(tmpl.Object, "spec", "template", "metadata", "labels")
+	templateLabels, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
 	labels, annotations := salvorv1.ScheduledBackupMeta(s, templateLabels)
 	for k, v := range o.Labels {
 		labels[k] = v

@@ -2,7 +2,6 @@ package backup
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +13,6 @@ import (
 )
 
 func newDelete(k *kube.Options) *cobra.Command {
-	var confirm bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete backups and their files in object storage",
@@ -23,15 +21,10 @@ items, deletes the volume snapshots this cluster recorded it taking, removes
 its files from the backup storage location, then removes the Backup object.
 A snapshot only the backup's files name (a backup synced from the location,
 another cluster's or Velero's) is kept, and the server's log names it. A
-backup synced into other clusters disappears from them at their next sync.
-
-On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
+backup synced into other clusters disappears from them at their next sync.`,
 		Example: "  salvor backup delete nightly",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm, fmt.Sprintf("Delete backup %s and its files in object storage?", strings.Join(args, ", "))) {
-				return fmt.Errorf("nothing deleted")
-			}
 			return kube.Each(cmd.Context(), c, k.Namespace, "backup", args, func(b *salvorv1.Backup) error {
 				// Say what will really happen to the files: the server can
 				// remove them only through the backup's location.
@@ -52,6 +45,5 @@ On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "delete without asking")
-	return cmd
+	return output.AskBeforeDelete(cmd, "Delete backup %s and its files in object storage?")
 }

@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 func newDownload(k *kube.Options) *cobra.Command {
 	var (
-		output  string
+		file    string
 		force   bool
 		timeout time.Duration
 	)
@@ -42,12 +43,12 @@ readable by its owner only; keep it as safe as the cluster.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			name := args[0]
-			if output == "" {
-				output = name + "-data.tar.gz"
+			if file == "" {
+				file = name + "-data.tar.gz"
 			}
-			if output != "-" && !force {
-				if _, err := os.Lstat(output); err == nil {
-					return fmt.Errorf("%s exists: left as it is (--force replaces it)", output)
+			if file != "-" && !force {
+				if _, err := os.Lstat(file); err == nil {
+					return fmt.Errorf("%s exists: left as it is (--force replaces it)", file)
 				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -58,25 +59,25 @@ readable by its owner only; keep it as safe as the cluster.`,
 			}
 			switch b.Status.Phase {
 			case "", salvorv1.BackupPhaseNew, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseInProgress:
-				return fmt.Errorf("backup %s is %s: it has no tarball to download yet", name, phaseOrNew(b.Status.Phase))
+				return fmt.Errorf("backup %s is %s: it has no tarball to download yet", name, output.Or(string(b.Status.Phase), "New"))
 			}
 			body, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupContents, name)
 			if err != nil {
 				return err
 			}
 			defer body.Close()
-			if output == "-" {
+			if file == "-" {
 				return wholeTarball(io.TeeReader(body, cmd.OutOrStdout()), name)
 			}
-			if err := save(body, output, name); err != nil {
+			if err := save(body, file, name); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Backup %s downloaded to %s.\n", name, output)
+			fmt.Fprintf(cmd.OutOrStdout(), "Backup %s downloaded to %s.\n", name, file)
 			return nil
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&output, "output", "o", "", `file to write (default: NAME-data.tar.gz; "-" for standard output)`)
+	f.StringVarP(&file, "output", "o", "", `file to write (default: NAME-data.tar.gz; "-" for standard output)`)
 	f.BoolVar(&force, "force", false, "replace the file if it exists")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "bound on the whole download")
 	return cmd
@@ -133,11 +134,4 @@ func wholeTarball(r io.Reader, name string) error {
 	}
 	_, err = io.Copy(io.Discard, r)
 	return err
-}
-
-func phaseOrNew(p salvorv1.BackupPhase) salvorv1.BackupPhase {
-	if p == "" {
-		return salvorv1.BackupPhaseNew
-	}
-	return p
 }

@@ -150,22 +150,9 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if o.Output != "" && o.Output != "yaml" && o.Output != "json" {
 		return nil, fmt.Errorf("--output %q: must be yaml or json", o.Output)
 	}
-	var out []*unstructured.Unstructured
-	names, err := fs.Glob(crd.Files, "*.yaml")
+	out, err := crds()
 	if err != nil {
 		return nil, err
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		b, err := crd.Files.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
-		}
-		out = append(out, u)
 	}
 	ns, sa := o.Namespace, o.ServiceAccount
 	res, err := resourceRequirements(o)
@@ -287,6 +274,28 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 }
 
 // resourceRequirements are the server container's requests and limits.
+// crds are Salvor's CustomResourceDefinitions, by file name.
+func crds() ([]*unstructured.Unstructured, error) {
+	names, err := fs.Glob(crd.Files, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []*unstructured.Unstructured
+	for _, n := range names {
+		b, err := crd.Files.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
 func resourceRequirements(o Options) (corev1.ResourceRequirements, error) {
 	var r corev1.ResourceRequirements
 	for _, q := range []struct {

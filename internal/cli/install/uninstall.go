@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,12 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/yaml"
 
-	"github.com/salvor-dev/salvor/config/crd"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -142,7 +140,7 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		}
 	}
 
-	others, crds, err := otherInstallations(ctx, c, namespace)
+	others, defs, err := otherInstallations(ctx, c, namespace)
 	if err != nil {
 		return err
 	}
@@ -157,21 +155,23 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		for _, r := range sharedRoles {
 			cluster = append(cluster, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: r}})
 		}
-		for _, name := range crds {
-			o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}
-			o.Name = name
-			cluster = append(cluster, o)
+		for _, d := range defs {
+			cluster = append(cluster, d)
 		}
 	}
 	for _, o := range cluster {
-		err := c.Delete(ctx, o)
+		gvk, err := apiutil.GVKForObject(o, c.Scheme())
+		if err != nil {
+			return err
+		}
+		err = c.Delete(ctx, o)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("deleting %s %s: %w", kindOf(o), o.GetName(), err)
+			return fmt.Errorf("deleting %s %s: %w", gvk.Kind, o.GetName(), err)
 		}
-		fmt.Fprintf(out, "%s %s deleted.\n", kindOf(o), o.GetName())
+		fmt.Fprintf(out, "%s %s deleted.\n", gvk.Kind, o.GetName())
 	}
 	if len(others) > 0 {
 		fmt.Fprintf(out, "Salvor's CRDs and the roles %s are kept: namespaces %s hold Salvor's objects too.\n", strings.Join(sharedRoles, ", "), strings.Join(others, ", "))
@@ -196,41 +196,24 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 var transient = map[string]bool{"DownloadRequest": true, "ServerStatusRequest": true}
 
 // otherInstallations names the namespaces other than namespace that hold
-// objects of Salvor's kinds, and returns the names of Salvor's CRDs.
-func otherInstallations(ctx context.Context, c client.Client, namespace string) ([]string, []string, error) {
-	files, err := fs.Glob(crd.Files, "*.yaml")
+// objects of Salvor's kinds, and returns Salvor's CRDs.
+func otherInstallations(ctx context.Context, c client.Client, namespace string) ([]string, []*unstructured.Unstructured, error) {
+	defs, err := crds()
 	if err != nil {
 		return nil, nil, err
 	}
-	var crds []string
 	others := map[string]bool{}
-	for _, f := range files {
-		b, err := crd.Files.ReadFile(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		var def struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-			Spec     struct {
-				Group string `json:"group"`
-				Names struct {
-					Kind string `json:"kind"`
-				} `json:"names"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(b, &def); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", f, err)
-		}
-		crds = append(crds, def.Metadata.Name)
-		if transient[def.Spec.Names.Kind] {
+	for _, d := range defs {
+		kind, _, _ := unstructured.NestedString(d.Object, "spec", "names", "kind")
+		if transient[kind] {
 			continue
 		}
-		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: def.Spec.Names.Kind + "List"}}
+		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: kind + "List"}}
 		if err := c.List(ctx, list); err != nil {
 			if noKind(err) {
 				continue
 			}
-			return nil, nil, fmt.Errorf("reading the %s objects of every namespace: %w", def.Spec.Names.Kind, err)
+			return nil, nil, fmt.Errorf("reading the %s objects of every namespace: %w", kind, err)
 		}
 		for _, o := range list.Items {
 			if o.Namespace != namespace {
@@ -243,26 +226,11 @@ func otherInstallations(ctx context.Context, c client.Client, namespace string) 
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	slices.Sort(crds)
-	return names, crds, nil
+	return names, defs, nil
 }
 
 // noKind tells that the cluster does not serve a kind (its CRD is gone
 // already, or was never installed).
 func noKind(err error) bool {
 	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err)
-}
-
-func kindOf(o client.Object) string {
-	switch o := o.(type) {
-	case *rbacv1.ClusterRole:
-		return "ClusterRole"
-	case *rbacv1.ClusterRoleBinding:
-		return "ClusterRoleBinding"
-	case *corev1.Namespace:
-		return "Namespace"
-	case *metav1.PartialObjectMetadata:
-		return o.Kind
-	}
-	return fmt.Sprintf("%T", o)
 }

@@ -91,7 +91,7 @@ place. The server checks the location again within its check interval.`,
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
-	var force, confirm bool
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete backup storage locations (never the backups in them)",
@@ -99,14 +99,10 @@ func newDelete(k *kube.Options) *cobra.Command {
 A location that backups in the cluster are stored in is refused unless
 --force is given: those backups could no longer be restored, deleted or
 expired through Salvor (their files stay in the bucket), until a location
-pointing at the same bucket and prefix is created again and syncs them.
-On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
+pointing at the same bucket and prefix is created again and syncs them.`,
 		Example: "  salvor backup-location delete old-s3\n  salvor backup-location delete old-s3 --force",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm, fmt.Sprintf("Delete backup storage location %s?", strings.Join(args, ", "))) {
-				return fmt.Errorf("nothing deleted")
-			}
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "backup storage location", args, func(bsl *salvorv1.BackupStorageLocation) error {
 				backups := &salvorv1.BackupList{}
@@ -134,6 +130,5 @@ On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete a location even though backups in the cluster are stored in it")
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "delete without asking")
-	return cmd
+	return output.AskBeforeDelete(cmd, "Delete backup storage location %s?")
 }

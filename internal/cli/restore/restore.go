@@ -379,21 +379,16 @@ func newCancel(k *kube.Options) *cobra.Command {
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
-	var confirm bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete restores that have ended (never what they restored)",
 		Long: `Deletes Restore objects. The objects a restore created stay in the
 cluster, and its log and results stay in the backup's location (under
 restores/NAME/). A restore still running is refused: cancel it first
-(salvor restore cancel NAME) and delete it once it has ended. On a terminal
-it asks first; --confirm (Velero's flag) does not ask.`,
+(salvor restore cancel NAME) and delete it once it has ended.`,
 		Example: "  salvor restore delete r1 r2",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm, fmt.Sprintf("Delete restore %s?", strings.Join(args, ", "))) {
-				return fmt.Errorf("nothing deleted")
-			}
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "restore", args, func(rs *salvorv1.Restore) error {
 				if !restoreFinished(rs.Status.Phase) {
@@ -408,6 +403,5 @@ it asks first; --confirm (Velero's flag) does not ask.`,
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "delete without asking")
-	return cmd
+	return output.AskBeforeDelete(cmd, "Delete restore %s?")
 }

@@ -200,20 +200,15 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
-	var confirm bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete schedules (their backups stay, unless the schedule owns them)",
 		Long: `Deletes each schedule. Its backups stay and expire by their TTL, unless the
 schedule was created with --use-owner-references-in-backup: then they are
-deleted with it, files and all. On a terminal it asks first; --confirm
-(Velero's flag) does not ask.`,
+deleted with it, files and all.`,
 		Example: "  salvor schedule delete nightly",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm, fmt.Sprintf("Delete schedule %s?", strings.Join(args, ", "))) {
-				return fmt.Errorf("nothing deleted")
-			}
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				if err := c.Delete(cmd.Context(), s); err != nil {
 					return fmt.Errorf("deleting schedule %s: %w", s.Name, err)
@@ -227,8 +222,7 @@ deleted with it, files and all. On a terminal it asks first; --confirm
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "delete without asking")
-	return cmd
+	return output.AskBeforeDelete(cmd, "Delete schedule %s?")
 }
 
 func newDescribe(k *kube.Options) *cobra.Command {

@@ -154,7 +154,7 @@ func clearDefault(ctx context.Context, c client.Client, namespace, keep string) 
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
-	var force, confirm bool
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete volume snapshot locations (never the snapshots taken with them)",
@@ -162,14 +162,10 @@ func newDelete(k *kube.Options) *cobra.Command {
 backup deletes its snapshots through the location they were taken with, so
 while backups with volume snapshots are in the cluster, a delete is refused
 unless --force is given: without the location, deleting those backups
-leaves their snapshots behind (create the location again to delete them).
-On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
+leaves their snapshots behind (create the location again to delete them).`,
 		Example: "  salvor snapshot-location delete old\n  salvor snapshot-location delete old --force",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm, fmt.Sprintf("Delete volume snapshot location %s?", strings.Join(args, ", "))) {
-				return fmt.Errorf("nothing deleted")
-			}
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "volume snapshot location", args, func(vsl *salvorv1.VolumeSnapshotLocation) error {
 				if !force {
@@ -202,6 +198,5 @@ On a terminal it asks first; --confirm (Velero's flag) does not ask.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete even though backups with volume snapshots are in the cluster")
-	cmd.Flags().BoolVar(&confirm, "confirm", false, "delete without asking")
-	return cmd
+	return output.AskBeforeDelete(cmd, "Delete volume snapshot location %s?")
 }
