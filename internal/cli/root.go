@@ -40,6 +40,17 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		runplugins.NewCommand(),
 		version.NewCommand(k),
 	)
+	// Velero's verb-first order; each noun built afresh for each verb.
+	nouns := func() []*cobra.Command {
+		return []*cobra.Command{backup.NewCommand(k), restore.NewCommand(k), schedule.NewCommand(k),
+			location.NewCommand(k), snapshotlocation.NewCommand(k)}
+	}
+	root.AddCommand(
+		verbFirst("create", "Create backups, restores, schedules and locations (as 'salvor NOUN create')", nouns()...),
+		verbFirst("get", "List backups, restores, schedules and locations (as 'salvor NOUN get')", nouns()...),
+		verbFirst("describe", "Describe backups, restores and schedules (as 'salvor NOUN describe')", nouns()...),
+		verbFirst("delete", "Delete backups, restores, schedules and locations (as 'salvor NOUN delete')", nouns()...),
+	)
 	strict(root)
 	return root
 }
