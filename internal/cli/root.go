@@ -35,7 +35,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		restore.NewCommand(k),
 		schedule.NewCommand(k),
 		snapshotlocation.NewCommand(k),
-		plugin.NewCommand(),
+		plugin.NewCommand(k),
 		server.NewCommand(k),
 		runplugins.NewCommand(),
 		version.NewCommand(k),
@@ -43,11 +43,11 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 	// Velero's verb-first order; each noun built afresh for each verb.
 	nouns := func() []*cobra.Command {
 		return []*cobra.Command{backup.NewCommand(k), restore.NewCommand(k), schedule.NewCommand(k),
-			location.NewCommand(k), snapshotlocation.NewCommand(k)}
+			location.NewCommand(k), snapshotlocation.NewCommand(k), plugin.NewCommand(k)}
 	}
 	root.AddCommand(
 		verbFirst("create", "Create backups, restores, schedules and locations (as 'salvor NOUN create')", nouns()...),
-		verbFirst("get", "List backups, restores, schedules and locations (as 'salvor NOUN get')", nouns()...),
+		verbFirst("get", "List backups, restores, schedules, locations and plugins (as 'salvor NOUN get')", nouns()...),
 		verbFirst("describe", "Describe backups, restores and schedules (as 'salvor NOUN describe')", nouns()...),
 		verbFirst("delete", "Delete backups, restores, schedules and locations (as 'salvor NOUN delete')", nouns()...),
 	)

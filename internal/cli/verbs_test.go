@@ -23,7 +23,7 @@ func TestVerbFirstIsTheNounsOwnCommand(t *testing.T) {
 	root := NewRootCommand()
 	want := map[string][]string{
 		"create":   {"backup", "backup-location", "restore", "schedule", "snapshot-location"},
-		"get":      {"backup", "backup-location", "restore", "schedule", "snapshot-location"},
+		"get":      {"backup", "backup-location", "plugin", "restore", "schedule", "snapshot-location"},
 		"describe": {"backup", "restore", "schedule"},
 		"delete":   {"backup", "backup-location", "restore", "schedule", "snapshot-location"},
 	}
@@ -66,7 +66,7 @@ func TestVerbFirstIsTheNounsOwnCommand(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"get", "backups"}, {"get", "restores", "-o", "json"}, {"get", "backup-locations"}, {"get", "bsl"},
-		{"get", "snapshot-locations"}, {"get", "vsl"}, {"get", "schedules", "-l", "team=a"},
+		{"get", "snapshot-locations"}, {"get", "vsl"}, {"get", "plugins", "-o", "json"}, {"get", "schedules", "-l", "team=a"},
 		{"create", "backup", "b1", "--include-namespaces", "app", "--wait"},
 		{"create", "restore", "--from-backup", "b1"}, {"create", "schedule", "s1", "--schedule", "@daily"},
 		{"describe", "backups", "b1", "--details"}, {"delete", "backups", "b1", "b2", "--confirm"},

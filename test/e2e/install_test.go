@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -282,6 +283,20 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	}
 	if strings.Contains(version, "Plugins: 0") {
 		t.Errorf("the server reports no plugins: %s", version)
+	}
+	// Which ones: `salvor plugin get` (and Velero's `get plugins`) as the viewer.
+	carol := c.asServiceAccount(t, "salvor", "carol")
+	if table := words(carol.mustSalvor(t, "plugin", "get")); !strings.Contains(table, "NAME KIND") ||
+		!strings.Contains(table, "salvor.dev/s3 ObjectStore") || !strings.Contains(table, "salvor.dev/filesystem ObjectStore") {
+		t.Errorf("salvor plugin get: %s", table)
+	}
+	var plugins []salvorv1.PluginInfo
+	if err := json.Unmarshal([]byte(carol.mustSalvor(t, "get", "plugins", "-o", "json")), &plugins); err != nil {
+		t.Fatalf("salvor get plugins -o json: %v", err)
+	}
+	if !slices.Contains(plugins, salvorv1.PluginInfo{Name: "salvor.dev/csi", Kind: "BackupItemActionV2"}) ||
+		!slices.IsSortedFunc(plugins, func(a, b salvorv1.PluginInfo) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Errorf("salvor get plugins -o json: %+v", plugins)
 	}
 
 	// Metrics: only for callers the API server authorizes.

@@ -1,13 +1,18 @@
 package plugin
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+)
 
 // NewCommand returns `salvor plugin` and its verbs.
-func NewCommand() *cobra.Command {
+func NewCommand(k *kube.Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "plugin",
-		Short: "Work with plugin binaries",
+		Use:     "plugin",
+		Aliases: []string{"plugins"},
+		Short:   "Work with plugins: those the server runs, and those a directory's binaries serve",
 	}
-	cmd.AddCommand(newListCommand())
+	cmd.AddCommand(newGetCommand(k), newListCommand())
 	return cmd
 }

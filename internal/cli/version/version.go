@@ -40,7 +40,7 @@ handles Salvor's namespace for its own (and the plugins it runs). With
 			}{Client: buildinfo.Get()}
 			var serverErr error
 			if !clientOnly {
-				report.Server, serverErr = askServer(cmd.Context(), k, timeout)
+				report.Server, serverErr = AskServer(cmd.Context(), k, timeout)
 			}
 			out := cmd.OutOrStdout()
 			if done, err := format.Structured(out, report); done {
@@ -71,8 +71,9 @@ func printServer(w io.Writer, s *salvorv1.ServerStatusRequestStatus) {
 		s.ServerVersion, s.ServerCommit, s.ServerBuildDate, s.ServerGoVersion, len(s.Plugins))
 }
 
-// askServer creates a ServerStatusRequest and waits for the server's answer.
-func askServer(ctx context.Context, k *kube.Options, timeout time.Duration) (*salvorv1.ServerStatusRequestStatus, error) {
+// AskServer creates a ServerStatusRequest and waits for the answer of the
+// server that handles k.Namespace: its build and the plugins it runs.
+func AskServer(ctx context.Context, k *kube.Options, timeout time.Duration) (*salvorv1.ServerStatusRequestStatus, error) {
 	c, err := k.Client()
 	if err != nil {
 		return nil, err
