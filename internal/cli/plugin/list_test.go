@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
@@ -47,7 +48,7 @@ func TestList(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
-			cmd := NewCommand()
+			cmd := NewCommand(&kube.Options{})
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
@@ -78,7 +79,7 @@ func TestListErrors(t *testing.T) {
 			filepath.Join(dup, "a", "restore-action"), filepath.Join(dup, "b", "restore-action")}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := NewCommand()
+			cmd := NewCommand(&kube.Options{})
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
@@ -94,7 +95,7 @@ func TestListErrors(t *testing.T) {
 		})
 	}
 	// An empty directory lists nothing, without error.
-	cmd := NewCommand()
+	cmd := NewCommand(&kube.Options{})
 	var out bytes.Buffer
 	cmd.SetArgs([]string{"list", "--plugin-dir", empty, "-o", "json", "--include-builtin=false"})
 	cmd.SetOut(&out)
@@ -113,7 +114,7 @@ func TestListIncludesBuiltins(t *testing.T) {
 	Builtin = func() (host.Command, error) { return host.Command{Path: salvor, Args: []string{"run-plugins"}}, nil }
 	t.Cleanup(func() { Builtin = saved })
 	var out bytes.Buffer
-	cmd := NewCommand()
+	cmd := NewCommand(&kube.Options{})
 	cmd.SetArgs([]string{"list", "--plugin-dir", dir})
 	cmd.SetOut(&out)
 	if err := cmd.Execute(); err != nil {
