@@ -247,14 +247,10 @@ func (r *VerifyReconciler) testRestoreOf(b *salvorv1.Backup, request string, map
 	}
 	slices.Sort(namespaces)
 	no := false
-	// The name labels every restored object: at most 63 characters.
-	base := b.Name
-	if limit := 63 - len("-verify-") - len(request); len(base) > limit {
-		base = base[:limit]
-	}
 	rs := &salvorv1.Restore{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: b.Namespace, Name: strings.TrimRight(base, "-.") + "-verify-" + request,
+			// The name labels every restored object: at most 63 characters.
+			Namespace: b.Namespace, Name: salvorv1.SuffixedName(b.Name, "-verify-"+request, 63),
 			Labels: map[string]string{salvorv1.TestRestoreLabel: salvorv1.LabelValue(b.Name)},
 		},
 		Spec: salvorv1.RestoreSpec{

@@ -72,7 +72,7 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	// snapshotter resumes it) instead of starting a second one.
 	sum := sha256.Sum256([]byte(v.restore.Name + "/" + pv.GetName()))
 	vpr := &salvorv1.VolumePluginRestore{
-		ObjectMeta: metav1.ObjectMeta{Name: v.restore.Name + "-" + hex.EncodeToString(sum[:4]), Namespace: v.restore.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: salvorv1.SuffixedName(v.restore.Name, "-"+hex.EncodeToString(sum[:4]), 253), Namespace: v.restore.Namespace,
 			Labels: map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(v.restore.Name)}},
 		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: snap.Provider},
 	}

@@ -809,4 +809,17 @@ func TestLongNamesBackUpAndRestore(t *testing.T) {
 	if out := c.mustSalvor(t, "backup", "describe", name, "--details"); !strings.Contains(out, "orig-pv") {
 		t.Errorf("backup describe lists no volume:\n%s", out)
 	}
+	// A restore of a backup named with the most a name may have: its
+	// default name is cut to fit (it was refused), and it fails only
+	// because no such backup is here.
+	longest := strings.Repeat("b", 253)
+	c.mustSalvor(t, "restore", "create", "--from-backup", longest)
+	if err := c.client.List(context.Background(), restores, client.InNamespace("salvor")); err != nil || len(restores.Items) != 2 {
+		t.Fatalf("restores: %v %v", restores.Items, err)
+	}
+	for _, r := range restores.Items {
+		if r.Spec.BackupName == longest && (len(r.Name) != 253 || !strings.HasPrefix(r.Name, longest[:238]+"-")) {
+			t.Errorf("restore of a 253-character backup named %q", r.Name)
+		}
+	}
 }

@@ -71,7 +71,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if len(mapping) == 0 {
 				mapping = nil
 			}
-			name := o.backup + o.schedule + "-" + time.Now().UTC().Format("20060102150405")
+			name := salvorv1.SuffixedName(o.backup+o.schedule, "-"+time.Now().UTC().Format("20060102150405"), 253)
 			if len(args) == 1 {
 				name = args[0]
 			}

@@ -141,3 +141,16 @@ func ScheduledBackupMeta(s *Schedule, templateLabels map[string]string) (labels,
 	}
 	return labels, annotations
 }
+
+// SuffixedName is base followed by suffix, base cut so that the whole has
+// at most most characters (253 for an object's name, 63 where the name is
+// also a label value), and the cut never leaves a '-' or '.' before the
+// suffix, which a name's part may not end with. A name made from a name
+// the user chose (a restore of backup B, the volume restores of restore
+// R) stays valid however long that name is.
+func SuffixedName(base, suffix string, most int) string {
+	if keep := max(most-len(suffix), 0); len(base) > keep {
+		base = strings.TrimRight(base[:keep], "-.")
+	}
+	return base + suffix
+}

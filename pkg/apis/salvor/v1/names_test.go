@@ -62,3 +62,28 @@ func TestScheduledBackupMeta(t *testing.T) {
 		t.Error("the schedule's own labels changed")
 	}
 }
+
+func TestSuffixedName(t *testing.T) {
+	stamp := "-20261127031500"
+	for _, tc := range []struct {
+		base, suffix string
+		most         int
+		want         string
+	}{
+		{"nightly", stamp, 253, "nightly" + stamp},
+		{strings.Repeat("a", 238), stamp, 253, strings.Repeat("a", 238) + stamp},
+		{strings.Repeat("a", 250), stamp, 253, strings.Repeat("a", 238) + stamp},
+		// A cut that ends in '-' or '.' loses them: "x-.-suffix" is no name.
+		{strings.Repeat("a", 236) + "-.b", stamp, 253, strings.Repeat("a", 236) + stamp},
+		{strings.Repeat("nightly.", 10), "-verify-r1", 63, strings.Repeat("nightly.", 6) + "night-verify-r1"},
+		{strings.Repeat("a", 52) + ".bbbb", "-verify-r1", 63, strings.Repeat("a", 52) + "-verify-r1"},
+	} {
+		got := SuffixedName(tc.base, tc.suffix, tc.most)
+		if got != tc.want {
+			t.Errorf("SuffixedName(%q, %q, %d) = %q, want %q", tc.base, tc.suffix, tc.most, got, tc.want)
+		}
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("SuffixedName(%q...) = %q: not an object name: %v", tc.base[:min(10, len(tc.base))], got, errs)
+		}
+	}
+}
