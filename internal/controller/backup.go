@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,6 +199,7 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 		problems = append(problems, resources.Unknown("includedResources", spec.IncludedResources, served, unavailable, nil)...)
 		problems = append(problems, resources.Unknown("excludedResources", spec.ExcludedResources, served, unavailable, nil)...)
 	}
+	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)
 	bsl, err := locs.Get(ctx, spec.StorageLocation)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -210,6 +213,28 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 		return problems, bsl
 	}
 	return problems, nil
+}
+
+// snapshotLocationProblems is what is wrong with a spec's
+// volumeSnapshotLocations: Salvor snapshots a backup through one location,
+// and the one named must exist (else the backup would take its volumes'
+// snapshots somewhere other than asked, or none).
+func snapshotLocationProblems(ctx context.Context, locs *Locations, names []string) []string {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	switch {
+	case len(names) > 1:
+		return []string{fmt.Sprintf("spec.volumeSnapshotLocations names %d locations (%s): Salvor snapshots a backup's volumes through one; name one, or none for the default",
+			len(names), strings.Join(names, ", "))}
+	case len(names) == 1:
+		err := locs.Client.Get(ctx, client.ObjectKey{Namespace: locs.Namespace, Name: names[0]}, &salvorv1.VolumeSnapshotLocation{})
+		if apierrors.IsNotFound(err) {
+			return []string{fmt.Sprintf("volume snapshot location %q does not exist in namespace %s: create it, or name an existing one (salvor snapshot-location get)",
+				names[0], locs.Namespace)}
+		} else if err != nil {
+			return []string{fmt.Sprintf("volume snapshot location %q: %v", names[0], err)}
+		}
+	}
+	return nil
 }
 
 // validate returns what is wrong with a new Backup, and the fields of
@@ -416,7 +441,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		_ = r.fail(ctx, b, fmt.Sprintf("backup storage location %s is unavailable: %v", bsl.Name, err))
 		return
 	}
-	snap, err := r.Locations.Snapshotter(ctx, "")
+	snap, err := r.Locations.Snapshotter(ctx, snapshotLocation(b.Spec))
 	if err != nil {
 		_ = r.fail(ctx, b, err.Error())
 		return

@@ -57,6 +57,15 @@ func (l *Locations) Snapshotter(ctx context.Context, name string) (*backup.Snaps
 	return &backup.Snapshotter{Location: vsl.Name, Provider: provider, VS: vs}, nil
 }
 
+// snapshotLocation is the VolumeSnapshotLocation a backup spec names, ""
+// for the default (validation lets through at most one name, repeated).
+func snapshotLocation(spec salvorv1.BackupSpec) string {
+	if len(spec.VolumeSnapshotLocations) > 0 {
+		return spec.VolumeSnapshotLocations[0]
+	}
+	return ""
+}
+
 // vpbName makes a valid object name from a snapshot ID; the full ID is in
 // the resource's status.
 func vpbName(backupName, snapshotID string) string {

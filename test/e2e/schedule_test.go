@@ -408,6 +408,8 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team", Labels: map[string]string{"app": "web"}}})
 
+	// The location its template names (Velero's default one's name).
+	c.mustSalvor(t, "snapshot-location", "create", "default", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+t.TempDir())
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(veleroSchedule), &u.Object); err != nil {
 		t.Fatal(err)
@@ -420,7 +422,7 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		s = c.schedule(t, "velero-style")
 		return s.Status.Phase == salvorv1.SchedulePhaseEnabled, fmt.Sprintf("%+v", s.Status)
 	})
-	if got := fmt.Sprint(s.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup volumeSnapshotLocations]" {
+	if got := fmt.Sprint(s.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup]" {
 		t.Errorf("ignored fields %s", got)
 	}
 	// Created without skipImmediately, it backs up at once, as Velero's do:
@@ -453,6 +455,8 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		{bad("policy", func(s *salvorv1.ScheduleSpec) { s.ConcurrencyPolicy = "Sometimes" }), `spec.concurrencyPolicy "Sometimes": must be Forbid, Allow or Replace`},
 		{bad("no-such-resource", func(s *salvorv1.ScheduleSpec) { s.Template.IncludedResources = []string{"nosuchthing"} }), "spec.template: includedResources"},
 		{bad("no-such-location", func(s *salvorv1.ScheduleSpec) { s.Template.StorageLocation = "elsewhere" }), `spec.template: backup storage location "elsewhere" does not exist`},
+		{bad("no-such-snapshot-location", func(s *salvorv1.ScheduleSpec) { s.Template.VolumeSnapshotLocations = []string{"aws-west"} }),
+			`spec.template: volume snapshot location "aws-west" does not exist in namespace salvor`},
 	} {
 		c.create(t, tc.s)
 		eventually(t, tc.s.Name+" FailedValidation", 30*time.Second, func() (bool, string) {

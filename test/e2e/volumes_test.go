@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -821,5 +822,59 @@ func TestLongNamesBackUpAndRestore(t *testing.T) {
 		if r.Spec.BackupName == longest && (len(r.Name) != 253 || !strings.HasPrefix(r.Name, longest[:238]+"-")) {
 			t.Errorf("restore of a 253-character backup named %q", r.Name)
 		}
+	}
+}
+
+// TestBackupNamesItsSnapshotLocation: a backup naming a location
+// (--volume-snapshot-locations, Velero's spec.volumeSnapshotLocations)
+// snapshots through it, not the default; one that does not exist, or two,
+// fail validation before anything is taken.
+func TestBackupNamesItsSnapshotLocation(t *testing.T) {
+	c, _, _, defaultDir := withLocalVolumes(t, "")
+	secondDir := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "second", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+secondDir)
+	data := volume(t, 3, 1<<16)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vsl"}})
+	c.create(t, hostPathVolume("vsl-pv", data, "vsl", "claim")...)
+
+	c.mustSalvor(t, "backup", "create", "to-second", "--include-namespaces", "vsl", "--volume-snapshot-locations", "second", "--wait")
+	b := c.getBackup(t, "to-second")
+	if b.Status.VolumeSnapshotsCompleted != 1 || !slices.Equal(b.Spec.VolumeSnapshotLocations, []string{"second"}) {
+		t.Fatalf("backup to-second: spec %v, status %+v", b.Spec.VolumeSnapshotLocations, b.Status)
+	}
+	if len(treeSums(t, defaultDir)) != 0 || len(treeSums(t, secondDir)) == 0 {
+		t.Errorf("the snapshot is not (only) in the named location: default %v, second %v", treeSums(t, defaultDir), treeSums(t, secondDir))
+	}
+	if out := c.mustSalvor(t, "describe", "backup", "to-second"); !strings.Contains(out, "Snapshot location: second") {
+		t.Errorf("describe:\n%s", out)
+	}
+	// It restores from there (the default location has nothing).
+	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "to-second", "--namespace-mappings", "vsl:vsl2", "--wait")
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vsl2", Name: "claim"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || !maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
+		t.Errorf("the volume restored from location second (%q): %v", claim.Spec.VolumeName, err)
+	}
+
+	for name, tc := range map[string]struct{ flag, want string }{
+		"to-nowhere": {"aws-west", `volume snapshot location "aws-west" does not exist in namespace salvor`},
+		"to-both":    {"local,second", "spec.volumeSnapshotLocations names 2 locations (local, second): Salvor snapshots a backup's volumes through one"},
+	} {
+		if out, err := c.salvor(t, "backup", "create", name, "--include-namespaces", "vsl", "--volume-snapshot-locations", tc.flag, "--wait"); err == nil {
+			t.Errorf("backup %s: no error\n%s", name, out)
+		}
+		b := c.waitBackup(t, name, salvorv1.BackupPhaseFailedValidation)
+		if !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), tc.want) {
+			t.Errorf("backup %s: validation errors %q, want %q", name, b.Status.ValidationErrors, tc.want)
+		}
+	}
+	// Named twice is named once.
+	c.mustSalvor(t, "backup", "create", "to-local", "--include-namespaces", "vsl", "--volume-snapshot-locations", "local,local", "--wait")
+	if len(treeSums(t, defaultDir)) == 0 {
+		t.Error("backup to-local left nothing in location local")
 	}
 }

@@ -34,6 +34,7 @@ type SpecFlags struct {
 	storageLocation                      string
 	ttl, itemOperationTimeout, timeout   time.Duration
 	snapshotVolumes                      string
+	volumeSnapshotLocations              []string
 	strict                               bool
 	// Labels and Annotations go on the object made (a schedule passes its
 	// own to its backups, as Velero's do).
@@ -115,6 +116,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole backup (default: none)")
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
+	f.StringSliceVar(&o.volumeSnapshotLocations, "volume-snapshot-locations", nil, "the volume snapshot location to snapshot volumes through (default: the one marked default, or the only one)")
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
 	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
@@ -122,7 +124,8 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 
 // specFlagNames are the flags AddFlags binds.
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
-	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes", "strict"}
+	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
+	"volume-snapshot-locations", "strict"}
 
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
@@ -147,6 +150,8 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 		ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
 		Timeout:              metav1.Duration{Duration: o.timeout},
 		Strict:               o.strict,
+
+		VolumeSnapshotLocations: o.volumeSnapshotLocations,
 	}
 	var err error
 	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {

@@ -70,6 +70,12 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	SnapshotVolumes *bool `json:"snapshotVolumes,omitempty"`
+	// VolumeSnapshotLocations names the VolumeSnapshotLocation that
+	// snapshots the backup's volumes (Velero's field); empty means the
+	// default one, or the only one. Salvor snapshots a backup through one
+	// location: naming more than one fails validation.
+	// +optional
+	VolumeSnapshotLocations []string `json:"volumeSnapshotLocations,omitempty"`
 }
 
 // BackupProgress counts items.
