@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -428,5 +430,74 @@ func TestUninstallKeepsBackups(t *testing.T) {
 	gone("backup kept", b)
 	if !whole("kept") {
 		t.Fatal("deleting Salvor's namespace deleted backup kept's files")
+	}
+}
+
+// TestDeleteByAllAndSelector: Velero's `delete --all` and `--selector` on
+// backups, restores and schedules. From a script they need --confirm (a
+// mistaken one deletes much and names nothing); with it they delete what
+// they select and nothing else, and a backup deleted so loses its files.
+func TestDeleteByAllAndSelector(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "del"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "del"}})
+	for _, b := range []struct{ name, team string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}} {
+		c.mustSalvor(t, "backup", "create", b.name, "--include-namespaces", "del", "--labels", "team="+b.team, "--wait")
+	}
+	c.mustSalvor(t, "restore", "create", "r1", "--from-backup", "b1", "--namespace-mappings", "del:del-r1", "--wait")
+	c.mustSalvor(t, "restore", "create", "r2", "--from-backup", "b1", "--namespace-mappings", "del:del-r2", "--wait")
+	c.mustSalvor(t, "schedule", "create", "s1", "--schedule", "@daily", "--include-namespaces", "del", "--skip-immediately")
+	names := func(list client.ObjectList) []string {
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor")); err != nil {
+			t.Fatal(err)
+		}
+		objs, _ := meta.ExtractList(list)
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.(client.Object).GetName())
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	for _, args := range [][]string{{"backup", "delete", "-l", "team=a"}, {"delete", "backups", "--all"}, {"restore", "delete", "--all"}} {
+		out, err := c.salvor(t, args...)
+		if err == nil || !strings.Contains(out, "without naming them; give --confirm to do so from a script") {
+			t.Errorf("salvor %s without --confirm: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, args := range [][]string{{"backup", "delete", "a1", "--all"}, {"backup", "delete"}} {
+		if out, err := c.salvor(t, args...); err == nil || !strings.Contains(out, "give the names of the backups to delete, --all, or --selector: one of them") {
+			t.Errorf("salvor %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if got := names(&salvorv1.BackupList{}); !slices.Equal(got, []string{"a1", "a2", "b1"}) {
+		t.Fatalf("backups after refused deletes: %v", got)
+	}
+
+	c.mustSalvor(t, "backup", "delete", "--selector", "team=a", "--confirm")
+	eventually(t, "team a's backups deleted", time.Minute, func() (bool, string) {
+		got := names(&salvorv1.BackupList{})
+		return slices.Equal(got, []string{"b1"}), fmt.Sprint(got)
+	})
+	store := openStore(t, cfg)
+	for name, want := range map[string]bool{"a1": false, "a2": false, "b1": true} {
+		if has, err := store.HasBackup(context.Background(), name); err != nil || has != want {
+			t.Errorf("backup %s in the bucket: %v (%v), want %v", name, has, err, want)
+		}
+	}
+	if out := c.mustSalvor(t, "backup", "delete", "-l", "team=none"); !strings.Contains(out, "No backups to delete.") {
+		t.Errorf("deleting by a selector matching nothing: %s", out)
+	}
+	c.mustSalvor(t, "delete", "restores", "--all", "--confirm")
+	c.mustSalvor(t, "schedule", "delete", "--all", "--confirm")
+	if r, s := names(&salvorv1.RestoreList{}), names(&salvorv1.ScheduleList{}); len(r) != 0 || len(s) != 0 {
+		t.Errorf("after --all: restores %v, schedules %v", r, s)
+	}
+	if got := names(&salvorv1.BackupList{}); !slices.Equal(got, []string{"b1"}) {
+		t.Errorf("backups after deleting restores and schedules: %v", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
-	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -45,5 +44,5 @@ backup synced into other clusters disappears from them at their next sync.`,
 			})
 		}),
 	}
-	return output.AskBeforeDelete(cmd, "Delete backup %s and its files in object storage?")
+	return kube.Deletes(cmd, k, "backup", &salvorv1.BackupList{}, "Delete backup %s and its files in object storage?")
 }

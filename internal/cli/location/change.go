@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
-	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -130,5 +129,5 @@ pointing at the same bucket and prefix is created again and syncs them.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete a location even though backups in the cluster are stored in it")
-	return output.AskBeforeDelete(cmd, "Delete backup storage location %s?")
+	return kube.Deletes(cmd, k, "backup storage location", &salvorv1.BackupStorageLocationList{}, "Delete backup storage location %s?")
 }

@@ -7,24 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
-
-// AskBeforeDelete gives a delete command Velero's --confirm and, without
-// it on a terminal, the question (a format taking the names given) asked
-// before the command runs; the answer no deletes nothing.
-func AskBeforeDelete(cmd *cobra.Command, question string) *cobra.Command {
-	confirm := cmd.Flags().Bool("confirm", false, "delete without asking")
-	cmd.Long += "\n\nOn a terminal it asks first; --confirm (Velero's flag) does not ask."
-	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if !Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), *confirm, fmt.Sprintf(question, strings.Join(args, ", "))) {
-			return fmt.Errorf("nothing deleted")
-		}
-		return nil
-	}
-	return cmd
-}
 
 // Confirmed tells whether to go on with what question asks about: yes when
 // the user gave --confirm (confirmed), or when there is no terminal to ask
@@ -33,10 +17,16 @@ func Confirmed(in io.Reader, out io.Writer, confirmed bool, question string) boo
 	if confirmed {
 		return true
 	}
-	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+	if !Terminal(in) {
 		return true
 	}
 	return Ask(in, out, question)
+}
+
+// Terminal tells whether in is a terminal someone can answer on.
+func Terminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // Ask prints question and tells whether the answer read from in is yes.

@@ -403,5 +403,5 @@ restores/NAME/). A restore still running is refused: cancel it first
 			})
 		}),
 	}
-	return output.AskBeforeDelete(cmd, "Delete restore %s?")
+	return kube.Deletes(cmd, k, "restore", &salvorv1.RestoreList{}, "Delete restore %s?")
 }

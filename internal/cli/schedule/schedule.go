@@ -222,7 +222,7 @@ deleted with it, files and all.`,
 			})
 		}),
 	}
-	return output.AskBeforeDelete(cmd, "Delete schedule %s?")
+	return kube.Deletes(cmd, k, "schedule", &salvorv1.ScheduleList{}, "Delete schedule %s?")
 }
 
 func newDescribe(k *kube.Options) *cobra.Command {

@@ -198,5 +198,5 @@ leaves their snapshots behind (create the location again to delete them).`,
 		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete even though backups with volume snapshots are in the cluster")
-	return output.AskBeforeDelete(cmd, "Delete volume snapshot location %s?")
+	return kube.Deletes(cmd, k, "volume snapshot location", &salvorv1.VolumeSnapshotLocationList{}, "Delete volume snapshot location %s?")
 }
