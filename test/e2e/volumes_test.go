@@ -103,6 +103,21 @@ func withLocalVolumes(t *testing.T, config string, serverArgs ...string) (*clust
 	return c, minio, cfg, snapshots
 }
 
+// checkClaimData checks that a restored claim's host-path volume holds
+// the files want sums.
+func (c *cluster) checkClaimData(t *testing.T, namespace, name string, want map[string]string) {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, claim); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || pv.Spec.HostPath == nil ||
+		!maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
+		t.Errorf("the volume %q restored for claim %s/%s does not hold the backed-up files: %v", claim.Spec.VolumeName, namespace, name, err)
+	}
+}
+
 // treeSums is the SHA-256 of every file under dir, by relative path: what
 // "the same bytes" means for a volume.
 func treeSums(t *testing.T, dir string) map[string]string {
@@ -794,14 +809,7 @@ func TestLongNamesBackUpAndRestore(t *testing.T) {
 		cm.Labels[salvorv1.BackupNameLabel] != salvorv1.LabelValue(name) || cm.Labels[salvorv1.RestoreNameLabel] != salvorv1.LabelValue(rs.Name) {
 		t.Errorf("restored ConfigMap: labels %v, %v", cm.Labels, err)
 	}
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "copy", Name: "claim"}, claim); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || !maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
-		t.Errorf("the restored volume %q: %v", claim.Spec.VolumeName, err)
-	}
+	c.checkClaimData(t, "copy", "claim", want)
 	for _, args := range [][]string{{"backup", "describe", name, "--details"}, {"restore", "describe", rs.Name, "--details"}} {
 		if out := c.mustSalvor(t, args...); strings.Contains(out, "not available") || !strings.Contains(out, "Completed") {
 			t.Errorf("salvor %s:\n%s", strings.Join(args, " "), out)
@@ -851,14 +859,7 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	}
 	// It restores from there (the default location has nothing).
 	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "to-second", "--namespace-mappings", "vsl:vsl2", "--wait")
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vsl2", Name: "claim"}, claim); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := c.client.Get(context.Background(), client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil || !maps.Equal(treeSums(t, pv.Spec.HostPath.Path), want) {
-		t.Errorf("the volume restored from location second (%q): %v", claim.Spec.VolumeName, err)
-	}
+	c.checkClaimData(t, "vsl2", "claim", want)
 
 	for name, tc := range map[string]struct{ flag, want string }{
 		"to-nowhere": {"aws-west", `volume snapshot location "aws-west" does not exist in namespace salvor`},
