@@ -165,27 +165,20 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // pickScheduleBackup fills in a restore's backupName with its schedule's
-// newest Completed backup (by start time, as Velero picks it) — labelled
-// with Salvor's or Velero's schedule label, so a schedule's backups synced
-// from a Velero location count too — and records it in the spec. It
-// returns what to fix when there is none.
+// newest Completed backup (salvorv1.NewestBackup) — labelled with Salvor's
+// or Velero's schedule label, so a schedule's backups synced from a Velero
+// location count too — and records it in the spec. It returns what to fix
+// when there is none.
 func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1.Restore) (string, error) {
-	var newest *salvorv1.Backup
+	var backups []salvorv1.Backup
 	for _, label := range []string{salvorv1.ScheduleNameLabel, salvorv1.VeleroScheduleNameLabel} {
 		list := &salvorv1.BackupList{}
 		if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace), client.MatchingLabels{label: rs.Spec.ScheduleName}); err != nil {
 			return "", err
 		}
-		for i := range list.Items {
-			b := &list.Items[i]
-			if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.DeletionTimestamp != nil {
-				continue
-			}
-			if newest == nil || newer(b, newest) {
-				newest = b
-			}
-		}
+		backups = append(backups, list.Items...)
 	}
+	newest := salvorv1.NewestBackup(backups, salvorv1.BackupPhaseCompleted)
 	if newest == nil {
 		return fmt.Sprintf("schedule %q has no Completed backup to restore (salvor backup get -l %s=%s lists its backups)",
 			rs.Spec.ScheduleName, salvorv1.ScheduleNameLabel, rs.Spec.ScheduleName), nil
@@ -199,24 +192,6 @@ func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1
 	rs.Status = status
 	r.Log.Info("restoring the schedule's newest Completed backup", "restore", rs.Name, "schedule", rs.Spec.ScheduleName, "backup", newest.Name)
 	return "", nil
-}
-
-// newer tells whether backup a started after b. Start times are kept to
-// the second, so two backups can tie; the later name then wins, as a
-// schedule names its backups <schedule>-<YYYYMMDDhhmmss>.
-func newer(a, b *salvorv1.Backup) bool {
-	if sa, sb := started(a), started(b); !sa.Equal(sb) {
-		return sa.After(sb)
-	}
-	return a.Name > b.Name
-}
-
-// started is when a backup started (its creation, for one that records none).
-func started(b *salvorv1.Backup) time.Time {
-	if b.Status.StartTimestamp != nil {
-		return b.Status.StartTimestamp.Time
-	}
-	return b.CreationTimestamp.Time
 }
 
 // unreadable says why a backup of an encrypted location cannot be read

@@ -786,8 +786,10 @@ func TestNamespaceBackupKeepsItsCRDs(t *testing.T) {
 // disaster-recovery runbook says it (Velero's --from-schedule and
 // scheduleName): the server picks the newest Completed backup labelled
 // with the schedule — a newer failed one is passed over — and records it
-// in the restore's backupName. A schedule without a Completed backup fails
-// validation saying so; the CLI takes a backup or a schedule, not both.
+// in the restore's backupName; with --allow-partially-failed (Velero's) a
+// newer PartiallyFailed one is picked. A schedule without a Completed
+// backup fails validation saying so; the CLI takes a backup or a schedule,
+// not both.
 func TestRestoreFromSchedule(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -826,6 +828,28 @@ func TestRestoreFromSchedule(t *testing.T) {
 	}
 	if out := c.mustSalvor(t, "restore", "describe", "latest"); !strings.Contains(out, "Backup:       nightly-2") || !strings.Contains(out, "Schedule:     nightly") {
 		t.Errorf("describe:\n%s", out)
+	}
+
+	// Velero's --allow-partially-failed: a newer PartiallyFailed backup is
+	// picked only when asked for.
+	backup("nightly-4", "partial", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}}, salvorv1.BackupPhaseCompleted)
+	partial := c.getBackup(t, "nightly-4")
+	partial.Status.Phase, partial.Status.Errors = salvorv1.BackupPhasePartiallyFailed, 1
+	if err := c.client.Status().Update(context.Background(), partial); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "restore", "create", "still-complete", "--from-schedule", "nightly", "--namespace-mappings", "app:app3", "--wait")
+	c.mustSalvor(t, "restore", "create", "with-partial", "--from-schedule", "nightly", "--allow-partially-failed", "--namespace-mappings", "app:app4", "--wait")
+	for name, want := range map[string]string{"still-complete": "nightly-2", "with-partial": "nightly-4"} {
+		if rs := c.getRestore(t, name); rs.Spec.BackupName != want || rs.Spec.ScheduleName != "nightly" {
+			t.Errorf("restore %s from the schedule: backup %q schedule %q, want backup %s", name, rs.Spec.BackupName, rs.Spec.ScheduleName, want)
+		}
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app4", Name: "settings"}, got); err != nil || got.Data["v"] != "partial" {
+		t.Errorf("restored from the schedule's newest PartiallyFailed backup: %v, %v", got.Data, err)
+	}
+	if out, err := c.salvor(t, "restore", "create", "--from-backup", "nightly-1", "--allow-partially-failed"); err == nil || !strings.Contains(out, "--allow-partially-failed is for --from-schedule") {
+		t.Errorf("--allow-partially-failed with --from-backup: %v\n%s", err, out)
 	}
 
 	_, _ = c.salvor(t, "restore", "create", "none", "--from-schedule", "weekly")

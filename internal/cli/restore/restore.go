@@ -42,6 +42,7 @@ type createOptions struct {
 	wait                                 bool
 	strict                               bool
 	dryRun                               bool
+	allowPartiallyFailed                 bool
 	labels, annotations                  map[string]string
 }
 
@@ -116,9 +117,19 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 				rs.Spec.RestorePVs = &v
 			}
+			if o.allowPartiallyFailed && o.schedule == "" {
+				return fmt.Errorf("--allow-partially-failed is for --from-schedule: a backup given with --from-backup is restored whether Completed or PartiallyFailed")
+			}
 			c, err := k.Client()
 			if err != nil {
 				return err
+			}
+			if o.allowPartiallyFailed {
+				// As Velero's CLI does: pick here, and name the backup; with
+				// none to pick, the server judges the schedule as usual.
+				if rs.Spec.BackupName, err = newestOfSchedule(cmd.Context(), c, k.Namespace, o.schedule); err != nil {
+					return err
+				}
 			}
 			if err := c.Create(cmd.Context(), rs); err != nil {
 				return fmt.Errorf("creating restore %s: %w", name, err)
@@ -144,6 +155,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.backup, "from-backup", "", "the backup to restore")
 	f.BoolVar(&o.preserveNodePorts, "preserve-nodeports", false, "keep every Service node port the backup holds (default: keep those someone set, let the cluster assign the others)")
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
+	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore, names or patterns such as app-* (default: all in the backup)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out, names or patterns")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to restore (default: all)")
@@ -404,4 +416,21 @@ restores/NAME/). A restore still running is refused: cancel it first
 		}),
 	}
 	return kube.Deletes(cmd, k, "restore", &salvorv1.RestoreList{}, "Delete restore %s?")
+}
+
+// newestOfSchedule names a schedule's newest Completed or PartiallyFailed
+// backup, by Salvor's schedule label or Velero's; "" if it has none.
+func newestOfSchedule(ctx context.Context, c client.Client, namespace, schedule string) (string, error) {
+	var backups []salvorv1.Backup
+	for _, label := range []string{salvorv1.ScheduleNameLabel, salvorv1.VeleroScheduleNameLabel} {
+		list := &salvorv1.BackupList{}
+		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{label: schedule}); err != nil {
+			return "", fmt.Errorf("listing schedule %s's backups: %w", schedule, err)
+		}
+		backups = append(backups, list.Items...)
+	}
+	if b := salvorv1.NewestBackup(backups, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed); b != nil {
+		return b.Name, nil
+	}
+	return "", nil
 }
