@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,7 +74,11 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.Create(cmd.Context(), b); err != nil {
+			velero, err := o.VeleroFields()
+			if err != nil {
+				return err
+			}
+			if err := kube.CreateWith(cmd.Context(), c, b, velero, "spec"); err != nil {
 				return fmt.Errorf("creating backup %s: %w", args[0], err)
 			}
 			out := cmd.OutOrStdout()
@@ -120,6 +125,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
 	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
+	addVeleroFlags(f)
 }
 
 // specFlagNames are the flags AddFlags binds.
@@ -130,7 +136,11 @@ var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "includ
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
 	var out []string
-	for _, n := range specFlagNames {
+	names := slices.Clone(specFlagNames)
+	for _, v := range veleroFlags {
+		names = append(names, v.flag)
+	}
+	for _, n := range names {
 		if o.flags != nil && o.flags.Changed(n) {
 			out = append(out, "--"+n)
 		}

@@ -64,11 +64,15 @@ deletes its newest Completed backup. See docs/schedules.md.`,
 			if err != nil {
 				return err
 			}
+			velero, err := o.VeleroFields()
+			if err != nil {
+				return err
+			}
 			c, err := k.Client()
 			if err != nil {
 				return err
 			}
-			if err := c.Create(cmd.Context(), s); err != nil {
+			if err := kube.CreateWith(cmd.Context(), c, s, velero, "spec", "template"); err != nil {
 				return fmt.Errorf("creating schedule %s: %w", args[0], err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q created. Run `salvor schedule describe %s` to see its next runs.\n", args[0], args[0])
