@@ -136,7 +136,7 @@ func ordered(s string) (any, error) {
 	for _, entry := range strings.Split(s, ";") {
 		kind, names, ok := strings.Cut(entry, "=")
 		if !ok || kind == "" || names == "" {
-			return nil, fmt.Errorf("want RESOURCE=NS/NAME,...;RESOURCE=...")
+			return nil, fmt.Errorf("want RESOURCE=NS/NAME,NS/NAME;RESOURCE=NS/NAME")
 		}
 		out[kind] = names
 	}
