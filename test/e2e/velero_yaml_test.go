@@ -148,31 +148,41 @@ spec:
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop-copy", Name: "web"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("the tuned restore did not restore the ConfigMap: %v", err)
-
-		// Velero's flags for those fields (a runbook's velero backup create
-		// line): judged as the YAML is, never an unknown flag nor dropped.
-		c.mustSalvor(t, "backup", "create", "by-flags", "--include-namespaces", "shop", "--selector", "app=web",
-			"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--snapshot-move-data=false", "--wait")
-		if b := c.getBackup(t, "by-flags"); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
-			fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout defaultVolumesToFsBackup snapshotMoveData]" {
-			t.Errorf("backup by Velero's flags: %s, ignored %v", b.Status.Phase, b.Status.IgnoredFields)
-		}
-		if out, err := c.salvor(t, "create", "backup", "either-by-flags", "--include-namespaces", "shop", "--or-selector", "app=web or app=db", "--wait"); err == nil {
-			t.Errorf("backup with --or-selector: no error\n%s", out)
-		}
-		if b := c.waitBackup(t, "either-by-flags", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), "spec.orLabelSelectors: Salvor selects by one labelSelector") {
-			t.Errorf("backup with --or-selector: %q", b.Status.ValidationErrors)
-		}
-		c.mustSalvor(t, "schedule", "create", "by-flags", "--schedule", "@daily", "--include-namespaces", "shop", "--snapshot-move-data", "--skip-immediately")
-		eventually(t, "the schedule made with Velero's flags judged", 30*time.Second, func() (bool, string) {
-			s := c.schedule(t, "by-flags")
-			return s.Status.Phase == salvorv1.SchedulePhaseEnabled && fmt.Sprint(s.Status.IgnoredFields) == "[snapshotMoveData]", fmt.Sprintf("%+v", s.Status)
-		})
-		if out, err := c.salvor(t, "backup", "create", "from-it", "--from-schedule", "by-flags", "--data-mover", "x"); err == nil || !strings.Contains(out, "leave out --data-mover") {
-			t.Errorf("--from-schedule with a Velero flag: %v\n%s", err, out)
-		}
 	}
 	if out := c.mustSalvor(t, "restore", "describe", "tuned"); !strings.Contains(out, "Ignored:      uploaderConfig (Velero's") {
 		t.Errorf("restore describe does not list the ignored field:\n%s", out)
+	}
+
+	// Velero's flags for those fields (a runbook's velero backup create
+	// line): judged as the YAML is, never an unknown flag nor dropped.
+	c.mustSalvor(t, "backup", "create", "by-flags", "--include-namespaces", "shop", "--selector", "app=web",
+		"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--snapshot-move-data=false", "--wait")
+	if b := c.getBackup(t, "by-flags"); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
+		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout defaultVolumesToFsBackup snapshotMoveData]" {
+		t.Errorf("backup by Velero's flags: %s, ignored %v", b.Status.Phase, b.Status.IgnoredFields)
+	}
+	if out, err := c.salvor(t, "create", "backup", "either-by-flags", "--include-namespaces", "shop", "--or-selector", "app=web or app=db", "--wait"); err == nil {
+		t.Errorf("backup with --or-selector: no error\n%s", out)
+	}
+	if b := c.waitBackup(t, "either-by-flags", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), "spec.orLabelSelectors: Salvor selects by one labelSelector") {
+		t.Errorf("backup with --or-selector: %q", b.Status.ValidationErrors)
+	}
+	c.mustSalvor(t, "schedule", "create", "by-flags", "--schedule", "@daily", "--include-namespaces", "shop", "--snapshot-move-data", "--skip-immediately")
+	eventually(t, "the schedule made with Velero's flags judged", 30*time.Second, func() (bool, string) {
+		s := c.schedule(t, "by-flags")
+		return s.Status.Phase == salvorv1.SchedulePhaseEnabled && fmt.Sprint(s.Status.IgnoredFields) == "[snapshotMoveData]", fmt.Sprintf("%+v", s.Status)
+	})
+	if out, err := c.salvor(t, "backup", "create", "from-it", "--from-schedule", "by-flags", "--data-mover", "x"); err == nil || !strings.Contains(out, "leave out --data-mover") {
+		t.Errorf("--from-schedule with a Velero flag: %v\n%s", err, out)
+	}
+	c.mustSalvor(t, "restore", "create", "by-flags", "--from-backup", "by-flags", "--namespace-mappings", "shop:shop-flags",
+		"--parallel-files-download", "4", "--write-sparse-files", "--wait")
+	if rs := c.getRestore(t, "by-flags"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || fmt.Sprint(rs.Status.IgnoredFields) != "[uploaderConfig]" {
+		t.Errorf("restore by Velero's flags: %s %q, ignored %v", rs.Status.Phase, rs.Status.ValidationErrors, rs.Status.IgnoredFields)
+	}
+	_, _ = c.salvor(t, "restore", "create", "with-status", "--from-backup", "by-flags", "--status-include-resources", "deployments.apps")
+	if rs := c.waitRestore(t, "with-status", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.restoreStatus: Salvor restores no item's status") {
+		t.Errorf("restore with --status-include-resources: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -125,7 +125,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
 	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
-	addVeleroFlags(f)
+	veleroflag.Add(f, veleroFlags)
 }
 
 // specFlagNames are the flags AddFlags binds.
@@ -136,14 +136,13 @@ var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "includ
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
 	var out []string
-	names := slices.Clone(specFlagNames)
-	for _, v := range veleroFlags {
-		names = append(names, v.flag)
-	}
-	for _, n := range names {
+	for _, n := range specFlagNames {
 		if o.flags != nil && o.flags.Changed(n) {
 			out = append(out, "--"+n)
 		}
+	}
+	if o.flags != nil {
+		out = append(out, veleroflag.Given(o.flags, veleroFlags)...)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -131,7 +132,11 @@ func newCreate(k *kube.Options) *cobra.Command {
 					return err
 				}
 			}
-			if err := c.Create(cmd.Context(), rs); err != nil {
+			velero, err := veleroflag.Fields(cmd.Flags(), veleroFlags)
+			if err != nil {
+				return err
+			}
+			if err := kube.CreateWith(cmd.Context(), c, rs, velero, "spec"); err != nil {
 				return fmt.Errorf("creating restore %s: %w", name, err)
 			}
 			out := cmd.OutOrStdout()
@@ -155,6 +160,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.backup, "from-backup", "", "the backup to restore")
 	f.BoolVar(&o.preserveNodePorts, "preserve-nodeports", false, "keep every Service node port the backup holds (default: keep those someone set, let the cluster assign the others)")
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
+	veleroflag.Add(f, veleroFlags)
 	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore, names or patterns such as app-* (default: all in the backup)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out, names or patterns")

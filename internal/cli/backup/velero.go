@@ -1,0 +1,38 @@
+package backup
+
+import "github.com/salvor-dev/salvor/internal/cli/veleroflag"
+
+// veleroFlags are the flags of `velero backup create` (and `velero
+// schedule create`) for fields Salvor's BackupSpec has not.
+var veleroFlags = []veleroflag.Flag{
+	{Name: "csi-snapshot-timeout", Path: []string{"csiSnapshotTimeout"}, Value: veleroflag.Duration,
+		Usage: "Velero's; Salvor bounds CSI snapshots by --item-operation-timeout (kept, listed as ignored)"},
+	{Name: "default-volumes-to-fs-backup", Path: []string{"defaultVolumesToFsBackup"}, Value: veleroflag.Bool, Bool: true,
+		Usage: "Velero's; Salvor has no file-system backup (kept, listed as ignored)"},
+	{Name: "snapshot-move-data", Path: []string{"snapshotMoveData"}, Value: veleroflag.Bool, Bool: true,
+		Usage: "Velero's; Salvor has no data mover (kept, listed as ignored)"},
+	{Name: "data-mover", Path: []string{"datamover"}, Value: veleroflag.Text,
+		Usage: "Velero's; Salvor has no data mover (kept, listed as ignored)"},
+	{Name: "parallel-files-upload", Path: []string{"uploaderConfig", "parallelFilesUpload"}, Value: veleroflag.Int,
+		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
+	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
+		Usage: "Velero's; Salvor has no resource policies: the backup fails validation"},
+	{Name: "or-selector", Path: []string{"orLabelSelectors"}, Value: veleroflag.OrSelectors,
+		Usage: "Velero's; Salvor selects by one --selector: the backup fails validation"},
+	{Name: "ordered-resources", Path: []string{"orderedResources"}, Value: veleroflag.Ordered,
+		Usage: "Velero's; Salvor writes items in its own order: the backup fails validation"},
+	{Name: "include-cluster-scoped-resources", Path: []string{"includedClusterScopedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; use --include-resources and --include-cluster-resources: the backup fails validation"},
+	{Name: "exclude-cluster-scoped-resources", Path: []string{"excludedClusterScopedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; use --exclude-resources: the backup fails validation"},
+	{Name: "include-namespace-scoped-resources", Path: []string{"includedNamespaceScopedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; use --include-resources: the backup fails validation"},
+	{Name: "exclude-namespace-scoped-resources", Path: []string{"excludedNamespaceScopedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; use --exclude-resources: the backup fails validation"},
+}
+
+// VeleroFields are the fields Velero's flags given set, by their dotted
+// path under the spec (a Schedule's: under spec.template).
+func (o *SpecFlags) VeleroFields() (map[string]any, error) {
+	return veleroflag.Fields(o.flags, veleroFlags)
+}

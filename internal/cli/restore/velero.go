@@ -1,0 +1,22 @@
+package restore
+
+import "github.com/salvor-dev/salvor/internal/cli/veleroflag"
+
+// veleroFlags are the flags of `velero restore create` for fields
+// Salvor's RestoreSpec has not.
+var veleroFlags = []veleroflag.Flag{
+	{Name: "write-sparse-files", Path: []string{"uploaderConfig", "writeSparseFiles"}, Value: veleroflag.Bool, Bool: true,
+		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
+	{Name: "parallel-files-download", Path: []string{"uploaderConfig", "parallelFilesDownload"}, Value: veleroflag.Int,
+		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
+	{Name: "or-selector", Path: []string{"orLabelSelectors"}, Value: veleroflag.OrSelectors,
+		Usage: "Velero's; Salvor selects by one --selector: the restore fails validation"},
+	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
+		Usage: "Velero's; Salvor has no resource policies: the restore fails validation"},
+	{Name: "resource-modifier-configmap", Path: []string{"resourceModifier"}, Value: veleroflag.ConfigMap,
+		Usage: "Velero's; Salvor has no resource modifiers: the restore fails validation"},
+	{Name: "status-include-resources", Path: []string{"restoreStatus", "includedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; Salvor restores no item's status: the restore fails validation"},
+	{Name: "status-exclude-resources", Path: []string{"restoreStatus", "excludedResources"}, Value: veleroflag.List,
+		Usage: "Velero's; Salvor restores no item's status: the restore fails validation"},
+}
