@@ -120,10 +120,15 @@ func TestHelmChart(t *testing.T) {
 				"--replicas", "2", "--leader-elect=false", "--server-cpu-request", "250m", "--server-memory-request", "256Mi",
 				"--server-cpu-limit", "2", "--server-memory-limit", "2Gi", "--spool-size", "20Gi", "--test-restores",
 				"--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
-				"--config", "region=minio,s3ForcePathStyle=true,s3Url=" + minio.Endpoint, "--secret-file", creds},
+				"--config", "region=minio,s3ForcePathStyle=true,s3Url=" + minio.Endpoint, "--secret-file", creds,
+				"--sa-annotations", "eks.amazonaws.com/role-arn=arn:aws:iam::1:role/backup", "--pod-labels", "team=platform",
+				"--pod-annotations", "example.io/note=hi", "--snapshot-location-config", "region=minio"},
 			helm: []string{"-f", writeValues(t, map[string]any{
 				"image": map[string]any{"repository": "example.io/salvor", "tag": "v9"}, "plugins": []string{"example.io/a:1", "example.io/b:2"},
-				"serviceAccount": map[string]any{"name": "backup-sa"}, "replicas": 2, "leaderElection": false,
+				"serviceAccount": map[string]any{"name": "backup-sa", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/backup"}},
+				"podLabels":      map[string]any{"team": "platform"}, "podAnnotations": map[string]any{"example.io/note": "hi"},
+				"volumeSnapshotLocation": map[string]any{"provider": "salvor.dev/s3", "config": map[string]any{"region": "minio"}},
+				"replicas":               2, "leaderElection": false,
 				"resources":    map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"cpu": "2", "memory": "2Gi"}},
 				"spool":        map[string]any{"sizeLimit": "20Gi"},
 				"testRestores": map[string]any{"enabled": true},
@@ -188,6 +193,7 @@ func TestHelmChart(t *testing.T) {
 	for _, bad := range []struct{ set, says string }{
 		{"backupStorageLocation.provider=salvor.dev/s3", "provider and bucket go together"},
 		{"credentials.existingSecret=a,credentials.secretContents.cloud=x", "not both"},
+		{"podLabels.app\\.kubernetes\\.io/name=x", "podLabels app.kubernetes.io/name: Salvor's own label"},
 	} {
 		if _, err := c.helmErr(t, "template", "salvor", chart, "--namespace", "salvor", "--set", bad.set); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("helm template --set %s: %v", bad.set, err)

@@ -47,6 +47,16 @@ type Options struct {
 	TestRestores   bool
 	DryRun         bool
 	Output         string
+	// Velero's install flags.
+	SAAnnotations      map[string]string
+	PodAnnotations     map[string]string
+	PodLabels          map[string]string
+	SnapshotConfig     map[string]string
+	UseVolumeSnapshots *bool // nil: as --snapshot-location-config says
+	NoDefaultLocation  bool
+	NoSecret           bool
+	CACertFile         string
+	CRDsOnly           bool
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
 	// the cluster's discovery).
 	ServerRules []rbacv1.PolicyRule
@@ -109,6 +119,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
+	o.addVeleroFlags(cmd)
 	return cmd
 }
 
@@ -141,8 +152,11 @@ const (
 
 // Manifests returns the objects to install, in the order to apply them.
 func Manifests(o Options) ([]*unstructured.Unstructured, error) {
-	if (o.Provider == "") != (o.Bucket == "") {
-		return nil, fmt.Errorf("--provider and --bucket go together: give both for a default location, or neither")
+	if err := o.checkVelero(); err != nil {
+		return nil, err
+	}
+	if o.CRDsOnly {
+		return crds()
 	}
 	if len(o.ServerRules) == 0 {
 		return nil, fmt.Errorf("no rules for the server's role: they come from the cluster's discovery (DiscoverServerRules)")
@@ -182,7 +196,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	}
 	typed := []any{
 		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
-		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels, Annotations: o.SAAnnotations}},
 		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels}, Rules: o.ServerRules},
 		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "salvor-server-" + ns},
@@ -199,7 +213,8 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 				Replicas: &o.Replicas,
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(MetricsPort), "prometheus.io/scheme": "https"}},
+					ObjectMeta: metav1.ObjectMeta{Labels: merged(labels, o.PodLabels),
+						Annotations: merged(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(MetricsPort), "prometheus.io/scheme": "https"}, o.PodAnnotations)},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: sa,
 						InitContainers:     inits,
@@ -248,12 +263,27 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{CredentialsKey: data}})
 		credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: CredentialsSecret}, Key: CredentialsKey}
 	}
-	if o.Provider != "" {
+	if o.Bucket != "" {
+		config := o.Config
+		if o.CACertFile != "" {
+			pem, err := os.ReadFile(o.CACertFile)
+			if err != nil {
+				return nil, fmt.Errorf("--cacert: %w", err)
+			}
+			config = merged(o.Config, map[string]string{"caCert": string(pem)})
+		}
 		typed = append(typed, &salvorv1.BackupStorageLocation{
 			TypeMeta:   tm(salvorv1.GroupVersion.String(), "BackupStorageLocation"),
 			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns, Labels: labels},
-			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: o.Config, Default: true, Credential: credential,
+			Spec: salvorv1.BackupStorageLocationSpec{Provider: o.Provider, Config: config, Default: true, Credential: credential,
 				ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.Bucket, Prefix: o.Prefix}},
+		})
+	}
+	if o.snapshotLocation() {
+		typed = append(typed, &salvorv1.VolumeSnapshotLocation{
+			TypeMeta:   tm(salvorv1.GroupVersion.String(), "VolumeSnapshotLocation"),
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns, Labels: labels},
+			Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: o.Provider, Config: o.SnapshotConfig, Default: true},
 		})
 	}
 	for _, t := range typed {

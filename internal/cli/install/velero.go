@@ -1,0 +1,114 @@
+package install
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// addVeleroFlags binds the flags of `velero install` that mean something
+// here, under Velero's names, and refuses — saying why — those for
+// machinery Salvor has not, so a Velero install script runs or stops at
+// once, never half-installs.
+func (o *Options) addVeleroFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringToStringVar(&o.Config, "backup-location-config", nil, "Velero's name for --config")
+	f.StringToStringVar(&o.SnapshotConfig, "snapshot-location-config", nil,
+		"create a default volume snapshot location on --provider with this config (Velero's flag; implies --use-volume-snapshots). Its plugin gets no --secret-file credential: it finds credentials through the server pod's identity (--sa-annotations) or its config")
+	useSnapshots := f.Bool("use-volume-snapshots", false, "create a default volume snapshot location on --provider (Velero's flag; Salvor's default is off: the built-in object stores snapshot nothing)")
+	f.StringToStringVar(&o.SAAnnotations, "sa-annotations", nil, "annotations for the server's service account, e.g. eks.amazonaws.com/role-arn=ARN (Velero's flag)")
+	f.StringToStringVar(&o.PodAnnotations, "pod-annotations", nil, "annotations for the server's pod (Velero's flag)")
+	f.StringToStringVar(&o.PodLabels, "pod-labels", nil, "labels for the server's pod (Velero's flag)")
+	f.BoolVar(&o.NoDefaultLocation, "no-default-backup-location", false, "create no backup storage location (Velero's flag; without --bucket none is created anyway)")
+	f.BoolVar(&o.NoSecret, "no-secret", false, "create no credentials Secret (Velero's flag; without --secret-file none is created anyway)")
+	f.StringVar(&o.CACertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate: the default location's caCert (Velero's flag)")
+	f.BoolVar(&o.CRDsOnly, "crds-only", false, "install (or with --dry-run print) only the CRDs (Velero's flag)")
+	for velero, ours := range map[string]*string{
+		"velero-pod-cpu-request": &o.CPURequest, "velero-pod-mem-request": &o.MemoryRequest,
+		"velero-pod-cpu-limit": &o.CPULimit, "velero-pod-mem-limit": &o.MemoryLimit,
+	} {
+		f.StringVar(ours, velero, *ours, "Velero's name for --server-"+strings.TrimPrefix(strings.ReplaceAll(velero, "-mem-", "-memory-"), "velero-pod-"))
+	}
+	refused := map[string]string{}
+	for _, flag := range []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
+		"default-volumes-to-fs-backup", "default-snapshot-move-data"} {
+		f.Bool(flag, false, "")
+		refused[flag] = "Salvor has no node agent, file-system backup or data mover: leave it out (volumes are backed up by snapshots, docs/volumes.md)"
+	}
+	for _, flag := range []string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
+		"kubelet-root-dir", "uploader-type", "default-repo-maintain-frequency", "pod-volume-operation-timeout"} {
+		f.String(flag, "", "")
+		refused[flag] = "Salvor has no node agent, file-system backup or data mover: leave it out (volumes are backed up by snapshots, docs/volumes.md)"
+	}
+	f.String("features", "", "")
+	refused["features"] = "Salvor has no feature flags; CSI snapshots need none (docs/volumes.md): leave it out"
+	f.Bool("restore-only", false, "")
+	refused["restore-only"] = "make the location ReadOnly instead (--access-mode ReadOnly on salvor backup-location create or set): leave it out"
+	for flag := range refused {
+		_ = f.MarkHidden(flag)
+	}
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		for flag, why := range refused {
+			if cmd.Flags().Changed(flag) {
+				return fmt.Errorf("--%s is Velero's: %s", flag, why)
+			}
+		}
+		for _, pair := range [][2]string{{"config", "backup-location-config"}, {"server-cpu-request", "velero-pod-cpu-request"},
+			{"server-memory-request", "velero-pod-mem-request"}, {"server-cpu-limit", "velero-pod-cpu-limit"}, {"server-memory-limit", "velero-pod-mem-limit"}} {
+			if cmd.Flags().Changed(pair[0]) && cmd.Flags().Changed(pair[1]) {
+				return fmt.Errorf("--%s and --%s are one setting: give one", pair[0], pair[1])
+			}
+		}
+		if cmd.Flags().Changed("use-volume-snapshots") {
+			o.UseVolumeSnapshots = useSnapshots
+		}
+		return nil
+	}
+}
+
+// checkVelero checks the flags that go together.
+func (o *Options) checkVelero() error {
+	switch {
+	case o.Bucket != "" && o.Provider == "":
+		return fmt.Errorf("--bucket needs --provider: the object store plugin of the default location")
+	case o.Bucket != "" && o.NoDefaultLocation:
+		return fmt.Errorf("--no-default-backup-location and --bucket: give one (--bucket makes the default location)")
+	case o.Provider != "" && o.Bucket == "" && !o.NoDefaultLocation && !o.snapshotLocation():
+		return fmt.Errorf("--provider needs --bucket for a default location (or --no-default-backup-location, or a snapshot location with --snapshot-location-config)")
+	case o.SecretFile != "" && o.NoSecret:
+		return fmt.Errorf("--no-secret and --secret-file: give one")
+	case o.CACertFile != "" && o.Bucket == "":
+		return fmt.Errorf("--cacert is the default location's: give --bucket too")
+	case o.UseVolumeSnapshots != nil && !*o.UseVolumeSnapshots && len(o.SnapshotConfig) > 0:
+		return fmt.Errorf("--use-volume-snapshots=false and --snapshot-location-config: give one")
+	case o.snapshotLocation() && o.Provider == "":
+		return fmt.Errorf("a volume snapshot location (--use-volume-snapshots, --snapshot-location-config) needs --provider: its VolumeSnapshotter plugin")
+	}
+	for k := range o.PodLabels {
+		if strings.HasPrefix(k, "app.kubernetes.io/") {
+			return fmt.Errorf("--pod-labels %s: Salvor's own label (the Deployment selects its pods by it)", k)
+		}
+	}
+	return nil
+}
+
+// snapshotLocation says whether install makes a default volume snapshot
+// location: asked for, or implied by its config (as Velero's default is on).
+func (o *Options) snapshotLocation() bool {
+	if o.UseVolumeSnapshots != nil {
+		return *o.UseVolumeSnapshots
+	}
+	return len(o.SnapshotConfig) > 0
+}
+
+// merged is a copy of a with b's entries over it.
+func merged(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}

@@ -1,0 +1,151 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+)
+
+func object(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+// TestVeleroInstallFlags: a Velero install line's flags make what Velero's
+// make — the service account's and pod's metadata, a default snapshot
+// location, the location's CA — and the ones that do not go together
+// are refused.
+func TestVeleroInstallFlags(t *testing.T) {
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
+	pem := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(pem, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules,
+		Provider: "velero.io/aws", Bucket: "b", Config: map[string]string{"region": "x"}, CACertFile: pem,
+		SnapshotConfig: map[string]string{"region": "y"},
+		SAAnnotations:  map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"},
+		PodLabels:      map[string]string{"team": "a"}, PodAnnotations: map[string]string{"x": "y"}}
+	objs, err := Manifests(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := object(objs, "ServiceAccount"); sa.GetAnnotations()["eks.amazonaws.com/role-arn"] != "arn:aws:iam::1:role/r" {
+		t.Errorf("service account annotations %v", sa.GetAnnotations())
+	}
+	dep := object(objs, "Deployment")
+	labels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	annotations, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "annotations")
+	selector, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "selector", "matchLabels")
+	if labels["team"] != "a" || labels["app.kubernetes.io/name"] != "salvor" || annotations["x"] != "y" || annotations["prometheus.io/scrape"] != "true" || selector["team"] != "" {
+		t.Errorf("pod labels %v, annotations %v, selector %v", labels, annotations, selector)
+	}
+	vsl := object(objs, "VolumeSnapshotLocation")
+	if vsl == nil {
+		t.Fatal("no volume snapshot location")
+	}
+	if p, _, _ := unstructured.NestedString(vsl.Object, "spec", "provider"); p != "velero.io/aws" || vsl.GetName() != "default" {
+		t.Errorf("volume snapshot location %v", vsl.Object)
+	}
+	if c, _, _ := unstructured.NestedStringMap(vsl.Object, "spec", "config"); c["region"] != "y" {
+		t.Errorf("volume snapshot location config %v", c)
+	}
+	bsl := object(objs, "BackupStorageLocation")
+	if c, _, _ := unstructured.NestedStringMap(bsl.Object, "spec", "config"); c["region"] != "x" || !strings.HasPrefix(c["caCert"], "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("location config %v", c)
+	}
+	if len(o.Config) != 1 {
+		t.Errorf("--cacert changed the --config map: %v", o.Config)
+	}
+
+	// Without a snapshot config, no snapshot location: Salvor's default.
+	plain := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules, Provider: "salvor.dev/s3", Bucket: "b"}
+	if objs, err := Manifests(plain); err != nil || object(objs, "VolumeSnapshotLocation") != nil {
+		t.Errorf("a plain install: %v, snapshot location %v", err, object(objs, "VolumeSnapshotLocation"))
+	}
+	crdsOnly := plain
+	crdsOnly.CRDsOnly = true
+	if objs, err := Manifests(crdsOnly); err != nil || len(objs) == 0 {
+		t.Errorf("--crds-only: %v", err)
+	} else {
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				t.Errorf("--crds-only made a %s", o.GetKind())
+			}
+		}
+	}
+
+	no, yes := false, true
+	for _, tc := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Provider = "" }, "--bucket needs --provider"},
+		{func(o *Options) { o.Bucket = "" }, "--provider needs --bucket"},
+		{func(o *Options) { o.NoDefaultLocation = true }, "--no-default-backup-location and --bucket"},
+		{func(o *Options) { o.SecretFile, o.NoSecret = "creds", true }, "--no-secret and --secret-file"},
+		{func(o *Options) { o.CACertFile, o.Bucket, o.NoDefaultLocation = pem, "", true }, "--cacert is the default location's"},
+		{func(o *Options) { o.UseVolumeSnapshots, o.SnapshotConfig = &no, map[string]string{"region": "y"} }, "--use-volume-snapshots=false and --snapshot-location-config"},
+		{func(o *Options) { o.UseVolumeSnapshots, o.Provider, o.Bucket = &yes, "", "" }, "needs --provider"},
+		{func(o *Options) { o.PodLabels = map[string]string{"app.kubernetes.io/name": "x"} }, "--pod-labels app.kubernetes.io/name"},
+	} {
+		bad := plain
+		tc.change(&bad)
+		if _, err := Manifests(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want %q", bad, err, tc.want)
+		}
+	}
+	// A snapshot location alone needs no bucket.
+	vslOnly := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules, Provider: "velero.io/aws",
+		SnapshotConfig: map[string]string{"region": "y"}}
+	if objs, err := Manifests(vslOnly); err != nil || object(objs, "BackupStorageLocation") != nil || object(objs, "VolumeSnapshotLocation") == nil {
+		t.Errorf("a snapshot location alone: %v", err)
+	}
+}
+
+// TestVeleroInstallFlagsRefused: flags for Velero's node agent, file-system
+// backup and feature flags stop the install before it reaches the
+// cluster, saying why; two names for one setting are refused.
+func TestVeleroInstallFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--use-node-agent"}, "--use-node-agent is Velero's: Salvor has no node agent"},
+		{[]string{"--uploader-type", "kopia"}, "--uploader-type is Velero's"},
+		{[]string{"--default-volumes-to-fs-backup"}, "--default-volumes-to-fs-backup is Velero's"},
+		{[]string{"--features", "EnableCSI"}, "Salvor has no feature flags"},
+		{[]string{"--restore-only"}, "ReadOnly"},
+		{[]string{"--config", "a=b", "--backup-location-config", "c=d"}, "--config and --backup-location-config are one setting"},
+		{[]string{"--velero-pod-mem-limit", "2Gi", "--server-memory-limit", "1Gi"}, "one setting"},
+	} {
+		cmd := NewCommand(&kube.Options{Kubeconfig: filepath.Join(t.TempDir(), "none")})
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// Velero's names set Salvor's settings.
+	cmd := NewCommand(&kube.Options{})
+	if err := cmd.ParseFlags([]string{"--velero-pod-mem-limit", "2Gi", "--backup-location-config", "region=x"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := cmd.Flags().Lookup("server-memory-limit").Value.String(); v != "2Gi" {
+		t.Errorf("--velero-pod-mem-limit set --server-memory-limit to %q", v)
+	}
+	if v := cmd.Flags().Lookup("config").Value.String(); v != "[region=x]" {
+		t.Errorf("--backup-location-config set --config to %q", v)
+	}
+}
