@@ -433,11 +433,13 @@ func TestUninstallKeepsBackups(t *testing.T) {
 	}
 }
 
-// TestDeleteByAllAndSelector: Velero's `delete --all` and `--selector` on
-// backups, restores and schedules. From a script they need --confirm (a
-// mistaken one deletes much and names nothing); with it they delete what
-// they select and nothing else, and a backup deleted so loses its files.
-func TestDeleteByAllAndSelector(t *testing.T) {
+// TestDescribeAndDeleteMany: Velero's ways to name many objects at once.
+// `describe` with no name describes them all, with --selector those
+// selected; `delete --all` and `--selector` on backups, restores and
+// schedules need --confirm from a script (a mistaken one deletes much and
+// names nothing); with it they delete what they select and nothing else,
+// and a backup deleted so loses its files.
+func TestDescribeAndDeleteMany(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -461,6 +463,33 @@ func TestDeleteByAllAndSelector(t *testing.T) {
 		}
 		slices.Sort(out)
 		return out
+	}
+
+	described := func(args ...string) []string {
+		var got []string
+		for _, line := range strings.Split(c.mustSalvor(t, args...), "\n") {
+			if name, ok := strings.CutPrefix(line, "Name:"); ok {
+				got = append(got, strings.TrimSpace(name))
+			}
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"describe", "backups"}, []string{"a1", "a2", "b1"}},
+		{[]string{"backup", "describe", "-l", "team=a"}, []string{"a1", "a2"}},
+		{[]string{"backup", "describe", "b1", "a1"}, []string{"b1", "a1"}},
+		{[]string{"restore", "describe"}, []string{"r1", "r2"}},
+		{[]string{"describe", "schedules"}, []string{"s1"}},
+	} {
+		if got := described(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("salvor %s described %v, want %v", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+	if out, err := c.salvor(t, "backup", "describe", "a1", "a2", "-o", "yaml"); err == nil || !strings.Contains(out, "-o yaml describes one backup") {
+		t.Errorf("describe of two backups as YAML: %v\n%s", err, out)
 	}
 
 	for _, args := range [][]string{{"backup", "delete", "-l", "team=a"}, {"delete", "backups", "--all"}, {"restore", "delete", "--all"}} {

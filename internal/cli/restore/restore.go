@@ -336,7 +336,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	}
 	output.AddFlag(cmd.Flags(), &format)
 	cmd.Flags().BoolVar(&details, "details", false, "also show the warnings and errors")
-	return cmd
+	return kube.Describes(cmd, k, "restore", &salvorv1.RestoreList{})
 }
 
 // describeVolumes shows each volume recreated from a snapshot: bytes, rate

@@ -250,7 +250,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)
-	return cmd
+	return kube.Describes(cmd, k, "schedule", &salvorv1.ScheduleList{})
 }
 
 func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
