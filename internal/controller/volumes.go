@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 
@@ -50,11 +51,34 @@ func (l *Locations) Snapshotter(ctx context.Context, name string) (*backup.Snaps
 	if !strings.Contains(provider, "/") {
 		provider = "velero.io/" + provider
 	}
-	vs, err := host.Get(ctx, l.Plugins, host.VolumeSnapshotters, provider, vsl.Spec.Config)
+	config, err := l.snapshotConfig(ctx, vsl)
+	if err != nil {
+		return nil, fmt.Errorf("volume snapshot location %s: %w", vsl.Name, err)
+	}
+	vs, err := host.Get(ctx, l.Plugins, host.VolumeSnapshotters, provider, config)
 	if err != nil {
 		return nil, fmt.Errorf("volume snapshot location %s: %w", vsl.Name, err)
 	}
 	return &backup.Snapshotter{Location: vsl.Name, Provider: provider, VS: vs}, nil
+}
+
+// snapshotConfig is what a VolumeSnapshotLocation's plugin is
+// initialised with: its config and, when it names a credential, the file
+// the server wrote it to (credentialsFile), as for a backup storage
+// location.
+func (l *Locations) snapshotConfig(ctx context.Context, vsl *salvorv1.VolumeSnapshotLocation) (map[string]string, error) {
+	config := maps.Clone(vsl.Spec.Config)
+	if c := vsl.Spec.Credential; c != nil {
+		path, err := l.credentialFile(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if config == nil {
+			config = map[string]string{}
+		}
+		config["credentialsFile"] = path
+	}
+	return config, nil
 }
 
 // snapshotLocation is the VolumeSnapshotLocation a backup spec names, ""

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,44 @@ func mustUpsert(t *testing.T, c client.Client, b *salvorv1.Backup, s backup.Volu
 	t.Helper()
 	if err := upsertVPB(context.Background(), c, "salvor", b, s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnapshotLocationCredential: a VolumeSnapshotLocation naming a
+// credential (Velero's spec.credential) gives its plugin the Secret's key
+// as a file only the server reads, under credentialsFile; a missing key is
+// an error naming it; the location's own config is never changed.
+func TestSnapshotLocationCredential(t *testing.T) {
+	c := controlPlane(t)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: "salvor"},
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id = AKIA\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	l := &Locations{Client: c, Secrets: c, Namespace: "salvor", CredentialsDir: t.TempDir()}
+	vsl := &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "ebs", Namespace: "salvor"},
+		Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "velero.io/aws", Config: map[string]string{"region": "eu-west-1"},
+			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "snap-creds"}, Key: "cloud"}}}
+	config, err := l.snapshotConfig(ctx, vsl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(config["credentialsFile"])
+	if err != nil || string(data) != "[default]\naws_access_key_id = AKIA\n" || config["region"] != "eu-west-1" {
+		t.Errorf("config %v: credentials file %q (%v)", config, data, err)
+	}
+	if info, err := os.Stat(config["credentialsFile"]); err != nil || info.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the credentials file is readable by others: %v %v", info.Mode(), err)
+	}
+	if _, changed := vsl.Spec.Config["credentialsFile"]; changed {
+		t.Error("the location's own config was changed")
+	}
+	vsl.Spec.Credential.Key = "nope"
+	if _, err := l.snapshotConfig(ctx, vsl); err == nil || !strings.Contains(err.Error(), `credential secret salvor/snap-creds has no key "nope"`) {
+		t.Errorf("a missing key: %v", err)
+	}
+	vsl.Spec.Credential, vsl.Spec.Config = nil, nil
+	if config, err := l.snapshotConfig(ctx, vsl); err != nil || len(config) != 0 {
+		t.Errorf("no credential: %v %v", config, err)
 	}
 }

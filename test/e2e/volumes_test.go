@@ -840,7 +840,11 @@ func TestLongNamesBackUpAndRestore(t *testing.T) {
 func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	c, _, _, defaultDir := withLocalVolumes(t, "")
 	secondDir := t.TempDir()
-	c.mustSalvor(t, "snapshot-location", "create", "second", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+secondDir)
+	// With a credential (Velero's spec.credential): the server reads the
+	// Secret and hands the plugin a file of it.
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: "salvor"}, Data: map[string][]byte{"cloud": []byte("token")}})
+	c.mustSalvor(t, "snapshot-location", "create", "second", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+secondDir,
+		"--credential", "snap-creds=cloud")
 	data := volume(t, 3, 1<<16)
 	want := treeSums(t, data)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vsl"}})

@@ -283,7 +283,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		typed = append(typed, &salvorv1.VolumeSnapshotLocation{
 			TypeMeta:   tm(salvorv1.GroupVersion.String(), "VolumeSnapshotLocation"),
 			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns, Labels: labels},
-			Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: o.Provider, Config: o.SnapshotConfig, Default: true},
+			Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: o.Provider, Config: o.SnapshotConfig, Default: true, Credential: credential},
 		})
 	}
 	for _, t := range typed {

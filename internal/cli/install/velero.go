@@ -16,7 +16,7 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringToStringVar(&o.Config, "backup-location-config", nil, "Velero's name for --config")
 	f.StringToStringVar(&o.SnapshotConfig, "snapshot-location-config", nil,
-		"create a default volume snapshot location on --provider with this config (Velero's flag; implies --use-volume-snapshots). Its plugin gets no --secret-file credential: it finds credentials through the server pod's identity (--sa-annotations) or its config")
+		"create a default volume snapshot location on --provider with this config and the --secret-file credential (Velero's flag; implies --use-volume-snapshots)")
 	useSnapshots := f.Bool("use-volume-snapshots", false, "create a default volume snapshot location on --provider (Velero's flag; Salvor's default is off: the built-in object stores snapshot nothing)")
 	f.StringToStringVar(&o.SAAnnotations, "sa-annotations", nil, "annotations for the server's service account, e.g. eks.amazonaws.com/role-arn=ARN (Velero's flag)")
 	f.StringToStringVar(&o.PodAnnotations, "pod-annotations", nil, "annotations for the server's pod (Velero's flag)")

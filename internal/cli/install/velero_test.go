@@ -31,7 +31,11 @@ func TestVeleroInstallFlags(t *testing.T) {
 	if err := os.WriteFile(pem, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules,
+	creds := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("[default]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules, SecretFile: creds,
 		Provider: "velero.io/aws", Bucket: "b", Config: map[string]string{"region": "x"}, CACertFile: pem,
 		SnapshotConfig: map[string]string{"region": "y"},
 		SAAnnotations:  map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"},
@@ -59,6 +63,9 @@ func TestVeleroInstallFlags(t *testing.T) {
 	}
 	if c, _, _ := unstructured.NestedStringMap(vsl.Object, "spec", "config"); c["region"] != "y" {
 		t.Errorf("volume snapshot location config %v", c)
+	}
+	if c, _, _ := unstructured.NestedStringMap(vsl.Object, "spec", "credential"); c["name"] != CredentialsSecret || c["key"] != CredentialsKey {
+		t.Errorf("volume snapshot location credential %v: not --secret-file's", c)
 	}
 	bsl := object(objs, "BackupStorageLocation")
 	if c, _, _ := unstructured.NestedStringMap(bsl.Object, "spec", "config"); c["region"] != "x" || !strings.HasPrefix(c["caCert"], "-----BEGIN CERTIFICATE-----") {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -116,4 +117,16 @@ func (o *Options) WithClient(run func(cmd *cobra.Command, args []string, c clien
 		}
 		return run(cmd, args, c)
 	}
+}
+
+// SecretKey is the --credential SECRET=KEY flag of a location: nil when
+// not given.
+func SecretKey(flag map[string]string) (*corev1.SecretKeySelector, error) {
+	if len(flag) > 1 {
+		return nil, fmt.Errorf("--credential: give one SECRET=KEY")
+	}
+	for name, key := range flag {
+		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}, nil
+	}
+	return nil, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,15 +62,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
 				return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", o.accessMode)
 			}
-			var credential *corev1.SecretKeySelector
-			switch len(o.credential) {
-			case 0:
-			case 1:
-				for name, key := range o.credential {
-					credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
-				}
-			default:
-				return fmt.Errorf("--credential: give one SECRET=KEY")
+			credential, err := kube.SecretKey(o.credential)
+			if err != nil {
+				return err
 			}
 			c, err := k.Client()
 			if err != nil {

@@ -25,9 +25,10 @@ func NewCommand(k *kube.Options) *cobra.Command {
 
 func newCreate(k *kube.Options) *cobra.Command {
 	var (
-		provider  string
-		config    map[string]string
-		isDefault bool
+		provider   string
+		config     map[string]string
+		credential map[string]string
+		isDefault  bool
 	)
 	cmd := &cobra.Command{
 		Use:     "create NAME --provider P",
@@ -38,13 +39,17 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if provider == "" {
 				return fmt.Errorf("--provider is required: the VolumeSnapshotter plugin, e.g. salvor.dev/local-volume")
 			}
+			secret, err := kube.SecretKey(credential)
+			if err != nil {
+				return err
+			}
 			c, err := k.Client()
 			if err != nil {
 				return err
 			}
 			vsl := &salvorv1.VolumeSnapshotLocation{
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
-				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault},
+				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault, Credential: secret},
 			}
 			if err := c.Create(cmd.Context(), vsl); err != nil {
 				return fmt.Errorf("creating volume snapshot location %s: %w", args[0], err)
@@ -63,6 +68,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	cmd.Flags().StringVar(&provider, "provider", "", "VolumeSnapshotter plugin")
 	cmd.Flags().StringToStringVar(&config, "config", nil, "plugin config as key=value pairs, comma-separated")
 	cmd.Flags().BoolVar(&isDefault, "default", false, "use this location for backups that name none")
+	cmd.Flags().StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the snapshotter's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,6 +15,13 @@ type VolumeSnapshotLocationSpec struct {
 	// Default marks the location used when a backup names none.
 	// +optional
 	Default bool `json:"default,omitempty"`
+	// Credential names a key of a Secret in the server's namespace that
+	// holds the snapshotter's credentials (Velero's field); the server
+	// writes it to a file only it can read and passes the file to the
+	// plugin as config credentialsFile, as for a backup storage location.
+	// +optional
+	// +nullable
+	Credential *corev1.SecretKeySelector `json:"credential,omitempty"`
 }
 
 // VolumeSnapshotLocation is where, and by which plugin, volumes are snapshotted.
