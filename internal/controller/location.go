@@ -88,6 +88,8 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	now := metav1.Now()
 	if err != nil {
 		phase, message = salvorv1.BackupStorageLocationPhaseUnavailable, err.Error()
+	} else if !syncDue(bsl, now.Time) {
+		// Not yet (spec.backupSyncPeriod), or never (zero).
 	} else if unreadable, err := r.sync(checkCtx, bsl); err != nil {
 		r.Log.Warn("syncing backups from a location", "location", bsl.Name, "error", err)
 	} else {
@@ -111,7 +113,39 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Status().Update(ctx, bsl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{RequeueAfter: r.Interval}, nil
+	return ctrl.Result{RequeueAfter: nextCheck(bsl, r.Interval)}, nil
+}
+
+// nextCheck is when to check a location again: at its validationFrequency
+// (the server's interval when unset), or sooner when its backupSyncPeriod
+// is shorter, since a sync follows a check; zero when neither asks for
+// one (the location is checked again when it changes).
+func nextCheck(bsl *salvorv1.BackupStorageLocation, interval time.Duration) time.Duration {
+	next := interval
+	if f := bsl.Spec.ValidationFrequency; f != nil {
+		next = f.Duration
+	}
+	if p := bsl.Spec.BackupSyncPeriod; p != nil && p.Duration > 0 && (next <= 0 || p.Duration < next) {
+		next = p.Duration
+	}
+	return max(next, 0)
+}
+
+// syncDue says whether a check at now also syncs the location's backups:
+// always without a backupSyncPeriod, never with a zero one, else once the
+// period has passed since the last sync (a second early counts: checks
+// are requeued at the period and land a moment before or after it).
+func syncDue(bsl *salvorv1.BackupStorageLocation, now time.Time) bool {
+	p := bsl.Spec.BackupSyncPeriod
+	switch {
+	case p == nil:
+		return true
+	case p.Duration <= 0:
+		return false
+	case bsl.Status.LastSyncedTime == nil:
+		return true
+	}
+	return now.Sub(bsl.Status.LastSyncedTime.Time) >= p.Duration-time.Second
 }
 
 // sync creates in the cluster the backups the location holds that the

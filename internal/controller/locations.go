@@ -107,6 +107,9 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 		}
 		config["objectLockRetainFor"] = im.RetainFor.Duration.String()
 	}
+	if ca := bsl.Spec.ObjectStorage.CACert; len(ca) > 0 && config["caCert"] == "" {
+		config["caCert"] = string(ca)
+	}
 	if c := bsl.Spec.Credential; c != nil {
 		path, err := l.credentialFile(ctx, c)
 		if err != nil {

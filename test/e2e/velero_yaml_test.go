@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -185,4 +192,80 @@ spec:
 		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.restoreStatus: Salvor restores no item's status") {
 		t.Errorf("restore with --status-include-resources: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
 	}
+}
+
+// TestVeleroLocationYAML applies a Velero BackupStorageLocation (its
+// apiVersion changed) with strict field validation, as kubectl does: it
+// was refused for backupSyncPeriod, validationFrequency and
+// objectStorage.caCert. Applied, the location is checked every
+// validationFrequency, syncs nothing while backupSyncPeriod is zero, and
+// syncs once it is set.
+func TestVeleroLocationYAML(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	c.applyVelero(t, fmt.Sprintf(`
+apiVersion: salvor.dev/v1
+kind: BackupStorageLocation
+metadata: {name: velero-bsl, namespace: salvor}
+spec:
+  provider: salvor.dev/s3
+  objectStorage:
+    bucket: backups
+    prefix: from-velero
+    caCert: %s
+  config: {region: minio, s3Url: %q, s3ForcePathStyle: "true", credentialsFile: %q}
+  accessMode: ReadWrite
+  backupSyncPeriod: 0s
+  validationFrequency: 1s
+`, base64.StdEncoding.EncodeToString(c.restConfig.CAData), minio.Endpoint, minio.CredentialsFile(t)))
+	planted := metav1.Now()
+	prefixed := maps.Clone(cfg)
+	prefixed["prefix"] = "from-velero"
+	plantBackup(t, persistence.New(openObjectStore(t, prefixed), "backups", "from-velero"), "left-by-velero", func(aw *archive.Writer) error { return nil })
+
+	// Checked (Available) after the backup was there, and not synced.
+	eventually(t, "velero-bsl checked after the backup was planted", time.Minute, func() (bool, string) {
+		bsl := &salvorv1.BackupStorageLocation{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "velero-bsl"}, bsl); err != nil {
+			return false, err.Error()
+		}
+		last := bsl.Status.LastValidationTime
+		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable && last != nil && last.After(planted.Add(time.Second)),
+			fmt.Sprintf("%s %q, last checked %v", bsl.Status.Phase, bsl.Status.Message, last)
+	})
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "left-by-velero"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a location with backupSyncPeriod 0 synced its backup: %v", err)
+	}
+	// A sync period: synced.
+	if err := c.client.Patch(context.Background(), &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "velero-bsl"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"backupSyncPeriod":"1m0s"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if b := c.waitBackup(t, "left-by-velero", salvorv1.BackupPhaseCompleted); b.Spec.StorageLocation != "velero-bsl" {
+		t.Errorf("synced into location %q", b.Spec.StorageLocation)
+	}
+
+	// The same through Velero's flags.
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, c.restConfig.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "by-flags", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "by-flags",
+		"--config", fmt.Sprintf("region=minio,s3Url=%s,s3ForcePathStyle=true,credentialsFile=%s", minio.Endpoint, minio.CredentialsFile(t)),
+		"--cacert", ca, "--backup-sync-period", "0s", "--validation-frequency", "30s", "--labels", "team=a")
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "by-flags"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	if s := bsl.Spec; string(s.ObjectStorage.CACert) != string(c.restConfig.CAData) || s.BackupSyncPeriod == nil || s.BackupSyncPeriod.Duration != 0 ||
+		s.ValidationFrequency == nil || s.ValidationFrequency.Duration != 30*time.Second || bsl.Labels["team"] != "a" {
+		t.Errorf("location made with Velero's flags: %+v, labels %v", s, bsl.Labels)
+	}
+	c.mustSalvor(t, "backup-location", "set", "by-flags", "--cacert", ca, "--default=false")
+	eventually(t, "by-flags available with its CA", time.Minute, func() (bool, string) {
+		_ = c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "by-flags"}, bsl)
+		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable, fmt.Sprintf("%s %q", bsl.Status.Phase, bsl.Status.Message)
+	})
 }

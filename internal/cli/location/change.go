@@ -2,6 +2,7 @@ package location
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ func newSet(k *kube.Options) *cobra.Command {
 		accessMode  string
 		isDefault   bool
 		clearConfig []string
+		caCertFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "set NAME",
@@ -33,8 +35,15 @@ place. The server checks the location again within its check interval.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") {
-				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential or --access-mode")
+			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") && caCertFile == "" {
+				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential, --access-mode or --cacert")
+			}
+			var caCert []byte
+			if caCertFile != "" {
+				var err error
+				if caCert, err = os.ReadFile(caCertFile); err != nil {
+					return fmt.Errorf("--cacert: %w", err)
+				}
 			}
 			// Every flag is checked before anything is written, so a bad one
 			// leaves the locations as they were.
@@ -65,6 +74,9 @@ place. The server checks the location again within its check interval.`,
 				if f.Changed("access-mode") {
 					bsl.Spec.AccessMode = mode
 				}
+				if caCert != nil {
+					bsl.Spec.ObjectStorage.CACert = caCert
+				}
 			})
 			if err != nil {
 				return fmt.Errorf("changing backup storage location %s: %w", args[0], err)
@@ -86,6 +98,7 @@ place. The server checks the location again within its check interval.`,
 	f.StringSliceVar(&clearConfig, "unset-config", nil, "plugin config keys to remove")
 	f.StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the Secret key holding the object store's credentials")
 	f.StringVar(&accessMode, "access-mode", "", "ReadWrite or ReadOnly")
+	f.StringVar(&caCertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate (Velero's flag)")
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package location
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type createOptions struct {
 	encryptionKey            string
 	immutableFor             time.Duration
 	immutableMode            string
+	caCertFile               string
+	syncPeriod, validation   time.Duration
+	labels                   map[string]string
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -100,6 +104,21 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 				bsl.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: sel}
 			}
+			if o.caCertFile != "" {
+				if bsl.Spec.ObjectStorage.CACert, err = os.ReadFile(o.caCertFile); err != nil {
+					return fmt.Errorf("--cacert: %w", err)
+				}
+			}
+			for flag, d := range map[string]**metav1.Duration{"backup-sync-period": &bsl.Spec.BackupSyncPeriod, "validation-frequency": &bsl.Spec.ValidationFrequency} {
+				v, _ := cmd.Flags().GetDuration(flag)
+				if v < 0 {
+					return fmt.Errorf("--%s %s: must not be negative", flag, v)
+				}
+				if cmd.Flags().Changed(flag) {
+					*d = &metav1.Duration{Duration: v}
+				}
+			}
+			bsl.Labels = o.labels
 			if err := c.Create(ctx, bsl); err != nil {
 				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
 			}
@@ -129,6 +148,10 @@ func newCreate(k *kube.Options) *cobra.Command {
 		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")
 	f.DurationVar(&o.immutableFor, "immutable-for", 0, "write every object with an S3 Object Lock retention of this long (at least the backups' TTL); the bucket must have Object Lock enabled")
 	f.StringVar(&o.immutableMode, "immutable-mode", "", "with --immutable-for: GOVERNANCE (default) or COMPLIANCE")
+	f.StringVar(&o.caCertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate (Velero's flag; spec.objectStorage.caCert)")
+	f.DurationVar(&o.syncPeriod, "backup-sync-period", 0, "how often the location's backups are synced into the cluster; 0 never (Velero's flag; default: at every check)")
+	f.DurationVar(&o.validation, "validation-frequency", 0, "how often the location is checked; 0 only when it changes (Velero's flag; default: the server's --location-check-interval)")
+	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
 	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
 	return cmd
 }

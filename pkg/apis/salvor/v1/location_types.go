@@ -21,6 +21,11 @@ type ObjectStorageLocation struct {
 	// Prefix is a path inside the bucket under which everything is written.
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
+	// CACert is the PEM bundle of the CA that signs the object store's
+	// certificate (Velero's field); the plugin gets it as config caCert
+	// unless the config gives one.
+	// +optional
+	CACert []byte `json:"caCert,omitempty"`
 }
 
 // BackupStorageLocationSpec says which object store plugin holds backups and how to reach it.
@@ -43,6 +48,18 @@ type BackupStorageLocationSpec struct {
 	// Default marks the location used by backups that name none.
 	// +optional
 	Default bool `json:"default,omitempty"`
+	// BackupSyncPeriod is how often the backups in the location are synced
+	// into the cluster (Velero's field); unset means at every check, and
+	// zero never.
+	// +optional
+	// +nullable
+	BackupSyncPeriod *metav1.Duration `json:"backupSyncPeriod,omitempty"`
+	// ValidationFrequency is how often the location is checked (Velero's
+	// field); unset means the server's --location-check-interval, and zero only
+	// when the location changes.
+	// +optional
+	// +nullable
+	ValidationFrequency *metav1.Duration `json:"validationFrequency,omitempty"`
 	// AccessMode is ReadWrite (the default) or ReadOnly. A ReadOnly location
 	// is never written to or deleted from: backups to it fail validation,
 	// restores from it keep their logs and results in the cluster only, and

@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestLocationPeriods: Velero's validationFrequency and backupSyncPeriod
+// set when a location is checked again and whether a check syncs.
+func TestLocationPeriods(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
+	synced := func(ago time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-ago)); return &t }
+	for _, tc := range []struct {
+		name       string
+		validation *metav1.Duration
+		sync       *metav1.Duration
+		lastSync   *metav1.Time
+		next       time.Duration
+		due        bool
+	}{
+		{"neither: the server's interval, sync at every check", nil, nil, synced(time.Second), time.Minute, true},
+		{"validation only", d(5 * time.Minute), nil, synced(time.Second), 5 * time.Minute, true},
+		{"a shorter sync period brings the check forward", d(5 * time.Minute), d(2 * time.Minute), synced(time.Minute), 2 * time.Minute, false},
+		{"sync period passed", nil, d(2 * time.Minute), synced(2 * time.Minute), time.Minute, true},
+		{"a second early counts", nil, d(2 * time.Minute), synced(2*time.Minute - 500*time.Millisecond), time.Minute, true},
+		{"never synced yet", nil, d(time.Hour), nil, time.Minute, true},
+		{"sync period zero: never", nil, d(0), nil, time.Minute, false},
+		{"validation zero: only on change", d(0), nil, nil, 0, true},
+		{"validation zero, sync period set: the sync period", d(0), d(10 * time.Minute), synced(time.Minute), 10 * time.Minute, false},
+	} {
+		bsl := &salvorv1.BackupStorageLocation{Spec: salvorv1.BackupStorageLocationSpec{ValidationFrequency: tc.validation, BackupSyncPeriod: tc.sync},
+			Status: salvorv1.BackupStorageLocationStatus{LastSyncedTime: tc.lastSync}}
+		if got := nextCheck(bsl, time.Minute); got != tc.next {
+			t.Errorf("%s: next check in %s, want %s", tc.name, got, tc.next)
+		}
+		if got := syncDue(bsl, now); got != tc.due {
+			t.Errorf("%s: sync due %v, want %v", tc.name, got, tc.due)
+		}
+	}
+}
+
+// TestLocationCACert: Velero's objectStorage.caCert reaches the plugin as
+// config caCert, unless the config gives its own.
+func TestLocationCACert(t *testing.T) {
+	l := &Locations{}
+	bsl := &salvorv1.BackupStorageLocation{Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3",
+		ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b", CACert: []byte("-----BEGIN CERTIFICATE-----\n")}}}
+	config, err := l.config(context.Background(), bsl)
+	if err != nil || config["caCert"] != "-----BEGIN CERTIFICATE-----\n" || config["bucket"] != "b" {
+		t.Errorf("config %v (%v)", config, err)
+	}
+	bsl.Spec.Config = map[string]string{"caCert": "from config"}
+	if config, err := l.config(context.Background(), bsl); err != nil || config["caCert"] != "from config" {
+		t.Errorf("config %v (%v): the config's caCert should win", config, err)
+	}
+}
