@@ -3,11 +3,14 @@ package backup
 import (
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +82,11 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 			return nil, err
 		}
 	}
-	body, err := open(ctx, d.Status.DownloadURL)
+	tlsConfig, err := locationTLS(ctx, c, namespace, kind, name)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s of %s: %w", kind, of, err)
+	}
+	body, err := open(ctx, d.Status.DownloadURL, tlsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s of %s: %w", kind, of, err)
 	}
@@ -109,7 +116,7 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 }
 
 // open reads an http(s) URL, or a file:// URL (the filesystem store's).
-func open(ctx context.Context, raw string) (io.ReadCloser, error) {
+func open(ctx context.Context, raw string, tlsConfig *tls.Config) (io.ReadCloser, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -121,7 +128,13 @@ func open(ctx context.Context, raw string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if tlsConfig != nil {
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.TLSClientConfig = tlsConfig
+		hc = &http.Client{Transport: transport}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -130,4 +143,52 @@ func open(ctx context.Context, raw string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%s answered %s", u.Host, resp.Status)
 	}
 	return resp.Body, nil
+}
+
+// locationTLS is how the CLI trusts the object store a download URL
+// points at, as the server's plugin does: the location's CA (Velero's
+// objectStorage.caCert, or config caCert) on top of the system's, or no
+// verification where the location's config says insecureSkipTLSVerify.
+// nil is the default: a location with neither, or one the CLI may not read.
+func locationTLS(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string) (*tls.Config, error) {
+	backupName := name
+	if strings.HasPrefix(string(kind), "Restore") {
+		rs := &salvorv1.Restore{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
+			return nil, nil
+		}
+		backupName = rs.Spec.BackupName
+	}
+	b := &salvorv1.Backup{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: backupName}, b); err != nil {
+		return nil, nil
+	}
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: b.Spec.StorageLocation}, bsl); err != nil {
+		return nil, nil
+	}
+	return tlsFor(bsl)
+}
+
+// tlsFor is the TLS configuration that trusts a location's object store:
+// nil when the system's roots do.
+func tlsFor(bsl *salvorv1.BackupStorageLocation) (*tls.Config, error) {
+	if skip, _ := strconv.ParseBool(bsl.Spec.Config["insecureSkipTLSVerify"]); skip {
+		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // the location's own setting, as its plugin uses it
+	}
+	pem := bsl.Spec.Config["caCert"]
+	if pem == "" {
+		pem = string(bsl.Spec.ObjectStorage.CACert)
+	}
+	if pem == "" {
+		return nil, nil
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM([]byte(pem)) {
+		return nil, fmt.Errorf("location %s: its caCert holds no PEM certificate", bsl.Name)
+	}
+	return &tls.Config{RootCAs: roots}, nil
 }
