@@ -521,6 +521,17 @@ func TestDescribeAndDeleteMany(t *testing.T) {
 	if out := c.mustSalvor(t, "backup", "delete", "-l", "team=none"); !strings.Contains(out, "No backups to delete.") {
 		t.Errorf("deleting by a selector matching nothing: %s", out)
 	}
+	// Pausing by --selector or --all (Velero's); no --confirm: nothing is lost.
+	if out := c.mustSalvor(t, "schedule", "pause", "-l", "nobody=here"); !strings.Contains(out, "No schedules to pause.") {
+		t.Errorf("pausing by a selector matching nothing: %s", out)
+	}
+	c.mustSalvor(t, "schedule", "pause", "--all")
+	if s := c.schedule(t, "s1"); !s.Spec.Paused {
+		t.Error("schedule pause --all left s1 running")
+	}
+	if out, err := c.salvor(t, "schedule", "unpause"); err == nil || !strings.Contains(out, "give the names of the schedules to unpause, --all, or --selector") {
+		t.Errorf("schedule unpause with nothing named: %v\n%s", err, out)
+	}
 	c.mustSalvor(t, "delete", "restores", "--all", "--confirm")
 	c.mustSalvor(t, "schedule", "delete", "--all", "--confirm")
 	if r, s := names(&salvorv1.RestoreList{}), names(&salvorv1.ScheduleList{}); len(r) != 0 || len(s) != 0 {

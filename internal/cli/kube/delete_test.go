@@ -63,3 +63,25 @@ func TestShortList(t *testing.T) {
 		t.Errorf("shortList: %q", got)
 	}
 }
+
+// TestChooses: a command acting on names takes --all or --selector
+// instead (one of the three), its help and errors naming its own verb.
+func TestChooses(t *testing.T) {
+	var ran []string
+	cmd := Chooses(&cobra.Command{Use: "pause NAME...", RunE: func(_ *cobra.Command, args []string) error { ran = args; return nil }},
+		&Options{}, "schedule", &salvorv1.ScheduleList{}, nil)
+	if cmd.Use != "pause [NAME...] [--all | --selector SELECTOR]" || cmd.Flags().Lookup("all").Usage != "pause every schedule in Salvor's namespace" {
+		t.Errorf("use %q, --all %q", cmd.Use, cmd.Flags().Lookup("all").Usage)
+	}
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	cmd.SetArgs([]string{"a", "b"})
+	if err := cmd.Execute(); err != nil || !slices.Equal(ran, []string{"a", "b"}) {
+		t.Errorf("pause a b: ran %v, %v", ran, err)
+	}
+	ran = nil
+	cmd.SetArgs([]string{})
+	if err := cmd.Execute(); err == nil || err.Error() != "give the names of the schedules to pause, --all, or --selector: one of them" || ran != nil {
+		t.Errorf("pause with nothing: %v, ran %v", err, ran)
+	}
+}

@@ -360,10 +360,11 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 }
 
 func newLogs(k *kube.Options) *cobra.Command {
-	return &cobra.Command{
+	timeout := time.Minute
+	cmd := &cobra.Command{
 		Use: "logs NAME", Short: "Print a restore's log", Example: "  salvor restore logs r1", Args: cobra.ExactArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreLog, args[0])
 			if err != nil {
@@ -374,6 +375,8 @@ func newLogs(k *kube.Options) *cobra.Command {
 			return err
 		}),
 	}
+	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long to wait for the server")
+	return cmd
 }
 
 func newCancel(k *kube.Options) *cobra.Command {

@@ -186,11 +186,10 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 		verb, did = "unpause", "unpaused"
 		short = "Let paused schedules run again (at once, unless they skip immediately)"
 	}
-	return &cobra.Command{
+	return kube.Chooses(&cobra.Command{
 		Use:     verb + " NAME...",
 		Short:   short,
-		Example: "  salvor schedule " + verb + " nightly",
-		Args:    cobra.MinimumNArgs(1),
+		Example: "  salvor schedule " + verb + " nightly\n  salvor schedule " + verb + " --selector team=a",
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
 				if err := kube.Patch(cmd.Context(), c, s, func(s *salvorv1.Schedule) { s.Spec.Paused = pause }); err != nil {
@@ -200,7 +199,7 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 				return nil
 			})
 		}),
-	}
+	}, k, "schedule", &salvorv1.ScheduleList{}, nil)
 }
 
 func newDelete(k *kube.Options) *cobra.Command {
