@@ -882,4 +882,16 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	if len(treeSums(t, defaultDir)) == 0 {
 		t.Error("backup to-local left nothing in location local")
 	}
+	// Velero's set --credential and create --labels.
+	c.mustSalvor(t, "snapshot-location", "set", "second", "--credential", "snap-creds=rotated")
+	c.mustSalvor(t, "snapshot-location", "create", "third", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+t.TempDir(), "--labels", "team=a")
+	second, third := &salvorv1.VolumeSnapshotLocation{}, &salvorv1.VolumeSnapshotLocation{}
+	_ = c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "second"}, second)
+	_ = c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "third"}, third)
+	if cr := second.Spec.Credential; cr == nil || cr.Name != "snap-creds" || cr.Key != "rotated" || third.Labels["team"] != "a" {
+		t.Errorf("snapshot-location set --credential: %+v; create --labels: %v", second.Spec.Credential, third.Labels)
+	}
+	if out, err := c.salvor(t, "snapshot-location", "set", "second", "--credential", "a=x,b=y"); err == nil || !strings.Contains(out, "--credential: give one SECRET=KEY") {
+		t.Errorf("set --credential with two: %v\n%s", err, out)
+	}
 }

@@ -120,7 +120,7 @@ func (o *Options) WithClient(run func(cmd *cobra.Command, args []string, c clien
 }
 
 // SecretKey is the --credential SECRET=KEY flag of a location: nil when
-// not given.
+// not given (pflag refuses an empty one).
 func SecretKey(flag map[string]string) (*corev1.SecretKeySelector, error) {
 	if len(flag) > 1 {
 		return nil, fmt.Errorf("--credential: give one SECRET=KEY")

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -47,8 +46,9 @@ place. The server checks the location again within its check interval.`,
 			}
 			// Every flag is checked before anything is written, so a bad one
 			// leaves the locations as they were.
-			if f.Changed("credential") && len(credential) != 1 {
-				return fmt.Errorf("--credential: give one SECRET=KEY")
+			secret, err := kube.SecretKey(credential)
+			if err != nil {
+				return err
 			}
 			mode := salvorv1.BackupStorageLocationAccessMode(accessMode)
 			if f.Changed("access-mode") && mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
@@ -68,8 +68,8 @@ place. The server checks the location again within its check interval.`,
 					bsl.Spec.Default = isDefault
 				}
 				bsl.Spec.Config = kube.MergeConfig(bsl.Spec.Config, config, clearConfig)
-				for name, key := range credential {
-					bsl.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}
+				if secret != nil {
+					bsl.Spec.Credential = secret
 				}
 				if f.Changed("access-mode") {
 					bsl.Spec.AccessMode = mode

@@ -28,6 +28,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 		provider   string
 		config     map[string]string
 		credential map[string]string
+		labels     map[string]string
 		isDefault  bool
 	)
 	cmd := &cobra.Command{
@@ -48,7 +49,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 				return err
 			}
 			vsl := &salvorv1.VolumeSnapshotLocation{
-				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
+				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace, Labels: labels},
 				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault, Credential: secret},
 			}
 			if err := c.Create(cmd.Context(), vsl); err != nil {
@@ -69,6 +70,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	cmd.Flags().StringToStringVar(&config, "config", nil, "plugin config as key=value pairs, comma-separated")
 	cmd.Flags().BoolVar(&isDefault, "default", false, "use this location for backups that name none")
 	cmd.Flags().StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the snapshotter's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
+	cmd.Flags().StringToStringVar(&labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
 	return cmd
 }
 
@@ -101,10 +103,11 @@ func newSet(k *kube.Options) *cobra.Command {
 		config      map[string]string
 		clearConfig []string
 		isDefault   bool
+		credential  map[string]string
 	)
 	cmd := &cobra.Command{
 		Use:   "set NAME",
-		Short: "Change a volume snapshot location: its config or whether it is the default",
+		Short: "Change a volume snapshot location: its config, credential or whether it is the default",
 		Long: `Changes a location in place. --config sets the given keys and keeps the
 others (--unset-config removes keys); the provider is fixed: create another
 location for another plugin. Snapshots taken before the change are deleted,
@@ -113,8 +116,12 @@ with their backups, with the config the location has then.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") {
-				return fmt.Errorf("nothing to change: give --default, --config or --unset-config")
+			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") {
+				return fmt.Errorf("nothing to change: give --default, --config, --unset-config or --credential")
+			}
+			secret, err := kube.SecretKey(credential)
+			if err != nil {
+				return err
 			}
 			c, err := k.Client()
 			if err != nil {
@@ -130,6 +137,9 @@ with their backups, with the config the location has then.`,
 					vsl.Spec.Default = isDefault
 				}
 				vsl.Spec.Config = kube.MergeConfig(vsl.Spec.Config, config, clearConfig)
+				if secret != nil {
+					vsl.Spec.Credential = secret
+				}
 			})
 			if err != nil {
 				return fmt.Errorf("changing volume snapshot location %s: %w", vsl.Name, err)
@@ -149,6 +159,7 @@ with their backups, with the config the location has then.`,
 	f.BoolVar(&isDefault, "default", false, "make this the default location (unsets any other), or --default=false to unset it")
 	f.StringToStringVar(&config, "config", nil, "plugin config keys to set, key=value pairs")
 	f.StringSliceVar(&clearConfig, "unset-config", nil, "plugin config keys to remove")
+	f.StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the Secret key holding the snapshotter's credentials (Velero's flag)")
 	return cmd
 }
 
