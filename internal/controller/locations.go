@@ -107,17 +107,21 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 		}
 		config["objectLockRetainFor"] = im.RetainFor.Duration.String()
 	}
-	if ca := bsl.Spec.ObjectStorage.CACert; len(ca) > 0 && config["caCert"] == "" {
-		config["caCert"] = string(ca)
+	if ca := bsl.Spec.CACert(); ca != "" {
+		config["caCert"] = ca
 	}
-	if c := bsl.Spec.Credential; c != nil {
-		path, err := l.credentialFile(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		config["credentialsFile"] = path
+	return config, l.addCredential(ctx, config, bsl.Spec.Credential)
+}
+
+// addCredential gives a plugin's config the file of a location's
+// credential (credentialsFile), when the location names one.
+func (l *Locations) addCredential(ctx context.Context, config map[string]string, c *corev1.SecretKeySelector) error {
+	if c == nil {
+		return nil
 	}
-	return config, nil
+	path, err := l.credentialFile(ctx, c)
+	config["credentialsFile"] = path
+	return err
 }
 
 // credentialFile writes a credential Secret's key to a file only the

@@ -68,15 +68,11 @@ func (l *Locations) Snapshotter(ctx context.Context, name string) (*backup.Snaps
 // location.
 func (l *Locations) snapshotConfig(ctx context.Context, vsl *salvorv1.VolumeSnapshotLocation) (map[string]string, error) {
 	config := maps.Clone(vsl.Spec.Config)
-	if c := vsl.Spec.Credential; c != nil {
-		path, err := l.credentialFile(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		if config == nil {
-			config = map[string]string{}
-		}
-		config["credentialsFile"] = path
+	if vsl.Spec.Credential != nil && config == nil {
+		config = map[string]string{}
+	}
+	if err := l.addCredential(ctx, config, vsl.Spec.Credential); err != nil {
+		return nil, err
 	}
 	return config, nil
 }

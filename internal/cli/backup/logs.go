@@ -176,10 +176,7 @@ func tlsFor(bsl *salvorv1.BackupStorageLocation) (*tls.Config, error) {
 	if skip, _ := strconv.ParseBool(bsl.Spec.Config["insecureSkipTLSVerify"]); skip {
 		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // the location's own setting, as its plugin uses it
 	}
-	pem := bsl.Spec.Config["caCert"]
-	if pem == "" {
-		pem = string(bsl.Spec.ObjectStorage.CACert)
-	}
+	pem := bsl.Spec.CACert()
 	if pem == "" {
 		return nil, nil
 	}

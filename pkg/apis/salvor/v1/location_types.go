@@ -172,3 +172,13 @@ type BackupStorageLocationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []BackupStorageLocation `json:"items"`
 }
+
+// CACert is the CA bundle the location's object store is reached with:
+// config caCert, else objectStorage.caCert (Velero's field); "" for the
+// system's roots. The server's plugin and the CLI's downloads both use it.
+func (s BackupStorageLocationSpec) CACert() string {
+	if ca := s.Config["caCert"]; ca != "" {
+		return ca
+	}
+	return string(s.ObjectStorage.CACert)
+}
