@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
 	"github.com/salvor-dev/salvor/internal/cli/install"
@@ -52,5 +53,13 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		verbFirst("delete", "Delete backups, restores, schedules and locations (as 'salvor NOUN delete')", nouns()...),
 	)
 	strict(root)
+	// Velero's spelling of --context, so its runbook lines run as written;
+	// set last, as cobra hands it only to commands already added.
+	root.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "kubecontext" {
+			name = "context"
+		}
+		return pflag.NormalizedName(name)
+	})
 	return root
 }

@@ -19,6 +19,7 @@ import (
 func newDescribe(k *kube.Options) *cobra.Command {
 	var format output.Format
 	var details, watch bool
+	var trust Trust
 	cmd := &cobra.Command{
 		Use:     "describe NAME",
 		Short:   "Show a backup's spec, progress and outcome",
@@ -48,7 +49,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				describeVolumes(cmd.Context(), cmd.OutOrStdout(), c, b)
 			}
 			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
-				if ops, err := operationsOf(cmd.Context(), c, b); err != nil {
+				if ops, err := operationsOf(cmd.Context(), c, b, trust); err != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "\nItem operations: not available (%v)\n", err)
 				} else {
 					describeOperations(cmd.OutOrStdout(), b, ops, details)
@@ -57,7 +58,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
-				rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupResults, b.Name)
+				rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupResults, b.Name, trust)
 				if err != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "\nResults: not available (%v)\n", err)
 					return nil
@@ -72,6 +73,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	output.AddFlag(cmd.Flags(), &format)
 	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation, and the warnings and errors")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
+	trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "backup", &salvorv1.BackupList{})
 }
 

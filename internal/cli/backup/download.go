@@ -24,6 +24,7 @@ func newDownload(k *kube.Options) *cobra.Command {
 		file    string
 		force   bool
 		timeout time.Duration
+		trust   Trust
 	)
 	cmd := &cobra.Command{
 		Use:   "download NAME",
@@ -61,7 +62,7 @@ readable by its owner only; keep it as safe as the cluster.`,
 			case "", salvorv1.BackupPhaseNew, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseInProgress:
 				return fmt.Errorf("backup %s is %s: it has no tarball to download yet", name, output.Or(string(b.Status.Phase), "New"))
 			}
-			body, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupContents, name)
+			body, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupContents, name, trust)
 			if err != nil {
 				return err
 			}
@@ -80,6 +81,7 @@ readable by its owner only; keep it as safe as the cluster.`,
 	f.StringVarP(&file, "output", "o", "", `file to write (default: NAME-data.tar.gz; "-" for standard output)`)
 	f.BoolVar(&force, "force", false, "replace the file if it exists")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "bound on the whole download")
+	trust.AddFlags(f)
 	return cmd
 }
 

@@ -4,13 +4,11 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +22,10 @@ import (
 )
 
 func newLogs(k *kube.Options) *cobra.Command {
-	var timeout time.Duration
+	var (
+		timeout time.Duration
+		trust   Trust
+	)
 	cmd := &cobra.Command{
 		Use:   "logs NAME",
 		Short: "Print a backup's log",
@@ -35,7 +36,7 @@ backup's storage location through a short-lived URL the server signs.`,
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupLog, args[0])
+			rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupLog, args[0], trust)
 			if err != nil {
 				return err
 			}
@@ -45,11 +46,12 @@ backup's storage location through a short-lived URL the server signs.`,
 		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the server")
+	trust.AddFlags(cmd.Flags())
 	return cmd
 }
 
 // Download asks the server for a backup file's URL and opens it, gunzipped.
-func Download(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string) (io.ReadCloser, error) {
+func Download(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string, trust Trust) (io.ReadCloser, error) {
 	// What the file belongs to, for messages: a restore's or a backup's.
 	of := "backup " + name
 	if strings.HasPrefix(string(kind), "Restore") {
@@ -82,7 +84,7 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 			return nil, err
 		}
 	}
-	tlsConfig, err := locationTLS(ctx, c, namespace, kind, name)
+	tlsConfig, err := trust.config(ctx, c, namespace, kind, name)
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s of %s: %w", kind, of, err)
 	}
@@ -143,49 +145,4 @@ func open(ctx context.Context, raw string, tlsConfig *tls.Config) (io.ReadCloser
 		return nil, fmt.Errorf("%s answered %s", u.Host, resp.Status)
 	}
 	return resp.Body, nil
-}
-
-// locationTLS is how the CLI trusts the object store a download URL
-// points at, as the server's plugin does: the location's CA (Velero's
-// objectStorage.caCert, or config caCert) on top of the system's, or no
-// verification where the location's config says insecureSkipTLSVerify.
-// nil is the default: a location with neither, or one the CLI may not read.
-func locationTLS(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string) (*tls.Config, error) {
-	backupName := name
-	if strings.HasPrefix(string(kind), "Restore") {
-		rs := &salvorv1.Restore{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
-			return nil, nil
-		}
-		backupName = rs.Spec.BackupName
-	}
-	b := &salvorv1.Backup{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: backupName}, b); err != nil {
-		return nil, nil
-	}
-	bsl := &salvorv1.BackupStorageLocation{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: b.Spec.StorageLocation}, bsl); err != nil {
-		return nil, nil
-	}
-	return tlsFor(bsl)
-}
-
-// tlsFor is the TLS configuration that trusts a location's object store:
-// nil when the system's roots do.
-func tlsFor(bsl *salvorv1.BackupStorageLocation) (*tls.Config, error) {
-	if skip, _ := strconv.ParseBool(bsl.Spec.Config["insecureSkipTLSVerify"]); skip {
-		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // the location's own setting, as its plugin uses it
-	}
-	pem := bsl.Spec.CACert()
-	if pem == "" {
-		return nil, nil
-	}
-	roots, err := x509.SystemCertPool()
-	if err != nil {
-		roots = x509.NewCertPool()
-	}
-	if !roots.AppendCertsFromPEM([]byte(pem)) {
-		return nil, fmt.Errorf("location %s: its caCert holds no PEM certificate", bsl.Name)
-	}
-	return &tls.Config{RootCAs: roots}, nil
 }

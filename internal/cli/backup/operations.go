@@ -21,10 +21,10 @@ func waiting(p salvorv1.BackupPhase) bool {
 }
 
 // operationsOf fetches a backup's operation records through the server.
-func operationsOf(ctx context.Context, c client.Client, b *salvorv1.Backup) ([]itemoperation.BackupOperation, error) {
+func operationsOf(ctx context.Context, c client.Client, b *salvorv1.Backup, trust Trust) ([]itemoperation.BackupOperation, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := Download(ctx, c, b.Namespace, salvorv1.DownloadTargetBackupItemOperations, b.Name)
+	rc, err := Download(ctx, c, b.Namespace, salvorv1.DownloadTargetBackupItemOperations, b.Name, trust)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ type Options struct {
 // AddFlags binds the global flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.StringVar(&o.Context, "context", "", "the kubeconfig context to use (default: its current context)")
+	fs.StringVar(&o.Context, "context", "", "the kubeconfig context to use (default: its current context; Velero's --kubecontext works too)")
 	fs.StringVarP(&o.Namespace, "namespace", "n", "salvor", "the namespace Salvor's server and objects live in")
 }
 

@@ -270,6 +270,7 @@ func newGet(k *kube.Options) *cobra.Command {
 func newDescribe(k *kube.Options) *cobra.Command {
 	var format output.Format
 	var details bool
+	var trust clibackup.Trust
 	cmd := &cobra.Command{
 		Use: "describe NAME", Short: "Show a restore's spec, progress and outcome", Example: "  salvor restore describe r1 --details",
 		Args: cobra.ExactArgs(1),
@@ -319,7 +320,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if details && (st.Errors > 0 || st.Warnings > 0 || (s.DryRun && st.DryRun != nil)) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
-				rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreResults, rs.Name)
+				rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreResults, rs.Name, trust)
 				if err != nil {
 					fmt.Fprintf(w, "\nResults: not available (%v)\n", err)
 					return nil
@@ -336,6 +337,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	}
 	output.AddFlag(cmd.Flags(), &format)
 	cmd.Flags().BoolVar(&details, "details", false, "also show the warnings and errors")
+	trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "restore", &salvorv1.RestoreList{})
 }
 
@@ -361,12 +363,13 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 
 func newLogs(k *kube.Options) *cobra.Command {
 	timeout := time.Minute
+	var trust clibackup.Trust
 	cmd := &cobra.Command{
 		Use: "logs NAME", Short: "Print a restore's log", Example: "  salvor restore logs r1", Args: cobra.ExactArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreLog, args[0])
+			rc, err := clibackup.Download(ctx, c, k.Namespace, salvorv1.DownloadTargetRestoreLog, args[0], trust)
 			if err != nil {
 				return err
 			}
@@ -376,6 +379,7 @@ func newLogs(k *kube.Options) *cobra.Command {
 		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long to wait for the server")
+	trust.AddFlags(cmd.Flags())
 	return cmd
 }
 
