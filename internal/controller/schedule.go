@@ -40,6 +40,9 @@ type ScheduleReconciler struct {
 	Log       *slog.Logger
 	// Now is the clock (time.Now unless a test sets it).
 	Now func() time.Time
+	// SkipImmediately is spec.skipImmediately for schedules that leave
+	// it out (the server's --schedule-skip-immediately, Velero's).
+	SkipImmediately bool
 }
 
 // SetupWithManager registers the reconciler: a schedule is looked at when
@@ -147,7 +150,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		s.Status.NextRun = nil
 		return ctrl.Result{}, write()
 	}
-	skipImmediately := s.Spec.SkipImmediately != nil && *s.Spec.SkipImmediately
+	skipImmediately := r.SkipImmediately
+	if s.Spec.SkipImmediately != nil {
+		skipImmediately = *s.Spec.SkipImmediately
+	}
 	if s.Status.PausedAt != nil {
 		s.Status.PausedAt = nil
 		if skipImmediately {

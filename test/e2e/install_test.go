@@ -506,3 +506,83 @@ func TestUninstallCommand(t *testing.T) {
 		t.Fatal("uninstall deleted backup b's files")
 	}
 }
+
+// TestInstallAndUninstallWait: `salvor install --wait` (Velero's) returns
+// once the server's Deployment has rolled out and is available, and fails,
+// saying what it waits for, when it is not within --timeout; with
+// --crds-only it waits for the CRDs. `salvor uninstall --wait` returns once
+// the namespace (emptied by the cluster's namespace controller) and the CRDs
+// are gone, so an install right after it starts afresh.
+func TestInstallAndUninstallWait(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t)
+	testbed.StartCSI(t, c.kubeconfig, c.restConfig) // for its namespace controller
+
+	if out := c.mustSalvor(t, "install", "--crds-only", "--wait"); !strings.Contains(out, "CRDs are established.") {
+		t.Errorf("install --crds-only --wait:\n%s", out)
+	}
+
+	install := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "install", "--wait", "--timeout", "5m")
+	var out bytes.Buffer
+	install.Stdout, install.Stderr = &out, &out
+	if err := install.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- install.Wait() }()
+	d := &appsv1.Deployment{}
+	eventually(t, "the server's Deployment", time.Minute, func() (bool, string) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "salvor"}, d)
+		return err == nil, fmt.Sprint(err)
+	})
+	eventually(t, "install waiting", time.Minute, func() (bool, string) {
+		return strings.Contains(out.String(), "Waiting for Deployment salvor/salvor to be available"), out.String()
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("install --wait returned before the Deployment was available: %v\n%s", err, out.String())
+	default:
+	}
+	// What the deployment controller and the kubelet would write (this
+	// control plane runs no pods).
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
+	if err := c.client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !strings.Contains(out.String(), "Deployment salvor/salvor is available.") {
+		t.Fatalf("install --wait: %v\n%s", err, out.String())
+	}
+
+	// A changed spec the deployment controller has not seen: not ready.
+	if out, err := c.salvor(t, "install", "--wait", "--timeout", "3s", "--replicas", "2"); err == nil ||
+		!strings.Contains(out, "the server's Deployment salvor/salvor is not ready: its newest spec is not yet seen by the deployment controller") {
+		t.Errorf("install --wait of a Deployment not rolled out: %v\n%s", err, out)
+	}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas = d.Generation, 2, 2
+	if err := c.client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.salvor(t, "install", "--wait", "--timeout", "3s", "--replicas", "2"); err == nil || !strings.Contains(out, "1 of 2 replicas available") {
+		t.Errorf("install --wait with one of two replicas available: %v\n%s", err, out)
+	}
+
+	out.Reset()
+	uninstall := c.mustSalvor(t, "uninstall", "--force", "--wait")
+	for _, w := range []string{"Namespace salvor is gone.", "CustomResourceDefinition backups.salvor.dev is gone."} {
+		if !strings.Contains(uninstall, w) {
+			t.Errorf("uninstall --wait did not say %q:\n%s", w, uninstall)
+		}
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "salvor"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace salvor after uninstall --wait: %v", err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "backups.salvor.dev"}, &apiextv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+		t.Errorf("CRD backups.salvor.dev after uninstall --wait: %v", err)
+	}
+	// And an install right after starts afresh.
+	c.mustSalvor(t, "install")
+}

@@ -564,3 +564,64 @@ func TestLabelsAndAnnotations(t *testing.T) {
 	has("restore r", rs.Labels, map[string]string{"x": "y"})
 	has("restore r", rs.Annotations, map[string]string{"z": "w"})
 }
+
+// TestScheduleSkipImmediatelyDefault: with the server's
+// --schedule-skip-immediately (Velero's), a schedule that leaves
+// spec.skipImmediately out waits for its first scheduled time, and one that
+// sets it false backs up at once; schedule pause and unpause take Velero's
+// --skip-immediately and set the field.
+func TestScheduleSkipImmediatelyDefault(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--schedule-skip-immediately")
+	c.s3Location(t, minio, "primary", "backups", true)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "skip"}})
+	// Once the server has written a schedule's next run, a run due now
+	// would have been made first.
+	settled := func(name string) *salvorv1.Schedule {
+		var s *salvorv1.Schedule
+		eventually(t, "schedule "+name+" planned", 30*time.Second, func() (bool, string) {
+			s = c.schedule(t, name)
+			return s.Status.NextRun != nil && s.Status.PausedAt == nil && !s.Spec.Paused && s.Status.ObservedGeneration == s.Generation, fmt.Sprintf("%+v", s.Status)
+		})
+		return s
+	}
+
+	c.mustSalvor(t, "schedule", "create", "left-out", "--schedule", "@every 1h", "--include-namespaces", "skip")
+	if s := settled("left-out"); s.Spec.SkipImmediately != nil || s.Status.LastScheduleTime != nil || len(c.scheduleBackups(t, "left-out")) != 0 {
+		t.Errorf("a schedule leaving skipImmediately out backed up at once under --schedule-skip-immediately: spec %v, status %+v, backups %d",
+			s.Spec.SkipImmediately, s.Status, len(c.scheduleBackups(t, "left-out")))
+	}
+	c.mustSalvor(t, "schedule", "create", "at-once", "--schedule", "@every 1h", "--include-namespaces", "skip", "--skip-immediately=false")
+	eventually(t, "at-once's first backup", 30*time.Second, func() (bool, string) {
+		return len(c.scheduleBackups(t, "at-once")) == 1, fmt.Sprint(len(c.scheduleBackups(t, "at-once")), " backups")
+	})
+
+	// Unpaused with --skip-immediately=false, left-out backs up at once.
+	c.mustSalvor(t, "schedule", "pause", "left-out", "--skip-immediately=false")
+	if s := c.schedule(t, "left-out"); s.Spec.SkipImmediately == nil || *s.Spec.SkipImmediately || !s.Spec.Paused {
+		t.Fatalf("pause --skip-immediately=false: paused %v, skipImmediately %v", s.Spec.Paused, s.Spec.SkipImmediately)
+	}
+	eventually(t, "left-out seen paused", 30*time.Second, func() (bool, string) {
+		s := c.schedule(t, "left-out")
+		return s.Status.PausedAt != nil, fmt.Sprintf("%+v", s.Status)
+	})
+	c.mustSalvor(t, "schedule", "unpause", "left-out")
+	eventually(t, "left-out's backup on unpause", 30*time.Second, func() (bool, string) {
+		return len(c.scheduleBackups(t, "left-out")) == 1, fmt.Sprint(len(c.scheduleBackups(t, "left-out")), " backups")
+	})
+
+	// Unpaused with --skip-immediately, at-once waits for its next time.
+	c.mustSalvor(t, "schedule", "pause", "at-once")
+	eventually(t, "at-once seen paused", 30*time.Second, func() (bool, string) {
+		s := c.schedule(t, "at-once")
+		return s.Status.PausedAt != nil, fmt.Sprintf("%+v", s.Status)
+	})
+	c.mustSalvor(t, "schedule", "unpause", "at-once", "--skip-immediately")
+	if s := settled("at-once"); s.Spec.SkipImmediately == nil || !*s.Spec.SkipImmediately {
+		t.Errorf("unpause --skip-immediately: skipImmediately %v", s.Spec.SkipImmediately)
+	}
+	if n := len(c.scheduleBackups(t, "at-once")); n != 1 {
+		t.Errorf("at-once unpaused with --skip-immediately made a backup at once: %d backups", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,6 +48,8 @@ type Options struct {
 	TestRestores   bool
 	DryRun         bool
 	Output         string
+	Wait           bool
+	Timeout        time.Duration
 	// Velero's install flags.
 	SAAnnotations      map[string]string
 	PodAnnotations     map[string]string
@@ -57,6 +60,9 @@ type Options struct {
 	NoSecret           bool
 	CACertFile         string
 	CRDsOnly           bool
+	PriorityClassName  string
+	ConcurrentBackups  int  // 0: the server's default
+	ScheduleSkip       bool // the server's --schedule-skip-immediately
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
 	// the cluster's discovery).
 	ServerRules []rbacv1.PolicyRule
@@ -97,7 +103,12 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 			if err != nil {
 				return err
 			}
-			return Apply(cmd.Context(), c, objs, cmd.OutOrStdout())
+			if err := Apply(cmd.Context(), c, objs, cmd.OutOrStdout()); err != nil || !o.Wait {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.Timeout)
+			defer cancel()
+			return Ready(ctx, c, objs, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -119,6 +130,8 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
+	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")
+	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "with --wait: how long to wait")
 	o.addVeleroFlags(cmd)
 	return cmd
 }
@@ -177,6 +190,12 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if o.LeaderElect {
 		args = append(args, "--leader-elect")
 	}
+	if o.ConcurrentBackups > 0 {
+		args = append(args, "--max-concurrent-backups", fmt.Sprint(o.ConcurrentBackups))
+	}
+	if o.ScheduleSkip {
+		args = append(args, "--schedule-skip-immediately")
+	}
 	scratch := &corev1.EmptyDirVolumeSource{}
 	if o.SpoolSize != "" {
 		q, err := resource.ParseQuantity(o.SpoolSize)
@@ -217,6 +236,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 						Annotations: merged(map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(MetricsPort), "prometheus.io/scheme": "https"}, o.PodAnnotations)},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: sa,
+						PriorityClassName:  o.PriorityClassName,
 						InitContainers:     inits,
 						Containers: []corev1.Container{{
 							Name:      "server",

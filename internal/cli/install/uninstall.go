@@ -29,8 +29,8 @@ import (
 // NewUninstallCommand is `salvor uninstall`.
 func NewUninstallCommand(k *kube.Options) *cobra.Command {
 	var (
-		force   bool
-		timeout time.Duration
+		force, waitGone bool
+		timeout         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "uninstall",
@@ -48,8 +48,10 @@ Salvor (or Velero) pointed at the same locations finds the backups again.
 To delete backups, run salvor backup delete before uninstalling.
 
 The namespace is left to the cluster's namespace controller to empty and
-remove. Asks before it starts unless --force.`,
-		Example: "  salvor uninstall\n  salvor uninstall --namespace salvor --force",
+remove; with --wait the command returns only once it, the CRDs and the
+roles are gone, so an install right after it starts afresh. Asks before it
+starts unless --force.`,
+		Example: "  salvor uninstall\n  salvor uninstall --namespace salvor --force --wait",
 		Args:    cobra.NoArgs,
 		RunE: k.WithClient(func(cmd *cobra.Command, _ []string, c client.Client) error {
 			out := cmd.OutOrStdout()
@@ -58,11 +60,12 @@ remove. Asks before it starts unless --force.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return Uninstall(ctx, c, k.Namespace, out)
+			return Uninstall(ctx, c, k.Namespace, out, waitGone)
 		}),
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "uninstall without asking")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "bound on the whole uninstall")
+	cmd.Flags().BoolVar(&waitGone, "wait", false, "return once the namespace, the CRDs and the roles are gone, not only deleted (Velero's flag)")
 	return cmd
 }
 
@@ -76,7 +79,7 @@ var sharedRoles = []string{"salvor-viewer", "salvor-operator", "salvor-metrics-r
 // Uninstall removes the installation in namespace, keeping every backup's
 // files: the server is stopped before anything of its goes, and the
 // Backups lose the finalizer that deletes files before their CRD does.
-func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Writer) error {
+func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Writer, waitGone bool) error {
 	locations := &salvorv1.BackupStorageLocationList{}
 	if err := c.List(ctx, locations, client.InNamespace(namespace)); err != nil && !noKind(err) {
 		return fmt.Errorf("reading the backup locations in %s: %w", namespace, err)
@@ -159,6 +162,7 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 			cluster = append(cluster, d)
 		}
 	}
+	var deleted []client.Object
 	for _, o := range cluster {
 		gvk, err := apiutil.GVKForObject(o, c.Scheme())
 		if err != nil {
@@ -172,6 +176,12 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 			return fmt.Errorf("deleting %s %s: %w", gvk.Kind, o.GetName(), err)
 		}
 		fmt.Fprintf(out, "%s %s deleted.\n", gvk.Kind, o.GetName())
+		deleted = append(deleted, o)
+	}
+	if waitGone {
+		if err := gone(ctx, c, deleted, out); err != nil {
+			return err
+		}
 	}
 	if len(others) > 0 {
 		fmt.Fprintf(out, "Salvor's CRDs and the roles %s are kept: namespaces %s hold Salvor's objects too.\n", strings.Join(sharedRoles, ", "), strings.Join(others, ", "))
@@ -187,6 +197,36 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 	fmt.Fprintln(out, ".")
 	if len(keys) > 0 {
 		fmt.Fprintf(out, "The keys of the encrypted locations %s went with the namespace: their backups are readable only with the copies you saved.\n", strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// gone waits until each object is gone from the API server: a namespace
+// once the namespace controller has emptied it, a CRD once its objects are.
+func gone(ctx context.Context, c client.Client, objs []client.Object, out io.Writer) error {
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, c.Scheme())
+		if err != nil {
+			return err
+		}
+		if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			why := ""
+			if ns, ok := o.(*corev1.Namespace); ok {
+				// The namespace controller says what it is stuck on.
+				why = " (the cluster's namespace controller empties it"
+				for _, cond := range ns.Status.Conditions {
+					if cond.Status == corev1.ConditionTrue {
+						why += "; " + cond.Message
+					}
+				}
+				why += ")"
+			}
+			return fmt.Errorf("waiting for %s %s to be gone%s: %w", gvk.Kind, o.GetName(), why, err)
+		}
+		fmt.Fprintf(out, "%s %s is gone.\n", gvk.Kind, o.GetName())
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.NoSecret, "no-secret", false, "create no credentials Secret (Velero's flag; without --secret-file none is created anyway)")
 	f.StringVar(&o.CACertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate: the default location's caCert (Velero's flag)")
 	f.BoolVar(&o.CRDsOnly, "crds-only", false, "install (or with --dry-run print) only the CRDs (Velero's flag)")
+	f.StringVar(&o.PriorityClassName, "server-priority-class-name", "", "the PriorityClass of the server's pod (Velero's flag)")
+	f.IntVar(&o.ConcurrentBackups, "concurrent-backups", 0, "backups the server runs at once (its --max-concurrent-backups; default 2) (Velero's flag)")
+	f.BoolVar(&o.ScheduleSkip, "schedule-skip-immediately", false, "schedules that do not set spec.skipImmediately wait for their first scheduled time instead of backing up when created or unpaused (the server's flag; Velero's)")
 	for velero, ours := range map[string]*string{
 		"velero-pod-cpu-request": &o.CPURequest, "velero-pod-mem-request": &o.MemoryRequest,
 		"velero-pod-cpu-limit": &o.CPULimit, "velero-pod-mem-limit": &o.MemoryLimit,
@@ -32,6 +35,16 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 		f.StringVar(ours, velero, *ours, "Velero's name for --server-"+strings.TrimPrefix(strings.ReplaceAll(velero, "-mem-", "-memory-"), "velero-pod-"))
 	}
 	refused := map[string]string{}
+	// What Salvor always does: true is taken, false refused.
+	always := map[string]string{
+		"apply":                               "Salvor's install always applies: what exists is updated to match",
+		"csi-snapshot-early-frequent-polling": "Salvor always polls a new operation early and often (after 1s, then doubling up to the server's --item-operation-sync-frequency)",
+	}
+	for flag, what := range always {
+		f.Bool(flag, true, what+" (Velero's flag)")
+	}
+	f.Bool("disable-informer-cache", false, "")
+	refused["disable-informer-cache"] = "Salvor's restores read what exists in the cluster with their own requests, not through an informer cache: leave it out"
 	for _, flag := range []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
 		"default-volumes-to-fs-backup", "default-snapshot-move-data"} {
 		f.Bool(flag, false, "")
@@ -41,6 +54,22 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 		"kubelet-root-dir", "uploader-type", "default-repo-maintain-frequency", "pod-volume-operation-timeout"} {
 		f.String(flag, "", "")
 		refused[flag] = "Salvor has no node agent, file-system backup or data mover: leave it out (volumes are backed up by snapshots, docs/volumes.md)"
+	}
+	for flag, why := range map[string]string{
+		"garbage-collection-frequency":   "Salvor deletes each expired backup when its TTL ends, with no periodic sweep",
+		"item-block-worker-count":        "Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)",
+		"node-agent-configmap":           "Salvor has no node agent, file-system backup or data mover",
+		"node-agent-priority-class-name": "Salvor has no node agent, file-system backup or data mover",
+		"backup-repository-configmap":    "Salvor has no backup repositories (no file-system backup or data mover)",
+		"repo-maintenance-job-configmap": "Salvor has no backup repositories (no file-system backup or data mover)",
+		"keep-latest-maintenance-jobs":   "Salvor has no backup repositories (no file-system backup or data mover)",
+		"maintenance-job-cpu-request":    "Salvor has no backup repositories (no file-system backup or data mover)",
+		"maintenance-job-mem-request":    "Salvor has no backup repositories (no file-system backup or data mover)",
+		"maintenance-job-cpu-limit":      "Salvor has no backup repositories (no file-system backup or data mover)",
+		"maintenance-job-mem-limit":      "Salvor has no backup repositories (no file-system backup or data mover)",
+	} {
+		f.String(flag, "", "")
+		refused[flag] = why + ": leave it out"
 	}
 	f.String("features", "", "")
 	refused["features"] = "Salvor has no feature flags; CSI snapshots need none (docs/volumes.md): leave it out"
@@ -53,6 +82,11 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 		for flag, why := range refused {
 			if cmd.Flags().Changed(flag) {
 				return fmt.Errorf("--%s is Velero's: %s", flag, why)
+			}
+		}
+		for flag, what := range always {
+			if on, _ := cmd.Flags().GetBool(flag); !on {
+				return fmt.Errorf("--%s=false is Velero's: %s", flag, what)
 			}
 		}
 		for _, pair := range [][2]string{{"config", "backup-location-config"}, {"server-cpu-request", "velero-pod-cpu-request"},
@@ -77,6 +111,10 @@ func (o *Options) checkVelero() error {
 		return fmt.Errorf("--no-default-backup-location and --bucket: give one (--bucket makes the default location)")
 	case o.Provider != "" && o.Bucket == "" && !o.NoDefaultLocation && !o.snapshotLocation():
 		return fmt.Errorf("--provider needs --bucket for a default location (or --no-default-backup-location, or a snapshot location with --snapshot-location-config)")
+	case o.Wait && o.DryRun:
+		return fmt.Errorf("--wait and --dry-run: give one (a dry run applies nothing to wait for)")
+	case o.ConcurrentBackups < 0:
+		return fmt.Errorf("--concurrent-backups %d: must not be negative", o.ConcurrentBackups)
 	case o.SecretFile != "" && o.NoSecret:
 		return fmt.Errorf("--no-secret and --secret-file: give one")
 	case o.CACertFile != "" && o.Bucket == "":

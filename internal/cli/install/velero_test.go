@@ -1,6 +1,7 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,15 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 )
+
+func mustManifests(t *testing.T, o Options) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := Manifests(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
 
 func object(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
 	for _, o := range objs {
@@ -75,6 +85,27 @@ func TestVeleroInstallFlags(t *testing.T) {
 		t.Errorf("--cacert changed the --config map: %v", o.Config)
 	}
 
+	// Velero's server settings reach the server's pod.
+	tuned := o
+	tuned.PriorityClassName, tuned.ConcurrentBackups, tuned.ScheduleSkip = "salvor-critical", 3, true
+	objs, err = Manifests(tuned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep = object(objs, "Deployment")
+	if pc, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "priorityClassName"); pc != "salvor-critical" {
+		t.Errorf("--server-priority-class-name: priorityClassName %q", pc)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	if got := strings.Join(args, " "); !strings.Contains(got, "--max-concurrent-backups 3") || !strings.Contains(got, "--schedule-skip-immediately") {
+		t.Errorf("--concurrent-backups 3 --schedule-skip-immediately: server args %q", got)
+	}
+	plainArgs, _, _ := unstructured.NestedSlice(object(mustManifests(t, o), "Deployment").Object, "spec", "template", "spec", "containers")
+	if got := fmt.Sprint(plainArgs[0].(map[string]any)["args"]); strings.Contains(got, "concurrent") || strings.Contains(got, "skip") {
+		t.Errorf("without the flags the server's args are %s", got)
+	}
+
 	// Without a snapshot config, no snapshot location: Salvor's default.
 	plain := Options{Namespace: "salvor", ServiceAccount: "salvor", Replicas: 1, ServerRules: rules, Provider: "salvor.dev/s3", Bucket: "b"}
 	if objs, err := Manifests(plain); err != nil || object(objs, "VolumeSnapshotLocation") != nil {
@@ -105,6 +136,8 @@ func TestVeleroInstallFlags(t *testing.T) {
 		{func(o *Options) { o.UseVolumeSnapshots, o.SnapshotConfig = &no, map[string]string{"region": "y"} }, "--use-volume-snapshots=false and --snapshot-location-config"},
 		{func(o *Options) { o.UseVolumeSnapshots, o.Provider, o.Bucket = &yes, "", "" }, "needs --provider"},
 		{func(o *Options) { o.PodLabels = map[string]string{"app.kubernetes.io/name": "x"} }, "--pod-labels app.kubernetes.io/name"},
+		{func(o *Options) { o.Wait, o.DryRun = true, true }, "--wait and --dry-run: give one"},
+		{func(o *Options) { o.ConcurrentBackups = -1 }, "--concurrent-backups -1: must not be negative"},
 	} {
 		bad := plain
 		tc.change(&bad)
@@ -133,6 +166,12 @@ func TestVeleroInstallFlagsRefused(t *testing.T) {
 		{[]string{"--default-volumes-to-fs-backup"}, "--default-volumes-to-fs-backup is Velero's"},
 		{[]string{"--features", "EnableCSI"}, "Salvor has no feature flags"},
 		{[]string{"--restore-only"}, "ReadOnly"},
+		{[]string{"--garbage-collection-frequency", "1h"}, "--garbage-collection-frequency is Velero's: Salvor deletes each expired backup when its TTL ends"},
+		{[]string{"--disable-informer-cache"}, "--disable-informer-cache is Velero's"},
+		{[]string{"--item-block-worker-count", "4"}, "--item-block-worker-count is Velero's"},
+		{[]string{"--maintenance-job-mem-limit", "1Gi"}, "Salvor has no backup repositories"},
+		{[]string{"--apply=false"}, "--apply=false is Velero's: Salvor's install always applies"},
+		{[]string{"--csi-snapshot-early-frequent-polling=false"}, "--csi-snapshot-early-frequent-polling=false is Velero's"},
 		{[]string{"--config", "a=b", "--backup-location-config", "c=d"}, "--config and --backup-location-config are one setting"},
 		{[]string{"--velero-pod-mem-limit", "2Gi", "--server-memory-limit", "1Gi"}, "one setting"},
 	} {
@@ -142,6 +181,17 @@ func TestVeleroInstallFlagsRefused(t *testing.T) {
 		cmd.SetErr(&strings.Builder{})
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// What Salvor always does is taken as it is: the install goes on (to
+	// the cluster, which this kubeconfig does not name).
+	for _, args := range [][]string{{"--apply"}, {"--csi-snapshot-early-frequent-polling"}} {
+		cmd := NewCommand(&kube.Options{Kubeconfig: filepath.Join(t.TempDir(), "none")})
+		cmd.SetArgs(append(args, "--dry-run"))
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "loading the kubeconfig") {
+			t.Errorf("%v: %v, want the install to go on to the cluster", args, err)
 		}
 	}
 	// Velero's names set Salvor's settings.

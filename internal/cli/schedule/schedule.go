@@ -83,7 +83,7 @@ deletes its newest Completed backup. See docs/schedules.md.`,
 	f.StringVar(&o.schedule, "schedule", "", `when to back up: "0 2 * * *", "@daily", "@every 6h", optionally "CRON_TZ=Europe/Paris 0 2 * * *" (required)`)
 	o.AddFlags(f)
 	f.BoolVar(&o.paused, "paused", false, "create the schedule paused")
-	f.BoolVar(&o.skipImmediately, "skip-immediately", false, "on creation and unpause, wait for the next scheduled time instead of backing up at once")
+	f.BoolVar(&o.skipImmediately, "skip-immediately", false, "on creation and unpause, wait for the next scheduled time instead of backing up at once (=false backs up at once even where the server runs with --schedule-skip-immediately)")
 	f.BoolVar(&o.ownerReferences, "use-owner-references-in-backup", false, "make the schedule own its backups: deleting it deletes them")
 	f.StringVar(&o.concurrency, "concurrency-policy", "", "when a run is due while a backup of the schedule is unfinished: Forbid (skip the run; default), Allow, or Replace (cancel the unfinished one)")
 	f.DurationVar(&o.jitter, "jitter", 0, "delay every run by a fixed random duration up to this")
@@ -125,13 +125,14 @@ func (o *createOptions) object(cmd *cobra.Command, name, namespace string) (*sal
 	default:
 		return nil, fmt.Errorf("--concurrency-policy %q: must be Forbid, Allow or Replace", o.concurrency)
 	}
-	if o.skipImmediately {
+	f := cmd.Flags()
+	if f.Changed("skip-immediately") {
+		// false too: it overrides the server's --schedule-skip-immediately.
 		s.Spec.SkipImmediately = &o.skipImmediately
 	}
 	if o.ownerReferences {
 		s.Spec.UseOwnerReferencesInBackup = &o.ownerReferences
 	}
-	f := cmd.Flags()
 	switch {
 	case o.verifyEvery < 0:
 		return nil, fmt.Errorf("--verify-every %d: must not be negative", o.verifyEvery)
@@ -186,20 +187,29 @@ func newPause(k *kube.Options, pause bool) *cobra.Command {
 		verb, did = "unpause", "unpaused"
 		short = "Let paused schedules run again (at once, unless they skip immediately)"
 	}
-	return kube.Chooses(&cobra.Command{
+	var skip bool
+	cmd := &cobra.Command{
 		Use:     verb + " NAME...",
 		Short:   short,
-		Example: "  salvor schedule " + verb + " nightly\n  salvor schedule " + verb + " --selector team=a",
+		Example: "  salvor schedule " + verb + " nightly\n  salvor schedule " + verb + " --selector team=a --skip-immediately",
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
+			setSkip := cmd.Flags().Changed("skip-immediately")
 			return kube.Each(cmd.Context(), c, k.Namespace, "schedule", args, func(s *salvorv1.Schedule) error {
-				if err := kube.Patch(cmd.Context(), c, s, func(s *salvorv1.Schedule) { s.Spec.Paused = pause }); err != nil {
+				if err := kube.Patch(cmd.Context(), c, s, func(s *salvorv1.Schedule) {
+					s.Spec.Paused = pause
+					if setSkip {
+						s.Spec.SkipImmediately = &skip
+					}
+				}); err != nil {
 					return fmt.Errorf("%s schedule %s: %w", verb, s.Name, err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Schedule %q %s.\n", s.Name, did)
 				return nil
 			})
 		}),
-	}, k, "schedule", &salvorv1.ScheduleList{}, nil)
+	}
+	cmd.Flags().BoolVar(&skip, "skip-immediately", false, "also set the schedules' spec.skipImmediately: when unpaused, wait for the next scheduled time instead of backing up at once (Velero's flag)")
+	return kube.Chooses(cmd, k, "schedule", &salvorv1.ScheduleList{}, nil)
 }
 
 func newDelete(k *kube.Options) *cobra.Command {

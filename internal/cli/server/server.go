@@ -41,6 +41,7 @@ type options struct {
 	leaderElect          bool
 	workers              int
 	maxConcurrentBackups int
+	scheduleSkip         bool
 	locationInterval     time.Duration
 	defaultTTL           time.Duration
 	pluginGrace          time.Duration
@@ -81,6 +82,7 @@ process, restarted if it dies.`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
 	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: 8 per CPU; plugin calls wait on other processes, not on this CPU)")
 	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
+	f.BoolVar(&o.scheduleSkip, "schedule-skip-immediately", false, "schedules that do not set spec.skipImmediately wait for their first scheduled time instead of backing up when created or unpaused (Velero's flag)")
 	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked and synced")
 	f.DurationVar(&o.defaultTTL, "default-backup-ttl", 720*time.Hour, "how long backups without a ttl are kept")
 	f.DurationVar(&o.pluginGrace, "plugin-grace-period", 10*time.Second, "how long past its deadline a plugin call may run before the plugin is killed")
@@ -224,7 +226,7 @@ func (o *options) run(ctx context.Context) error {
 			}
 			return out
 		}},
-		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger},
+		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, Log: logger},
 		&controller.RestoreReconciler{
