@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,11 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 			t.Errorf("backup get -l %q: %q, want %q", sel, out, want)
 		}
 	}
+	// Velero's label columns.
+	if out := words(c.mustSalvor(t, "backup", "get", "-L", "salvor.dev/storage-location", "--show-labels")); !strings.Contains(out, "SALVOR.DEV/STORAGE-LOCATION LABELS") ||
+		!regexp.MustCompile(`web .* primary \S*salvor.dev/storage-location=primary`).MatchString(out) {
+		t.Errorf("backup get -L salvor.dev/storage-location --show-labels: %s", out)
+	}
 	if out, err := c.salvor(t, "backup", "get", "-l", "a==b==c"); err == nil || !strings.Contains(out, `--selector "a==b==c"`) {
 		t.Errorf("backup get with a malformed selector: %v %s", err, out)
 	}
@@ -336,6 +342,12 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	}
 	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
 	c.s3Location(t, minio, "spare", "backups", false)
+	if out := c.mustSalvor(t, "backup-location", "get", "--default", "-o", "name"); strings.TrimSpace(out) != "backupstoragelocation.salvor.dev/primary" {
+		t.Errorf("backup-location get --default: %q", out)
+	}
+	if out := c.mustSalvor(t, "get", "bsl", "-o", "name"); len(strings.Fields(out)) != 2 {
+		t.Errorf("get bsl: %q", out)
+	}
 	if out := c.mustSalvor(t, "backup-location", "delete", "spare"); !strings.Contains(out, "nothing in its bucket was") {
 		t.Errorf("deleting an unused location: %s", out)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -191,6 +192,48 @@ spec:
 	if rs := c.waitRestore(t, "with-status", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
 		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.restoreStatus: Salvor restores no item's status") {
 		t.Errorf("restore with --status-include-resources: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
+	}
+
+	// Velero's -o for create commands: the object printed (Velero's fields
+	// too), nothing created; applied as printed, it runs as the command's
+	// own would.
+	ctx := context.Background()
+	notCreated := func(what string, obj client.Object) {
+		t.Helper()
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "printed"}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%s -o created it: %v", what, err)
+		}
+	}
+	printed := c.mustSalvor(t, "backup", "create", "printed", "--include-namespaces", "shop", "--csi-snapshot-timeout", "10m", "-o", "yaml")
+	notCreated("backup create", &salvorv1.Backup{})
+	c.applyVelero(t, printed)
+	if b := c.waitBackup(t, "printed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
+		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout]" || fmt.Sprint(b.Spec.IncludedNamespaces) != "[shop]" {
+		t.Errorf("the printed backup applied: %s, namespaces %v, ignored %v\n%s", b.Status.Phase, b.Spec.IncludedNamespaces, b.Status.IgnoredFields, printed)
+	}
+	var schedule salvorv1.Schedule
+	if err := json.Unmarshal([]byte(c.mustSalvor(t, "create", "schedule", "printed", "--schedule", "@daily", "--include-namespaces", "shop", "-o", "json")), &schedule); err != nil ||
+		schedule.Kind != "Schedule" || schedule.APIVersion != "salvor.dev/v1" || schedule.Spec.Schedule != "@daily" || fmt.Sprint(schedule.Spec.Template.IncludedNamespaces) != "[shop]" {
+		t.Errorf("schedule create -o json: %+v, %v", schedule, err)
+	}
+	notCreated("schedule create", &salvorv1.Schedule{})
+	if out := c.mustSalvor(t, "restore", "create", "printed", "--from-backup", "printed", "-o", "yaml"); !strings.Contains(out, "kind: Restore") || !strings.Contains(out, "backupName: printed") {
+		t.Errorf("restore create -o yaml:\n%s", out)
+	}
+	notCreated("restore create", &salvorv1.Restore{})
+	if out := c.mustSalvor(t, "backup-location", "create", "printed", "--provider", "salvor.dev/s3", "--bucket", "elsewhere", "--default", "-o", "yaml"); !strings.Contains(out, "kind: BackupStorageLocation") || !strings.Contains(out, "bucket: elsewhere") {
+		t.Errorf("backup-location create -o yaml:\n%s", out)
+	}
+	notCreated("backup-location create", &salvorv1.BackupStorageLocation{})
+	if bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable); !bsl.Spec.Default {
+		t.Errorf("a printed --default location took the default from primary")
+	}
+	if out := c.mustSalvor(t, "snapshot-location", "create", "printed", "--provider", "salvor.dev/local-volume", "-o", "json"); !strings.Contains(out, `"kind": "VolumeSnapshotLocation"`) {
+		t.Errorf("snapshot-location create -o json:\n%s", out)
+	}
+	notCreated("snapshot-location create", &salvorv1.VolumeSnapshotLocation{})
+	if out, err := c.salvor(t, "backup", "create", "tabled", "-o", "table"); err == nil || !strings.Contains(out, `--output "table": must be json or yaml`) {
+		t.Errorf("backup create -o table: %v\n%s", err, out)
 	}
 }
 

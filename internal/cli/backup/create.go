@@ -47,6 +47,7 @@ type createOptions struct {
 	SpecFlags
 	fromSchedule string
 	wait         bool
+	format       output.Format
 }
 
 func optionalBool(flag, v string) (*bool, error) {
@@ -78,6 +79,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, b, velero, "spec"); printed || err != nil {
+				return err
+			}
 			if err := kube.CreateWith(cmd.Context(), c, b, velero, "spec"); err != nil {
 				return fmt.Errorf("creating backup %s: %w", args[0], err)
 			}
@@ -102,6 +106,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	o.AddFlags(f)
 	f.StringVar(&o.fromSchedule, "from-schedule", "", "run this schedule's template now (no other backup options may be given)")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the backup to finish, showing its progress")
+	kube.AddPrintFlag(f, &o.format)
 	return cmd
 }
 

@@ -2,6 +2,8 @@ package get
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +21,58 @@ type Table[T any] struct {
 	Row        func(*T) []string
 	WideHeader []string
 	WideRow    func(*T) []string
+	// Filters are boolean flags of the kind's own that keep only the
+	// objects they say (backup-location get --default).
+	Filters []Filter[T]
+}
+
+// Filter is a boolean flag that lists only the objects Keep says.
+type Filter[T any] struct {
+	Flag, Usage string
+	Keep        func(*T) bool
+}
+
+// Labels are the label columns Velero's and kubectl's get add: one per
+// key of --label-columns, and all of them with --show-labels.
+type Labels struct {
+	Columns []string
+	Show    bool
+}
+
+// render is the table of items: the kind's columns (and wide ones), then
+// the label columns.
+func render[T any, P kube.Object[T]](items []T, table Table[T], wide bool, l Labels) ([]string, [][]string) {
+	header := slices.Clone(table.Header)
+	if wide {
+		header = append(header, table.WideHeader...)
+	}
+	for _, key := range l.Columns {
+		header = append(header, strings.ToUpper(key))
+	}
+	if l.Show {
+		header = append(header, "LABELS")
+	}
+	rows := make([][]string, 0, len(items))
+	for i := range items {
+		row := table.Row(&items[i])
+		if wide {
+			row = append(row, table.WideRow(&items[i])...)
+		}
+		labels := P(&items[i]).GetLabels()
+		for _, key := range l.Columns {
+			row = append(row, labels[key])
+		}
+		if l.Show {
+			pairs := make([]string, 0, len(labels))
+			for k, v := range labels {
+				pairs = append(pairs, k+"="+v)
+			}
+			slices.Sort(pairs)
+			row = append(row, output.Or(strings.Join(pairs, ","), "<none>"))
+		}
+		rows = append(rows, row)
+	}
+	return header, rows
 }
 
 // Command returns `get [NAME...]` for a kind (lower case, singular, as
@@ -26,6 +80,8 @@ type Table[T any] struct {
 func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example string, list client.ObjectList, table Table[T]) *cobra.Command {
 	var format output.Format
 	var selector string
+	var columns Labels
+	keep := make([]bool, len(table.Filters))
 	cmd := &cobra.Command{
 		Use:     "get [NAME...]",
 		Short:   short,
@@ -53,6 +109,11 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 			if err != nil {
 				return err
 			}
+			for i, f := range table.Filters {
+				if keep[i] {
+					items = slices.DeleteFunc(items, func(o T) bool { return !f.Keep(&o) })
+				}
+			}
 			// As kubectl prints them: one object when one is named, else a
 			// List (kubectl apply -f takes it back; jq .items[] reads it).
 			var v any = struct {
@@ -60,7 +121,7 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 				Kind       string `json:"kind"`
 				Items      []T    `json:"items"`
 			}{"v1", "List", append([]T{}, items...)}
-			if len(args) == 1 {
+			if len(args) == 1 && len(items) == 1 {
 				v = items[0]
 			}
 			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
@@ -72,22 +133,16 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 				}
 				return nil
 			}
-			header := table.Header
-			if format == "wide" {
-				header = append(append([]string(nil), header...), table.WideHeader...)
-			}
-			rows := make([][]string, 0, len(items))
-			for i := range items {
-				row := table.Row(&items[i])
-				if format == "wide" {
-					row = append(row, table.WideRow(&items[i])...)
-				}
-				rows = append(rows, row)
-			}
+			header, rows := render[T, P](items, table, format == "wide", columns)
 			return output.Table(cmd.OutOrStdout(), header, rows)
 		},
 	}
 	output.AddListFlag(cmd.Flags(), &format)
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only objects with these labels, as kubectl takes them (app=web,tier!=db, env in (a,b))")
+	cmd.Flags().StringSliceVarP(&columns.Columns, "label-columns", "L", nil, "a column for each of these labels' values (-L team,env or -L team -L env)")
+	cmd.Flags().BoolVar(&columns.Show, "show-labels", false, "a last column with each object's labels")
+	for i, f := range table.Filters {
+		cmd.Flags().BoolVar(&keep[i], f.Flag, false, f.Usage)
+	}
 	return cmd
 }

@@ -3,13 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -114,28 +110,3 @@ func Show[T any, P Object[T]](cmd *cobra.Command, o *Options, format output.Form
 	return c, obj, shown, err
 }
 
-// CreateWith creates obj with fields its Go type has not (Velero's, for
-// the server to judge), set by their dotted path under path; obj is then
-// the object created. With no fields it is a plain Create.
-func CreateWith(ctx context.Context, c client.Client, obj client.Object, fields map[string]any, path ...string) error {
-	if len(fields) == 0 {
-		return c.Create(ctx, obj)
-	}
-	if err := typed(c, obj); err != nil {
-		return err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	for field, v := range fields {
-		if err := unstructured.SetNestedField(u.Object, v, append(slices.Clone(path), strings.Split(field, ".")...)...); err != nil {
-			return fmt.Errorf("%s: %w", field, err)
-		}
-	}
-	if err := c.Create(ctx, u); err != nil {
-		return err
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
-}

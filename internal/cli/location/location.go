@@ -41,6 +41,7 @@ type createOptions struct {
 	caCertFile               string
 	syncPeriod, validation   time.Duration
 	labels                   map[string]string
+	format                   output.Format
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -119,6 +120,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 			}
 			bsl.Labels = o.labels
+			if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, bsl, nil); printed || err != nil {
+				return err
+			}
 			if err := c.Create(ctx, bsl); err != nil {
 				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
 			}
@@ -152,6 +156,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.DurationVar(&o.syncPeriod, "backup-sync-period", 0, "how often the location's backups are synced into the cluster; 0 never (Velero's flag; default: at every check)")
 	f.DurationVar(&o.validation, "validation-frequency", 0, "how often the location is checked; 0 only when it changes (Velero's flag; default: the server's --location-check-interval)")
 	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
+	kube.AddPrintFlag(f, &o.format)
 	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
 	return cmd
 }
@@ -165,7 +170,7 @@ func clearDefault(ctx context.Context, c client.Client, ns, keep string) error {
 
 func newGet(k *kube.Options) *cobra.Command {
 	return get.Command[salvorv1.BackupStorageLocation](k, "backupstoragelocation", "Show backup storage locations and whether they are available",
-		"  salvor backup-location get\n  salvor backup-location get default -o yaml\n  salvor backup-location get -o wide",
+		"  salvor backup-location get\n  salvor backup-location get default -o yaml\n  salvor backup-location get -o wide\n  salvor backup-location get --default",
 		&salvorv1.BackupStorageLocationList{}, get.Table[salvorv1.BackupStorageLocation]{
 			Header: []string{"NAME", "PROVIDER", "BUCKET/PREFIX", "PHASE", "DEFAULT", "ACCESS MODE", "MESSAGE"},
 			Row: func(bsl *salvorv1.BackupStorageLocation) []string {
@@ -188,6 +193,8 @@ func newGet(k *kube.Options) *cobra.Command {
 				}
 				return []string{output.Time(bsl.Status.LastValidationTime), output.Time(bsl.Status.LastSyncedTime), credential, configText(bsl.Spec.Config)}
 			},
+			Filters: []get.Filter[salvorv1.BackupStorageLocation]{{Flag: "default", Usage: "only the default location (Velero's flag)",
+				Keep: func(bsl *salvorv1.BackupStorageLocation) bool { return bsl.Spec.Default }}},
 		})
 }
 

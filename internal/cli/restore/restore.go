@@ -49,6 +49,7 @@ type createOptions struct {
 
 func newCreate(k *kube.Options) *cobra.Command {
 	o := &createOptions{}
+	var format output.Format
 	cmd := &cobra.Command{
 		Use:   "create [NAME] --from-backup BACKUP | --from-schedule SCHEDULE",
 		Short: "Restore from a backup",
@@ -136,6 +137,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if printed, err := kube.Print(cmd.OutOrStdout(), c, format, rs, velero, "spec"); printed || err != nil {
+				return err
+			}
 			if err := kube.CreateWith(cmd.Context(), c, rs, velero, "spec"); err != nil {
 				return fmt.Errorf("creating restore %s: %w", name, err)
 			}
@@ -162,6 +166,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
 	veleroflag.Add(f, veleroFlags)
 	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
+	kube.AddPrintFlag(f, &format)
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore, names or patterns such as app-* (default: all in the backup)")
 	f.StringSliceVar(&o.excludeNamespaces, "exclude-namespaces", nil, "namespaces to leave out, names or patterns")
 	f.StringSliceVar(&o.includeResources, "include-resources", nil, "resources to restore (default: all)")

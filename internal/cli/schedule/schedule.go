@@ -40,6 +40,7 @@ type createOptions struct {
 	keepYearly, keepFailed                                   int
 	verifyEvery                                              int
 	verifyPrefix                                             string
+	format                                                   output.Format
 }
 
 func newCreate(k *kube.Options) *cobra.Command {
@@ -72,6 +73,9 @@ deletes its newest Completed backup. See docs/schedules.md.`,
 			if err != nil {
 				return err
 			}
+			if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, s, velero, "spec", "template"); printed || err != nil {
+				return err
+			}
 			if err := kube.CreateWith(cmd.Context(), c, s, velero, "spec", "template"); err != nil {
 				return fmt.Errorf("creating schedule %s: %w", args[0], err)
 			}
@@ -83,6 +87,7 @@ deletes its newest Completed backup. See docs/schedules.md.`,
 	f.StringVar(&o.schedule, "schedule", "", `when to back up: "0 2 * * *", "@daily", "@every 6h", optionally "CRON_TZ=Europe/Paris 0 2 * * *" (required)`)
 	o.AddFlags(f)
 	f.BoolVar(&o.paused, "paused", false, "create the schedule paused")
+	kube.AddPrintFlag(f, &o.format)
 	f.BoolVar(&o.skipImmediately, "skip-immediately", false, "on creation and unpause, wait for the next scheduled time instead of backing up at once (=false backs up at once even where the server runs with --schedule-skip-immediately)")
 	f.BoolVar(&o.ownerReferences, "use-owner-references-in-backup", false, "make the schedule own its backups: deleting it deletes them")
 	f.StringVar(&o.concurrency, "concurrency-policy", "", "when a run is due while a backup of the schedule is unfinished: Forbid (skip the run; default), Allow, or Replace (cancel the unfinished one)")

@@ -30,6 +30,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 		credential map[string]string
 		labels     map[string]string
 		isDefault  bool
+		format     output.Format
 	)
 	cmd := &cobra.Command{
 		Use:     "create NAME --provider P",
@@ -52,6 +53,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace, Labels: labels},
 				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault, Credential: secret},
 			}
+			if printed, err := kube.Print(cmd.OutOrStdout(), c, format, vsl, nil); printed || err != nil {
+				return err
+			}
 			if err := c.Create(cmd.Context(), vsl); err != nil {
 				return fmt.Errorf("creating volume snapshot location %s: %w", args[0], err)
 			}
@@ -71,6 +75,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	cmd.Flags().BoolVar(&isDefault, "default", false, "use this location for backups that name none")
 	cmd.Flags().StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the snapshotter's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
 	cmd.Flags().StringToStringVar(&labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
+	kube.AddPrintFlag(cmd.Flags(), &format)
 	return cmd
 }
 
