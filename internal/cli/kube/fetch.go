@@ -109,4 +109,3 @@ func Show[T any, P Object[T]](cmd *cobra.Command, o *Options, format output.Form
 	shown, err = format.Structured(cmd.OutOrStdout(), obj)
 	return c, obj, shown, err
 }
-
