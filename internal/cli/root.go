@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
+	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
 	"github.com/salvor-dev/salvor/internal/cli/install"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
@@ -28,6 +29,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 	}
 	k := &kube.Options{}
 	k.AddFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return k.Defaults(cmd.Flags()) }
 	root.AddCommand(
 		backup.NewCommand(k),
 		location.NewCommand(k),
@@ -40,6 +42,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		server.NewCommand(k),
 		runplugins.NewCommand(),
 		version.NewCommand(k),
+		clientconfig.NewCommand(),
 	)
 	// Velero's verb-first order; each noun built afresh for each verb.
 	nouns := func() []*cobra.Command {

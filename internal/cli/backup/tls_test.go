@@ -32,6 +32,7 @@ func TestDownloadTrustsTheLocationsCA(t *testing.T) {
 	defer srv.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	dir := t.TempDir()
+	t.Setenv("SALVOR_CONFIG", filepath.Join(dir, "client-config.json"))
 	caFile, otherFile, junkFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "other.pem"), filepath.Join(dir, "junk.pem")
 	for file, data := range map[string][]byte{caFile: ca, otherFile: selfSigned(t), junkFile: []byte("no certificate")} {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
@@ -76,6 +77,25 @@ func TestDownloadTrustsTheLocationsCA(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "certificate") {
 			t.Errorf("%s: failed, but not on the certificate: %v", tc.name, err)
 		}
+	}
+	// The client config's cacert (salvor client config set cacert=FILE)
+	// stands in for --cacert.
+	if err := os.WriteFile(filepath.Join(dir, "client-config.json"), []byte(`{"cacert": "`+caFile+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Trust{}.tlsFor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := open(context.Background(), srv.URL+"/backups/b/b-logs.gz", cfg); err != nil {
+		t.Errorf("with the client config's cacert: %v", err)
+	} else {
+		body.Close()
+	}
+	if cfg, err := (Trust{CACertFile: otherFile}).tlsFor(nil); err != nil {
+		t.Fatal(err)
+	} else if _, err := open(context.Background(), srv.URL+"/backups/b/b-logs.gz", cfg); err == nil {
+		t.Errorf("--cacert did not replace the client config's cacert")
 	}
 	bad := location(salvorv1.BackupStorageLocationSpec{Config: map[string]string{"caCert": "not a certificate"}})
 	bad.Name = "s3"

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -27,7 +28,7 @@ type Trust struct {
 
 // AddFlags binds --cacert and --insecure-skip-tls-verify.
 func (t *Trust) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&t.CACertFile, "cacert", "", "a PEM file of CA certificates to trust for the download from the object store, besides the system's and the location's caCert (Velero's flag)")
+	fs.StringVar(&t.CACertFile, "cacert", "", "a PEM file of CA certificates to trust for the download from the object store, besides the system's and the location's caCert (Velero's flag; default: the client config's cacert)")
 	fs.BoolVar(&t.Insecure, "insecure-skip-tls-verify", false, "do not verify the object store's certificate for the download (Velero's flag; anyone between can read and change what is downloaded)")
 }
 
@@ -64,11 +65,19 @@ func locationOf(ctx context.Context, c client.Client, namespace string, kind sal
 // location (nil if the CLI could not read it) as the server's plugin does —
 // the location's CA (Velero's objectStorage.caCert, or config caCert) on top
 // of the system's roots, or no verification where its config says
-// insecureSkipTLSVerify — and --cacert's bundle, or nothing with
+// insecureSkipTLSVerify — and --cacert's bundle (by default the client
+// config's cacert), or nothing with
 // --insecure-skip-tls-verify. nil when the system's roots are enough.
 func (t Trust) tlsFor(bsl *salvorv1.BackupStorageLocation) (*tls.Config, error) {
 	if t.Insecure {
 		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // asked for by --insecure-skip-tls-verify
+	}
+	if t.CACertFile == "" {
+		file, err := clientconfig.Get(clientconfig.CACert)
+		if err != nil {
+			return nil, err
+		}
+		t.CACertFile = file
 	}
 	var bundles []string
 	if t.CACertFile != "" {

@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -29,7 +30,25 @@ type Options struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&o.Context, "context", "", "the kubeconfig context to use (default: its current context; Velero's --kubecontext works too)")
-	fs.StringVarP(&o.Namespace, "namespace", "n", "salvor", "the namespace Salvor's server and objects live in")
+	fs.StringVarP(&o.Namespace, "namespace", "n", "salvor", "the namespace Salvor's server and objects live in (without it: $SALVOR_NAMESPACE, else the client config's namespace, else salvor)")
+}
+
+// Defaults fills in what the flags left out: the namespace from
+// $SALVOR_NAMESPACE, else from the client config (salvor client config
+// set namespace=NS, as Velero's).
+func (o *Options) Defaults(fs *pflag.FlagSet) error {
+	if fs.Changed("namespace") {
+		return nil
+	}
+	if ns := os.Getenv("SALVOR_NAMESPACE"); ns != "" {
+		o.Namespace = ns
+		return nil
+	}
+	ns, err := clientconfig.Get(clientconfig.Namespace)
+	if ns != "" {
+		o.Namespace = ns
+	}
+	return err
 }
 
 // Scheme knows Kubernetes' built-in types and Salvor's.
