@@ -586,3 +586,61 @@ func TestInstallAndUninstallWait(t *testing.T) {
 	// And an install right after starts afresh.
 	c.mustSalvor(t, "install")
 }
+
+// TestPluginAddAndRemove: `salvor plugin add IMAGE` and `plugin remove`
+// (Velero's) change the plugin images the server's Deployment copies its
+// plugins from, as install --plugins makes them; an image already there,
+// one not there and a bad pull policy are refused, changing nothing.
+func TestPluginAddAndRemove(t *testing.T) {
+	ctx := context.Background()
+	c := startCluster(t)
+	c.mustSalvor(t, "install", "--plugins", "example.io/a:1")
+	inits := func() string {
+		t.Helper()
+		d := &appsv1.Deployment{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "salvor"}, d); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ic := range d.Spec.Template.Spec.InitContainers {
+			if len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].Name != "plugins" || ic.VolumeMounts[0].MountPath != "/target" {
+				t.Errorf("init container %s mounts %v, not the plugin directory at /target", ic.Name, ic.VolumeMounts)
+			}
+			out = append(out, fmt.Sprintf("%s=%s/%s", ic.Name, ic.Image, ic.ImagePullPolicy))
+		}
+		return strings.Join(out, " ")
+	}
+	if out := c.mustSalvor(t, "plugin", "add", "example.io/b:2", "--image-pull-policy", "Always"); !strings.Contains(out, "Plugin image example.io/b:2 added to Deployment salvor/salvor (init container plugin-1)") {
+		t.Errorf("plugin add:\n%s", out)
+	}
+	if got := inits(); got != "plugin-0=example.io/a:1/IfNotPresent plugin-1=example.io/b:2/Always" {
+		t.Errorf("after plugin add: %s", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plugin", "add", "example.io/b:2"}, "plugin image example.io/b:2 is already in Deployment salvor/salvor (init container plugin-1)"},
+		{[]string{"plugin", "add", "example.io/c:3", "--image-pull-policy", "Sometimes"}, `--image-pull-policy "Sometimes": want Always, IfNotPresent or Never`},
+		{[]string{"plugin", "remove", "example.io/z:9"}, "no plugin image or init container example.io/z:9 in Deployment salvor/salvor; it has plugin-0 (example.io/a:1), plugin-1 (example.io/b:2)"},
+		{[]string{"plugin", "add", "example.io/c:3", "-n", "elsewhere"}, "no Salvor server Deployment in namespace elsewhere"},
+	} {
+		if out, err := c.salvor(t, tc.args...); err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("salvor %s: %v, want %q\n%s", strings.Join(tc.args, " "), err, tc.want, out)
+		}
+	}
+	if got := inits(); got != "plugin-0=example.io/a:1/IfNotPresent plugin-1=example.io/b:2/Always" {
+		t.Errorf("refused commands changed the plugins: %s", got)
+	}
+	c.mustSalvor(t, "plugin", "remove", "example.io/a:1")
+	c.mustSalvor(t, "plugin", "add", "example.io/c:3")
+	if got := inits(); got != "plugin-1=example.io/b:2/Always plugin-0=example.io/c:3/IfNotPresent" {
+		t.Errorf("after removing a:1 and adding c:3: %s", got)
+	}
+	if out := c.mustSalvor(t, "plugin", "remove", "plugin-1"); !strings.Contains(out, "Plugin image example.io/b:2 removed from Deployment salvor/salvor (init container plugin-1)") {
+		t.Errorf("plugin remove by container name:\n%s", out)
+	}
+	if got := inits(); got != "plugin-0=example.io/c:3/IfNotPresent" {
+		t.Errorf("after removing plugin-1: %s", got)
+	}
+}

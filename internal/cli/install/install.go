@@ -207,11 +207,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	labels := map[string]string{"app.kubernetes.io/name": "salvor", "app.kubernetes.io/component": "server"}
 	var inits []corev1.Container
 	for i, img := range o.Plugins {
-		inits = append(inits, corev1.Container{
-			Name:         fmt.Sprintf("plugin-%d", i),
-			Image:        img,
-			VolumeMounts: []corev1.VolumeMount{{Name: "plugins", MountPath: "/target"}},
-		})
+		inits = append(inits, PluginContainer(fmt.Sprintf("plugin-%d", i), img, ""))
 	}
 	typed := []any{
 		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},

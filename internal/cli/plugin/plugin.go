@@ -13,6 +13,6 @@ func NewCommand(k *kube.Options) *cobra.Command {
 		Aliases: []string{"plugins"},
 		Short:   "Work with plugins: those the server runs, and those a directory's binaries serve",
 	}
-	cmd.AddCommand(newGetCommand(k), newListCommand())
+	cmd.AddCommand(newGetCommand(k), newListCommand(), newAddCommand(k), newRemoveCommand(k))
 	return cmd
 }
