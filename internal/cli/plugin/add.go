@@ -50,7 +50,7 @@ then are interrupted. Asks first on a terminal, unless --confirm.`,
 				return fmt.Errorf("plugin image %s is already in Deployment %s/%s (init container %s)", image, d.Namespace, d.Name, inits[i].Name)
 			}
 			if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "plugins" }) {
-				return fmt.Errorf("Deployment %s/%s has no volume plugins for plugin binaries: reinstall with salvor install --plugins %s", d.Namespace, d.Name, image)
+				return fmt.Errorf("the server's Deployment %s/%s has no volume plugins for plugin binaries: reinstall with salvor install --plugins %s", d.Namespace, d.Name, image)
 			}
 			name := freeName(inits)
 			if !output.Confirmed(cmd.InOrStdin(), cmd.OutOrStdout(), confirm,
