@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -573,7 +574,8 @@ func TestLabelsAndAnnotations(t *testing.T) {
 func TestScheduleSkipImmediatelyDefault(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--schedule-skip-immediately")
+	// Velero's --log-format text and client rate flags, too.
+	server := c.startServer(t, "--schedule-skip-immediately", "--log-format", "text", "--client-qps", "200", "--client-burst", "400")
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "skip"}})
 	// Once the server has written a schedule's next run, a run due now
@@ -623,5 +625,9 @@ func TestScheduleSkipImmediatelyDefault(t *testing.T) {
 	}
 	if n := len(c.scheduleBackups(t, "at-once")); n != 1 {
 		t.Errorf("at-once unpaused with --skip-immediately made a backup at once: %d backups", n)
+	}
+	logs, err := os.ReadFile(server.logs)
+	if err != nil || !strings.Contains(string(logs), "level=INFO msg=\"schedule unpaused\"") || strings.Contains(string(logs), `{"time":`) {
+		t.Errorf("--log-format text: the server's log is not key=value lines (%v):\n%s", err, tail(string(logs), 10))
 	}
 }

@@ -41,6 +41,9 @@ type options struct {
 	leaderElect          bool
 	workers              int
 	maxConcurrentBackups int
+	logFormat            string
+	clientQPS            float32
+	clientBurst          int
 	scheduleSkip         bool
 	locationInterval     time.Duration
 	defaultTTL           time.Duration
@@ -82,6 +85,9 @@ process, restarted if it dies.`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
 	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: 8 per CPU; plugin calls wait on other processes, not on this CPU)")
 	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
+	f.StringVar(&o.logFormat, "log-format", "json", "the log's format: json (one object a line) or text (key=value) (Velero's flag)")
+	f.Float32Var(&o.clientQPS, "client-qps", 5000, "requests a second to the API server, past the burst (Velero's flag; high by default, as a restore creates items as fast as the API server takes them)")
+	f.IntVar(&o.clientBurst, "client-burst", 10000, "requests to the API server at once before --client-qps applies (Velero's flag)")
 	f.BoolVar(&o.scheduleSkip, "schedule-skip-immediately", false, "schedules that do not set spec.skipImmediately wait for their first scheduled time instead of backing up when created or unpaused (Velero's flag)")
 	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked and synced")
 	f.DurationVar(&o.defaultTTL, "default-backup-ttl", 720*time.Hour, "how long backups without a ttl are kept")
@@ -112,7 +118,19 @@ func (o *options) run(ctx context.Context) error {
 		return fmt.Errorf("--restore-memory-budget %q: want a size such as 256Mi or 1Gi", o.restoreMemory)
 	}
 	memoryBudget := budget.Value()
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &level}))
+	var handler slog.Handler
+	switch o.logFormat {
+	case "json":
+		handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &level})
+	case "text":
+		handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: &level})
+	default:
+		return fmt.Errorf("--log-format %q: want json or text", o.logFormat)
+	}
+	if o.clientQPS <= 0 || o.clientBurst <= 0 {
+		return fmt.Errorf("--client-qps %v and --client-burst %d: both must be positive", o.clientQPS, o.clientBurst)
+	}
+	logger := slog.New(handler)
 	log.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	timeouts := map[string]time.Duration{}
 	for k, v := range o.pluginTimeouts {
@@ -128,7 +146,7 @@ func (o *options) run(ctx context.Context) error {
 	}
 	// The server's own throughput is the limit, not a client-side one:
 	// client-go's rate limiter would cap restores at QPS creates a second.
-	cfg.QPS, cfg.Burst = 5000, 10000
+	cfg.QPS, cfg.Burst = o.clientQPS, o.clientBurst
 	// Deprecation warnings (v1 Endpoints, ...) would be logged once per
 	// list of every backup; they say nothing the user can act on.
 	cfg.WarningHandler = rest.NoWarnings{}
