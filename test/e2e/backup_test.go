@@ -323,6 +323,11 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", w, desc)
 		}
 	}
+	// --details lists what the backup holds, as Velero's does.
+	desc = c.mustSalvor(t, "backup", "describe", "web", "--details")
+	if !strings.Contains(desc, "Resource list:\n  v1/ConfigMap:\n    - app1/cm0\n    - app1/cm1\n    - app2/cm0\n    - app2/cm1\n  v1/Namespace:\n    - app1\n    - app2\n") {
+		t.Errorf("describe --details has no resource list:\n%s", desc)
+	}
 
 	// Changing and removing locations.
 	if out, err := c.salvor(t, "backup-location", "set", "primary"); err == nil || !strings.Contains(out, "nothing to change") {

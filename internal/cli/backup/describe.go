@@ -2,8 +2,10 @@ package backup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"time"
 
@@ -55,6 +57,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 					describeOperations(cmd.OutOrStdout(), b, ops, details)
 				}
 			}
+			if details && hasFiles(b.Status.Phase) {
+				describeResourceList(cmd.Context(), cmd.OutOrStdout(), c, b, trust)
+			}
 			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
@@ -75,6 +80,51 @@ func newDescribe(k *kube.Options) *cobra.Command {
 	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
 	trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "backup", &salvorv1.BackupList{})
+}
+
+// hasFiles says whether a backup in this phase has written its files.
+func hasFiles(p salvorv1.BackupPhase) bool {
+	switch p {
+	case "", salvorv1.BackupPhaseNew, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseInProgress:
+		return false
+	}
+	return true
+}
+
+// describeResourceList prints what a backup holds, by apiVersion and kind,
+// from its resource list (as Velero's describe --details does).
+func describeResourceList(ctx context.Context, w io.Writer, c client.Client, b *salvorv1.Backup, trust Trust) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := Download(ctx, c, b.Namespace, salvorv1.DownloadTargetBackupResourceList, b.Name, trust)
+	if err != nil {
+		fmt.Fprintf(w, "\nResource list: not available (%v)\n", err)
+		return
+	}
+	defer rc.Close()
+	var list map[string][]string
+	if err := json.NewDecoder(io.LimitReader(rc, 256<<20)).Decode(&list); err != nil {
+		fmt.Fprintf(w, "\nResource list: not readable (%v)\n", err)
+		return
+	}
+	fmt.Fprintln(w)
+	resourceList(w, list)
+}
+
+// resourceList prints a resource list: each apiVersion/kind, sorted, and
+// its items (namespace/name, or name) in the order the backup wrote them.
+func resourceList(w io.Writer, list map[string][]string) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "Resource list: none")
+		return
+	}
+	fmt.Fprintln(w, "Resource list:")
+	for _, gvk := range slices.Sorted(maps.Keys(list)) {
+		fmt.Fprintf(w, "  %s:\n", gvk)
+		for _, item := range list[gvk] {
+			fmt.Fprintf(w, "    - %s\n", item)
+		}
+	}
 }
 
 func describe(w io.Writer, b *salvorv1.Backup) {

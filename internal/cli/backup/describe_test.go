@@ -2,6 +2,7 @@ package backup
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,5 +30,29 @@ func TestVolumeProgress(t *testing.T) {
 		if got := VolumeProgress(tc.phase, tc.p, 50, tc.started, tc.updated); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s %+v: %q, want %q", tc.phase, tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestResourceList: describe --details lists a backup's items by
+// apiVersion and kind, sorted, as Velero's does.
+func TestResourceList(t *testing.T) {
+	var b strings.Builder
+	resourceList(&b, map[string][]string{"v1/Namespace": {"app"}, "apps/v1/Deployment": {"app/web", "app/db"}, "v1/ConfigMap": {"app/cfg"}})
+	want := `Resource list:
+  apps/v1/Deployment:
+    - app/web
+    - app/db
+  v1/ConfigMap:
+    - app/cfg
+  v1/Namespace:
+    - app
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	resourceList(&b, nil)
+	if b.String() != "Resource list: none\n" {
+		t.Errorf("an empty list: %q", b.String())
 	}
 }

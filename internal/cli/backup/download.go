@@ -58,8 +58,7 @@ readable by its owner only; keep it as safe as the cluster.`,
 			if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: name}, b); err != nil {
 				return fmt.Errorf("backup %s: %w", name, err)
 			}
-			switch b.Status.Phase {
-			case "", salvorv1.BackupPhaseNew, salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseInProgress:
+			if !hasFiles(b.Status.Phase) {
 				return fmt.Errorf("backup %s is %s: it has no tarball to download yet", name, output.Or(string(b.Status.Phase), "New"))
 			}
 			body, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupContents, name, trust)
