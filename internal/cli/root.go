@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
 	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
+	"github.com/salvor-dev/salvor/internal/cli/debug"
 	"github.com/salvor-dev/salvor/internal/cli/install"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
@@ -43,6 +47,17 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		runplugins.NewCommand(),
 		version.NewCommand(k),
 		clientconfig.NewCommand(),
+		debug.NewCommand(k, func(ctx context.Context, args ...string) (string, error) {
+			// A command tree of its own, on the cluster and namespace
+			// debug was given.
+			sub := NewRootCommand()
+			var out bytes.Buffer
+			sub.SetOut(&out)
+			sub.SetErr(&out)
+			sub.SetArgs(append([]string{"--kubeconfig", k.Kubeconfig, "--context", k.Context, "--namespace", k.Namespace}, args...))
+			err := sub.ExecuteContext(ctx)
+			return out.String(), err
+		}),
 	)
 	// Velero's verb-first order; each noun built afresh for each verb.
 	nouns := func() []*cobra.Command {
