@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ type LocationReconciler struct {
 	Log       *slog.Logger
 	// Interval is how often each location is checked (default 1m).
 	Interval time.Duration
+	// SyncPeriod is backupSyncPeriod for locations that leave it out (the
+	// server's --backup-sync-period, Velero's); nil syncs at every check.
+	SyncPeriod *metav1.Duration
 }
 
 // SetupWithManager registers the reconciler.
@@ -88,7 +92,7 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	now := metav1.Now()
 	if err != nil {
 		phase, message = salvorv1.BackupStorageLocationPhaseUnavailable, err.Error()
-	} else if !syncDue(bsl, now.Time) {
+	} else if !syncDue(bsl, now.Time, r.SyncPeriod) {
 		// Not yet (spec.backupSyncPeriod), or never (zero).
 	} else if unreadable, err := r.sync(checkCtx, bsl); err != nil {
 		r.Log.Warn("syncing backups from a location", "location", bsl.Name, "error", err)
@@ -113,30 +117,32 @@ func (r *LocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Status().Update(ctx, bsl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{RequeueAfter: nextCheck(bsl, r.Interval)}, nil
+	return ctrl.Result{RequeueAfter: nextCheck(bsl, r.Interval, r.SyncPeriod)}, nil
 }
 
 // nextCheck is when to check a location again: at its validationFrequency
 // (the server's interval when unset), or sooner when its backupSyncPeriod
-// is shorter, since a sync follows a check; zero when neither asks for
-// one (the location is checked again when it changes).
-func nextCheck(bsl *salvorv1.BackupStorageLocation, interval time.Duration) time.Duration {
+// (the server's sync period when unset) is shorter, since a sync follows a
+// check; zero when neither asks for one (the location is checked again
+// when it changes).
+func nextCheck(bsl *salvorv1.BackupStorageLocation, interval time.Duration, syncPeriod *metav1.Duration) time.Duration {
 	next := interval
 	if f := bsl.Spec.ValidationFrequency; f != nil {
 		next = f.Duration
 	}
-	if p := bsl.Spec.BackupSyncPeriod; p != nil && p.Duration > 0 && (next <= 0 || p.Duration < next) {
+	if p := cmp.Or(bsl.Spec.BackupSyncPeriod, syncPeriod); p != nil && p.Duration > 0 && (next <= 0 || p.Duration < next) {
 		next = p.Duration
 	}
 	return max(next, 0)
 }
 
 // syncDue says whether a check at now also syncs the location's backups:
-// always without a backupSyncPeriod, never with a zero one, else once the
-// period has passed since the last sync (a second early counts: checks
-// are requeued at the period and land a moment before or after it).
-func syncDue(bsl *salvorv1.BackupStorageLocation, now time.Time) bool {
-	p := bsl.Spec.BackupSyncPeriod
+// always without a backupSyncPeriod (the location's, else the server's),
+// never with a zero one, else once the period has passed since the last
+// sync (a second early counts: checks are requeued at the period and land
+// a moment before or after it).
+func syncDue(bsl *salvorv1.BackupStorageLocation, now time.Time, syncPeriod *metav1.Duration) bool {
+	p := cmp.Or(bsl.Spec.BackupSyncPeriod, syncPeriod)
 	switch {
 	case p == nil:
 		return true

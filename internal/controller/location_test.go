@@ -23,23 +23,28 @@ func TestLocationPeriods(t *testing.T) {
 		lastSync   *metav1.Time
 		next       time.Duration
 		due        bool
+		server     *metav1.Duration // the server's --backup-sync-period
 	}{
-		{"neither: the server's interval, sync at every check", nil, nil, synced(time.Second), time.Minute, true},
-		{"validation only", d(5 * time.Minute), nil, synced(time.Second), 5 * time.Minute, true},
-		{"a shorter sync period brings the check forward", d(5 * time.Minute), d(2 * time.Minute), synced(time.Minute), 2 * time.Minute, false},
-		{"sync period passed", nil, d(2 * time.Minute), synced(2 * time.Minute), time.Minute, true},
-		{"a second early counts", nil, d(2 * time.Minute), synced(2*time.Minute - 500*time.Millisecond), time.Minute, true},
-		{"never synced yet", nil, d(time.Hour), nil, time.Minute, true},
-		{"sync period zero: never", nil, d(0), nil, time.Minute, false},
-		{"validation zero: only on change", d(0), nil, nil, 0, true},
-		{"validation zero, sync period set: the sync period", d(0), d(10 * time.Minute), synced(time.Minute), 10 * time.Minute, false},
+		{"neither: the server's interval, sync at every check", nil, nil, synced(time.Second), time.Minute, true, nil},
+		{"validation only", d(5 * time.Minute), nil, synced(time.Second), 5 * time.Minute, true, nil},
+		{"a shorter sync period brings the check forward", d(5 * time.Minute), d(2 * time.Minute), synced(time.Minute), 2 * time.Minute, false, nil},
+		{"sync period passed", nil, d(2 * time.Minute), synced(2 * time.Minute), time.Minute, true, nil},
+		{"a second early counts", nil, d(2 * time.Minute), synced(2*time.Minute - 500*time.Millisecond), time.Minute, true, nil},
+		{"never synced yet", nil, d(time.Hour), nil, time.Minute, true, nil},
+		{"sync period zero: never", nil, d(0), nil, time.Minute, false, nil},
+		{"validation zero: only on change", d(0), nil, nil, 0, true, nil},
+		{"validation zero, sync period set: the sync period", d(0), d(10 * time.Minute), synced(time.Minute), 10 * time.Minute, false, nil},
+		{"the server's sync period for a location without one", nil, nil, synced(10 * time.Second), 30 * time.Second, false, d(30 * time.Second)},
+		{"the server's sync period passed", nil, nil, synced(31 * time.Second), 30 * time.Second, true, d(30 * time.Second)},
+		{"the server's zero sync period: never", nil, nil, nil, time.Minute, false, d(0)},
+		{"the location's sync period over the server's", nil, d(time.Hour), synced(time.Minute), time.Minute, false, d(0)},
 	} {
 		bsl := &salvorv1.BackupStorageLocation{Spec: salvorv1.BackupStorageLocationSpec{ValidationFrequency: tc.validation, BackupSyncPeriod: tc.sync},
 			Status: salvorv1.BackupStorageLocationStatus{LastSyncedTime: tc.lastSync}}
-		if got := nextCheck(bsl, time.Minute); got != tc.next {
+		if got := nextCheck(bsl, time.Minute, tc.server); got != tc.next {
 			t.Errorf("%s: next check in %s, want %s", tc.name, got, tc.next)
 		}
-		if got := syncDue(bsl, now); got != tc.due {
+		if got := syncDue(bsl, now, tc.server); got != tc.due {
 			t.Errorf("%s: sync due %v, want %v", tc.name, got, tc.due)
 		}
 	}

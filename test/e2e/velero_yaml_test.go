@@ -312,3 +312,32 @@ spec:
 		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable, fmt.Sprintf("%s %q", bsl.Status.Phase, bsl.Status.Message)
 	})
 }
+
+// TestServerBackupSyncPeriod: the server's --backup-sync-period 0
+// (Velero's) leaves unsynced the locations that set no backupSyncPeriod,
+// while checking them as before; a location's own period overrides it.
+func TestServerBackupSyncPeriod(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--backup-sync-period", "0s")
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	planted := metav1.Now()
+	plantBackup(t, openStore(t, cfg), "left-elsewhere", func(aw *archive.Writer) error { return nil })
+	eventually(t, "primary checked after the backup was planted", time.Minute, func() (bool, string) {
+		bsl := &salvorv1.BackupStorageLocation{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+			return false, err.Error()
+		}
+		last := bsl.Status.LastValidationTime
+		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable && last != nil && last.After(planted.Add(time.Second)),
+			fmt.Sprintf("%s %q, last checked %v", bsl.Status.Phase, bsl.Status.Message, last)
+	})
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "left-elsewhere"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a location without backupSyncPeriod synced under the server's --backup-sync-period 0: %v", err)
+	}
+	if err := c.client.Patch(context.Background(), &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "primary"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"backupSyncPeriod":"1s"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	c.waitBackup(t, "left-elsewhere", salvorv1.BackupPhaseCompleted)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -45,6 +46,8 @@ type options struct {
 	clientQPS            float32
 	clientBurst          int
 	scheduleSkip         bool
+	backupSyncPeriod     time.Duration
+	syncPeriod           *metav1.Duration // --backup-sync-period when given
 	locationInterval     time.Duration
 	defaultTTL           time.Duration
 	pluginGrace          time.Duration
@@ -73,6 +76,19 @@ process, restarted if it dies.`,
 		Example: `  salvor server --kubeconfig ~/.kube/config --namespace salvor --plugin-dir /plugins`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("location-check-interval") && f.Changed("store-validation-frequency") {
+				return fmt.Errorf("--location-check-interval and --store-validation-frequency are one setting: give one")
+			}
+			if o.locationInterval <= 0 {
+				return fmt.Errorf("--location-check-interval %s: must be positive", o.locationInterval)
+			}
+			if f.Changed("backup-sync-period") {
+				if o.backupSyncPeriod < 0 {
+					return fmt.Errorf("--backup-sync-period %s: must not be negative", o.backupSyncPeriod)
+				}
+				o.syncPeriod = &metav1.Duration{Duration: o.backupSyncPeriod}
+			}
 			return o.run(cmd.Context())
 		},
 	}
@@ -89,7 +105,9 @@ process, restarted if it dies.`,
 	f.Float32Var(&o.clientQPS, "client-qps", 5000, "requests a second to the API server, past the burst (Velero's flag; high by default, as a restore creates items as fast as the API server takes them)")
 	f.IntVar(&o.clientBurst, "client-burst", 10000, "requests to the API server at once before --client-qps applies (Velero's flag)")
 	f.BoolVar(&o.scheduleSkip, "schedule-skip-immediately", false, "schedules that do not set spec.skipImmediately wait for their first scheduled time instead of backing up when created or unpaused (Velero's flag)")
-	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked and synced")
+	f.DurationVar(&o.locationInterval, "location-check-interval", time.Minute, "how often locations are checked (and synced) when they set no validationFrequency")
+	f.DurationVar(&o.locationInterval, "store-validation-frequency", time.Minute, "Velero's name for --location-check-interval")
+	f.DurationVar(&o.backupSyncPeriod, "backup-sync-period", 0, "how often locations that set no backupSyncPeriod are synced; 0 never syncs them (Velero's flag; without it, at every check)")
 	f.DurationVar(&o.defaultTTL, "default-backup-ttl", 720*time.Hour, "how long backups without a ttl are kept")
 	f.DurationVar(&o.pluginGrace, "plugin-grace-period", 10*time.Second, "how long past its deadline a plugin call may run before the plugin is killed")
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
@@ -235,7 +253,7 @@ func (o *options) run(ctx context.Context) error {
 			MaxConcurrent: o.maxConcurrentBackups,
 			DefaultTTL:    o.defaultTTL,
 		},
-		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
+		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval, SyncPeriod: o.syncPeriod},
 		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
 		&controller.ServerStatusReconciler{Client: mgr.GetClient(), Plugins: func() []salvorv1.PluginInfo {
 			var out []salvorv1.PluginInfo
