@@ -115,7 +115,7 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 		}
 		now := metav1.Now()
 		volumeID = id
-		vpr.Status = salvorv1.VolumePluginRestoreStatus{Phase: "InProgress", VolumeID: volumeID, StartTimestamp: &now, Updated: &now}
+		vpr.Status = salvorv1.VolumePluginRestoreStatus{VolumePluginStatus: salvorv1.VolumePluginStatus{Phase: "InProgress", StartTimestamp: &now, Updated: &now}, VolumeID: volumeID}
 		if err := v.c.Status().Update(ctx, vpr); err != nil {
 			return nil, false, fmt.Errorf("recording volume %s in the VolumePluginRestore: %w", volumeID, err)
 		}
@@ -138,11 +138,7 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 		st := &vpr.Status
 		st.Updated = &now
 		if !done {
-			st.Progress.TotalBytes = max(st.Progress.TotalBytes, p.NTotal)
-			st.Progress.BytesDone = max(st.Progress.BytesDone, p.NCompleted)
-			if st.Progress.TotalBytes > 0 {
-				st.Percent = int(100 * st.Progress.BytesDone / st.Progress.TotalBytes)
-			}
+			st.Advance(p.NCompleted, p.NTotal)
 			done = p.Completed
 			if p.Completed && p.Err != "" {
 				end("Failed", p.Err)
@@ -150,8 +146,8 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 			}
 		}
 		if done {
-			st.Phase, st.Percent, st.CompletionTimestamp = "Completed", 100, &now
-			st.Progress.BytesDone = st.Progress.TotalBytes
+			st.Phase, st.CompletionTimestamp = "Completed", &now
+			st.Done()
 			_ = v.c.Status().Update(ctx, vpr)
 			break
 		}

@@ -198,15 +198,10 @@ func upsertVPB(ctx context.Context, c client.Client, ns string, b *salvorv1.Back
 	if st.StartTimestamp == nil {
 		st.StartTimestamp = s.Status.Created
 	}
-	st.Progress.TotalBytes = max(st.Progress.TotalBytes, s.Status.TotalBytes)
-	st.Progress.BytesDone = max(st.Progress.BytesDone, s.Status.BytesDone)
-	if st.Progress.TotalBytes > 0 {
-		st.Percent = int(100 * st.Progress.BytesDone / st.Progress.TotalBytes)
-	}
+	st.Advance(s.Status.BytesDone, s.Status.TotalBytes)
 	if s.Status.Phase == string(itemoperation.PhaseCompleted) || s.Status.Phase == string(itemoperation.PhaseFailed) {
 		if s.Status.Phase == string(itemoperation.PhaseCompleted) {
-			st.Percent = 100
-			st.Progress.BytesDone = st.Progress.TotalBytes
+			st.Done()
 		}
 		if st.CompletionTimestamp == nil {
 			now := metav1.Now()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -183,7 +182,7 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, b *salvo
 	var rows [][]string
 	for _, v := range list.Items {
 		st := v.Status
-		rows = append(rows, slices.Concat([]string{v.Spec.Volume}, VolumeProgress(st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated), []string{st.SnapshotID}))
+		rows = append(rows, slices.Concat([]string{v.Spec.Volume}, VolumeProgress(st.VolumePluginStatus), []string{st.SnapshotID}))
 	}
 	_ = output.Table(w, slices.Concat([]string{"  VOLUME"}, VolumeProgressHeader, []string{"SNAPSHOT"}), rows)
 }
@@ -193,7 +192,8 @@ var VolumeProgressHeader = []string{"PHASE", "PROGRESS", "RATE", "LEFT"}
 
 // VolumeProgress is a volume copy's phase, bytes done of total, rate and
 // time left, as table cells; shared by backups' and restores' describe.
-func VolumeProgress(phase string, p salvorv1.VolumeOperationProgress, percent int, started, updated *metav1.Time) []string {
+func VolumeProgress(st salvorv1.VolumePluginStatus) []string {
+	phase, p, percent, started, updated := st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated
 	rate, left := "-", "-"
 	if started != nil && updated != nil {
 		if secs := updated.Sub(started.Time).Seconds(); secs > 0 && p.BytesDone > 0 {

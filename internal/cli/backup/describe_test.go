@@ -27,7 +27,8 @@ func TestVolumeProgress(t *testing.T) {
 		{"Failed", half, &start, &later, []string{"Failed", "104857600 / 209715200 bytes (50%)", "10.0 MiB/s", "-"}},
 		{"InProgress", salvorv1.VolumeOperationProgress{TotalBytes: 10}, &start, nil, []string{"InProgress", "0 / 10 bytes (50%)", "-", "-"}},
 	} {
-		if got := VolumeProgress(tc.phase, tc.p, 50, tc.started, tc.updated); !reflect.DeepEqual(got, tc.want) {
+		st := salvorv1.VolumePluginStatus{Phase: tc.phase, Progress: tc.p, Percent: 50, StartTimestamp: tc.started, Updated: tc.updated}
+		if got := VolumeProgress(st); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s %+v: %q, want %q", tc.phase, tc.p, got, tc.want)
 		}
 	}

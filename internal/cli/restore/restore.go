@@ -361,7 +361,7 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 	var rows [][]string
 	for _, v := range list.Items {
 		st := v.Status
-		rows = append(rows, slices.Concat([]string{v.Spec.SnapshotID}, clibackup.VolumeProgress(st.Phase, st.Progress, st.Percent, st.StartTimestamp, st.Updated), []string{st.VolumeID}))
+		rows = append(rows, slices.Concat([]string{v.Spec.SnapshotID}, clibackup.VolumeProgress(st.VolumePluginStatus), []string{st.VolumeID}))
 	}
 	_ = output.Table(w, slices.Concat([]string{"  SNAPSHOT"}, clibackup.VolumeProgressHeader, []string{"NEW VOLUME"}), rows)
 }

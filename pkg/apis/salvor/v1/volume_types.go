@@ -65,13 +65,12 @@ type VolumePluginBackupSpec struct {
 	PluginSpecific map[string]string `json:"pluginSpecific,omitempty"`
 }
 
-// VolumePluginBackupStatus is a snapshot's progress.
-type VolumePluginBackupStatus struct {
+// VolumePluginStatus is what the statuses of VolumePluginBackups and
+// VolumePluginRestores share: the phase, the times and the progress of a
+// volume's snapshot or restore.
+type VolumePluginStatus struct {
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// SnapshotID is the full snapshot ID (the name is a sanitised form of it).
-	// +optional
-	SnapshotID string `json:"snapshotID,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
 	// +optional
@@ -90,6 +89,30 @@ type VolumePluginBackupStatus struct {
 	// +optional
 	// +nullable
 	Updated *metav1.Time `json:"updated,omitempty"`
+}
+
+// Advance records a report of bytes done of total bytes. Neither goes
+// backwards, as reports from the server and the plugin can cross; the
+// percent follows.
+func (s *VolumePluginStatus) Advance(done, total int64) {
+	s.Progress.TotalBytes = max(s.Progress.TotalBytes, total)
+	s.Progress.BytesDone = max(s.Progress.BytesDone, done)
+	if s.Progress.TotalBytes > 0 {
+		s.Percent = int(100 * s.Progress.BytesDone / s.Progress.TotalBytes)
+	}
+}
+
+// Done records every byte copied.
+func (s *VolumePluginStatus) Done() {
+	s.Percent, s.Progress.BytesDone = 100, s.Progress.TotalBytes
+}
+
+// VolumePluginBackupStatus is a snapshot's progress.
+type VolumePluginBackupStatus struct {
+	VolumePluginStatus `json:",inline"`
+	// SnapshotID is the full snapshot ID (the name is a sanitised form of it).
+	// +optional
+	SnapshotID string `json:"snapshotID,omitempty"`
 }
 
 // VolumePluginBackup shows how far a volume's snapshot has got.
@@ -131,26 +154,10 @@ type VolumePluginRestoreSpec struct {
 
 // VolumePluginRestoreStatus is a volume restore's progress.
 type VolumePluginRestoreStatus struct {
-	// +optional
-	Phase string `json:"phase,omitempty"`
+	VolumePluginStatus `json:",inline"`
 	// VolumeID is the new volume's ID.
 	// +optional
 	VolumeID string `json:"volumeID,omitempty"`
-	// +optional
-	Message string `json:"message,omitempty"`
-	// +optional
-	// +nullable
-	StartTimestamp *metav1.Time `json:"startTimestamp,omitempty"`
-	// +optional
-	// +nullable
-	CompletionTimestamp *metav1.Time `json:"completionTimestamp,omitempty"`
-	// +optional
-	Progress VolumeOperationProgress `json:"progress,omitempty"`
-	// +optional
-	Percent int `json:"percent,omitempty"`
-	// +optional
-	// +nullable
-	Updated *metav1.Time `json:"updated,omitempty"`
 }
 
 // VolumePluginRestore shows how far a volume's restore has got.
