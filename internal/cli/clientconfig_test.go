@@ -106,7 +106,20 @@ current-context: x
 	if err := os.WriteFile(filepath.Join(dir, "salvor", "config.json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run("backup", "get"); err == nil || !strings.Contains(err.Error(), "salvor client config set rewrites it") {
+	if _, err := run("backup", "get"); err == nil || !strings.Contains(err.Error(), "is not a JSON object of strings (unexpected end of JSON input): salvor client config set KEY=VALUE rewrites it") {
 		t.Errorf("a broken client config: %v", err)
+	}
+	if out, err := run("client", "config", "set", "namespace=mended"); err != nil {
+		t.Errorf("set over a broken client config: %v\n%s", err, out)
+	}
+	if ns := namespace(); ns != "mended" {
+		t.Errorf("after set rewrote a broken client config: %q", ns)
+	}
+	// Keys of someone else's (a hand edit) are not Salvor's to print.
+	if err := os.WriteFile(filepath.Join(dir, "salvor", "config.json"), []byte(`{"namespace": "x", "colorized": "true"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("client", "config", "get"); err != nil || out != "namespace: x\n" {
+		t.Errorf("client config get with a key Salvor has not: %v %q", err, out)
 	}
 }

@@ -62,9 +62,19 @@ func Load() (map[string]string, error) {
 	}
 	c := map[string]string{}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("the client config %s: %w (salvor client config set rewrites it)", path, err)
+		return nil, &brokenError{path, err}
 	}
 	return c, nil
+}
+
+// brokenError is a client config file that is not one: set rewrites it.
+type brokenError struct {
+	path string
+	err  error
+}
+
+func (e *brokenError) Error() string {
+	return fmt.Sprintf("the client config %s is not a JSON object of strings (%v): salvor client config set KEY=VALUE rewrites it", e.path, e.err)
 }
 
 // Get is one key of the client config ("" when unset).
@@ -123,7 +133,11 @@ func NewCommand() *cobra.Command {
 				return err
 			}
 			if len(args) == 0 {
-				args = slices.Sorted(maps.Keys(c))
+				for _, k := range slices.Sorted(maps.Keys(c)) {
+					if _, ok := keys[k]; ok {
+						args = append(args, k)
+					}
+				}
 			}
 			for _, k := range args {
 				if _, ok := keys[k]; !ok {
@@ -141,8 +155,11 @@ func NewCommand() *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := Load()
-			if err != nil {
-				c = map[string]string{} // rewritten whole: the error said so
+			var broken *brokenError
+			if errors.As(err, &broken) {
+				c = map[string]string{} // rewritten whole, as its error said
+			} else if err != nil {
+				return err
 			}
 			for _, arg := range args {
 				k, v, ok := strings.Cut(arg, "=")
@@ -177,7 +194,10 @@ func NewCommand() *cobra.Command {
 			return nil
 		},
 	})
-	client := &cobra.Command{Use: "client", Short: "The CLI's own settings (Velero's command)"}
+	client := &cobra.Command{Use: "client", Short: "The CLI's own settings (Velero's command)",
+		// Not the root's, which reads the client config for the namespace:
+		// a broken file must not stop the command that mends it.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil }}
 	client.AddCommand(config)
 	return client
 }
