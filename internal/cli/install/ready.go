@@ -39,7 +39,7 @@ func Ready(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	for _, o := range deployments {
 		fmt.Fprintf(out, "Waiting for Deployment %s/%s to be available...\n", o.GetNamespace(), o.GetName())
 		d := &appsv1.Deployment{}
-		var state string
+		state := "it does not exist"
 		if err := poll(ctx, c, client.ObjectKeyFromObject(o), d, func() bool {
 			done, why := rolledOut(d)
 			state = why
