@@ -66,9 +66,10 @@ func (r *DownloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 var restoreFiles = map[salvorv1.DownloadTargetKind]persistence.File{
-	salvorv1.DownloadTargetRestoreLog:        persistence.LogFile,
-	salvorv1.DownloadTargetRestoreResults:    persistence.ResultsFile,
-	salvorv1.DownloadTargetRestoreOperations: persistence.ItemOperationsFile,
+	salvorv1.DownloadTargetRestoreLog:          persistence.LogFile,
+	salvorv1.DownloadTargetRestoreResults:      persistence.ResultsFile,
+	salvorv1.DownloadTargetRestoreOperations:   persistence.ItemOperationsFile,
+	salvorv1.DownloadTargetRestoreResourceList: persistence.ResourceListFile,
 }
 
 // sign answers with a URL of the file asked for — for an encrypted

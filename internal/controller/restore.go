@@ -350,7 +350,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		observeRestoreEnd(rs)
 	}
 	restoreLog.Info("restore finished its pass", "phase", rs.Status.Phase, "items", out.Progress.ItemsRestored)
-	if err := r.writeFiles(ctx, store, rs, log, &out.Results, out.Operations); err != nil {
+	if err := r.writeFiles(ctx, store, rs, log, out); err != nil {
 		r.Log.Warn("writing a restore's files", "restore", rs.Name, "error", err)
 	}
 	if err := updateRestoreStatus(ctx, r.Client, rs); err != nil {
@@ -358,14 +358,20 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	}
 }
 
-func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, log *runLog, results *persistence.Results, ops []itemoperation.RestoreOperation) error {
+func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, log *runLog, out *restore.Outcome) error {
 	if logs, err := log.finish(); err == nil {
 		store.PutRestoreLogs(ctx, rs.Name, logs)
 	}
-	results.Normalize()
-	if err := store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, results); err != nil {
+	out.Results.Normalize()
+	if err := store.PutRestoreJSON(ctx, rs.Name, persistence.ResultsFile, &out.Results); err != nil {
 		return err
 	}
+	if out.ResourceList != nil {
+		if err := store.PutRestoreJSON(ctx, rs.Name, persistence.ResourceListFile, out.ResourceList); err != nil {
+			return err
+		}
+	}
+	ops := out.Operations
 	if ops == nil {
 		ops = []itemoperation.RestoreOperation{}
 	}

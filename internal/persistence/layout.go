@@ -9,7 +9,8 @@ type File int
 
 // The files of a backup (backups/<name>/<name><suffix>) and of a restore
 // (restores/<name>/restore-<name><suffix>), in Velero's layout. A restore
-// keeps only LogFile, ResultsFile and ItemOperationsFile.
+// keeps only LogFile, ResultsFile, ResourceListFile (what became of each
+// item) and ItemOperationsFile.
 const (
 	TarballFile File = iota + 1
 	LogFile

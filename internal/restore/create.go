@@ -78,7 +78,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	if !ok {
 		msg := fmt.Sprintf("the cluster does not serve resource %s", it.kind.gr)
 		r.rec.Error(ns, what+": "+msg)
-		r.dry.record(item, salvorv1.DryRunWouldFail, msg)
+		r.record(item, salvorv1.DryRunWouldFail, msg)
 		return
 	}
 	// The backup is untrusted: an item filed under the other scope than
@@ -93,7 +93,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		}
 		msg := fmt.Sprintf("resource %s is %s but the backup files this item under %s; not restored", it.kind.gr, scope, filed)
 		r.rec.Error(ns, what+": "+msg)
-		r.dry.record(item, salvorv1.DryRunWouldFail, msg)
+		r.record(item, salvorv1.DryRunWouldFail, msg)
 		return
 	}
 	err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
@@ -112,11 +112,11 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}
-		r.dry.record(item, salvorv1.DryRunWouldCreate, "")
+		r.record(item, salvorv1.DryRunWouldCreate, "")
 	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
 		r.restored.Add(1)
 		r.withoutData(it, what, ns)
-		r.dry.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
+		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
 	case apierrors.IsAlreadyExists(err):
 		res := r.e.Dynamic.Resource(gvr)
 		var ri dynamic.ResourceInterface = res
@@ -127,7 +127,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	default:
 		if ctx.Err() == nil {
 			r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
-			r.dry.record(item, salvorv1.DryRunWouldFail, err.Error())
+			r.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
 }
@@ -188,20 +188,20 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
-		r.dry.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("exists but could not be read: %v", err))
+		r.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("exists but could not be read: %v", err))
 		return
 	}
 	diff := Changes(ctx, ri, live, obj)
 	if len(diff) == 0 {
 		r.restored.Add(1)
-		r.dry.record(item, salvorv1.DryRunIdentical, "")
+		r.record(item, salvorv1.DryRunIdentical, "")
 		return
 	}
 	if r.policy != salvorv1.ExistingResourcePolicyUpdate {
 		// Handled as asked: counted, and said in the warnings.
 		r.rec.Warning(ns, fmt.Sprintf("%s already exists and differs from the backup in %s; left as it is (existingResourcePolicy none)", what, strings.Join(diff, ", ")))
 		r.restored.Add(1)
-		r.dry.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be left as it is (existingResourcePolicy none)")
+		r.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be left as it is (existingResourcePolicy none)")
 		return
 	}
 	patch := obj.DeepCopy()
@@ -213,9 +213,9 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	}
 	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{DryRun: r.dryRunOptions()}); err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s already exists and could not be updated: %v", what, err))
-		r.dry.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("differs in %s; updating it would fail: %v", strings.Join(diff, ", "), err))
+		r.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("differs in %s; updating it would fail: %v", strings.Join(diff, ", "), err))
 		return
 	}
 	r.restored.Add(1)
-	r.dry.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be updated (existingResourcePolicy update)")
+	r.record(item, salvorv1.DryRunDiffers, "differs in "+strings.Join(diff, ", ")+"; would be updated (existingResourcePolicy update)")
 }

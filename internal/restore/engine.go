@@ -94,6 +94,10 @@ type Outcome struct {
 	Operations []itemoperation.RestoreOperation
 	// DryRun counts a dry run's outcomes (Results.DryRun lists them).
 	DryRun *salvorv1.DryRunSummary
+	// ResourceList is what became of each item of a restore that is not a
+	// dry run: by resource, "namespace/name(outcome)" (Velero's restore
+	// resource list); nil for a dry run.
+	ResourceList map[string][]string
 }
 
 type run struct {
@@ -150,8 +154,10 @@ type run struct {
 	rec      persistence.Recorder
 	// mappings change storage classes and images (mappings.go).
 	mappings *Mappings
-	// dry is set for a dry-run restore (see dryrun.go).
+	// dry is set for a dry-run restore (see dryrun.go), list for any
+	// other (see restored.go).
 	dry        *dryRun
+	list       *restoredList
 	operations []itemoperation.RestoreOperation
 	restored   atomic.Int64
 	total      atomic.Int64
@@ -203,6 +209,8 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	if rs.Spec.DryRun {
 		r.dry, r.volumes = &dryRun{}, nil
+	} else {
+		r.list = &restoredList{}
 	}
 	// Discovery first: reading checks each item's scope against it.
 	if err := r.discover(); err != nil {
@@ -231,6 +239,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations}
 	out.Results.DryRun, out.DryRun = r.dry.result()
+	out.ResourceList = r.list.result()
 	if onProgress != nil {
 		onProgress(out.Progress)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +69,41 @@ func TestRunOnARealAPIServer(t *testing.T) {
 		if out.Progress.ItemsRestored != n+1 || out.Progress.TotalItems != n+1 || out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 {
 			t.Fatalf("run %d: %+v, errors %v, warnings %v", run, out.Progress, out.Results.Errors, out.Results.Warnings)
 		}
+		// What became of each item: made by the first run, found
+		// identical (skipped) by the second.
+		outcome := []string{"created", "skipped"}[run]
+		if got := out.ResourceList["namespaces"]; len(got) != 1 || got[0] != "dst("+outcome+")" {
+			t.Errorf("run %d: namespaces %v", run, got)
+		}
+		if got := out.ResourceList["configmaps"]; len(got) != n || got[0] != "dst/cm-000("+outcome+")" || got[n-1] != fmt.Sprintf("dst/cm-%03d(%s)", n-1, outcome) {
+			t.Errorf("run %d: %d configmaps, first %v", run, len(got), got[:min(len(got), 1)])
+		}
+	}
+
+	// One changed in the cluster: left as it is (skipped) by default,
+	// updated with the update policy.
+	if _, err := cs.CoreV1().ConfigMaps("dst").Patch(ctx, "cm-007", types.MergePatchType, []byte(`{"data":{"i":"changed"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		policy salvorv1.ExistingResourcePolicy
+		want   string
+	}{{"", "dst/cm-007(skipped)"}, {salvorv1.ExistingResourcePolicyUpdate, "dst/cm-007(updated)"}} {
+		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "salvor"},
+			Spec: salvorv1.RestoreSpec{BackupName: "b1", NamespaceMapping: map[string]string{"src": "dst"}, ExistingResourcePolicy: tc.policy}}
+		out, err := e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.ResourceList["configmaps"]; len(got) != n || got[7] != tc.want || got[8] != "dst/cm-008(skipped)" {
+			t.Errorf("policy %q: %v", tc.policy, got[6:9])
+		}
+	}
+	// A dry run keeps no resource list: its outcomes are in its results.
+	dry := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r2", Namespace: "salvor"},
+		Spec: salvorv1.RestoreSpec{BackupName: "b1", NamespaceMapping: map[string]string{"src": "dst"}, DryRun: true}}
+	if out, err := e.Run(ctx, dry, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil); err != nil || out.ResourceList != nil || out.DryRun == nil {
+		t.Errorf("a dry run: resource list %v, dry-run summary %v, %v", out.ResourceList, out.DryRun, err)
 	}
 
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, "dst", metav1.GetOptions{})

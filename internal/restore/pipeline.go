@@ -115,7 +115,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	if claim, ok := r.fromSnapshot[it.name]; ok && it.kind.gr == (schema.GroupResource{Resource: "persistentvolumes"}) {
 		r.log.Info("not restored: its claim is restored from a CSI snapshot, which provisions a new volume", "item", what, "claim", claim)
 		r.restored.Add(1)
-		r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, "claim "+claim+" is restored from its CSI snapshot, which provisions a new volume")
+		r.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, "claim "+claim+" is restored from its CSI snapshot, which provisions a new volume")
 		return
 	}
 	fields, err := archive.DecodeObject(it.body)
@@ -129,7 +129,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	if why := leftOut(it.kind.gr, obj); why != "" {
 		r.log.Info("not restored: "+why, "item", what)
 		r.restored.Add(1)
-		r.dry.record(describe(it.kind.gr, target, it.name), salvorv1.DryRunSkipped, why)
+		r.record(describe(it.kind.gr, target, it.name), salvorv1.DryRunSkipped, why)
 		return
 	}
 	r.restoreRelated(ctx, it, obj, w, what)
@@ -159,7 +159,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	Adjust(it.kind.gr, obj, r.targetNamespace)
 	if changed, err := r.mappings.Apply(it.kind.gr, obj); err != nil {
 		r.rec.Error(target, fmt.Sprintf("%s: %v", what, err))
-		r.dry.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
+		r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
 		return
 	} else if len(changed) > 0 {
 		r.log.Info("changed as mapped", "item", what, "change", changed)
@@ -174,13 +174,13 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		res, err := act.Action.Execute(ctx, host.RestoreInput{Item: obj, ItemFromBackup: fromBackup, Restore: r.restore})
 		if err != nil {
 			r.rec.Error(target, fmt.Sprintf("%s: RestoreItemAction %s failed: %v", what, act.Action.Name(), err))
-			r.dry.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, fmt.Sprintf("RestoreItemAction %s failed: %v", act.Action.Name(), err))
+			r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, fmt.Sprintf("RestoreItemAction %s failed: %v", act.Action.Name(), err))
 			return
 		}
 		if res.SkipRestore {
 			r.log.Info("skipped by a plugin", "item", what, "plugin", act.Action.Name())
 			r.restored.Add(1)
-			r.dry.record(r.dryName(it, obj), salvorv1.DryRunSkipped, "by RestoreItemAction "+act.Action.Name())
+			r.record(r.dryName(it, obj), salvorv1.DryRunSkipped, "by RestoreItemAction "+act.Action.Name())
 			return
 		}
 		if res.Item != nil {

@@ -144,7 +144,7 @@ func (r *run) read(tarball io.Reader) error {
 		if selected && r.revokedToken(gr, e.Object) {
 			selected = false
 			r.rec.Warning(e.Namespace, fmt.Sprintf("secret %s/%s is a service account token (%s): not restored — the cluster issues tokens anew, and one deleted to revoke it stays revoked; name secrets in includedResources to restore it", e.Namespace, e.Name, tokenSecretType))
-			r.dry.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, "a service account token: the cluster issues tokens anew; name secrets in includedResources to restore it")
+			r.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, "a service account token: the cluster issues tokens anew; name secrets in includedResources to restore it")
 		}
 		if selected && gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) && r.fromCSISnapshot(e.Object) {
 			if pv, _, _ := unstructured.NestedString(e.Object.Object, "spec", "volumeName"); pv != "" {
@@ -255,7 +255,7 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 			// one this restore maps it to.
 			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it anyway",
 				gr, name, from, r.restore.Spec.NamespaceMapping[from], from))
-			r.dry.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it anyway", from, r.restore.Spec.NamespaceMapping[from]))
+			r.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it anyway", from, r.restore.Spec.NamespaceMapping[from]))
 			return false
 		}
 	}
@@ -421,10 +421,10 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		switch {
 		case err == nil && r.dry != nil:
 			r.dry.namespaces.Store(target, true)
-			r.dry.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldCreate, "made by the restore: the backup holds items of namespace "+ns)
+			r.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldCreate, "made by the restore: the backup holds items of namespace "+ns)
 		case err != nil && !apierrors.IsAlreadyExists(err):
 			r.rec.Error(target, fmt.Sprintf("creating namespace %s: %v", target, err))
-			r.dry.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldFail, err.Error())
+			r.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
 	return nil

@@ -57,7 +57,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				}
 			}
 			if details && hasFiles(b.Status.Phase) {
-				describeResourceList(cmd.Context(), cmd.OutOrStdout(), c, b, trust)
+				DescribeResourceList(cmd.Context(), cmd.OutOrStdout(), c, b.Namespace, salvorv1.DownloadTargetBackupResourceList, b.Name, trust)
 			}
 			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
@@ -90,12 +90,13 @@ func hasFiles(p salvorv1.BackupPhase) bool {
 	return true
 }
 
-// describeResourceList prints what a backup holds, by apiVersion and kind,
-// from its resource list (as Velero's describe --details does).
-func describeResourceList(ctx context.Context, w io.Writer, c client.Client, b *salvorv1.Backup, trust Trust) {
+// DescribeResourceList prints a backup's resource list (what it holds, by
+// apiVersion and kind) or a restore's (what became of each item, by
+// resource), as Velero's describe --details does.
+func DescribeResourceList(ctx context.Context, w io.Writer, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string, trust Trust) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := Download(ctx, c, b.Namespace, salvorv1.DownloadTargetBackupResourceList, b.Name, trust)
+	rc, err := Download(ctx, c, namespace, kind, name, trust)
 	if err != nil {
 		fmt.Fprintf(w, "\nResource list: not available (%v)\n", err)
 		return
@@ -110,8 +111,9 @@ func describeResourceList(ctx context.Context, w io.Writer, c client.Client, b *
 	resourceList(w, list)
 }
 
-// resourceList prints a resource list: each apiVersion/kind, sorted, and
-// its items (namespace/name, or name) in the order the backup wrote them.
+// resourceList prints a resource list: each key (apiVersion/kind, or
+// resource), sorted, and its items (namespace/name, or name) in the order
+// the list holds them.
 func resourceList(w io.Writer, list map[string][]string) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "Resource list: none")

@@ -322,6 +322,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if details {
 				describeVolumes(cmd.Context(), w, c, rs)
 			}
+			if details && !s.DryRun && restoredItems(st.Phase) {
+				clibackup.DescribeResourceList(cmd.Context(), w, c, rs.Namespace, salvorv1.DownloadTargetRestoreResourceList, rs.Name, trust)
+			}
 			if details && (st.Errors > 0 || st.Warnings > 0 || (s.DryRun && st.DryRun != nil)) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
@@ -451,4 +454,14 @@ func newestOfSchedule(ctx context.Context, c client.Client, namespace, schedule 
 		return b.Name, nil
 	}
 	return "", nil
+}
+
+// restoredItems says whether a restore in this phase has finished its pass
+// over the items, and so written what became of each.
+func restoredItems(p salvorv1.RestorePhase) bool {
+	switch p {
+	case "", salvorv1.RestorePhaseNew, salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseInProgress, salvorv1.RestorePhaseFailed:
+		return false
+	}
+	return true
 }

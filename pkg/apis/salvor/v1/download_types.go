@@ -5,7 +5,7 @@ import (
 )
 
 // DownloadTargetKind names a file of a backup that can be downloaded.
-// +kubebuilder:validation:Enum=BackupLog;BackupResults;BackupResourceList;BackupItemOperations;BackupContents;RestoreLog;RestoreResults;RestoreItemOperations
+// +kubebuilder:validation:Enum=BackupLog;BackupResults;BackupResourceList;BackupItemOperations;BackupContents;RestoreLog;RestoreResults;RestoreItemOperations;RestoreResourceList
 type DownloadTargetKind string
 
 const (
@@ -17,6 +17,7 @@ const (
 	DownloadTargetRestoreLog           DownloadTargetKind = "RestoreLog"
 	DownloadTargetRestoreResults       DownloadTargetKind = "RestoreResults"
 	DownloadTargetRestoreOperations    DownloadTargetKind = "RestoreItemOperations"
+	DownloadTargetRestoreResourceList  DownloadTargetKind = "RestoreResourceList"
 )
 
 // DownloadTarget is the file asked for.
