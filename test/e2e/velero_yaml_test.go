@@ -269,15 +269,7 @@ spec:
 	plantBackup(t, persistence.New(openObjectStore(t, prefixed), "backups", "from-velero"), "left-by-velero", func(aw *archive.Writer) error { return nil })
 
 	// Checked (Available) after the backup was there, and not synced.
-	eventually(t, "velero-bsl checked after the backup was planted", time.Minute, func() (bool, string) {
-		bsl := &salvorv1.BackupStorageLocation{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "velero-bsl"}, bsl); err != nil {
-			return false, err.Error()
-		}
-		last := bsl.Status.LastValidationTime
-		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable && last != nil && last.After(planted.Add(time.Second)),
-			fmt.Sprintf("%s %q, last checked %v", bsl.Status.Phase, bsl.Status.Message, last)
-	})
+	c.checkedAfter(t, "velero-bsl", planted)
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "left-by-velero"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a location with backupSyncPeriod 0 synced its backup: %v", err)
 	}
@@ -313,6 +305,21 @@ spec:
 	})
 }
 
+// checkedAfter waits until the server has found location Available in a
+// check that began after since (a second's margin for the clocks).
+func (c *cluster) checkedAfter(t *testing.T, location string, since metav1.Time) {
+	t.Helper()
+	eventually(t, location+" checked after "+since.String(), time.Minute, func() (bool, string) {
+		bsl := &salvorv1.BackupStorageLocation{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: location}, bsl); err != nil {
+			return false, err.Error()
+		}
+		last := bsl.Status.LastValidationTime
+		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable && last != nil && last.After(since.Add(time.Second)),
+			fmt.Sprintf("%s %q, last checked %v", bsl.Status.Phase, bsl.Status.Message, last)
+	})
+}
+
 // TestServerBackupSyncPeriod: the server's --backup-sync-period 0
 // (Velero's) leaves unsynced the locations that set no backupSyncPeriod,
 // while checking them as before; a location's own period overrides it.
@@ -323,15 +330,7 @@ func TestServerBackupSyncPeriod(t *testing.T) {
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	planted := metav1.Now()
 	plantBackup(t, openStore(t, cfg), "left-elsewhere", func(aw *archive.Writer) error { return nil })
-	eventually(t, "primary checked after the backup was planted", time.Minute, func() (bool, string) {
-		bsl := &salvorv1.BackupStorageLocation{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
-			return false, err.Error()
-		}
-		last := bsl.Status.LastValidationTime
-		return bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable && last != nil && last.After(planted.Add(time.Second)),
-			fmt.Sprintf("%s %q, last checked %v", bsl.Status.Phase, bsl.Status.Message, last)
-	})
+	c.checkedAfter(t, "primary", planted)
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "left-elsewhere"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a location without backupSyncPeriod synced under the server's --backup-sync-period 0: %v", err)
 	}
