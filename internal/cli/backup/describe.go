@@ -75,7 +75,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)
-	cmd.Flags().BoolVar(&details, "details", false, "show each plugin operation, and the warnings and errors")
+	cmd.Flags().BoolVar(&details, "details", false, "also show the backup's resource list (every item it holds), each plugin operation, and the warnings and errors")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
 	trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "backup", &salvorv1.BackupList{})

@@ -344,7 +344,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 		},
 	}
 	output.AddFlag(cmd.Flags(), &format)
-	cmd.Flags().BoolVar(&details, "details", false, "also show the warnings and errors")
+	cmd.Flags().BoolVar(&details, "details", false, "also show the volumes restored from snapshots, what became of each item (created, updated, skipped or failed), and the warnings and errors")
 	trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "restore", &salvorv1.RestoreList{})
 }
