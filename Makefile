@@ -137,7 +137,7 @@ test-unit:
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed.
 test-e2e: testbed helm
-	$(GO) test -count=1 -timeout 40m ./test/e2e
+	$(GO) test -count=1 -timeout 60m ./test/e2e
 
 # chart-resources rewrites the chart's list of built-in resources from the
 # testbed API server's discovery (after a Kubernetes upgrade); the
