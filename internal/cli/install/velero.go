@@ -43,38 +43,37 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 	for flag, what := range always {
 		f.Bool(flag, true, what+" (Velero's flag)")
 	}
-	f.Bool("disable-informer-cache", false, "")
-	refused["disable-informer-cache"] = "Salvor's restores read what exists in the cluster with their own requests, not through an informer cache: leave it out"
-	for _, flag := range []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
-		"default-volumes-to-fs-backup", "default-snapshot-move-data"} {
-		f.Bool(flag, false, "")
-		refused[flag] = "Salvor has no node agent, file-system backup or data mover: leave it out (volumes are backed up by snapshots, docs/volumes.md)"
-	}
-	for _, flag := range []string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
-		"kubelet-root-dir", "uploader-type", "default-repo-maintain-frequency", "pod-volume-operation-timeout"} {
-		f.String(flag, "", "")
-		refused[flag] = "Salvor has no node agent, file-system backup or data mover: leave it out (volumes are backed up by snapshots, docs/volumes.md)"
-	}
-	for flag, why := range map[string]string{
-		"garbage-collection-frequency":   "Salvor deletes each expired backup when its TTL ends, with no periodic sweep",
-		"item-block-worker-count":        "Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)",
-		"node-agent-configmap":           "Salvor has no node agent, file-system backup or data mover",
-		"node-agent-priority-class-name": "Salvor has no node agent, file-system backup or data mover",
-		"backup-repository-configmap":    "Salvor has no backup repositories (no file-system backup or data mover)",
-		"repo-maintenance-job-configmap": "Salvor has no backup repositories (no file-system backup or data mover)",
-		"keep-latest-maintenance-jobs":   "Salvor has no backup repositories (no file-system backup or data mover)",
-		"maintenance-job-cpu-request":    "Salvor has no backup repositories (no file-system backup or data mover)",
-		"maintenance-job-mem-request":    "Salvor has no backup repositories (no file-system backup or data mover)",
-		"maintenance-job-cpu-limit":      "Salvor has no backup repositories (no file-system backup or data mover)",
-		"maintenance-job-mem-limit":      "Salvor has no backup repositories (no file-system backup or data mover)",
+	// Velero's flags for what Salvor has not, by why: each stops the
+	// install. The boolean ones stay bools, so `--use-node-agent` alone
+	// parses and is refused rather than taking the next word.
+	noNodeAgent := "Salvor has no node agent, file-system backup or data mover (volumes are backed up by snapshots, docs/volumes.md)"
+	noRepositories := "Salvor has no backup repositories (no file-system backup or data mover)"
+	for _, r := range []struct {
+		why           string
+		bools, values []string
+	}{
+		{noNodeAgent, []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
+			"default-volumes-to-fs-backup", "default-snapshot-move-data"},
+			[]string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
+				"node-agent-configmap", "node-agent-priority-class-name", "kubelet-root-dir", "uploader-type",
+				"default-repo-maintain-frequency", "pod-volume-operation-timeout"}},
+		{noRepositories, nil, []string{"backup-repository-configmap", "repo-maintenance-job-configmap", "keep-latest-maintenance-jobs",
+			"maintenance-job-cpu-request", "maintenance-job-mem-request", "maintenance-job-cpu-limit", "maintenance-job-mem-limit"}},
+		{"Salvor deletes each expired backup when its TTL ends, with no periodic sweep", nil, []string{"garbage-collection-frequency"}},
+		{"Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)", nil, []string{"item-block-worker-count"}},
+		{"Salvor's restores read what exists in the cluster with their own requests, not through an informer cache", []string{"disable-informer-cache"}, nil},
+		{"Salvor has no feature flags; CSI snapshots need none (docs/volumes.md)", nil, []string{"features"}},
+		{"make the location ReadOnly instead (--access-mode ReadOnly on salvor backup-location create or set)", []string{"restore-only"}, nil},
 	} {
-		f.String(flag, "", "")
-		refused[flag] = why + ": leave it out"
+		for _, flag := range r.bools {
+			f.Bool(flag, false, "")
+			refused[flag] = r.why + ": leave it out"
+		}
+		for _, flag := range r.values {
+			f.String(flag, "", "")
+			refused[flag] = r.why + ": leave it out"
+		}
 	}
-	f.String("features", "", "")
-	refused["features"] = "Salvor has no feature flags; CSI snapshots need none (docs/volumes.md): leave it out"
-	f.Bool("restore-only", false, "")
-	refused["restore-only"] = "make the location ReadOnly instead (--access-mode ReadOnly on salvor backup-location create or set): leave it out"
 	for flag := range refused {
 		_ = f.MarkHidden(flag)
 	}
