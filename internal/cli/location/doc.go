@@ -1,3 +1,4 @@
-// Package location holds `salvor backup-location`: creating and listing
-// BackupStorageLocations.
+// Package location holds `salvor backup-location`: creating, listing,
+// changing and deleting BackupStorageLocations, and rotating an encrypted
+// location's key.
 package location

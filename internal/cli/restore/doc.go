@@ -1,3 +1,3 @@
-// Package restore holds `salvor restore`: create, get, describe, logs and
-// cancel.
+// Package restore holds `salvor restore`: create, get, describe, logs,
+// cancel and delete.
 package restore

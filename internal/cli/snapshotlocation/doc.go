@@ -1,3 +1,3 @@
-// Package snapshotlocation holds `salvor snapshot-location`: creating and
-// listing VolumeSnapshotLocations.
+// Package snapshotlocation holds `salvor snapshot-location`: creating,
+// listing, changing and deleting VolumeSnapshotLocations.
 package snapshotlocation

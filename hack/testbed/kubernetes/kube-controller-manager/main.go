@@ -1,7 +1,8 @@
 // Command kube-controller-manager is Kubernetes' controller manager, built
 // from the Go module proxy for Salvor's testbed. The CSI tests run only its
 // volume binding and protection controllers, so claims bind to the volumes
-// a CSI provisioner creates.
+// a CSI provisioner creates, and its namespace controller, so a deleted
+// namespace is emptied and goes.
 package main
 
 import (
