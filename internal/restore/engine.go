@@ -95,7 +95,7 @@ type Outcome struct {
 	// DryRun counts a dry run's outcomes (Results.DryRun lists them).
 	DryRun *salvorv1.DryRunSummary
 	// ResourceList is what became of each item of a restore that is not a
-	// dry run: by resource, "namespace/name(outcome)" (Velero's restore
+	// dry run: by apiVersion/kind, "namespace/name(outcome)" (Velero's restore
 	// resource list); nil for a dry run.
 	ResourceList map[string][]string
 }

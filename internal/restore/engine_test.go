@@ -72,10 +72,10 @@ func TestRunOnARealAPIServer(t *testing.T) {
 		// What became of each item: made by the first run, found
 		// identical (skipped) by the second.
 		outcome := []string{"created", "skipped"}[run]
-		if got := out.ResourceList["namespaces"]; len(got) != 1 || got[0] != "dst("+outcome+")" {
+		if got := out.ResourceList["v1/Namespace"]; len(got) != 1 || got[0] != "dst("+outcome+")" {
 			t.Errorf("run %d: namespaces %v", run, got)
 		}
-		if got := out.ResourceList["configmaps"]; len(got) != n || got[0] != "dst/cm-000("+outcome+")" || got[n-1] != fmt.Sprintf("dst/cm-%03d(%s)", n-1, outcome) {
+		if got := out.ResourceList["v1/ConfigMap"]; len(got) != n || got[0] != "dst/cm-000("+outcome+")" || got[n-1] != fmt.Sprintf("dst/cm-%03d(%s)", n-1, outcome) {
 			t.Errorf("run %d: %d configmaps, first %v", run, len(got), got[:min(len(got), 1)])
 		}
 	}
@@ -95,7 +95,7 @@ func TestRunOnARealAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := out.ResourceList["configmaps"]; len(got) != n || got[7] != tc.want || got[8] != "dst/cm-008(skipped)" {
+		if got := out.ResourceList["v1/ConfigMap"]; len(got) != n || got[7] != tc.want || got[8] != "dst/cm-008(skipped)" {
 			t.Errorf("policy %q: %v", tc.policy, got[6:9])
 		}
 	}

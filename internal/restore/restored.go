@@ -5,14 +5,18 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // What became of each item of a restore, as Velero's restore resource list
 // says it: created, updated, skipped (there already, identical or left as
-// it is; or left out by a plugin or a rule) or failed. A dry run records
-// what would become of each item instead (dryrun.go); every decision about
-// an item is recorded through run.record, which serves both.
+// it is; or left out by a plugin or a rule) or failed, under the item's
+// apiVersion and kind ("v1/ConfigMap", "apps/v1/Deployment") as Velero
+// keys it. A dry run records what would become of each item instead
+// (dryrun.go); every decision about an item is recorded through
+// run.record, which serves both.
 
 // The outcomes of Velero's restore resource list.
 const (
@@ -28,9 +32,10 @@ type restoredList struct {
 	items map[string][]string
 }
 
-// record is the outcome of an item ("resource namespace/name", as describe
-// names it), from its dry-run outcome and the existing-resource policy.
-func (l *restoredList) record(item, outcome string, policy salvorv1.ExistingResourcePolicy) {
+// record is the outcome of an item (kind is its apiVersion/kind, name its
+// "namespace/name"), from its dry-run outcome and the existing-resource
+// policy.
+func (l *restoredList) record(kind, name, outcome string, policy salvorv1.ExistingResourcePolicy) {
 	if l == nil {
 		return
 	}
@@ -49,16 +54,15 @@ func (l *restoredList) record(item, outcome string, policy salvorv1.ExistingReso
 	default:
 		done = restoredFailed
 	}
-	resource, name, _ := strings.Cut(item, " ")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.items == nil {
 		l.items = map[string][]string{}
 	}
-	l.items[resource] = append(l.items[resource], name+"("+done+")")
+	l.items[kind] = append(l.items[kind], name+"("+done+")")
 }
 
-// result is the list, each resource's items sorted; nil for none kept.
+// result is the list, each kind's items sorted; nil for none kept.
 func (l *restoredList) result() map[string][]string {
 	if l == nil {
 		return nil
@@ -66,14 +70,33 @@ func (l *restoredList) result() map[string][]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[string][]string, len(l.items))
-	for resource, items := range l.items {
-		out[resource] = slices.Sorted(slices.Values(items))
+	for kind, items := range l.items {
+		out[kind] = slices.Sorted(slices.Values(items))
 	}
 	return out
 }
 
-// record notes what became (or, in a dry run, would become) of an item.
+// record notes what became (or, in a dry run, would become) of an item
+// ("resource namespace/name", as describe names it).
 func (r *run) record(item, outcome, detail string) {
 	r.dry.record(item, outcome, detail)
-	r.list.record(item, outcome, r.policy)
+	if r.list == nil {
+		return
+	}
+	resource, name, _ := strings.Cut(item, " ")
+	r.list.record(r.kindOf(resource), name, outcome, r.policy)
+}
+
+// kindOf is a resource's apiVersion/kind as the cluster serves it (the
+// version items of it are restored as when the backup's is not served);
+// a resource the cluster does not serve keeps its name.
+func (r *run) kindOf(resource string) string {
+	gr := schema.ParseGroupResource(resource)
+	r.mu.Lock()
+	res, ok := r.resources[gr]
+	r.mu.Unlock()
+	if !ok || res.Kind == "" {
+		return resource
+	}
+	return res.GVR.GroupVersion().String() + "/" + res.Kind
 }

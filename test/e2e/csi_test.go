@@ -702,7 +702,7 @@ func TestRestoredStaticVolumesBind(t *testing.T) {
 	_, warnings, _ := strings.Cut(desc, "\nWarnings:\n")
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || !strings.Contains(warnings, "volume plain-pv is Released, still held for the deleted claim static/plain") ||
 		!strings.Contains(warnings, fix) || strings.Contains(warnings, "snap-pv") ||
-		!strings.Contains(desc, "  persistentvolumes:\n    - plain-pv(skipped)\n    - snap-pv(created)\n") {
+		!strings.Contains(desc, "  v1/PersistentVolume:\n    - plain-pv(skipped)\n    - snap-pv(created)\n") {
 		t.Fatalf("restore after the namespace was deleted: %+v\n%s", rs.Status, desc)
 	}
 	if v := c.boundVolume(t, "static", "snapped"); v != "snap-pv" {

@@ -74,7 +74,7 @@ func TestDebugBundle(t *testing.T) {
 		"server/logs/none.txt":            "No server pods in namespace salvor.",
 		"backups/b1/describe.txt":         "Resource list:",
 		"backups/b1/log.jsonl":            `"msg":"backup finished"`,
-		"restores/r1/describe.txt":        "Resource list:\n  configmaps:\n    - app-copy/cfg(created)\n  namespaces:\n    - app-copy(created)\n  secrets:\n    - app-copy/db(created)\n",
+		"restores/r1/describe.txt":        "Resource list:\n  v1/ConfigMap:\n    - app-copy/cfg(created)\n  v1/Namespace:\n    - app-copy(created)\n  v1/Secret:\n    - app-copy/db(created)\n",
 		"restores/r1/log.jsonl":           `"msg"`,
 		"errors.txt":                      "backups/nope/describe.txt: salvor backup describe nope --details",
 	} {
