@@ -46,7 +46,8 @@ type Engine struct {
 	// Workers is how many items are processed at once; 0 means 8 per CPU
 	// (a worker mostly waits on plugin processes and the API server).
 	Workers int
-	// PageSize is the LIST page size; 0 means 500.
+	// PageSize is the LIST page size; 0 means 500, and a negative size
+	// lists each resource of a namespace in one request.
 	PageSize int64
 }
 
@@ -388,8 +389,11 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 // backup's results, not the end of the backup.
 func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSelector string, keep func(*item) bool, queue chan<- work) error {
 	pageSize := r.e.PageSize
-	if pageSize <= 0 {
+	switch {
+	case pageSize == 0:
 		pageSize = 500
+	case pageSize < 0:
+		pageSize = 0
 	}
 	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: labelSelector}
 	for {

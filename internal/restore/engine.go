@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,7 +49,9 @@ type Engine struct {
 	// a free worker, and a backup of large items cannot exhaust memory. An
 	// item larger than the whole budget is restored alone.
 	MemoryBudget int64
-	// Tiers overrides DefaultTiers.
+	// Tiers overrides DefaultTiers: resource names as the cluster knows
+	// them, and Velero's LowPriority dividing those restored first from
+	// those restored after everything else.
 	Tiers []string
 	// ReadyTimeout bounds waits for additional items when the plugin names
 	// none (default 10m).
@@ -105,7 +110,7 @@ type run struct {
 	restore  *salvorv1.Restore
 	log      *slog.Logger
 	spool    *spool
-	tiers    []string
+	tiers    order
 	actions  []resources.Scoped[host.RestoreItemAction]
 	policy   salvorv1.ExistingResourcePolicy
 	selector labels.Selector
@@ -196,12 +201,15 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if len(tiers) == 0 {
 		tiers = DefaultTiers
 	}
-	sp, err := newSpool(dir, tierCount(tiers))
+	if err := CheckTiers(tiers); err != nil {
+		return nil, fmt.Errorf("restore resource priorities: %w", err)
+	}
+	sp, err := newSpool(dir, newOrder(tiers).count())
 	if err != nil {
 		return nil, err
 	}
 	defer sp.close()
-	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: tiers, reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
+	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: newOrder(tiers), reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
 		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
@@ -212,10 +220,14 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	} else {
 		r.list = &restoredList{}
 	}
-	// Discovery first: reading checks each item's scope against it.
+	// Discovery first: reading checks each item's scope against it, and
+	// files each item in the tier its resource's name in the list means.
 	if err := r.discover(); err != nil {
 		return nil, err
 	}
+	r.tiers = r.tiers.resolved(slices.SortedFunc(maps.Values(r.resources), func(a, b resources.Resource) int {
+		return strings.Compare(a.String(), b.String())
+	}))
 	if err := r.read(tarball); err != nil {
 		return nil, err
 	}
@@ -282,8 +294,8 @@ func (r *run) restoreAll(ctx context.Context) error {
 		budget = DefaultMemoryBudget
 	}
 	inFlight := semaphore.NewWeighted(budget)
-	for t := range tierCount(r.tiers) {
-		crds := t < len(r.tiers) && r.tiers[t] == "customresourcedefinitions.apiextensions.k8s.io"
+	for t := range r.tiers.count() {
+		crds := r.tiers.name(t) == "customresourcedefinitions.apiextensions.k8s.io"
 		var names []string
 		type queued struct {
 			it   *entry

@@ -163,7 +163,7 @@ func (r *run) read(tarball io.Reader) error {
 		if selected {
 			r.total.Add(1)
 		}
-		return r.spool.add(tierOf(r.tiers, gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
+		return r.spool.add(r.tiers.of(gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
 	})
 	if err == nil {
 		for gr, seen := range unserved {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -87,28 +86,6 @@ func TestValidate(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestTiers(t *testing.T) {
-	crd := tierOf(DefaultTiers, schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"})
-	ns := tierOf(DefaultTiers, schema.GroupResource{Resource: "namespaces"})
-	cm := tierOf(DefaultTiers, schema.GroupResource{Resource: "configmaps"})
-	other := tierOf(DefaultTiers, schema.GroupResource{Group: "example.io", Resource: "widgets"})
-	webhook := tierOf(DefaultTiers, schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"})
-	apiService := tierOf(DefaultTiers, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"})
-	if !(crd < ns && ns < cm && cm < other && other == len(DefaultTiers)) {
-		t.Errorf("tiers crd %d ns %d cm %d other %d", crd, ns, cm, other)
-	}
-	// Admission objects come after everything else: they must not block
-	// the restore of their own backends.
-	if webhook != other+1 || apiService != other+1 || tierCount(DefaultTiers) != other+2 {
-		t.Errorf("webhook tier %d, APIService tier %d, other %d, %d tiers", webhook, apiService, other, tierCount(DefaultTiers))
-	}
-	// A server's own list places them where it says.
-	custom := []string{"apiservices.apiregistration.k8s.io", "namespaces"}
-	if got := tierOf(custom, schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}); got != 0 {
-		t.Errorf("a listed admission resource went to tier %d", got)
 	}
 }
 

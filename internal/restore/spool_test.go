@@ -272,11 +272,11 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.SetBytes(int64(tarball.Len()))
 	for b.Loop() {
-		s, err := newSpool(b.TempDir(), tierCount(DefaultTiers))
+		s, err := newSpool(b.TempDir(), newOrder(DefaultTiers).count())
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: DefaultTiers, selector: labels.Everything(),
+		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: newOrder(DefaultTiers), selector: labels.Everything(),
 			namespaces: map[string]bool{}, nsItems: map[string]bool{}}
 		if err := r.read(bytes.NewReader(tarball.Bytes())); err != nil {
 			b.Fatal(err)

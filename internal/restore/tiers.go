@@ -1,12 +1,18 @@
 package restore
 
 import (
-	"github.com/salvor-dev/salvor/internal/resources"
+	"fmt"
+	"slices"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/salvor-dev/salvor/internal/resources"
 )
 
 // DefaultTiers is the order resources are restored in: each tier is
-// finished before the next starts; resources not listed come last.
+// finished before the next starts; resources not listed come after them
+// (and admission objects last of all).
 var DefaultTiers = []string{
 	"customresourcedefinitions.apiextensions.k8s.io",
 	"namespaces",
@@ -50,24 +56,110 @@ var Admission = []string{
 	"apiservices.apiregistration.k8s.io",
 }
 
-// tierCount is how many tiers a restore has for tiers: one per entry,
-// one for everything else, and the admission tier.
-func tierCount(tiers []string) int { return len(tiers) + 2 }
+// LowPriority divides a list of tiers as Velero's
+// --restore-resource-priorities does: the resources after it are restored
+// after everything the list does not name (still before the admission
+// objects, unless the list names those).
+const LowPriority = "-"
 
-// tierOf returns the tier index of a resource: its place in tiers,
-// len(tiers) for everything else, and len(tiers)+1 for admission objects
-// (unless tiers places them).
-func tierOf(tiers []string, gr schema.GroupResource) int {
+// order is a restore's tiers: first the resources listed before
+// LowPriority, one tier each, then everything else, then those listed
+// after it, then the admission objects.
+type order struct {
+	first, last []string
+}
+
+// newOrder splits a list at LowPriority; CheckTiers has refused a list
+// with more than one.
+func newOrder(tiers []string) order {
+	if i := slices.Index(tiers, LowPriority); i >= 0 {
+		return order{first: tiers[:i], last: tiers[i+1:]}
+	}
+	return order{first: tiers}
+}
+
+// CheckTiers says what is wrong with a list of tiers, if anything.
+func CheckTiers(tiers []string) error {
+	seen := 0
+	for _, t := range tiers {
+		switch {
+		case strings.TrimSpace(t) == "":
+			return fmt.Errorf("an empty resource name in %q", strings.Join(tiers, ","))
+		case t == LowPriority:
+			seen++
+		}
+	}
+	if seen > 1 {
+		return fmt.Errorf("%q divides the list once, into what is restored first and what last; it is there %d times", LowPriority, seen)
+	}
+	return nil
+}
+
+// count is how many tiers a restore has: one per entry, one for
+// everything else, and the admission tier.
+func (o order) count() int { return len(o.first) + len(o.last) + 2 }
+
+// rest is the tier of the resources the list does not name.
+func (o order) rest() int { return len(o.first) }
+
+// name is the resource a tier is for ("" for the rest and admission).
+func (o order) name(t int) string {
+	switch {
+	case t < len(o.first):
+		return o.first[t]
+	case t > o.rest() && t <= o.rest()+len(o.last):
+		return o.last[t-o.rest()-1]
+	}
+	return ""
+}
+
+// of returns the tier of a resource.
+func (o order) of(gr schema.GroupResource) int {
 	s := gr.String()
-	for i, t := range tiers {
-		if t == s {
-			return i
-		}
+	if i := slices.Index(o.first, s); i >= 0 {
+		return i
 	}
-	for _, a := range Admission {
-		if a == s {
-			return len(tiers) + 1
-		}
+	if i := slices.Index(o.last, s); i >= 0 {
+		return o.rest() + 1 + i
 	}
-	return len(tiers)
+	if slices.Contains(Admission, s) {
+		return o.count() - 1
+	}
+	return o.rest()
+}
+
+// resolved is the order with each name the cluster serves a resource by
+// ("crd", "storageclasses", "volumesnapshotclass.snapshot.storage.k8s.io",
+// as Velero's lists write them) turned into that resource's
+// resource.group, which is how items are filed. A name the cluster does
+// not serve is kept: an item of a resource a restored CRD defines is
+// filed under its resource.group.
+func (o order) resolved(served []resources.Resource) order {
+	resolve := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = n
+			if n == "*" {
+				continue
+			}
+			var match *resources.Resource
+			for j := range served {
+				r := &served[j]
+				if r.String() == n {
+					match = r
+					break
+				}
+				// Several resources may answer to a short name (events):
+				// the core group's is meant, as kubectl takes it.
+				if r.MatchesAny([]string{n}) && (match == nil || r.GVR.Group == "" && match.GVR.Group != "") {
+					match = r
+				}
+			}
+			if match != nil {
+				out[i] = match.String()
+			}
+		}
+		return out
+	}
+	return order{first: resolve(o.first), last: resolve(o.last)}
 }

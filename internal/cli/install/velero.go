@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 )
 
 // addVeleroFlags binds the flags of `velero install` that mean something
@@ -34,7 +36,6 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 	} {
 		f.StringVar(ours, velero, *ours, "Velero's name for --server-"+strings.TrimPrefix(strings.ReplaceAll(velero, "-mem-", "-memory-"), "velero-pod-"))
 	}
-	refused := map[string]string{}
 	// What Salvor always does: true is taken, false refused.
 	always := map[string]string{
 		"apply":                               "Salvor's install always applies: what exists is updated to match",
@@ -43,45 +44,23 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 	for flag, what := range always {
 		f.Bool(flag, true, what+" (Velero's flag)")
 	}
-	// Velero's flags for what Salvor has not, by why: each stops the
-	// install. The boolean ones stay bools, so `--use-node-agent` alone
-	// parses and is refused rather than taking the next word.
-	noNodeAgent := "Salvor has no node agent, file-system backup or data mover (volumes are backed up by snapshots, docs/volumes.md)"
-	noRepositories := "Salvor has no backup repositories (no file-system backup or data mover)"
-	for _, r := range []struct {
-		why           string
-		bools, values []string
-	}{
-		{noNodeAgent, []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
+	refused := veleroflag.Refuse(f, []veleroflag.Refused{
+		{Why: veleroflag.NoNodeAgent, Bools: []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
 			"default-volumes-to-fs-backup", "default-snapshot-move-data"},
-			[]string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
+			Values: []string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
 				"node-agent-configmap", "node-agent-priority-class-name", "kubelet-root-dir", "uploader-type",
 				"default-repo-maintain-frequency", "pod-volume-operation-timeout"}},
-		{noRepositories, nil, []string{"backup-repository-configmap", "repo-maintenance-job-configmap", "keep-latest-maintenance-jobs",
+		{Why: veleroflag.NoRepositories, Values: []string{"backup-repository-configmap", "repo-maintenance-job-configmap", "keep-latest-maintenance-jobs",
 			"maintenance-job-cpu-request", "maintenance-job-mem-request", "maintenance-job-cpu-limit", "maintenance-job-mem-limit"}},
-		{"Salvor deletes each expired backup when its TTL ends, with no periodic sweep", nil, []string{"garbage-collection-frequency"}},
-		{"Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)", nil, []string{"item-block-worker-count"}},
-		{"Salvor's restores read what exists in the cluster with their own requests, not through an informer cache", []string{"disable-informer-cache"}, nil},
-		{"Salvor has no feature flags; CSI snapshots need none (docs/volumes.md)", nil, []string{"features"}},
-		{"make the location ReadOnly instead (--access-mode ReadOnly on salvor backup-location create or set)", []string{"restore-only"}, nil},
-	} {
-		for _, flag := range r.bools {
-			f.Bool(flag, false, "")
-			refused[flag] = r.why + ": leave it out"
-		}
-		for _, flag := range r.values {
-			f.String(flag, "", "")
-			refused[flag] = r.why + ": leave it out"
-		}
-	}
-	for flag := range refused {
-		_ = f.MarkHidden(flag)
-	}
+		{Why: veleroflag.NoSweep, Values: []string{"garbage-collection-frequency"}},
+		{Why: veleroflag.NoItemBlocks, Values: []string{"item-block-worker-count"}},
+		{Why: veleroflag.NoInformer, Bools: []string{"disable-informer-cache"}},
+		{Why: "Salvor has no feature flags; CSI snapshots need none (docs/volumes.md)", Values: []string{"features"}},
+		{Why: veleroflag.ReadOnly, Bools: []string{"restore-only"}},
+	})
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		for flag, why := range refused {
-			if cmd.Flags().Changed(flag) {
-				return fmt.Errorf("--%s is Velero's: %s", flag, why)
-			}
+		if err := refused(); err != nil {
+			return err
 		}
 		for flag, what := range always {
 			if on, _ := cmd.Flags().GetBool(flag); !on {

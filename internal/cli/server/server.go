@@ -24,6 +24,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/buildinfo"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
@@ -61,11 +62,13 @@ type options struct {
 	restoreMemory        string
 	finalizeAttempts     int
 	finalizeBackoff      time.Duration
+	pageSize             int64
 }
 
 // NewCommand returns `salvor server`.
 func NewCommand(k *kube.Options) *cobra.Command {
 	o := &options{kube: k}
+	var refused func() error // Velero's flags for what Salvor has not
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run Salvor's controllers",
@@ -77,8 +80,20 @@ process, restarted if it dies.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
-			if f.Changed("location-check-interval") && f.Changed("store-validation-frequency") {
-				return fmt.Errorf("--location-check-interval and --store-validation-frequency are one setting: give one")
+			if err := refused(); err != nil {
+				return err
+			}
+			for _, pair := range [][2]string{{"location-check-interval", "store-validation-frequency"},
+				{"max-concurrent-backups", "concurrent-backups"}, {"profiling-address", "profiler-address"}} {
+				if f.Changed(pair[0]) && f.Changed(pair[1]) {
+					return fmt.Errorf("--%s and --%s are one setting: give one", pair[0], pair[1])
+				}
+			}
+			if err := restore.CheckTiers(o.restoreTiers); err != nil {
+				return fmt.Errorf("--restore-resource-priorities: %w", err)
+			}
+			if o.pageSize < 0 {
+				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
 			}
 			if o.locationInterval <= 0 {
 				return fmt.Errorf("--location-check-interval %s: must be positive", o.locationInterval)
@@ -100,7 +115,10 @@ process, restarted if it dies.`,
 	f.StringVar(&o.profilingAddress, "profiling-address", "", `address of Go's profiling endpoints (/debug/pprof/), e.g. localhost:6060; off when empty`)
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among server replicas (run several replicas with it on)")
 	f.IntVar(&o.workers, "workers", 0, "items processed at once per backup (default: 8 per CPU; plugin calls wait on other processes, not on this CPU)")
-	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once")
+	f.IntVar(&o.maxConcurrentBackups, "max-concurrent-backups", 2, "backups run at once (and restores)")
+	f.IntVar(&o.maxConcurrentBackups, "concurrent-backups", 2, "Velero's name for --max-concurrent-backups")
+	f.StringVar(&o.profilingAddress, "profiler-address", "", "Velero's name for --profiling-address")
+	f.Int64Var(&o.pageSize, "client-page-size", 500, "objects a backup lists per request; 0 lists each resource of a namespace in one request (Velero's flag)")
 	f.StringVar(&o.logFormat, "log-format", "json", "the log's format: json (one object a line) or text (key=value) (Velero's flag)")
 	f.Float32Var(&o.clientQPS, "client-qps", 5000, "requests a second to the API server, past the burst (Velero's flag; high by default, as a restore creates items as fast as the API server takes them)")
 	f.IntVar(&o.clientBurst, "client-burst", 10000, "requests to the API server at once before --client-qps applies (Velero's flag)")
@@ -113,13 +131,28 @@ process, restarted if it dies.`,
 	f.StringToStringVar(&o.pluginTimeouts, "plugin-timeout", nil, `per-call plugin deadlines, e.g. BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h`)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
-	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, "the order resources are restored in, e.g. customresourcedefinitions.apiextensions.k8s.io,namespaces,secrets (default: Salvor's list; unlisted resources come last)")
+	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, `the order resources are restored in, by any name kubectl takes (customresourcedefinitions, namespaces, deploy, ...); as in Velero, those after a "-" are restored after every resource the list leaves out, e.g. customresourcedefinitions,namespaces,secrets,-,clusters.cluster.x-k8s.io (default: Salvor's list; admission webhooks and APIServices come last unless listed)`)
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
 	f.DurationVar(&o.finalizeBackoff, "finalize-backoff", 2*time.Second, "delay after a failed finalisation, doubled after each failure up to a minute")
+	refused = veleroflag.Refuse(f, []veleroflag.Refused{
+		{Why: veleroflag.NoNodeAgent, Bools: []string{"default-volumes-to-fs-backup", "default-snapshot-move-data"},
+			Values: []string{"uploader-type", "fs-backup-timeout", "default-repo-maintain-frequency"}},
+		{Why: veleroflag.NoRepositories, Values: []string{"backup-repository-configmap", "repo-maintenance-job-configmap"}},
+		{Why: veleroflag.NoSweep, Values: []string{"garbage-collection-frequency"}},
+		{Why: veleroflag.NoItemBlocks, Values: []string{"item-block-worker-count"}},
+		{Why: veleroflag.NoInformer, Bools: []string{"disable-informer-cache"}},
+		{Why: veleroflag.ReadOnly, Bools: []string{"restore-only"}},
+		{Why: "a backup without a location goes to the location marked default: salvor backup-location set NAME --default", Values: []string{"default-backup-storage-location"}},
+		{Why: "a backup snapshots through the snapshot locations marked default: salvor snapshot-location set NAME --default", Values: []string{"default-volume-snapshot-locations"}},
+		{Why: "Salvor's controllers run together (a ReadOnly location takes no backups; a paused schedule makes none)", Values: []string{"disable-controllers"}},
+		{Why: "Salvor has no volume group snapshots or backup volume policies", Values: []string{"volume-group-snapshot-label-key", "global-backup-volume-policies-configmap"}},
+		{Why: "each of Salvor's waits has a flag of its own (--additional-items-ready-timeout, --default-item-operation-timeout, --plugin-timeout)", Values: []string{"resource-timeout"}},
+		{Why: "Salvor's requests to the API server are bounded by --client-qps and --client-burst", Values: []string{"max-concurrent-k8s-connections"}},
+	})
 	return cmd
 }
 
@@ -241,7 +274,11 @@ func (o *options) run(ctx context.Context) error {
 	}
 	locations := &controller.Locations{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Plugins: plugins, Namespace: o.kube.Namespace}
 	runs := &controller.Runs{}
-	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers}
+	pageSize := o.pageSize
+	if pageSize == 0 {
+		pageSize = -1 // the engine's "no pages"
+	}
+	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers, PageSize: pageSize}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),

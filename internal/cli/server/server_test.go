@@ -7,8 +7,10 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 )
 
-// TestServerFlagsChecked: a bad --log-format, --client-qps or
-// --client-burst stops the server before it starts, naming the flag.
+// TestServerFlagsChecked: a bad --log-format, --client-qps,
+// --client-burst, --client-page-size or --restore-resource-priorities, one
+// setting given under both its names, or a flag of Velero's server for what
+// Salvor has not, stops the server before it starts, naming the flag.
 func TestServerFlagsChecked(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -17,6 +19,16 @@ func TestServerFlagsChecked(t *testing.T) {
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want json or text`},
 		{[]string{"--client-qps", "0"}, "--client-qps 0 and --client-burst 10000: both must be positive"},
 		{[]string{"--client-burst", "-1"}, "both must be positive"},
+		{[]string{"--client-page-size", "-5"}, "--client-page-size -5: must not be negative"},
+		{[]string{"--restore-resource-priorities", "namespaces,-,secrets,-"}, `--restore-resource-priorities: "-" divides the list once`},
+		{[]string{"--concurrent-backups", "3", "--max-concurrent-backups", "4"}, "--max-concurrent-backups and --concurrent-backups are one setting: give one"},
+		{[]string{"--profiler-address", ":6060", "--profiling-address", ":6061"}, "--profiling-address and --profiler-address are one setting"},
+		{[]string{"--uploader-type", "kopia"}, "--uploader-type is Velero's: Salvor has no node agent"},
+		{[]string{"--default-volumes-to-fs-backup"}, "--default-volumes-to-fs-backup is Velero's: Salvor has no node agent"},
+		{[]string{"--restore-only"}, "--restore-only is Velero's: make the location ReadOnly instead"},
+		{[]string{"--default-backup-storage-location", "aws"}, "salvor backup-location set NAME --default: leave it out"},
+		{[]string{"--disable-controllers", "schedule"}, "--disable-controllers is Velero's"},
+		{[]string{"--garbage-collection-frequency", "1h"}, "no periodic sweep"},
 	} {
 		cmd := NewCommand(&kube.Options{})
 		cmd.SetArgs(tc.args)
