@@ -56,6 +56,9 @@ type Engine struct {
 	// ReadyTimeout bounds waits for additional items when the plugin names
 	// none (default 10m).
 	ReadyTimeout time.Duration
+	// TerminatingTimeout bounds the wait for a namespace being deleted
+	// that the restore puts items in (DefaultTerminatingTimeout).
+	TerminatingTimeout time.Duration
 }
 
 // VolumeRestorer recreates persistent volumes from their snapshots.
@@ -280,6 +283,7 @@ const DefaultMemoryBudget = 256 << 20
 func itemCost(n int) int64 { return 5*int64(n) + 4<<10 }
 
 func (r *run) restoreAll(ctx context.Context) error {
+	r.awaitTerminating(ctx)
 	if err := r.ensureNamespaces(ctx); err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ type options struct {
 	finalizeAttempts     int
 	finalizeBackoff      time.Duration
 	pageSize             int64
+	terminatingTimeout   time.Duration
 }
 
 // NewCommand returns `salvor server`.
@@ -91,6 +92,9 @@ process, restarted if it dies.`,
 			}
 			if err := restore.CheckTiers(o.restoreTiers); err != nil {
 				return fmt.Errorf("--restore-resource-priorities: %w", err)
+			}
+			if o.terminatingTimeout <= 0 {
+				return fmt.Errorf("--terminating-resource-timeout %s: must be positive", o.terminatingTimeout)
 			}
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
@@ -132,6 +136,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
 	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, `the order resources are restored in, by any name kubectl takes (customresourcedefinitions, namespaces, deploy, ...); as in Velero, those after a "-" are restored after every resource the list leaves out, e.g. customresourcedefinitions,namespaces,secrets,-,clusters.cluster.x-k8s.io (default: Salvor's list; admission webhooks and APIServices come last unless listed)`)
+	f.DurationVar(&o.terminatingTimeout, "terminating-resource-timeout", restore.DefaultTerminatingTimeout, "how long a restore waits for a namespace being deleted that it restores items into to go, to make it anew (Velero's flag)")
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
@@ -304,7 +309,8 @@ func (o *options) run(ctx context.Context) error {
 		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
-			Engine:        &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget},
+			Engine: &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget,
+				TerminatingTimeout: o.terminatingTimeout},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{

@@ -19,6 +19,7 @@ func TestServerFlagsChecked(t *testing.T) {
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want json or text`},
 		{[]string{"--client-qps", "0"}, "--client-qps 0 and --client-burst 10000: both must be positive"},
 		{[]string{"--client-burst", "-1"}, "both must be positive"},
+		{[]string{"--terminating-resource-timeout", "0s"}, "--terminating-resource-timeout 0s: must be positive"},
 		{[]string{"--client-page-size", "-5"}, "--client-page-size -5: must not be negative"},
 		{[]string{"--restore-resource-priorities", "namespaces,-,secrets,-"}, `--restore-resource-priorities: "-" divides the list once`},
 		{[]string{"--concurrent-backups", "3", "--max-concurrent-backups", "4"}, "--max-concurrent-backups and --concurrent-backups are one setting: give one"},
