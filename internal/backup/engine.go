@@ -81,7 +81,7 @@ func filters(spec salvorv1.BackupSpec) resources.Filters {
 	return resources.Filters{
 		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
 		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources,
-		LabelSelector: spec.LabelSelector,
+		LabelSelector: spec.LabelSelector, OrLabelSelectors: spec.OrLabelSelectors,
 	}
 }
 
@@ -130,9 +130,9 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if e.REST == nil {
 		return nil, fmt.Errorf("backup %s: the engine has no client for LIST pages (see restore.NewCreateClient)", b.Name)
 	}
-	selector, err := filters(b.Spec).Selector()
+	selectors, err := filters(b.Spec).Selectors()
 	if err != nil {
-		return nil, fmt.Errorf("backup %s: labelSelector: %w", b.Name, err)
+		return nil, fmt.Errorf("backup %s: %w", b.Name, err)
 	}
 	all, unavailable, err := resources.Discover(e.Discovery)
 	if err != nil {
@@ -172,7 +172,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	r.writer = writer
 
 	stopProgress := r.reportProgress(onProgress)
-	walkErr := r.walk(ctx, all, namespaces, selector)
+	walkErr := r.walk(ctx, all, namespaces, selectors)
 	closeErr := r.writer.Close()
 	pw.CloseWithError(errors.Join(walkErr, closeErr))
 	uploadErr := <-uploaded
@@ -306,7 +306,7 @@ type work struct {
 }
 
 // walk lists every selected item and processes it on the workers.
-func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []string, selector labels.Selector) error {
+func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []string, selectors []labels.Selector) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	workers := r.e.Workers
@@ -326,7 +326,7 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 			}
 		}()
 	}
-	listErr := r.list(ctx, all, namespaces, selector, queue)
+	listErr := r.list(ctx, all, namespaces, selectors, queue)
 	close(queue)
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -344,8 +344,10 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 // time; a few at once hide them without holding many pages in memory.
 const listers = 4
 
-// list lists every selected scope, a few at a time, onto the queue.
-func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []string, selector labels.Selector, queue chan<- work) error {
+// list lists every selected scope, a few at a time, onto the queue: once
+// per label selector (the API server filters by one), each list leaving
+// out the items an earlier selector took.
+func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []string, selectors []labels.Selector, queue chan<- work) error {
 	spec := r.backup.Spec
 	nsSet := map[string]bool{}
 	for _, ns := range namespaces {
@@ -368,17 +370,25 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 				scopes = []string{metav1.NamespaceAll}
 			}
 		}
-		keep := func(*item) bool { return true }
-		labelSelector := selector.String()
-		if isNamespaceResource {
-			keep = func(it *item) bool { return nsSet[it.name()] }
-			labelSelector = ""
-		}
-		for _, ns := range scopes {
-			if ctx.Err() != nil {
-				break
+		for i, selector := range selectors {
+			keep := func(*item) bool { return true }
+			if earlier := selectors[:i]; len(earlier) > 0 {
+				keep = func(it *item) bool { return !resources.AnyMatches(earlier, labels.Set(it.labels())) }
 			}
-			g.Go(func() error { return r.listScope(ctx, res, ns, labelSelector, keep, queue) })
+			labelSelector := selector.String()
+			if isNamespaceResource {
+				if i > 0 {
+					break
+				}
+				keep = func(it *item) bool { return nsSet[it.name()] }
+				labelSelector = ""
+			}
+			for _, ns := range scopes {
+				if ctx.Err() != nil {
+					break
+				}
+				g.Go(func() error { return r.listScope(ctx, res, ns, labelSelector, keep, queue) })
+			}
 		}
 	}
 	return g.Wait()

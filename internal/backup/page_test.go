@@ -17,6 +17,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // listRequests counts the LIST requests a client sends and the limits
@@ -95,5 +96,60 @@ func TestListPages(t *testing.T) {
 		if !slices.Equal(got, want) || !slices.Equal(counter.limits, tc.limits) {
 			t.Errorf("page size %d: listed %v in requests with limits %v; want %v with limits %v", tc.pageSize, got, counter.limits, want, tc.limits)
 		}
+	}
+}
+
+// TestListByEitherSelector lists with Velero's orLabelSelectors: one LIST
+// per selector (the API server filters by one), each item once, however
+// many selectors it matches.
+func TestListByEitherSelector(t *testing.T) {
+	cfg := testbed.ControlPlane(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "either"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range map[string]map[string]string{
+		"web": {"app": "web", "tier": "front"}, "db": {"app": "db", "tier": "data"}, "cache": {"app": "cache", "tier": "data"}, "batch": {"app": "batch"},
+	} {
+		if _, err := cs.CoreV1().ConfigMaps("either").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := rest.CopyConfig(cfg)
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.APIPath, c.GroupVersion = "", nil
+	client, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := salvorv1.BackupSpec{IncludedNamespaces: []string{"either"},
+		OrLabelSelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "data"}}, {MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}}}}
+	selectors, err := filters(spec).Selectors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{e: &Engine{REST: client}, backup: &salvorv1.Backup{Spec: spec}}
+	res := resources.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	queue := make(chan work)
+	var got []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for w := range queue {
+			got = append(got, w.item.name())
+		}
+	}()
+	err = r.list(ctx, []resources.Resource{res}, []string{"either"}, selectors, queue)
+	close(queue)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"cache", "db", "web"}; !slices.Equal(got, want) || r.total.Load() != 3 {
+		t.Errorf("listed %v (total %d), want %v once each", got, r.total.Load(), want)
 	}
 }

@@ -17,14 +17,13 @@ import (
 // changed, and may carry fields of Velero's specs that Salvor's have not.
 // Their CRDs keep such fields (x-kubernetes-preserve-unknown-fields) so
 // the server can judge them: pruned on the way in, a Velero Backup with
-// orLabelSelectors would silently back up everything. A field that would
+// includedNamespaceScopedResources would silently back up everything. A field that would
 // change what is selected or what is made fails validation; the others
 // tune mechanisms Salvor has not, and are listed as ignored.
 
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects, with what to do instead.
 var backupRefused = map[string]string{
-	"orLabelSelectors":                 "Salvor selects by one labelSelector: merge the selectors into labelSelector, or make one backup per selector",
 	"includedClusterScopedResources":   "use includedResources and includeClusterResources",
 	"excludedClusterScopedResources":   "use excludedResources",
 	"includedNamespaceScopedResources": "use includedResources",
@@ -37,7 +36,6 @@ var backupRefused = map[string]string{
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes.
 var restoreRefused = map[string]string{
-	"orLabelSelectors": "Salvor selects by one labelSelector: merge the selectors into labelSelector, or make one restore per selector",
 	"resourcePolicy":   "Salvor has no resource policies: use the include and exclude fields and labelSelector",
 	"hooks":            "Salvor does not run restore hooks: remove them, and run the commands after the restore",
 	"resourceModifier": "Salvor has no resource modifiers: remove it, and change the items after the restore or in a RestoreItemAction plugin",

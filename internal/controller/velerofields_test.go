@@ -45,10 +45,10 @@ func TestJudgeUnknown(t *testing.T) {
 			"[spec.hooks: Salvor does not run backup hooks: remove them, or run the commands before the backup]", "[]"},
 		{"tuning is ignored, sorted", map[string]any{"snapshotMoveData": true, "csiSnapshotTimeout": "10m", "datamover": "velero"}, backupRefused,
 			"[]", "[csiSnapshotTimeout datamover snapshotMoveData]"},
-		{"or-selectors refused, uploader config ignored", map[string]any{
-			"orLabelSelectors": []any{map[string]any{"matchLabels": map[string]any{"a": "b"}}},
-			"uploaderConfig":   map[string]any{"writeSparseFiles": true}}, restoreRefused,
-			"[spec.orLabelSelectors: Salvor selects by one labelSelector: merge the selectors into labelSelector, or make one restore per selector]", "[uploaderConfig]"},
+		{"resource policies refused, uploader config ignored", map[string]any{
+			"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"},
+			"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused,
+			"[spec.resourcePolicy: Salvor has no resource policies: use the include and exclude fields and labelSelector]", "[uploaderConfig]"},
 		{"a restore's status and modifier refused", map[string]any{
 			"restoreStatus":    map[string]any{"includedResources": []any{"*"}},
 			"resourceModifier": map[string]any{"kind": "ConfigMap", "name": "mods"}}, restoreRefused,

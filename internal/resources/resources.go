@@ -139,12 +139,13 @@ func NameMatcher(name string) func([]string) bool {
 	}
 }
 
-// Filters are the include/exclude lists and label selector that backups
+// Filters are the include/exclude lists and label selectors that backups
 // and restores share.
 type Filters struct {
 	IncludedNamespaces, ExcludedNamespaces []string
 	IncludedResources, ExcludedResources   []string
 	LabelSelector                          *metav1.LabelSelector
+	OrLabelSelectors                       []*metav1.LabelSelector
 }
 
 // Validate checks filters, returning what to fix.
@@ -172,18 +173,59 @@ func (f Filters) Validate() []string {
 			problems = append(problems, p)
 		}
 	}
-	if _, err := f.Selector(); err != nil {
-		problems = append(problems, fmt.Sprintf("labelSelector is invalid: %v", err))
+	if f.LabelSelector != nil && len(f.OrLabelSelectors) > 0 {
+		problems = append(problems, "labelSelector and orLabelSelectors are both set: give one (for items matching either, put labelSelector among orLabelSelectors)")
+	}
+	for i, sel := range f.OrLabelSelectors {
+		if sel == nil {
+			problems = append(problems, fmt.Sprintf("orLabelSelectors[%d] is null: give a selector ({} matches every item)", i))
+		} else if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			problems = append(problems, fmt.Sprintf("orLabelSelectors[%d] is invalid: %v", i, err))
+		}
+	}
+	if f.LabelSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(f.LabelSelector); err != nil {
+			problems = append(problems, fmt.Sprintf("labelSelector is invalid: %v", err))
+		}
 	}
 	return problems
 }
 
-// Selector is the label selector compiled; none selects everything.
-func (f Filters) Selector() (labels.Selector, error) {
-	if f.LabelSelector == nil {
-		return labels.Everything(), nil
+// Selectors are the label selectors compiled: an item is selected when
+// its labels match any of them. None set selects everything.
+func (f Filters) Selectors() ([]labels.Selector, error) {
+	if len(f.OrLabelSelectors) == 0 {
+		if f.LabelSelector == nil {
+			return []labels.Selector{labels.Everything()}, nil
+		}
+		sel, err := metav1.LabelSelectorAsSelector(f.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("labelSelector: %w", err)
+		}
+		return []labels.Selector{sel}, nil
 	}
-	return metav1.LabelSelectorAsSelector(f.LabelSelector)
+	out := make([]labels.Selector, len(f.OrLabelSelectors))
+	for i, s := range f.OrLabelSelectors {
+		if s == nil {
+			return nil, fmt.Errorf("orLabelSelectors[%d] is null", i)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			return nil, fmt.Errorf("orLabelSelectors[%d]: %w", i, err)
+		}
+		out[i] = sel
+	}
+	return out, nil
+}
+
+// AnyMatches tells whether labels l match any of selectors.
+func AnyMatches(selectors []labels.Selector, l labels.Labels) bool {
+	for _, s := range selectors {
+		if s.Matches(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // ActionSelector is an item action's AppliesTo, compiled.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -93,6 +94,13 @@ func TestFiltersValidate(t *testing.T) {
 			[]string{`uses "!"`, `uses "^"`}},
 		{"bad selector", Filters{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}},
 			[]string{"labelSelector is invalid"}},
+		{"or selectors", Filters{OrLabelSelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"app": "web"}}, {}}}, nil},
+		{"both selectors", Filters{LabelSelector: &metav1.LabelSelector{}, OrLabelSelectors: []*metav1.LabelSelector{{}}},
+			[]string{"labelSelector and orLabelSelectors are both set: give one"}},
+		{"a null or selector", Filters{OrLabelSelectors: []*metav1.LabelSelector{{}, nil}},
+			[]string{"orLabelSelectors[1] is null"}},
+		{"a bad or selector", Filters{OrLabelSelectors: []*metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}}},
+			[]string{"orLabelSelectors[0] is invalid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.f.Validate()
@@ -135,5 +143,32 @@ func TestUnknownNames(t *testing.T) {
 	got := Unknown("includedResources", []string{"Secret", "*", "podmetrics.metrics.k8s.io", "widgets", "secrest"}, served, unavailable, map[string]bool{"widgets": true})
 	if len(got) != 1 || !strings.Contains(got[0], `includedResources: "secrest" is not a resource`) {
 		t.Errorf("Unknown = %q", got)
+	}
+}
+
+// An item is selected when its labels match one of the selectors; no
+// selector at all selects every item.
+func TestSelectors(t *testing.T) {
+	web, db, cache := labels.Set{"app": "web"}, labels.Set{"app": "db", "tier": "data"}, labels.Set{"app": "cache"}
+	for _, tc := range []struct {
+		name string
+		f    Filters
+		want []bool // web, db, cache
+	}{
+		{"none", Filters{}, []bool{true, true, true}},
+		{"one", Filters{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}, []bool{true, false, false}},
+		{"either", Filters{OrLabelSelectors: []*metav1.LabelSelector{
+			{MatchLabels: map[string]string{"app": "web"}},
+			{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}}}, []bool{true, true, false}},
+	} {
+		sels, err := tc.f.Selectors()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i, l := range []labels.Set{web, db, cache} {
+			if got := AnyMatches(sels, l); got != tc.want[i] {
+				t.Errorf("%s: %v selected %v, want %v", tc.name, l, got, tc.want[i])
+			}
+		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -109,15 +108,15 @@ type Outcome struct {
 }
 
 type run struct {
-	e        *Engine
-	restore  *salvorv1.Restore
-	log      *slog.Logger
-	spool    *spool
-	tiers    order
-	actions  []resources.Scoped[host.RestoreItemAction]
-	policy   salvorv1.ExistingResourcePolicy
-	selector labels.Selector
-	volumes  VolumeRestorer
+	e         *Engine
+	restore   *salvorv1.Restore
+	log       *slog.Logger
+	spool     *spool
+	tiers     order
+	actions   []resources.Scoped[host.RestoreItemAction]
+	policy    salvorv1.ExistingResourcePolicy
+	selectors []labels.Selector // an item is selected when one matches
+	volumes   VolumeRestorer
 	// elsewhere and snapshotted are Volumes'.
 	elsewhere   map[string]string
 	snapshotted map[string]bool
@@ -188,12 +187,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if e.REST == nil {
 		return nil, fmt.Errorf("restore %s: the engine has no client for creates (see NewCreateClient)", rs.Name)
 	}
-	sel := labels.Everything()
-	if rs.Spec.LabelSelector != nil {
-		var err error
-		if sel, err = metav1.LabelSelectorAsSelector(rs.Spec.LabelSelector); err != nil {
-			return nil, fmt.Errorf("labelSelector: %w", err)
-		}
+	sel, err := filters(rs.Spec).Selectors()
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	dir, err := os.MkdirTemp("", "salvor-restore-")
 	if err != nil {
@@ -213,7 +209,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: newOrder(tiers), reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selector: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
+		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone

@@ -264,3 +264,50 @@ func TestLegacyDefinitionsRestore(t *testing.T) {
 		t.Errorf("the restored gadget lost its unknown fields: %v", g.Object)
 	}
 }
+
+// TestRestoreByEitherSelector restores with Velero's orLabelSelectors: the
+// items whose labels match one of them, and the namespace they need.
+func TestRestoreByEitherSelector(t *testing.T) {
+	e, cfg := testEngine(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "pick", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"pick"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"web", "db", "cache"} {
+		if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "pick", app,
+			fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"pick","labels":{"app":%q}}}`, app, app)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r-either", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b",
+		NamespaceMapping: map[string]string{"pick": "picked"},
+		OrLabelSelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"app": "web"}}, {MatchLabels: map[string]string{"app": "db"}}}}}
+	out, err := e.Run(context.Background(), rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Errors.Count() != 0 || out.Progress.ItemsRestored != 2 {
+		t.Fatalf("%+v, errors %v", out.Progress, out.Results.Errors)
+	}
+	cms, err := cs.CoreV1().ConfigMaps("picked").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cm := range cms.Items {
+		if cm.Name != "kube-root-ca.crt" {
+			got = append(got, cm.Name)
+		}
+	}
+	if fmt.Sprint(got) != "[db web]" {
+		t.Errorf("restored %v, want [db web]", got)
+	}
+}

@@ -259,7 +259,7 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 			return false
 		}
 	}
-	return r.selector.Matches(labels.Set(obj.GetLabels()))
+	return resources.AnyMatches(r.selectors, labels.Set(obj.GetLabels()))
 }
 
 // mappedReference returns a namespace that v (an object's fields, apart

@@ -276,7 +276,7 @@ func BenchmarkRead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: newOrder(DefaultTiers), selector: labels.Everything(),
+		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: newOrder(DefaultTiers), selectors: []labels.Selector{labels.Everything()},
 			namespaces: map[string]bool{}, nsItems: map[string]bool{}}
 		if err := r.read(bytes.NewReader(tarball.Bytes())); err != nil {
 			b.Fatal(err)

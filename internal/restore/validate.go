@@ -8,12 +8,12 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// filters are the restore's include/exclude lists and label selector.
+// filters are the restore's include/exclude lists and label selectors.
 func filters(spec salvorv1.RestoreSpec) resources.Filters {
 	return resources.Filters{
 		IncludedNamespaces: spec.IncludedNamespaces, ExcludedNamespaces: spec.ExcludedNamespaces,
 		IncludedResources: spec.IncludedResources, ExcludedResources: spec.ExcludedResources,
-		LabelSelector: spec.LabelSelector,
+		LabelSelector: spec.LabelSelector, OrLabelSelectors: spec.OrLabelSelectors,
 	}
 }
 

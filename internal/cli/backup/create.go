@@ -31,7 +31,7 @@ type SpecFlags struct {
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
 	includeClusterResources              string
-	selector                             string
+	selector, orSelector                 string
 	storageLocation                      string
 	ttl, itemOperationTimeout, timeout   time.Duration
 	snapshotVolumes                      string
@@ -120,6 +120,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "back up cluster-scoped resources: true, false, or unset for \"when all namespaces are backed up\"")
 	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
 	f.StringVarP(&o.selector, "selector", "l", "", "back up only items whose labels match this selector")
+	f.StringVar(&o.orSelector, "or-selector", "", `back up only items whose labels match one of these selectors, e.g. "app=web or tier in (db,cache)" (Velero's flag; not with --selector)`)
 	f.StringVar(&o.storageLocation, "storage-location", "", "backup storage location (default: the one marked default)")
 	f.DurationVar(&o.ttl, "ttl", 0, "how long to keep the backup (default: the server's, 720h)")
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's, 4h)")
@@ -135,7 +136,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 
 // specFlagNames are the flags AddFlags binds.
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
-	"include-cluster-resources", "selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
+	"include-cluster-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
 	"volume-snapshot-locations", "strict"}
 
 // Changed names the spec flags given on the command line.
@@ -180,6 +181,14 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 			return spec, fmt.Errorf("--selector %q: %w", o.selector, err)
 		}
 		spec.LabelSelector = sel
+	}
+	if o.orSelector != "" {
+		if o.selector != "" {
+			return spec, fmt.Errorf("--selector and --or-selector: give one (for items matching either, add the one to the other with \" or \")")
+		}
+		if spec.OrLabelSelectors, err = veleroflag.OrSelectors("or-selector", o.orSelector); err != nil {
+			return spec, err
+		}
 	}
 	return spec, nil
 }

@@ -141,7 +141,7 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 		cluster = fmt.Sprint(*s.IncludeClusterResources)
 	}
 	fmt.Fprintf(w, "Resources:\n  Included:   %s\n  Excluded:   %s\n  Cluster-scoped: %s\n", output.List(s.IncludedResources, "*"), output.List(s.ExcludedResources, "<none>"), cluster)
-	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector), s.StorageLocation)
+	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector, s.OrLabelSelectors), s.StorageLocation)
 	if len(s.VolumeSnapshotLocations) > 0 {
 		fmt.Fprintf(w, "Snapshot location: %s\n", output.List(s.VolumeSnapshotLocations, ""))
 	}

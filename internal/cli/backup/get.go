@@ -20,7 +20,7 @@ func newGet(k *kube.Options) *cobra.Command {
 			Header: []string{"NAME", "STATUS", "ITEMS", "ERRORS", "WARNINGS", "AGE", "EXPIRES", "STORAGE LOCATION", "SELECTOR"},
 			Row: func(b *salvorv1.Backup) []string {
 				return []string{b.Name, phase(*b), progress(*b), fmt.Sprint(b.Status.Errors), fmt.Sprint(b.Status.Warnings),
-					age(b.CreationTimestamp), expires(b.Status.Expiration), b.Spec.StorageLocation, selector(b.Spec.LabelSelector)}
+					age(b.CreationTimestamp), expires(b.Status.Expiration), b.Spec.StorageLocation, selector(b.Spec.LabelSelector, b.Spec.OrLabelSelectors)}
 			},
 			WideHeader: []string{"NAMESPACES", "RESOURCES", "STARTED", "COMPLETED", "SCHEDULE"},
 			WideRow: func(b *salvorv1.Backup) []string {
@@ -65,7 +65,16 @@ func expires(t *metav1.Time) string {
 	return left.Round(time.Minute).String()
 }
 
-func selector(s *metav1.LabelSelector) string {
+// selector says a spec's label selectors as --selector and --or-selector
+// take them.
+func selector(s *metav1.LabelSelector, or []*metav1.LabelSelector) string {
+	if len(or) > 0 {
+		parts := make([]string, len(or))
+		for i, o := range or {
+			parts[i] = strings.TrimSpace(metav1.FormatLabelSelector(o))
+		}
+		return strings.Join(parts, " or ")
+	}
 	if s == nil {
 		return "<none>"
 	}

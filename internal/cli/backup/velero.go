@@ -17,8 +17,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
 	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
 		Usage: "Velero's; Salvor has no resource policies: the backup fails validation"},
-	{Name: "or-selector", Path: []string{"orLabelSelectors"}, Value: veleroflag.OrSelectors,
-		Usage: "Velero's; Salvor selects by one --selector: the backup fails validation"},
 	{Name: "ordered-resources", Path: []string{"orderedResources"}, Value: veleroflag.Ordered,
 		Usage: "Velero's; Salvor writes items in its own order: the backup fails validation"},
 	{Name: "include-cluster-scoped-resources", Path: []string{"includedClusterScopedResources"}, Value: veleroflag.List,

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestVeleroFields: Velero's flags for fields Salvor's spec has not become
@@ -21,11 +22,6 @@ func TestVeleroFields(t *testing.T) {
 		{[]string{"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--snapshot-move-data=false", "--parallel-files-upload", "4", "--data-mover", "velero"},
 			map[string]any{"csiSnapshotTimeout": "10m0s", "defaultVolumesToFsBackup": true, "snapshotMoveData": false,
 				"uploaderConfig.parallelFilesUpload": int64(4), "datamover": "velero"}, ""},
-		{[]string{"--or-selector", "app=web or tier in (db,cache)"},
-			map[string]any{"orLabelSelectors": []any{
-				map[string]any{"matchLabels": map[string]any{"app": "web"}},
-				map[string]any{"matchExpressions": []any{map[string]any{"key": "tier", "operator": "In", "values": []any{"cache", "db"}}}},
-			}}, ""},
 		{[]string{"--ordered-resources", "pods=ns1/a,ns1/b;persistentvolumeclaims=ns1/c"},
 			map[string]any{"orderedResources": map[string]any{"pods": "ns1/a,ns1/b", "persistentvolumeclaims": "ns1/c"}}, ""},
 		{[]string{"--include-cluster-scoped-resources", "storageclasses, clusterroles", "--resource-policies-configmap", "policy"},
@@ -53,6 +49,46 @@ func TestVeleroFields(t *testing.T) {
 		}
 		if given := o.Changed(); len(given) != len(tc.want) {
 			t.Errorf("%v: Changed() = %v: --from-schedule would not refuse them", tc.args, given)
+		}
+	}
+}
+
+// Velero's --or-selector is the spec's orLabelSelectors: an item is backed
+// up when its labels match one of them. With --selector it is refused, as
+// Velero refuses both.
+func TestOrSelectorFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the selectors, formatted; or the error
+		err  bool
+	}{
+		{[]string{"--or-selector", "app=web or tier in (db,cache)"}, "app=web | tier in (cache,db)", false},
+		{[]string{"--or-selector", "app=web"}, "app=web", false},
+		{[]string{"--selector", "app=web", "--or-selector", "app=db or app=cache"}, "--selector and --or-selector: give one", true},
+		{[]string{"--or-selector", "app=web or tier in db"}, `--or-selector "app=web or tier in db"`, true},
+	} {
+		o := &SpecFlags{}
+		f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+		o.AddFlags(f)
+		if err := f.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		spec, err := o.Spec()
+		if tc.err {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+			}
+			continue
+		}
+		var got []string
+		for _, s := range spec.OrLabelSelectors {
+			got = append(got, metav1.FormatLabelSelector(s))
+		}
+		if err != nil || strings.Join(got, " | ") != tc.want || spec.LabelSelector != nil {
+			t.Errorf("%v: %q, %v (labelSelector %v), want %q", tc.args, got, err, spec.LabelSelector, tc.want)
+		}
+		if g := o.Changed(); len(g) == 0 || g[len(g)-1] != "--or-selector" {
+			t.Errorf("%v: Changed() = %v, want it to name --or-selector", tc.args, g)
 		}
 	}
 }

@@ -34,7 +34,7 @@ type createOptions struct {
 	backup                               string
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
-	selector                             string
+	selector, orSelector                 string
 	mappings                             []string
 	existing                             string
 	restoreVolumes                       string
@@ -100,6 +100,16 @@ func newCreate(k *kube.Options) *cobra.Command {
 					return fmt.Errorf("--selector %q: %w", o.selector, err)
 				}
 				rs.Spec.LabelSelector = sel
+			}
+			if o.orSelector != "" {
+				if o.selector != "" {
+					return fmt.Errorf("--selector and --or-selector: give one (for items matching either, add the one to the other with \" or \")")
+				}
+				sels, err := veleroflag.OrSelectors("or-selector", o.orSelector)
+				if err != nil {
+					return err
+				}
+				rs.Spec.OrLabelSelectors = sels
 			}
 			switch o.includeClusterResources {
 			case "":
@@ -174,6 +184,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "restore cluster-scoped items: true, false, or unset for \"when all namespaces are restored, or when a restored item needs them\"")
 	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
 	f.StringVarP(&o.selector, "selector", "l", "", "restore only items whose labels match")
+	f.StringVar(&o.orSelector, "or-selector", "", `restore only items whose labels match one of these selectors, e.g. "app=web or tier in (db,cache)" (Velero's flag; not with --selector)`)
 	f.StringSliceVar(&o.mappings, "namespace-mappings", nil, "restore namespaces under other names: from:to pairs, comma-separated")
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter or mapping names a namespace the backup does not hold (default: a warning)")
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")

@@ -9,8 +9,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
 	{Name: "parallel-files-download", Path: []string{"uploaderConfig", "parallelFilesDownload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
-	{Name: "or-selector", Path: []string{"orLabelSelectors"}, Value: veleroflag.OrSelectors,
-		Usage: "Velero's; Salvor selects by one --selector: the restore fails validation"},
 	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
 		Usage: "Velero's; Salvor has no resource policies: the restore fails validation"},
 	{Name: "resource-modifier-configmap", Path: []string{"resourceModifier"}, Value: veleroflag.ConfigMap,

@@ -1,7 +1,6 @@
 package veleroflag
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,20 +103,16 @@ func ConfigMap(s string) (any, error) {
 	return map[string]any{"kind": "configmap", "name": s}, nil
 }
 
-// OrSelectors reads Velero's "a=b or c=d" into its orLabelSelectors.
-func OrSelectors(s string) (any, error) {
-	var out []any
+// OrSelectors reads Velero's --or-selector, "a=b or c=d": selectors of
+// which an item's labels must match one.
+func OrSelectors(flag, s string) ([]*metav1.LabelSelector, error) {
+	var out []*metav1.LabelSelector
 	for _, part := range strings.Split(s, " or ") {
 		sel, err := metav1.ParseToLabelSelector(strings.TrimSpace(part))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--%s %q: %w", flag, s, err)
 		}
-		var m map[string]any
-		raw, _ := json.Marshal(sel)
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
+		out = append(out, sel)
 	}
 	return out, nil
 }

@@ -54,6 +54,11 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// OrLabelSelectors selects the items whose labels match any of them
+	// (Velero's field); not with labelSelector.
+	// +optional
+	// +nullable
+	OrLabelSelectors []*metav1.LabelSelector `json:"orLabelSelectors,omitempty"`
 	// StorageLocation names the BackupStorageLocation to write to; empty means the default.
 	// +optional
 	StorageLocation string `json:"storageLocation,omitempty"`

@@ -69,6 +69,11 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// OrLabelSelectors restores the items whose labels match any of them
+	// (Velero's field); not with labelSelector.
+	// +optional
+	// +nullable
+	OrLabelSelectors []*metav1.LabelSelector `json:"orLabelSelectors,omitempty"`
 	// NamespaceMapping restores items of the key namespace into the value namespace.
 	// +optional
 	NamespaceMapping map[string]string `json:"namespaceMapping,omitempty"`
