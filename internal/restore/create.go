@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -105,6 +106,20 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		DropNodePorts(obj)
 		err = postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
 	}
+	var live *unstructured.Unstructured // read when it exists
+	if apierrors.IsAlreadyExists(err) && r.dry == nil {
+		// One being deleted (a volume whose claim was deleted, an item
+		// held by a finalizer) would go from under the restore: it is
+		// waited for and made anew.
+		var gone error
+		switch live, gone = r.awaitDeleted(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), obj, what, ns); {
+		case gone == nil:
+			err = postObject(ctx, r.e.REST, gvr, namespaced, obj, false)
+		case !errors.Is(gone, errNotDeleting):
+			r.record(item, salvorv1.DryRunWouldFail, gone.Error())
+			return
+		}
+	}
 	switch {
 	case err == nil:
 		r.restored.Add(1)
@@ -118,18 +133,21 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.withoutData(it, what, ns)
 		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
 	case apierrors.IsAlreadyExists(err):
-		res := r.e.Dynamic.Resource(gvr)
-		var ri dynamic.ResourceInterface = res
-		if namespaced {
-			ri = res.Namespace(obj.GetNamespace())
-		}
-		r.existing(ctx, ri, obj, what, item, ns)
+		r.existing(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), live, obj, what, item, ns)
 	default:
 		if ctx.Err() == nil {
 			r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
 			r.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
+}
+
+// resourceClient is the dynamic client of obj's resource and namespace.
+func resourceClient(d dynamic.Interface, gvr schema.GroupVersionResource, namespaced bool, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+	if namespaced {
+		return d.Resource(gvr).Namespace(obj.GetNamespace())
+	}
+	return d.Resource(gvr)
 }
 
 // nodePortTaken tells whether a create failed because a node port it asks
@@ -183,12 +201,21 @@ func Changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstr
 	return differences(live, applied)
 }
 
-// existing applies the existing-resource policy.
-func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, what, item, ns string) {
-	live, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+// existing applies the existing-resource policy to obj, which exists as
+// live (read here when nil).
+func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstructured.Unstructured, what, item, ns string) {
+	var err error
+	if live == nil {
+		live, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	}
 	if err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s exists but could not be read: %v", what, err))
 		r.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("exists but could not be read: %v", err))
+		return
+	}
+	if live.GetDeletionTimestamp() != nil { // a dry run: a restore would wait (awaitDeleted)
+		r.restored.Add(1)
+		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("exists but is being deleted: the restore would wait up to %s for it to go and make it anew", r.terminatingTimeout()))
 		return
 	}
 	diff := Changes(ctx, ri, live, obj)

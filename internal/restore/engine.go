@@ -55,8 +55,9 @@ type Engine struct {
 	// ReadyTimeout bounds waits for additional items when the plugin names
 	// none (default 10m).
 	ReadyTimeout time.Duration
-	// TerminatingTimeout bounds the wait for a namespace being deleted
-	// that the restore puts items in (DefaultTerminatingTimeout).
+	// TerminatingTimeout bounds the restore's waits for what it restores
+	// that is being deleted: the namespaces it restores into, and items
+	// found in the way of a create (DefaultTerminatingTimeout).
 	TerminatingTimeout time.Duration
 }
 
@@ -123,6 +124,10 @@ type run struct {
 	// anew are the volumes left out so that their claims are provisioned
 	// anew (provisionAnew), by name.
 	anew sync.Map
+	// deadline ends the waits for items being deleted (deletionDeadline).
+	deadlineOnce sync.Once
+	deadline     time.Time
+
 	// clones maps a volume restored under a new name (its own was taken)
 	// to that name, for its claim.
 	clones sync.Map

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/salvor-dev/salvor/internal/archive"
@@ -154,5 +155,92 @@ func TestRestoreWaitsForANamespaceBeingDeleted(t *testing.T) {
 	}
 	if warns := fmt.Sprint(out.Results.Warnings); !strings.Contains(warns, "namespace stuck is being deleted: the restore would wait up to 1h0m0s for it to go") {
 		t.Errorf("dry run warnings %v", warns)
+	}
+}
+
+// TestRestoreWaitsForAnItemBeingDeleted: an item the restore would create
+// is there but being deleted, held by a finalizer (a claim still in use, a
+// volume whose storage is being released). Left as it is, it would go
+// from under the restore; the restore waits for it to go and makes it
+// anew from the backup. A dry run says it would; one that does not go in
+// time is an error naming it.
+func TestRestoreWaitsForAnItemBeingDeleted(t *testing.T) {
+	e, cfg := testEngine(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hold := func() (release func()) {
+		t.Helper()
+		if _, err := cs.CoreV1().ConfigMaps("held").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Finalizers: []string{"example.com/hold"}},
+			Data: map[string]string{"k": "old"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().ConfigMaps("held").Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if _, err := cs.CoreV1().ConfigMaps("held").Patch(ctx, "settings", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+				t.Errorf("releasing the configmap: %v", err)
+			}
+		}
+	}
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "held", "settings",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"held"},"data":{"k":"v"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	release := hold()
+	// A dry run: would be made anew, after the wait.
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r-held-dry", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b", DryRun: true}}
+	out, err := e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := fmt.Sprint(out.Results.DryRun); !strings.Contains(d, "exists but is being deleted: the restore would wait up to 10m0s for it to go and make it anew") {
+		t.Errorf("dry run: %s", d)
+	}
+
+	waiting := &signalOn{Handler: slog.DiscardHandler, msg: "waiting for an item being deleted to go, to make it anew", once: make(chan struct{})}
+	go func() {
+		<-waiting.once
+		release()
+	}()
+	rs = &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r-held", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b"}}
+	out, err = e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(waiting), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results.Errors.Count() != 0 || out.Results.Warnings.Count() != 0 || out.Progress.ItemsRestored != 1 || fmt.Sprint(out.ResourceList["v1/ConfigMap"]) != "[held/settings(created)]" {
+		t.Fatalf("%+v, errors %v, warnings %v, list %v", out.Progress, out.Results.Errors, out.Results.Warnings, out.ResourceList)
+	}
+	cm, err := cs.CoreV1().ConfigMaps("held").Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil || cm.DeletionTimestamp != nil || cm.Data["k"] != "v" {
+		t.Fatalf("configmap after the restore: %v, %v", cm, err)
+	}
+
+	// Not gone in time: an error naming it.
+	if err := cs.CoreV1().ConfigMaps("held").Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	release = hold()
+	defer release()
+	e.TerminatingTimeout = 2 * time.Second
+	rs = &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r-held-late", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b"}}
+	out, err = e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := fmt.Sprint(out.Results.Errors); out.Results.Errors.Count() != 1 || !strings.Contains(errs, "configmaps held/settings was being deleted, and when the restore's waits for deletions ended (2s after the first began, --terminating-resource-timeout) it was still there: not restored") {
+		t.Errorf("errors %v", errs)
 	}
 }
