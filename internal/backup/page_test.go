@@ -37,6 +37,21 @@ func (l *listRequests) RoundTrip(req *http.Request) (*http.Response, error) {
 	return l.next.RoundTrip(req)
 }
 
+// listClient is the client the engine lists pages with, as the server
+// makes it: JSON, no group version of its own.
+func listClient(t *testing.T, cfg *rest.Config) rest.Interface {
+	t.Helper()
+	c := rest.CopyConfig(cfg)
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.APIPath, c.GroupVersion = "", nil
+	client, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 // TestListPages lists a namespace's ConfigMaps page by page as the
 // engine's PageSize says (the server's --client-page-size): every item
 // arrives whatever the size, in as many requests as pages; a negative
@@ -68,15 +83,8 @@ func TestListPages(t *testing.T) {
 	} {
 		counter := &listRequests{}
 		c := rest.CopyConfig(cfg)
-		c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
-		c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-		c.APIPath, c.GroupVersion = "", nil
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-		client, err := rest.UnversionedRESTClientFor(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &run{e: &Engine{REST: client, PageSize: tc.pageSize}}
+		r := &run{e: &Engine{REST: listClient(t, c), PageSize: tc.pageSize}}
 		queue := make(chan work)
 		var got []string
 		done := make(chan struct{})
@@ -86,7 +94,7 @@ func TestListPages(t *testing.T) {
 				got = append(got, w.item.name())
 			}
 		}()
-		err = r.listScope(ctx, res, "pages", "", func(*item) bool { return true }, queue)
+		err := r.listScope(ctx, res, "pages", "", func(*item) bool { return true }, queue)
 		close(queue)
 		<-done
 		if err != nil {
@@ -116,14 +124,6 @@ func TestListByEitherSelector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := rest.CopyConfig(cfg)
-	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	c.APIPath, c.GroupVersion = "", nil
-	client, err := rest.UnversionedRESTClientFor(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec := salvorv1.BackupSpec{IncludedNamespaces: []string{"either"},
 		OrLabelSelectors: []*metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "data"}}, {MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}}}}
@@ -131,7 +131,7 @@ func TestListByEitherSelector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{e: &Engine{REST: client}, backup: &salvorv1.Backup{Spec: spec}}
+	r := &run{e: &Engine{REST: listClient(t, cfg)}, backup: &salvorv1.Backup{Spec: spec}}
 	res := resources.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	queue := make(chan work)
 	var got []string
