@@ -89,6 +89,7 @@ func filters(spec salvorv1.BackupSpec) resources.Filters {
 type run struct {
 	e         *Engine
 	backup    *salvorv1.Backup
+	scope     resourceScope // which resources the backup takes
 	store     *persistence.BackupStore
 	log       *slog.Logger
 	resources map[schema.GroupResource]resources.Resource
@@ -144,7 +145,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: a scratch directory: %w", b.Name, err)
 	}
-	r := &run{e: e, backup: b, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
+	r := &run{e: e, backup: b, scope: scopeOf(b.Spec), store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
 		seen: seenSet{dir: scratch}, resourceList: NewResourceList(scratch), snapshotter: s}
 	defer r.seen.close()
 	kept := false
@@ -153,7 +154,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 			os.RemoveAll(scratch)
 		}
 	}()
-	ReportUnavailable(&r.rec, unavailable, b.Spec.IncludedResources)
+	ReportUnavailable(&r.rec, unavailable, r.scope.asked())
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}
@@ -287,19 +288,6 @@ func UnmatchedNamespaces(spec salvorv1.BackupSpec, present map[string]bool) []st
 	return append(out, resources.UnmatchedNamespaces("excludedNamespaces", spec.ExcludedNamespaces, present, "in the cluster")...)
 }
 
-// allNamespaces tells whether the backup includes every namespace.
-func (r *run) allNamespaces() bool {
-	inc := r.backup.Spec.IncludedNamespaces
-	return len(inc) == 0 || slices.Contains(inc, "*")
-}
-
-func (r *run) wantsClusterResources() bool {
-	if c := r.backup.Spec.IncludeClusterResources; c != nil {
-		return *c
-	}
-	return r.allNamespaces()
-}
-
 type work struct {
 	res  resources.Resource
 	item *item
@@ -357,16 +345,13 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 	g.SetLimit(listers)
 	for _, res := range all {
 		isNamespaceResource := res.GVR.Group == "" && res.GVR.Resource == "namespaces"
-		if !isNamespaceResource && !resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny) {
-			continue
-		}
-		if !res.Namespaced && !isNamespaceResource && !r.wantsClusterResources() {
+		if !isNamespaceResource && !r.scope.lists(res) {
 			continue
 		}
 		scopes := []string{""}
 		if res.Namespaced {
 			scopes = namespaces
-			if r.allNamespaces() && len(spec.ExcludedNamespaces) == 0 {
+			if r.scope.allNamespaces() && len(spec.ExcludedNamespaces) == 0 {
 				scopes = []string{metav1.NamespaceAll}
 			}
 		}
@@ -602,14 +587,26 @@ func (r *run) filtersOut(id api.ResourceIdentifier) bool {
 		return false // backupAdditional says the cluster does not serve it
 	}
 	if id.Namespace == "" {
-		return len(spec.ExcludedResources) > 0 && res.MatchesAny(spec.ExcludedResources)
+		return r.scope.excludesCluster(res)
 	}
-	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) || !r.takes(id.GroupResource)
+	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) || !r.scope.takes(res)
 }
 
 // Validate checks a Backup's spec, returning what to fix.
 func Validate(spec salvorv1.BackupSpec) []string {
 	problems := filters(spec).Validate()
+	if scopedFilters(spec) && (len(spec.IncludedResources) > 0 || len(spec.ExcludedResources) > 0 || spec.IncludeClusterResources != nil) {
+		problems = append(problems, "includedResources, excludedResources and includeClusterResources choose resources one way, "+
+			"the included/excluded namespace- and cluster-scoped resources another: use one way (Velero refuses both too)")
+	}
+	for _, pair := range [][2][]string{{spec.IncludedNamespaceScopedResources, spec.ExcludedNamespaceScopedResources},
+		{spec.IncludedClusterScopedResources, spec.ExcludedClusterScopedResources}} {
+		for _, r := range pair[1] {
+			if r != "*" && slices.Contains(pair[0], r) {
+				problems = append(problems, fmt.Sprintf("resource %q is both included and excluded in the scoped resource lists: remove it from one", r))
+			}
+		}
+	}
 	if spec.TTL.Duration < 0 {
 		problems = append(problems, "ttl must not be negative")
 	}

@@ -24,11 +24,11 @@ func TestAllNamespaces(t *testing.T) {
 		{[]string{"app"}, &yes, false, true},
 		{[]string{"*"}, &no, true, false},
 	} {
-		r := &run{backup: &salvorv1.Backup{Spec: salvorv1.BackupSpec{IncludedNamespaces: tc.included, IncludeClusterResources: tc.icr}}}
-		if got := r.allNamespaces(); got != tc.all {
+		s := scopeOf(salvorv1.BackupSpec{IncludedNamespaces: tc.included, IncludeClusterResources: tc.icr})
+		if got := s.allNamespaces(); got != tc.all {
 			t.Errorf("%v: allNamespaces() = %v", tc.included, got)
 		}
-		if got := r.wantsClusterResources(); got != tc.cluster {
+		if got := s.wantsClusterResources(); got != tc.cluster {
 			t.Errorf("%v, includeClusterResources %v: wantsClusterResources() = %v", tc.included, tc.icr, got)
 		}
 	}

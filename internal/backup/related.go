@@ -36,10 +36,7 @@ type binding struct{ name, role string }
 
 // clusterRelated tells whether cluster-scoped items a namespaced one needs
 // may come with it.
-func (r *run) clusterRelated() bool {
-	c := r.backup.Spec.IncludeClusterResources
-	return c == nil || *c
-}
+func (r *run) clusterRelated() bool { return r.scope.clusterRelated() }
 
 // podRelated backs up a pod's claims and its priority class, and warns
 // of the Velero backup hooks it asks for, which did not run.
@@ -98,8 +95,7 @@ func (r *run) rbacOf(ctx context.Context, sa *unstructured.Unstructured, what st
 // takes tells whether the backup's resource filters let a resource in.
 func (r *run) takes(gr schema.GroupResource) bool {
 	res, ok := r.resources[gr]
-	spec := r.backup.Spec
-	return ok && resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny)
+	return ok && r.scope.takes(res)
 }
 
 // saBindings lists the cluster's ClusterRoleBindings once per backup, by

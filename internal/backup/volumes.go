@@ -125,15 +125,14 @@ var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: 
 // Backups of every namespace list CRDs anyway; a backup with
 // includeClusterResources false, or excluding CRDs, gets none.
 func (r *run) crdOf(ctx context.Context, res resources.Resource, what string) error {
-	spec := r.backup.Spec
-	if res.GVR.Group == "" || spec.IncludeClusterResources != nil || r.wantsClusterResources() {
+	if res.GVR.Group == "" || r.scope.listsCRDs() {
 		return nil
 	}
 	if _, looked := r.crds.LoadOrStore(res.GVR.GroupResource(), true); looked {
 		return nil
 	}
 	crd, ok := r.resources[crdResource]
-	if !ok || (len(spec.ExcludedResources) > 0 && crd.MatchesAny(spec.ExcludedResources)) {
+	if !ok || r.scope.excludesCluster(crd) {
 		return nil
 	}
 	name := res.GVR.Resource + "." + res.GVR.Group

@@ -196,8 +196,14 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation) {
 	problems := backup.Validate(spec)
 	if served, unavailable, err := resources.Discover(disc); err == nil {
-		problems = append(problems, resources.Unknown("includedResources", spec.IncludedResources, served, unavailable, nil)...)
-		problems = append(problems, resources.Unknown("excludedResources", spec.ExcludedResources, served, unavailable, nil)...)
+		for _, f := range []struct {
+			field string
+			names []string
+		}{{"includedResources", spec.IncludedResources}, {"excludedResources", spec.ExcludedResources},
+			{"includedNamespaceScopedResources", spec.IncludedNamespaceScopedResources}, {"excludedNamespaceScopedResources", spec.ExcludedNamespaceScopedResources},
+			{"includedClusterScopedResources", spec.IncludedClusterScopedResources}, {"excludedClusterScopedResources", spec.ExcludedClusterScopedResources}} {
+			problems = append(problems, resources.Unknown(f.field, f.names, served, unavailable, nil)...)
+		}
 	}
 	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)
 	bsl, err := locs.Get(ctx, spec.StorageLocation)

@@ -16,21 +16,18 @@ import (
 // A Velero Backup, Restore or Schedule applies with only its apiVersion
 // changed, and may carry fields of Velero's specs that Salvor's have not.
 // Their CRDs keep such fields (x-kubernetes-preserve-unknown-fields) so
-// the server can judge them: pruned on the way in, a Velero Backup with
-// includedNamespaceScopedResources would silently back up everything. A field that would
-// change what is selected or what is made fails validation; the others
-// tune mechanisms Salvor has not, and are listed as ignored.
+// the server can judge them: pruned on the way in, a Velero Backup's
+// resourcePolicy would be dropped and the backup take more than asked. A
+// field that would change what is selected or what is made fails
+// validation; the others tune mechanisms Salvor has not, and are listed as
+// ignored.
 
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects, with what to do instead.
 var backupRefused = map[string]string{
-	"includedClusterScopedResources":   "use includedResources and includeClusterResources",
-	"excludedClusterScopedResources":   "use excludedResources",
-	"includedNamespaceScopedResources": "use includedResources",
-	"excludedNamespaceScopedResources": "use excludedResources",
-	"orderedResources":                 "Salvor writes items in its own order: remove it",
-	"resourcePolicy":                   "Salvor has no resource policies: use the include and exclude fields",
-	"hooks":                            "Salvor does not run backup hooks: remove them, or run the commands before the backup",
+	"orderedResources": "Salvor writes items in its own order: remove it",
+	"resourcePolicy":   "Salvor has no resource policies: use the include and exclude fields",
+	"hooks":            "Salvor does not run backup hooks: remove them, or run the commands before the backup",
 }
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change

@@ -80,6 +80,24 @@ spec:
 		t.Errorf("the orLabelSelectors backup holds %v (%v), want shop/db and shop/web", list, err)
 	}
 
+	// Velero's per-scope resource lists: the namespace's ConfigMaps, no
+	// cluster-scoped resource but the namespace itself.
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Backup
+metadata: {name: scoped, namespace: salvor}
+spec:
+  includedNamespaces: [shop]
+  includedNamespaceScopedResources: [configmaps]
+  excludedClusterScopedResources: ["*"]
+  storageLocation: primary
+`)
+	b = c.waitBackup(t, "scoped", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if list, err := openStore(t, cfg).GetResourceList(context.Background(), "scoped"); b.Status.Phase != salvorv1.BackupPhaseCompleted || err != nil ||
+		fmt.Sprint(list) != "map[v1/ConfigMap:[shop/cache shop/db shop/web] v1/Namespace:[shop]]" {
+		t.Errorf("a backup with per-scope resource lists: %s %q, holds %v (%v)", b.Status.Phase, b.Status.ValidationErrors, list, err)
+	}
+
 	c.applyVelero(t, `
 apiVersion: salvor.dev/v1
 kind: Backup

@@ -31,12 +31,15 @@ type SpecFlags struct {
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
 	includeClusterResources              string
-	selector, orSelector                 string
-	storageLocation                      string
-	ttl, itemOperationTimeout, timeout   time.Duration
-	snapshotVolumes                      string
-	volumeSnapshotLocations              []string
-	strict                               bool
+	// Velero's per-scope resource lists: namespace-scoped included and
+	// excluded, cluster-scoped included and excluded.
+	scoped                             [4][]string
+	selector, orSelector               string
+	storageLocation                    string
+	ttl, itemOperationTimeout, timeout time.Duration
+	snapshotVolumes                    string
+	volumeSnapshotLocations            []string
+	strict                             bool
 	// Labels and Annotations go on the object made (a schedule passes its
 	// own to its backups, as Velero's do).
 	Labels, Annotations map[string]string
@@ -119,6 +122,10 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.excludeResources, "exclude-resources", nil, "resources to leave out")
 	f.StringVar(&o.includeClusterResources, "include-cluster-resources", "", "back up cluster-scoped resources: true, false, or unset for \"when all namespaces are backed up\"")
 	f.Lookup("include-cluster-resources").NoOptDefVal = "true"
+	f.StringSliceVar(&o.scoped[0], "include-namespace-scoped-resources", nil, "namespaced resources to back up (default: all); with the other scoped lists, in place of --include-resources, --exclude-resources and --include-cluster-resources (Velero's flag)")
+	f.StringSliceVar(&o.scoped[1], "exclude-namespace-scoped-resources", nil, "namespaced resources to leave out (Velero's flag)")
+	f.StringSliceVar(&o.scoped[2], "include-cluster-scoped-resources", nil, `cluster-scoped resources to back up, "*" for all (default: those the namespaced items need, or all in a backup of everything) (Velero's flag)`)
+	f.StringSliceVar(&o.scoped[3], "exclude-cluster-scoped-resources", nil, "cluster-scoped resources to leave out, even those the namespaced items need (Velero's flag)")
 	f.StringVarP(&o.selector, "selector", "l", "", "back up only items whose labels match this selector")
 	f.StringVar(&o.orSelector, "or-selector", "", `back up only items whose labels match one of these selectors, e.g. "app=web or tier in (db,cache)" (Velero's flag; not with --selector)`)
 	f.StringVar(&o.storageLocation, "storage-location", "", "backup storage location (default: the one marked default)")
@@ -136,7 +143,8 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 
 // specFlagNames are the flags AddFlags binds.
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
-	"include-cluster-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
+	"include-cluster-resources", "include-namespace-scoped-resources", "exclude-namespace-scoped-resources",
+	"include-cluster-scoped-resources", "exclude-cluster-scoped-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
 	"volume-snapshot-locations", "strict"}
 
 // Changed names the spec flags given on the command line.
@@ -165,6 +173,9 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 		ItemOperationTimeout: metav1.Duration{Duration: o.itemOperationTimeout},
 		Timeout:              metav1.Duration{Duration: o.timeout},
 		Strict:               o.strict,
+
+		IncludedNamespaceScopedResources: o.scoped[0], ExcludedNamespaceScopedResources: o.scoped[1],
+		IncludedClusterScopedResources: o.scoped[2], ExcludedClusterScopedResources: o.scoped[3],
 
 		VolumeSnapshotLocations: o.volumeSnapshotLocations,
 	}

@@ -19,14 +19,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no resource policies: the backup fails validation"},
 	{Name: "ordered-resources", Path: []string{"orderedResources"}, Value: veleroflag.Ordered,
 		Usage: "Velero's; Salvor writes items in its own order: the backup fails validation"},
-	{Name: "include-cluster-scoped-resources", Path: []string{"includedClusterScopedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; use --include-resources and --include-cluster-resources: the backup fails validation"},
-	{Name: "exclude-cluster-scoped-resources", Path: []string{"excludedClusterScopedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; use --exclude-resources: the backup fails validation"},
-	{Name: "include-namespace-scoped-resources", Path: []string{"includedNamespaceScopedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; use --include-resources: the backup fails validation"},
-	{Name: "exclude-namespace-scoped-resources", Path: []string{"excludedNamespaceScopedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; use --exclude-resources: the backup fails validation"},
 }
 
 // VeleroFields are the fields Velero's flags given set, by their dotted

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,9 +25,8 @@ func TestVeleroFields(t *testing.T) {
 				"uploaderConfig.parallelFilesUpload": int64(4), "datamover": "velero"}, ""},
 		{[]string{"--ordered-resources", "pods=ns1/a,ns1/b;persistentvolumeclaims=ns1/c"},
 			map[string]any{"orderedResources": map[string]any{"pods": "ns1/a,ns1/b", "persistentvolumeclaims": "ns1/c"}}, ""},
-		{[]string{"--include-cluster-scoped-resources", "storageclasses, clusterroles", "--resource-policies-configmap", "policy"},
-			map[string]any{"includedClusterScopedResources": []any{"storageclasses", "clusterroles"},
-				"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"}}, ""},
+		{[]string{"--resource-policies-configmap", "policy"},
+			map[string]any{"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"}}, ""},
 		{[]string{"--csi-snapshot-timeout", "soon"}, nil, `--csi-snapshot-timeout="soon"`},
 		{[]string{"--parallel-files-upload", "many"}, nil, `--parallel-files-upload="many"`},
 		{[]string{"--ordered-resources", "pods"}, nil, "want RESOURCE=NS/NAME"},
@@ -90,5 +90,26 @@ func TestOrSelectorFlag(t *testing.T) {
 		if g := o.Changed(); len(g) == 0 || g[len(g)-1] != "--or-selector" {
 			t.Errorf("%v: Changed() = %v, want it to name --or-selector", tc.args, g)
 		}
+	}
+}
+
+// Velero's per-scope resource flags are the spec's fields of those names.
+func TestScopedResourceFlags(t *testing.T) {
+	o := &SpecFlags{}
+	f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+	o.AddFlags(f)
+	if err := f.Parse([]string{"--include-namespace-scoped-resources", "deployments.apps,configmaps", "--exclude-namespace-scoped-resources", "secrets",
+		"--include-cluster-scoped-resources", "storageclasses", "--exclude-cluster-scoped-resources", "clusterroles"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := o.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(spec.IncludedNamespaceScopedResources, spec.ExcludedNamespaceScopedResources, spec.IncludedClusterScopedResources, spec.ExcludedClusterScopedResources); got != "[deployments.apps configmaps] [secrets] [storageclasses] [clusterroles]" {
+		t.Errorf("scoped lists %s", got)
+	}
+	if g := o.Changed(); len(g) != 4 {
+		t.Errorf("Changed() = %v, want the four flags", g)
 	}
 }

@@ -43,6 +43,26 @@ type BackupSpec struct {
 	// +nullable
 	IncludeClusterResources *bool `json:"includeClusterResources,omitempty"`
 
+	// IncludedNamespaceScopedResources, ExcludedNamespaceScopedResources,
+	// IncludedClusterScopedResources and ExcludedClusterScopedResources
+	// choose resources one scope at a time (Velero's fields), in place of
+	// includedResources, excludedResources and includeClusterResources:
+	// a backup uses one way or the other. Namespaced resources are all
+	// backed up unless named in the excluded list or left out of a
+	// non-empty included one. Cluster-scoped ones are backed up when
+	// named in the included list ("*" for all), or, with neither list
+	// given, in a backup of every namespace and every namespaced
+	// resource; those a namespaced item needs (a claim's volume, a
+	// service account's cluster roles) come unless excluded.
+	// +optional
+	IncludedNamespaceScopedResources []string `json:"includedNamespaceScopedResources,omitempty"`
+	// +optional
+	ExcludedNamespaceScopedResources []string `json:"excludedNamespaceScopedResources,omitempty"`
+	// +optional
+	IncludedClusterScopedResources []string `json:"includedClusterScopedResources,omitempty"`
+	// +optional
+	ExcludedClusterScopedResources []string `json:"excludedClusterScopedResources,omitempty"`
+
 	// Strict fails validation when includedNamespaces or excludedNamespaces
 	// names a namespace the cluster does not have (or has a pattern that
 	// matches none of its namespaces); otherwise such a name is

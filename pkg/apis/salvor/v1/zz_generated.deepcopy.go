@@ -112,6 +112,26 @@ func (in *BackupSpec) DeepCopyInto(out *BackupSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.IncludedNamespaceScopedResources != nil {
+		in, out := &in.IncludedNamespaceScopedResources, &out.IncludedNamespaceScopedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.ExcludedNamespaceScopedResources != nil {
+		in, out := &in.ExcludedNamespaceScopedResources, &out.ExcludedNamespaceScopedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.IncludedClusterScopedResources != nil {
+		in, out := &in.IncludedClusterScopedResources, &out.IncludedClusterScopedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.ExcludedClusterScopedResources != nil {
+		in, out := &in.ExcludedClusterScopedResources, &out.ExcludedClusterScopedResources
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LabelSelector != nil {
 		in, out := &in.LabelSelector, &out.LabelSelector
 		*out = new(metav1.LabelSelector)
