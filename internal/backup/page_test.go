@@ -52,6 +52,25 @@ func listClient(t *testing.T, cfg *rest.Config) rest.Interface {
 	return client
 }
 
+// listed runs list with a queue of its own and returns the names of the
+// items it queued, sorted.
+func listed(list func(chan<- work) error) ([]string, error) {
+	queue := make(chan work)
+	var got []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for w := range queue {
+			got = append(got, w.item.name())
+		}
+	}()
+	err := list(queue)
+	close(queue)
+	<-done
+	slices.Sort(got)
+	return got, err
+}
+
 // TestListPages lists a namespace's ConfigMaps page by page as the
 // engine's PageSize says (the server's --client-page-size): every item
 // arrives whatever the size, in as many requests as pages; a negative
@@ -85,22 +104,12 @@ func TestListPages(t *testing.T) {
 		c := rest.CopyConfig(cfg)
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 		r := &run{e: &Engine{REST: listClient(t, c), PageSize: tc.pageSize}}
-		queue := make(chan work)
-		var got []string
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for w := range queue {
-				got = append(got, w.item.name())
-			}
-		}()
-		err := r.listScope(ctx, res, "pages", "", func(*item) bool { return true }, queue)
-		close(queue)
-		<-done
+		got, err := listed(func(queue chan<- work) error {
+			return r.listScope(ctx, res, "pages", "", func(*item) bool { return true }, queue)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(got)
 		if !slices.Equal(got, want) || !slices.Equal(counter.limits, tc.limits) {
 			t.Errorf("page size %d: listed %v in requests with limits %v; want %v with limits %v", tc.pageSize, got, counter.limits, want, tc.limits)
 		}
@@ -133,22 +142,12 @@ func TestListByEitherSelector(t *testing.T) {
 	}
 	r := &run{e: &Engine{REST: listClient(t, cfg)}, backup: &salvorv1.Backup{Spec: spec}}
 	res := resources.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	queue := make(chan work)
-	var got []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for w := range queue {
-			got = append(got, w.item.name())
-		}
-	}()
-	err = r.list(ctx, []resources.Resource{res}, []string{"either"}, selectors, queue)
-	close(queue)
-	<-done
+	got, err := listed(func(queue chan<- work) error {
+		return r.list(ctx, []resources.Resource{res}, []string{"either"}, selectors, queue)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(got)
 	if want := []string{"cache", "db", "web"}; !slices.Equal(got, want) || r.total.Load() != 3 {
 		t.Errorf("listed %v (total %d), want %v once each", got, r.total.Load(), want)
 	}
