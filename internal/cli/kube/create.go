@@ -36,6 +36,13 @@ func CreateWith(ctx context.Context, c client.Client, obj client.Object, fields 
 // prints the object instead of creating it.
 func AddPrintFlag(fs *pflag.FlagSet, f *output.Format) {
 	fs.StringVarP((*string)(f), "output", "o", "", "print the object as json or yaml instead of creating it (Velero's flag; kubectl apply -f takes it)")
+	// Velero's create commands take its table flags with -o, and JSON and
+	// YAML have no columns for them to shape: a Velero script's create
+	// line that gives them runs here too, and means the same.
+	fs.StringSliceP("label-columns", "L", nil, "Velero's table flag; -o json|yaml prints no table")
+	fs.Bool("show-labels", false, "Velero's table flag; -o json|yaml prints no table")
+	_ = fs.MarkHidden("label-columns")
+	_ = fs.MarkHidden("show-labels")
 }
 
 // Print is a create command's -o: with json or yaml it prints obj (with
