@@ -34,7 +34,6 @@ var backupRefused = map[string]string{
 // what a restore selects or the objects it makes.
 var restoreRefused = map[string]string{
 	"resourcePolicy":   "Salvor has no resource policies: use the include and exclude fields and labelSelector",
-	"hooks":            "Salvor does not run restore hooks: remove them, and run the commands after the restore",
 	"resourceModifier": "Salvor has no resource modifiers: remove it, and change the items after the restore or in a RestoreItemAction plugin",
 	"restoreStatus":    "Salvor restores no item's status (the cluster's controllers write it anew): remove it",
 }

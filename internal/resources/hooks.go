@@ -8,16 +8,17 @@ import (
 
 // Velero runs commands in a pod's containers around the pod's backup
 // (a database flushed and frozen, say) and after its restore, when the pod
-// is annotated so. Salvor runs no hooks, and a pod asking for one must not
-// look backed up or restored as asked: the engines say so, per pod, in a
-// warning.
+// is annotated so. Salvor runs no such commands (it puts init hook
+// containers into restored pods: internal/restore), and a pod asking for
+// one must not look backed up or restored as asked: the engines say so,
+// per pod, in a warning.
 var (
 	// BackupHooks are the annotations that ask Velero to run a command
 	// around a pod's backup (the unphased one runs before it).
 	BackupHooks = []string{"pre.hook.backup.velero.io/command", "hook.backup.velero.io/command", "post.hook.backup.velero.io/command"}
 	// RestoreHooks are the annotations that ask Velero to run a command
-	// in a restored pod, or an init container before it starts.
-	RestoreHooks = []string{"post.hook.restore.velero.io/command", "init.hook.restore.velero.io/container-image"}
+	// in a restored pod.
+	RestoreHooks = []string{"post.hook.restore.velero.io/command"}
 )
 
 // FSBackupVolumes is the annotation by which a pod asks Velero to copy

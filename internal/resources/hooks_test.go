@@ -18,7 +18,8 @@ func TestHooksAsked(t *testing.T) {
 			BackupHooks, "pre.hook.backup.velero.io/command: a, post.hook.backup.velero.io/command: b"},
 		{"unphased runs before", map[string]string{"hook.backup.velero.io/command": "a"}, BackupHooks, "hook.backup.velero.io/command: a"},
 		{"a restore hook is not a backup's", map[string]string{"post.hook.restore.velero.io/command": "a"}, BackupHooks, ""},
-		{"init container", map[string]string{"init.hook.restore.velero.io/container-image": "busybox"}, RestoreHooks, "init.hook.restore.velero.io/container-image: busybox"},
+		{"an init container is run", map[string]string{"init.hook.restore.velero.io/container-image": "busybox"}, RestoreHooks, ""},
+		{"a command is not", map[string]string{"post.hook.restore.velero.io/command": "a"}, RestoreHooks, "post.hook.restore.velero.io/command: a"},
 		{"empty command", map[string]string{"post.hook.restore.velero.io/command": ""}, RestoreHooks, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

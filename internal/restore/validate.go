@@ -46,7 +46,7 @@ func Validate(spec salvorv1.RestoreSpec) []string {
 	default:
 		problems = append(problems, fmt.Sprintf("existingResourcePolicy %q: must be none or update", spec.ExistingResourcePolicy))
 	}
-	return problems
+	return append(problems, validateHooks(spec.Hooks)...)
 }
 
 func validationDNSLabel(s string) string {

@@ -519,7 +519,7 @@ func TestVeleroHookAnnotationsAreWarnings(t *testing.T) {
 	rs := c.getRestore(t, "db")
 	desc = c.mustSalvor(t, "restore", "describe", "db", "--details")
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 1 || !strings.Contains(desc,
-		`pods db/pg: asks for a Velero restore hook (post.hook.restore.velero.io/command: ["/bin/sh", "-c", "pg_ctl promote"]), but Salvor runs no hooks: it is restored without the hook`) {
+		`pods db/pg: asks for a Velero exec restore hook (post.hook.restore.velero.io/command: ["/bin/sh", "-c", "pg_ctl promote"]), but Salvor runs no exec hooks: it is restored without the hook`) {
 		t.Errorf("restore of a pod asking for a hook: %+v\n%s", rs.Status, desc)
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "db-copy", Name: "pg"}, &corev1.Pod{}); err != nil {

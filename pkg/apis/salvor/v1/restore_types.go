@@ -2,6 +2,7 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // RestorePhase is where a Restore is in its life. The values are Velero's.
@@ -99,6 +100,13 @@ type RestoreSpec struct {
 	PreserveNodePorts *bool `json:"preserveNodePorts,omitempty"`
 	// +optional
 	ItemOperationTimeout metav1.Duration `json:"itemOperationTimeout,omitempty"`
+	// Hooks adds init containers to the pods the restore makes (Velero's
+	// restore hooks): each resource hook's, in the pods it selects, before
+	// the pod's own. Salvor runs no exec hooks: a restore with one fails
+	// validation.
+	// +optional
+	// +nullable
+	Hooks *RestoreHooks `json:"hooks,omitempty"`
 }
 
 // RestoreProgress counts items.
@@ -107,6 +115,62 @@ type RestoreProgress struct {
 	TotalItems int `json:"totalItems,omitempty"`
 	// +optional
 	ItemsRestored int `json:"itemsRestored,omitempty"`
+}
+
+// RestoreHooks are a restore's hooks.
+type RestoreHooks struct {
+	// +optional
+	Resources []RestoreResourceHookSpec `json:"resources,omitempty"`
+}
+
+// RestoreResourceHookSpec selects the restored pods that get its hooks:
+// those in its namespaces (after namespace mapping) whose labels match.
+type RestoreResourceHookSpec struct {
+	// Name names the hook in messages.
+	Name string `json:"name"`
+	// +optional
+	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
+	// +optional
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// IncludedResources and ExcludedResources are kept as Velero has
+	// them; hooks apply to pods only, as in Velero.
+	// +optional
+	IncludedResources []string `json:"includedResources,omitempty"`
+	// +optional
+	ExcludedResources []string `json:"excludedResources,omitempty"`
+	// +optional
+	// +nullable
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// +optional
+	PostHooks []RestoreResourceHook `json:"postHooks,omitempty"`
+}
+
+// RestoreResourceHook is one hook: init containers, or (refused) a command
+// to run in the restored pod.
+type RestoreResourceHook struct {
+	// Exec, Velero's command run in a restored pod's container, is not
+	// run by Salvor: a restore with one fails validation.
+	// +optional
+	// +nullable
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Exec *runtime.RawExtension `json:"exec,omitempty"`
+	// +optional
+	// +nullable
+	Init *InitRestoreHook `json:"init,omitempty"`
+}
+
+// InitRestoreHook adds init containers to a restored pod.
+type InitRestoreHook struct {
+	// InitContainers are containers as a pod spec has them; each needs a
+	// name, an image and a command.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	InitContainers []runtime.RawExtension `json:"initContainers,omitempty"`
+	// Timeout is kept as Velero has it; neither Velero nor Salvor bounds
+	// the init containers by it.
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 }
 
 // RestoreStatus is what happened to a Restore.

@@ -1,0 +1,159 @@
+package restore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Velero's init restore hooks: init containers put into the pods a
+// restore makes, before their own, from the pod's annotations or, for a
+// pod without them, from the restore's spec.hooks. Exec hooks — commands
+// run in a restored pod's containers — Salvor does not run: the spec's
+// fail validation, and a pod annotated for one is restored with a warning.
+const (
+	initHookImage   = "init.hook.restore.velero.io/container-image"
+	initHookName    = "init.hook.restore.velero.io/container-name"
+	initHookCommand = "init.hook.restore.velero.io/command"
+)
+
+// restoreWaitContainer is the init container Velero's file-system restore
+// puts first in a pod; hook containers go after it, as in Velero.
+const restoreWaitContainer = "restore-wait"
+
+// validateHooks checks a restore's hooks: no exec hook, and init
+// containers a pod can run (a name, an image and a command, as Velero
+// asks).
+func validateHooks(h *salvorv1.RestoreHooks) []string {
+	if h == nil {
+		return nil
+	}
+	var problems []string
+	for i, rh := range h.Resources {
+		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
+		if rh.LabelSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(rh.LabelSelector); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
+			}
+		}
+		for j, hook := range rh.PostHooks {
+			if hook.Exec != nil {
+				problems = append(problems, fmt.Sprintf("%s.postHooks[%d].exec: Salvor runs no exec hooks: remove it, and run the command after the restore", where, j))
+			}
+			if hook.Init == nil {
+				continue
+			}
+			for k, raw := range hook.Init.InitContainers {
+				if _, err := hookContainer(raw); err != nil {
+					problems = append(problems, fmt.Sprintf("%s.postHooks[%d].init.initContainers[%d]: %v", where, j, k, err))
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// hookContainer reads one of a hook's init containers.
+func hookContainer(raw runtime.RawExtension) (corev1.Container, error) {
+	var c corev1.Container
+	if err := json.Unmarshal(raw.Raw, &c); err != nil {
+		return c, fmt.Errorf("not a container: %v", err)
+	}
+	if c.Name == "" || c.Image == "" || len(c.Command) == 0 {
+		return c, fmt.Errorf("an init container needs a name, an image and a command")
+	}
+	return c, nil
+}
+
+// initHooks puts a pod's init hook containers into it, in the namespace
+// it is restored to (target): the annotated one, else those of every
+// resource hook of the restore that selects the pod, in order.
+func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
+	var add []corev1.Container
+	if c, ok := annotatedInitHook(pod); ok {
+		add = append(add, c)
+	} else if h := r.restore.Spec.Hooks; h != nil {
+		for _, rh := range h.Resources {
+			if !hookSelects(rh, target, pod.GetLabels()) {
+				continue
+			}
+			for _, hook := range rh.PostHooks {
+				if hook.Init == nil {
+					continue
+				}
+				for _, raw := range hook.Init.InitContainers {
+					c, err := hookContainer(raw) // checked by validation
+					if err != nil {
+						return fmt.Errorf("restore hook %s: %v", rh.Name, err)
+					}
+					add = append(add, c)
+				}
+			}
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	existing, _, err := unstructured.NestedSlice(pod.Object, "spec", "initContainers")
+	if err != nil {
+		return fmt.Errorf("its initContainers: %v", err)
+	}
+	var out []any
+	if len(existing) > 0 {
+		if first, ok := existing[0].(map[string]any); ok && first["name"] == restoreWaitContainer {
+			out, existing = append(out, first), existing[1:]
+		}
+	}
+	for _, c := range add {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		if err != nil {
+			return err
+		}
+		delete(m, "resources") // an empty one, from the conversion
+		out = append(out, m)
+	}
+	return unstructured.SetNestedSlice(pod.Object, append(out, existing...), "spec", "initContainers")
+}
+
+// annotatedInitHook is the init container a pod's annotations ask for.
+func annotatedInitHook(pod *unstructured.Unstructured) (corev1.Container, bool) {
+	a := pod.GetAnnotations()
+	image := a[initHookImage]
+	if image == "" {
+		return corev1.Container{}, false
+	}
+	name := a[initHookName]
+	if name == "" {
+		name = "restore-init-hook"
+	}
+	c := corev1.Container{Name: name, Image: image}
+	if command := strings.TrimSpace(a[initHookCommand]); command != "" {
+		// A JSON array, or one word (as Velero reads it).
+		if err := json.Unmarshal([]byte(command), &c.Command); err != nil || !strings.HasPrefix(command, "[") {
+			c.Command = []string{command}
+		}
+	}
+	return c, true
+}
+
+// hookSelects tells whether a resource hook applies to a pod restored into
+// namespace ns with labels l.
+func hookSelects(rh salvorv1.RestoreResourceHookSpec, ns string, l map[string]string) bool {
+	if !resources.Includes(rh.IncludedNamespaces, rh.ExcludedNamespaces, resources.NameMatcher(ns)) {
+		return false
+	}
+	if rh.LabelSelector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(rh.LabelSelector)
+	return err == nil && sel.Matches(labels.Set(l))
+}
