@@ -107,10 +107,10 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		err = postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
 	}
 	var live *unstructured.Unstructured // read when it exists
-	if apierrors.IsAlreadyExists(err) && r.dry == nil {
-		// One being deleted (a volume whose claim was deleted, an item
-		// held by a finalizer) would go from under the restore: it is
-		// waited for and made anew.
+	if apierrors.IsAlreadyExists(err) && r.dry == nil && waitsForDeletion(gvr.GroupResource()) {
+		// One being deleted (a claim still in use, an item held by a
+		// finalizer) would go from under the restore: it is waited for
+		// and made anew.
 		var gone error
 		switch live, gone = r.awaitDeleted(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), obj, what, ns); {
 		case gone == nil:
@@ -133,7 +133,7 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		r.withoutData(it, what, ns)
 		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
 	case apierrors.IsAlreadyExists(err):
-		r.existing(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), live, obj, what, item, ns)
+		r.existing(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), gvr.GroupResource(), live, obj, what, item, ns)
 	default:
 		if ctx.Err() == nil {
 			r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))
@@ -201,9 +201,9 @@ func Changes(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstr
 	return differences(live, applied)
 }
 
-// existing applies the existing-resource policy to obj, which exists as
-// live (read here when nil).
-func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, live, obj *unstructured.Unstructured, what, item, ns string) {
+// existing applies the existing-resource policy to obj, an item of gr,
+// which exists as live (read here when nil).
+func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, gr schema.GroupResource, live, obj *unstructured.Unstructured, what, item, ns string) {
 	var err error
 	if live == nil {
 		live, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
@@ -213,7 +213,7 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, live, 
 		r.record(item, salvorv1.DryRunWouldFail, fmt.Sprintf("exists but could not be read: %v", err))
 		return
 	}
-	if live.GetDeletionTimestamp() != nil { // a dry run: a restore would wait (awaitDeleted)
+	if live.GetDeletionTimestamp() != nil && r.dry != nil && waitsForDeletion(gr) { // a restore would wait (awaitDeleted)
 		r.restored.Add(1)
 		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("exists but is being deleted: the restore would wait up to %s for it to go and make it anew", r.terminatingTimeout()))
 		return

@@ -77,6 +77,15 @@ func (r *run) deletionDeadline() time.Time {
 	return r.deadline
 }
 
+// waitsForDeletion tells whether a restore waits for an item of gr found
+// being deleted to go: every resource's but persistent volumes, which have
+// a rule of their own (keepsLiveVolume: one being deleted is not made from
+// its snapshot, the restore saying to restore again once it has gone) — a
+// volume recreated as it was would point at storage being released.
+func waitsForDeletion(gr schema.GroupResource) bool {
+	return gr != pvResource.GroupResource()
+}
+
 // errNotDeleting is awaitDeleted's answer for an item that exists and is
 // not being deleted.
 var errNotDeleting = errors.New("exists, not being deleted")

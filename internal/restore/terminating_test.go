@@ -159,11 +159,10 @@ func TestRestoreWaitsForANamespaceBeingDeleted(t *testing.T) {
 }
 
 // TestRestoreWaitsForAnItemBeingDeleted: an item the restore would create
-// is there but being deleted, held by a finalizer (a claim still in use, a
-// volume whose storage is being released). Left as it is, it would go
-// from under the restore; the restore waits for it to go and makes it
-// anew from the backup. A dry run says it would; one that does not go in
-// time is an error naming it.
+// is there but being deleted, held by a finalizer (as a claim still in use
+// is). Left as it is, it would go from under the restore; the restore waits
+// for it to go and makes it anew from the backup. A dry run says it would;
+// one that does not go in time is an error naming it.
 func TestRestoreWaitsForAnItemBeingDeleted(t *testing.T) {
 	e, cfg := testEngine(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
