@@ -118,7 +118,9 @@ func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 		if err != nil {
 			return err
 		}
-		delete(m, "resources") // an empty one, from the conversion
+		if res, ok := m["resources"].(map[string]any); ok && len(res) == 0 {
+			delete(m, "resources") // the conversion's, not the hook's
+		}
 		out = append(out, m)
 	}
 	return unstructured.SetNestedSlice(pod.Object, append(out, existing...), "spec", "initContainers")

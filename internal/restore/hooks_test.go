@@ -60,7 +60,7 @@ func TestInitRestoreHooks(t *testing.T) {
 				PostHooks: []salvorv1.RestoreResourceHook{{Init: &salvorv1.InitRestoreHook{InitContainers: hookOf(`{"name":"never","image":"x","command":["true"]}`)}}}},
 			{Name: "web", IncludedNamespaces: []string{"hooked-*"}, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 				PostHooks: []salvorv1.RestoreResourceHook{{Init: &salvorv1.InitRestoreHook{InitContainers: hookOf(
-					`{"name":"warm","image":"alpine:3","command":["sh","-c","true"]}`, `{"name":"check","image":"alpine:3","command":["true"]}`)}}}},
+					`{"name":"warm","image":"alpine:3","command":["sh","-c","true"],"resources":{"limits":{"memory":"64Mi"}}}`, `{"name":"check","image":"alpine:3","command":["true"]}`)}}}},
 		}}}}
 	if problems := Validate(rs.Spec); len(problems) > 0 {
 		t.Fatal(problems)
@@ -90,6 +90,9 @@ func TestInitRestoreHooks(t *testing.T) {
 		}
 		if name == "annotated" && strings.Join(p.Spec.InitContainers[1].Command, " ") != "sh -c echo ready" {
 			t.Errorf("the annotated hook's command: %q", p.Spec.InitContainers[1].Command)
+		}
+		if name == "labelled" && p.Spec.InitContainers[0].Resources.Limits.Memory().String() != "64Mi" {
+			t.Errorf("the hook container's resources: %+v", p.Spec.InitContainers[0].Resources)
 		}
 	}
 }
