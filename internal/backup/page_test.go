@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -37,15 +37,10 @@ func (l *listRequests) RoundTrip(req *http.Request) (*http.Response, error) {
 	return l.next.RoundTrip(req)
 }
 
-// listClient is the client the engine lists pages with, as the server
-// makes it: JSON, no group version of its own.
+// listClient is the client the server gives the engine (restore's).
 func listClient(t *testing.T, cfg *rest.Config) rest.Interface {
 	t.Helper()
-	c := rest.CopyConfig(cfg)
-	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	c.APIPath, c.GroupVersion = "", nil
-	client, err := rest.UnversionedRESTClientFor(c)
+	client, err := restore.NewCreateClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
