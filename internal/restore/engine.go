@@ -117,6 +117,7 @@ type run struct {
 	actions   []resources.Scoped[host.RestoreItemAction]
 	policy    salvorv1.ExistingResourcePolicy
 	selectors []labels.Selector // an item is selected when one matches
+	hooks     []podHook         // the spec's init hooks, read once
 	volumes   VolumeRestorer
 	// elsewhere and snapshotted are Volumes'.
 	elsewhere   map[string]string
@@ -223,6 +224,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		r.dry, r.volumes = &dryRun{}, nil
 	} else {
 		r.list = &restoredList{}
+	}
+	if r.hooks, err = podHooks(rs.Spec.Hooks); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	// Discovery first: reading checks each item's scope against it, and
 	// files each item in the tier its resource's name in the list means.

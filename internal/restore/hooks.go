@@ -74,28 +74,73 @@ func hookContainer(raw runtime.RawExtension) (corev1.Container, error) {
 	return c, nil
 }
 
-// initHooks puts a pod's init hook containers into it, in the namespace
-// it is restored to (target): the annotated one, else those of every
-// resource hook of the restore that selects the pod, in order.
-func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
-	var add []corev1.Container
-	if c, ok := annotatedInitHook(pod); ok {
-		add = append(add, c)
-	} else if h := r.restore.Spec.Hooks; h != nil {
-		for _, rh := range h.Resources {
-			if !hookSelects(rh, target, pod.GetLabels()) {
+// podHook is a resource hook of the restore's spec, read once per
+// restore: its selector and its init containers, as their JSON gives them.
+type podHook struct {
+	name               string
+	included, excluded []string
+	selector           labels.Selector // nil: every pod
+	containers         []map[string]any
+}
+
+// podHooks reads the restore's resource hooks (validateHooks has checked
+// them).
+func podHooks(h *salvorv1.RestoreHooks) ([]podHook, error) {
+	if h == nil {
+		return nil, nil
+	}
+	var out []podHook
+	for _, rh := range h.Resources {
+		ph := podHook{name: rh.Name, included: rh.IncludedNamespaces, excluded: rh.ExcludedNamespaces}
+		if rh.LabelSelector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(rh.LabelSelector)
+			if err != nil {
+				return nil, fmt.Errorf("restore hook %s: labelSelector: %v", rh.Name, err)
+			}
+			ph.selector = sel
+		}
+		for _, hook := range rh.PostHooks {
+			if hook.Init == nil {
 				continue
 			}
-			for _, hook := range rh.PostHooks {
-				if hook.Init == nil {
-					continue
+			for _, raw := range hook.Init.InitContainers {
+				if _, err := hookContainer(raw); err != nil {
+					return nil, fmt.Errorf("restore hook %s: %v", rh.Name, err)
 				}
-				for _, raw := range hook.Init.InitContainers {
-					c, err := hookContainer(raw) // checked by validation
-					if err != nil {
-						return fmt.Errorf("restore hook %s: %v", rh.Name, err)
-					}
-					add = append(add, c)
+				var m map[string]any
+				if err := json.Unmarshal(raw.Raw, &m); err != nil {
+					return nil, fmt.Errorf("restore hook %s: %v", rh.Name, err)
+				}
+				ph.containers = append(ph.containers, m)
+			}
+		}
+		if len(ph.containers) > 0 {
+			out = append(out, ph)
+		}
+	}
+	return out, nil
+}
+
+// selects tells whether a hook applies to a pod restored into namespace
+// ns with labels l.
+func (h podHook) selects(ns string, l map[string]string) bool {
+	return resources.Includes(h.included, h.excluded, resources.NameMatcher(ns)) &&
+		(h.selector == nil || h.selector.Matches(labels.Set(l)))
+}
+
+// initHooks puts a pod's init hook containers into it, in the namespace
+// it is restored to (target): the annotated one, else those of every
+// resource hook of the restore that selects the pod, in order; each as
+// its hook writes it.
+func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
+	var add []any
+	if c, ok := annotatedInitHook(pod); ok {
+		add = append(add, c)
+	} else {
+		for _, h := range r.hooks {
+			if h.selects(target, pod.GetLabels()) {
+				for _, c := range h.containers {
+					add = append(add, runtime.DeepCopyJSONValue(c))
 				}
 			}
 		}
@@ -113,49 +158,33 @@ func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 			out, existing = append(out, first), existing[1:]
 		}
 	}
-	for _, c := range add {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
-		if err != nil {
-			return err
-		}
-		if res, ok := m["resources"].(map[string]any); ok && len(res) == 0 {
-			delete(m, "resources") // the conversion's, not the hook's
-		}
-		out = append(out, m)
-	}
+	out = append(out, add...)
 	return unstructured.SetNestedSlice(pod.Object, append(out, existing...), "spec", "initContainers")
 }
 
 // annotatedInitHook is the init container a pod's annotations ask for.
-func annotatedInitHook(pod *unstructured.Unstructured) (corev1.Container, bool) {
+func annotatedInitHook(pod *unstructured.Unstructured) (map[string]any, bool) {
 	a := pod.GetAnnotations()
 	image := a[initHookImage]
 	if image == "" {
-		return corev1.Container{}, false
+		return nil, false
 	}
 	name := a[initHookName]
 	if name == "" {
 		name = "restore-init-hook"
 	}
-	c := corev1.Container{Name: name, Image: image}
+	c := map[string]any{"name": name, "image": image}
 	if command := strings.TrimSpace(a[initHookCommand]); command != "" {
 		// A JSON array, or one word (as Velero reads it).
-		if err := json.Unmarshal([]byte(command), &c.Command); err != nil || !strings.HasPrefix(command, "[") {
-			c.Command = []string{command}
+		var words []string
+		if err := json.Unmarshal([]byte(command), &words); err != nil || !strings.HasPrefix(command, "[") {
+			words = []string{command}
 		}
+		args := make([]any, len(words))
+		for i, w := range words {
+			args[i] = w
+		}
+		c["command"] = args
 	}
 	return c, true
-}
-
-// hookSelects tells whether a resource hook applies to a pod restored into
-// namespace ns with labels l.
-func hookSelects(rh salvorv1.RestoreResourceHookSpec, ns string, l map[string]string) bool {
-	if !resources.Includes(rh.IncludedNamespaces, rh.ExcludedNamespaces, resources.NameMatcher(ns)) {
-		return false
-	}
-	if rh.LabelSelector == nil {
-		return true
-	}
-	sel, err := metav1.LabelSelectorAsSelector(rh.LabelSelector)
-	return err == nil && sel.Matches(labels.Set(l))
 }
