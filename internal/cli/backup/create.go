@@ -186,22 +186,8 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 	if spec.SnapshotVolumes, err = optionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
 		return spec, err
 	}
-	if o.selector != "" {
-		sel, err := metav1.ParseToLabelSelector(o.selector)
-		if err != nil {
-			return spec, fmt.Errorf("--selector %q: %w", o.selector, err)
-		}
-		spec.LabelSelector = sel
-	}
-	if o.orSelector != "" {
-		if o.selector != "" {
-			return spec, fmt.Errorf("--selector and --or-selector: give one (for items matching either, add the one to the other with \" or \")")
-		}
-		if spec.OrLabelSelectors, err = veleroflag.OrSelectors("or-selector", o.orSelector); err != nil {
-			return spec, err
-		}
-	}
-	return spec, nil
+	spec.LabelSelector, spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector)
+	return spec, err
 }
 
 func (o *createOptions) backup(ctx context.Context, c client.Client, name, namespace string) (*salvorv1.Backup, error) {

@@ -67,11 +67,10 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 				return fmt.Errorf("--%s=false is Velero's: %s", flag, what)
 			}
 		}
-		for _, pair := range [][2]string{{"config", "backup-location-config"}, {"server-cpu-request", "velero-pod-cpu-request"},
-			{"server-memory-request", "velero-pod-mem-request"}, {"server-cpu-limit", "velero-pod-cpu-limit"}, {"server-memory-limit", "velero-pod-mem-limit"}} {
-			if cmd.Flags().Changed(pair[0]) && cmd.Flags().Changed(pair[1]) {
-				return fmt.Errorf("--%s and --%s are one setting: give one", pair[0], pair[1])
-			}
+		if err := veleroflag.OneSetting(cmd.Flags(), [2]string{"config", "backup-location-config"}, [2]string{"server-cpu-request", "velero-pod-cpu-request"},
+			[2]string{"server-memory-request", "velero-pod-mem-request"}, [2]string{"server-cpu-limit", "velero-pod-cpu-limit"},
+			[2]string{"server-memory-limit", "velero-pod-mem-limit"}); err != nil {
+			return err
 		}
 		if cmd.Flags().Changed("use-volume-snapshots") {
 			o.UseVolumeSnapshots = useSnapshots

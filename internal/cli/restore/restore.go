@@ -94,22 +94,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 					DryRun:                 o.dryRun,
 				},
 			}
-			if o.selector != "" {
-				sel, err := metav1.ParseToLabelSelector(o.selector)
-				if err != nil {
-					return fmt.Errorf("--selector %q: %w", o.selector, err)
-				}
-				rs.Spec.LabelSelector = sel
-			}
-			if o.orSelector != "" {
-				if o.selector != "" {
-					return fmt.Errorf("--selector and --or-selector: give one (for items matching either, add the one to the other with \" or \")")
-				}
-				sels, err := veleroflag.OrSelectors("or-selector", o.orSelector)
-				if err != nil {
-					return err
-				}
-				rs.Spec.OrLabelSelectors = sels
+			var err error
+			if rs.Spec.LabelSelector, rs.Spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector); err != nil {
+				return err
 			}
 			switch o.includeClusterResources {
 			case "":

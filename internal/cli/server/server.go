@@ -84,11 +84,9 @@ process, restarted if it dies.`,
 			if err := refused(); err != nil {
 				return err
 			}
-			for _, pair := range [][2]string{{"location-check-interval", "store-validation-frequency"},
-				{"max-concurrent-backups", "concurrent-backups"}, {"profiling-address", "profiler-address"}} {
-				if f.Changed(pair[0]) && f.Changed(pair[1]) {
-					return fmt.Errorf("--%s and --%s are one setting: give one", pair[0], pair[1])
-				}
+			if err := veleroflag.OneSetting(f, [2]string{"location-check-interval", "store-validation-frequency"},
+				[2]string{"max-concurrent-backups", "concurrent-backups"}, [2]string{"profiling-address", "profiler-address"}); err != nil {
+				return err
 			}
 			if err := restore.CheckTiers(o.restoreTiers); err != nil {
 				return fmt.Errorf("--restore-resource-priorities: %w", err)

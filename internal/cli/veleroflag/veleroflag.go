@@ -103,18 +103,42 @@ func ConfigMap(s string) (any, error) {
 	return map[string]any{"kind": "configmap", "name": s}, nil
 }
 
-// OrSelectors reads Velero's --or-selector, "a=b or c=d": selectors of
-// which an item's labels must match one.
-func OrSelectors(flag, s string) ([]*metav1.LabelSelector, error) {
+// Selectors reads a create command's --selector and Velero's
+// --or-selector ("a=b or c=d": selectors of which an item's labels must
+// match one): at most one of them, as Velero takes them.
+func Selectors(selector, orSelector string) (*metav1.LabelSelector, []*metav1.LabelSelector, error) {
+	switch {
+	case selector != "" && orSelector != "":
+		return nil, nil, fmt.Errorf("--selector and --or-selector: give one (for items matching either, add the one to the other with \" or \")")
+	case selector != "":
+		sel, err := metav1.ParseToLabelSelector(selector)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--selector %q: %w", selector, err)
+		}
+		return sel, nil, nil
+	case orSelector == "":
+		return nil, nil, nil
+	}
 	var out []*metav1.LabelSelector
-	for _, part := range strings.Split(s, " or ") {
+	for _, part := range strings.Split(orSelector, " or ") {
 		sel, err := metav1.ParseToLabelSelector(strings.TrimSpace(part))
 		if err != nil {
-			return nil, fmt.Errorf("--%s %q: %w", flag, s, err)
+			return nil, nil, fmt.Errorf("--or-selector %q: %w", orSelector, err)
 		}
 		out = append(out, sel)
 	}
-	return out, nil
+	return nil, out, nil
+}
+
+// OneSetting fails when a setting is given under both of its names (a
+// pair: Salvor's and Velero's).
+func OneSetting(f *pflag.FlagSet, pairs ...[2]string) error {
+	for _, pair := range pairs {
+		if f.Changed(pair[0]) && f.Changed(pair[1]) {
+			return fmt.Errorf("--%s and --%s are one setting: give one", pair[0], pair[1])
+		}
+	}
+	return nil
 }
 
 // Ordered reads Velero's "pods=ns/a,ns/b;persistentvolumeclaims=ns/c".
