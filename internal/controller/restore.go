@@ -17,6 +17,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
+	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
@@ -90,6 +91,11 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
 	rs.Status.IgnoredFields = ignored
 	problems = append(problems, restore.Validate(rs.Spec)...)
+	_, bad, err := modifiers.Load(ctx, restore.ConfigMapData(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourceModifier)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems = append(problems, bad...)
 	if rs.Spec.BackupName == "" && rs.Spec.ScheduleName != "" {
 		problem, err := r.pickScheduleBackup(ctx, rs)
 		if err != nil {

@@ -33,9 +33,8 @@ var backupRefused = map[string]string{
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes.
 var restoreRefused = map[string]string{
-	"resourcePolicy":   "Salvor has no resource policies: use the include and exclude fields and labelSelector",
-	"resourceModifier": "Salvor has no resource modifiers: remove it, and change the items after the restore or in a RestoreItemAction plugin",
-	"restoreStatus":    "Salvor restores no item's status (the cluster's controllers write it anew): remove it",
+	"resourcePolicy": "Salvor has no resource policies: use the include and exclude fields and labelSelector",
+	"restoreStatus":  "Salvor restores no item's status (the cluster's controllers write it anew): remove it",
 }
 
 // unknownFields returns the fields of the stored object at path that the

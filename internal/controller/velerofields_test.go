@@ -49,10 +49,9 @@ func TestJudgeUnknown(t *testing.T) {
 			"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"},
 			"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused,
 			"[spec.resourcePolicy: Salvor has no resource policies: use the include and exclude fields and labelSelector]", "[uploaderConfig]"},
-		{"a restore's status and modifier refused", map[string]any{
-			"restoreStatus":    map[string]any{"includedResources": []any{"*"}},
-			"resourceModifier": map[string]any{"kind": "ConfigMap", "name": "mods"}}, restoreRefused,
-			"[spec.resourceModifier: Salvor has no resource modifiers: remove it, and change the items after the restore or in a RestoreItemAction plugin spec.restoreStatus: Salvor restores no item's status (the cluster's controllers write it anew): remove it]", "[]"},
+		{"a restore's status refused", map[string]any{
+			"restoreStatus": map[string]any{"includedResources": []any{"*"}}}, restoreRefused,
+			"[spec.restoreStatus: Salvor restores no item's status (the cluster's controllers write it anew): remove it]", "[]"},
 		{"the restore's empty status list", map[string]any{"restoreStatus": map[string]any{"includedResources": []any{}}}, restoreRefused, "[]", "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,10 +32,10 @@ func MatchesNamespace(entry, ns string) bool {
 	return ok
 }
 
-// namespacePatternProblem says what is wrong with a namespace filter entry
+// NamespacePatternProblem says what is wrong with a namespace filter entry
 // of field, "" when nothing is: a pattern uses only what Velero's do, so a
 // pattern means the same to both.
-func namespacePatternProblem(field, entry string) string {
+func NamespacePatternProblem(field, entry string) string {
 	if !IsNamespacePattern(entry) {
 		return ""
 	}

@@ -164,12 +164,12 @@ func (f Filters) Validate() []string {
 		}
 	}
 	for _, ns := range f.IncludedNamespaces {
-		if p := namespacePatternProblem("includedNamespaces", ns); p != "" {
+		if p := NamespacePatternProblem("includedNamespaces", ns); p != "" {
 			problems = append(problems, p)
 		}
 	}
 	for _, ns := range f.ExcludedNamespaces {
-		if p := namespacePatternProblem("excludedNamespaces", ns); p != "" {
+		if p := NamespacePatternProblem("excludedNamespaces", ns); p != "" {
 			problems = append(problems, p)
 		}
 	}

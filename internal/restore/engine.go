@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
@@ -167,6 +168,8 @@ type run struct {
 	rec      persistence.Recorder
 	// mappings change storage classes and images (mappings.go).
 	mappings *Mappings
+	// modifiers are the spec's resource modifier rules, read once.
+	modifiers *modifiers.Rules
 	// dry is set for a dry-run restore (see dryrun.go), list for any
 	// other (see restored.go).
 	dry        *dryRun
@@ -247,6 +250,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
 		return nil, err
+	}
+	if err := r.loadModifiers(ctx); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err

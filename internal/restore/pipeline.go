@@ -246,6 +246,15 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			return
 		}
 	}
+	// After the plugins, as in Velero: the rules see the item as it would
+	// be created, and the last word is the user's.
+	if applied, err := r.modifiers.Apply(it.kind.gr, it.namespace, obj); err != nil {
+		r.rec.Error(target, fmt.Sprintf("%s: %v", what, err))
+		r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
+		return
+	} else if len(applied) > 0 {
+		r.log.Info("changed by resource modifier rules", "item", what, "rules", applied)
+	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
 	r.create(ctx, it, obj, what, target)
 }

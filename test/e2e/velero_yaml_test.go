@@ -151,7 +151,7 @@ spec:
 	rs := c.waitRestore(t, "modified", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed)
 	problems := strings.Join(rs.Status.ValidationErrors, "\n")
 	if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
-		!strings.Contains(problems, "hooks.resources[0] (warm-cache).postHooks[0].exec: Salvor runs no exec hooks") || !strings.Contains(problems, "spec.resourceModifier: Salvor has no resource modifiers") {
+		!strings.Contains(problems, "hooks.resources[0] (warm-cache).postHooks[0].exec: Salvor runs no exec hooks") || !strings.Contains(problems, "spec.resourceModifier: resource modifier configmap salvor/modifiers does not exist: create it in the restore's namespace") {
 		t.Errorf("a restore with hooks and a resource modifier: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
 	}
 	err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop-modified", Name: "web"}, &corev1.ConfigMap{})
@@ -208,6 +208,29 @@ spec:
 	if rs := c.getRestore(t, "by-flags"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || fmt.Sprint(rs.Status.IgnoredFields) != "[uploaderConfig]" {
 		t.Errorf("restore by Velero's flags: %s %q, ignored %v", rs.Status.Phase, rs.Status.ValidationErrors, rs.Status.IgnoredFields)
 	}
+	ctx := context.Background()
+	// Velero's resource modifiers, as its docs make them: a ConfigMap of
+	// rules beside the server, named by --resource-modifier-configmap.
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "modifiers", Namespace: "salvor"}, Data: map[string]string{"rules.yaml": `version: v1
+resourceModifierRules:
+- conditions:
+    groupResource: configmaps
+    resourceNameRegex: "^web$"
+    namespaces: [shop]
+  patches:
+  - operation: add
+    path: "/data"
+    value: "{\"color\": \"blue\"}"
+`}})
+	c.mustSalvor(t, "restore", "create", "patched", "--from-backup", "by-flags", "--namespace-mappings", "shop:shop-patched",
+		"--resource-modifier-configmap", "modifiers", "--wait")
+	web := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "shop-patched", Name: "web"}, web); err != nil || web.Data["color"] != "blue" {
+		t.Errorf("the restore with resource modifiers made web with data %v (%v), want color blue", web.Data, err)
+	}
+	if out := c.mustSalvor(t, "restore", "describe", "patched"); !strings.Contains(out, "Modifiers:    configmap modifiers") {
+		t.Errorf("restore describe does not show the modifiers:\n%s", out)
+	}
 	_, _ = c.salvor(t, "restore", "create", "with-status", "--from-backup", "by-flags", "--status-include-resources", "deployments.apps")
 	if rs := c.waitRestore(t, "with-status", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
 		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.restoreStatus: Salvor restores no item's status") {
@@ -217,7 +240,6 @@ spec:
 	// Velero's -o for create commands: the object printed (Velero's fields
 	// too), nothing created; applied as printed, it runs as the command's
 	// own would.
-	ctx := context.Background()
 	notCreated := func(what string, obj client.Object) {
 		t.Helper()
 		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "printed"}, obj); !apierrors.IsNotFound(err) {

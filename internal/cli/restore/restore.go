@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,7 @@ type createOptions struct {
 	strict                               bool
 	dryRun                               bool
 	allowPartiallyFailed                 bool
+	modifiers                            string
 	labels, annotations                  map[string]string
 }
 
@@ -57,6 +59,7 @@ func newCreate(k *kube.Options) *cobra.Command {
   salvor restore create --from-schedule nightly --wait
   salvor restore create shop-copy --from-backup nightly --include-namespaces shop --namespace-mappings shop:shop-copy
   salvor restore create --from-backup nightly --existing-resource-policy update
+  salvor restore create --from-backup nightly --resource-modifier-configmap premium-storage
   salvor restore create --from-backup nightly --dry-run --wait`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -108,6 +111,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			}
 			if o.preserveNodePorts {
 				rs.Spec.PreserveNodePorts = &o.preserveNodePorts
+			}
+			if o.modifiers != "" {
+				rs.Spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.modifiers}
 			}
 			if o.restoreVolumes != "" {
 				v := o.restoreVolumes == "true"
@@ -162,6 +168,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.BoolVar(&o.preserveNodePorts, "preserve-nodeports", false, "keep every Service node port the backup holds (default: keep those someone set, let the cluster assign the others)")
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
 	veleroflag.Add(f, veleroFlags)
+	f.StringVar(&o.modifiers, "resource-modifier-configmap", "", "a ConfigMap in the server's namespace holding resource modifier rules (Velero's format): patches applied to the items they select before they are created")
 	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
 	kube.AddPrintFlag(f, &format)
 	f.StringSliceVar(&o.includeNamespaces, "include-namespaces", nil, "namespaces to restore, names or patterns such as app-* (default: all in the backup)")
@@ -303,6 +310,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			}
 			fmt.Fprintf(w, "Namespaces:   %s (excluded: %s)\nMappings:     %s\nExisting resources: %s\n",
 				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
+			if m := s.ResourceModifier; m != nil {
+				fmt.Fprintf(w, "Modifiers:    %s %s\n", strings.ToLower(m.Kind), m.Name)
+			}
 			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
 			done, total := progress(rs)
 			if s.DryRun {

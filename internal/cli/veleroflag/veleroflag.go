@@ -98,7 +98,7 @@ func List(s string) (any, error) {
 }
 
 // ConfigMap is a reference to a ConfigMap, as Velero's resourcePolicy
-// and resourceModifier take one.
+// takes one.
 func ConfigMap(s string) (any, error) {
 	return map[string]any{"kind": "configmap", "name": s}, nil
 }

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -107,6 +108,15 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	Hooks *RestoreHooks `json:"hooks,omitempty"`
+	// ResourceModifier names a ConfigMap in the restore's namespace whose
+	// one key holds resource modifier rules in Velero's format (version v1):
+	// JSON, merge or strategic merge patches applied to the items each
+	// rule's conditions select, before they are created (Velero's field;
+	// kind "configmap"). A rule may change what an item holds, never which
+	// item it is (apiVersion, kind, namespace, name).
+	// +optional
+	// +nullable
+	ResourceModifier *corev1.TypedLocalObjectReference `json:"resourceModifier,omitempty"`
 }
 
 // RestoreProgress counts items.
