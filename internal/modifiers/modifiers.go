@@ -286,18 +286,24 @@ func (rs *Rules) Apply(gr schema.GroupResource, ns string, obj *unstructured.Uns
 	if rs == nil {
 		return nil, nil
 	}
-	origin, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	doc := origin
+	// The item's JSON is made only for a rule that selects it by name,
+	// labels and resource: most items of a restore meet no rule.
+	var origin, doc []byte
 	var applied []int
 	for _, r := range rs.rules {
-		ok, err := r.selects(gr, ns, obj, origin)
-		if err != nil {
-			return nil, rs.ruleError(r, err)
+		if !r.selectsByMeta(gr, ns, obj) {
+			continue
 		}
-		if !ok {
+		if origin == nil {
+			var err error
+			if origin, err = json.Marshal(obj.Object); err != nil {
+				return nil, err
+			}
+			doc = origin
+		}
+		if ok, err := r.matchesFields(origin); err != nil {
+			return nil, rs.ruleError(r, err)
+		} else if !ok {
 			continue
 		}
 		changed, err := r.patch(doc, obj.GroupVersionKind())
@@ -355,19 +361,18 @@ func identity(a, b *unstructured.Unstructured) string {
 	return ""
 }
 
-func (r rule) selects(gr schema.GroupResource, ns string, obj *unstructured.Unstructured, doc []byte) (bool, error) {
+// selectsByMeta judges the conditions that need no JSON of the item.
+func (r rule) selectsByMeta(gr schema.GroupResource, ns string, obj *unstructured.Unstructured) bool {
 	if ns != "" && len(r.namespaces) > 0 && !slices.ContainsFunc(r.namespaces, func(e string) bool { return resources.MatchesNamespace(e, ns) }) {
-		return false, nil
+		return false
 	}
-	if !r.group.Match(gr.String()) {
-		return false, nil
-	}
-	if r.name != nil && !r.name.MatchString(obj.GetName()) {
-		return false, nil
-	}
-	if r.labels != nil && !r.labels.Matches(labels.Set(obj.GetLabels())) {
-		return false, nil
-	}
+	return r.group.Match(gr.String()) &&
+		(r.name == nil || r.name.MatchString(obj.GetName())) &&
+		(r.labels == nil || r.labels.Matches(labels.Set(obj.GetLabels())))
+}
+
+// matchesFields judges conditions.matches on the item's JSON.
+func (r rule) matchesFields(doc []byte) (bool, error) {
 	if r.matches == nil {
 		return true, nil
 	}
