@@ -231,6 +231,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.hooks, err = podHooks(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
+	if err := r.loadModifiers(ctx); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
+	}
 	// Discovery first: reading checks each item's scope against it, and
 	// files each item in the tier its resource's name in the list means.
 	if err := r.discover(); err != nil {
@@ -250,9 +253,6 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
 		return nil, err
-	}
-	if err := r.loadModifiers(ctx); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err
