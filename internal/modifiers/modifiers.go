@@ -72,7 +72,7 @@ type Rules struct {
 }
 
 type rule struct {
-	n          int // 1-based, as the user counts them in errors
+	n          int // its index in resourceModifierRules
 	namespaces []string
 	group      glob.Glob
 	name       *regexp.Regexp
@@ -106,7 +106,7 @@ func Parse(source string, data map[string]string) (*Rules, []string) {
 	}
 	out := &Rules{source: source}
 	for i, spec := range doc.Rules {
-		r, ps := compile(i+1, spec)
+		r, ps := compile(i, spec)
 		for _, p := range ps {
 			problems = append(problems, fmt.Sprintf("%s: resourceModifierRules[%d]: %s", source, i, p))
 		}
@@ -280,7 +280,7 @@ func value(v any) (any, error) {
 // Apply changes obj, an item of resource gr that the backup files under
 // namespace ns ("" for a cluster-scoped one), as the rules that select it
 // say, in their order. Every rule's conditions are judged on the item as
-// it came to the rules. It returns the numbers of the rules that changed
+// it came to the rules. It returns the indexes of the rules that changed
 // it; an error names the rule and leaves obj as it was.
 func (rs *Rules) Apply(gr schema.GroupResource, ns string, obj *unstructured.Unstructured) ([]int, error) {
 	if rs == nil {
@@ -329,21 +329,22 @@ func (rs *Rules) Apply(gr schema.GroupResource, ns string, obj *unstructured.Uns
 	return applied, nil
 }
 
-// numbered names rules by number with the verb that agrees: "rule 3
-// changes", "rules 1, 3 change".
+// numbered names rules by index with the verb that agrees:
+// "resourceModifierRules[2] changes", "resourceModifierRules[0], [2] change".
 func numbered(ns []int, one, many string) string {
-	if len(ns) == 1 {
-		return fmt.Sprintf("rule %d %s", ns[0], one)
-	}
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
+		s[i] = fmt.Sprintf("[%d]", n)
 	}
-	return fmt.Sprintf("rules %s %s", strings.Join(s, ", "), many)
+	verb := many
+	if len(ns) == 1 {
+		verb = one
+	}
+	return fmt.Sprintf("resourceModifierRules%s %s", strings.Join(s, ", "), verb)
 }
 
 func (rs *Rules) ruleError(r rule, err error) error {
-	return fmt.Errorf("%s: resource modifier rule %d: %w", rs.source, r.n, err)
+	return fmt.Errorf("%s: resourceModifierRules[%d]: %w", rs.source, r.n, err)
 }
 
 // identity names what of an item's identity differs between a and b.

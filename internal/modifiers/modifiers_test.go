@@ -56,7 +56,7 @@ resourceModifierRules:
   patches:
   - {operation: replace, path: /spec/storageClassName, value: premium}
   - {operation: remove, path: /metadata/labels/test}
-`, pvcs, "shop", claim, `spec.storageClassName=premium metadata.labels.test=<nil>`, "[1]"},
+`, pvcs, "shop", claim, `spec.storageClassName=premium metadata.labels.test=<nil>`, "[0]"},
 		{"namespaces are the backup's, not the mapped ones", `
 version: v1
 resourceModifierRules:
@@ -68,7 +68,7 @@ version: v1
 resourceModifierRules:
 - conditions: {groupResource: persistentvolumeclaims, namespaces: ["sh*"]}
   patches: [{operation: replace, path: /spec/storageClassName, value: premium}]
-`, pvcs, "shop", claim, "spec.storageClassName=premium", "[1]"},
+`, pvcs, "shop", claim, "spec.storageClassName=premium", "[0]"},
 		{"another resource is left alone", `
 version: v1
 resourceModifierRules:
@@ -82,7 +82,7 @@ resourceModifierRules:
   mergePatches: [{patchData: '{"metadata": {"annotations": {"seen": "yes"}}}'}]
 - conditions: {groupResource: "*.apps"}
   mergePatches: [{patchData: '{"metadata": {"annotations": {"apps": "yes"}}}'}]
-`, pvcs, "shop", claim, "metadata.annotations.seen=yes metadata.annotations.apps=<nil>", "[1]"},
+`, pvcs, "shop", claim, "metadata.annotations.seen=yes metadata.annotations.apps=<nil>", "[0]"},
 		{"a failed test operation leaves the item", `
 version: v1
 resourceModifierRules:
@@ -98,7 +98,7 @@ resourceModifierRules:
   patches: [{operation: add, path: /metadata/annotations, value: '{"moved": "from standard"}'}]
 - conditions: {groupResource: persistentvolumeclaims, matches: [{path: /spec/missing, value: x}]}
   patches: [{operation: replace, path: /spec/storageClassName, value: never}]
-`, pvcs, "shop", claim, "metadata.annotations.moved=from standard spec.storageClassName=standard", "[1]"},
+`, pvcs, "shop", claim, "metadata.annotations.moved=from standard spec.storageClassName=standard", "[0]"},
 		{"conditions are judged on the item as it came", `
 version: v1
 resourceModifierRules:
@@ -106,7 +106,7 @@ resourceModifierRules:
   patches: [{operation: replace, path: /metadata/labels/app, value: other}]
 - conditions: {groupResource: persistentvolumeclaims, labelSelector: {matchLabels: {app: db}}}
   patches: [{operation: add, path: /metadata/labels/second, value: "yes"}]
-`, pvcs, "shop", claim, "metadata.labels.app=other metadata.labels.second=yes", "[1 2]"},
+`, pvcs, "shop", claim, "metadata.labels.app=other metadata.labels.second=yes", "[0 1]"},
 		{"values as Velero reads them", `
 version: v1
 resourceModifierRules:
@@ -119,7 +119,7 @@ resourceModifierRules:
   - {operation: add, path: /spec/list, value: '["a"]'}
   - {operation: add, path: /spec/plain, value: 4}
   - {operation: add, path: /spec/text, value: 'say "hi"'}
-`, pvcs, "shop", claim, `spec.n=3(int64) spec.quoted=3(string) spec.b=true(bool) spec.nothing=<nil> spec.list=[a] spec.plain=4(int64) spec.text=say "hi"(string)`, "[1]"},
+`, pvcs, "shop", claim, `spec.n=3(int64) spec.quoted=3(string) spec.b=true(bool) spec.nothing=<nil> spec.list=[a] spec.plain=4(int64) spec.text=say "hi"(string)`, "[0]"},
 		{"copy and move", `
 version: v1
 resourceModifierRules:
@@ -127,7 +127,7 @@ resourceModifierRules:
   patches:
   - {operation: copy, from: /spec/storageClassName, path: /metadata/labels/class}
   - {operation: move, from: /metadata/labels/test, path: /metadata/labels/moved}
-`, pvcs, "shop", claim, "metadata.labels.class=standard metadata.labels.test=<nil> metadata.labels.moved=x", "[1]"},
+`, pvcs, "shop", claim, "metadata.labels.class=standard metadata.labels.test=<nil> metadata.labels.moved=x", "[0]"},
 		{"a strategic merge patch merges containers by name", `
 version: v1
 resourceModifierRules:
@@ -140,14 +140,14 @@ resourceModifierRules:
           image: repo2/nginx
 `, schema.GroupResource{Resource: "pods"}, "shop",
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"shop"},"spec":{"containers":[{"name":"nginx","image":"nginx"},{"name":"side","image":"busybox"}]}}`,
-			"spec.containers=[map[image:repo2/nginx name:nginx] map[image:busybox name:side]]", "[1]"},
+			"spec.containers=[map[image:repo2/nginx name:nginx] map[image:busybox name:side]]", "[0]"},
 		{"a cluster-scoped item is not held to the namespaces", `
 version: v1
 resourceModifierRules:
 - conditions: {groupResource: storageclasses.storage.k8s.io, namespaces: [shop]}
   mergePatches: [{patchData: '{"provisioner": "other"}'}]
 `, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, "",
-			`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"x"}`, "provisioner=other", "[1]"},
+			`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"x"}`, "provisioner=other", "[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := object(t, tc.item)
@@ -213,7 +213,7 @@ version: v1
 resourceModifierRules:
 - conditions: {groupResource: persistentvolumeclaims}
   patches: [{operation: replace, path: /metadata/namespace, value: kube-system}]
-`, claim, "configmap salvor/mods: rule 1 changes the item's namespace: a rule may change what an item holds, not which item it is"},
+`, claim, "configmap salvor/mods: resourceModifierRules[0] changes the item's namespace: a rule may change what an item holds, not which item it is"},
 		{"moved by the second of two rules", `
 version: v1
 resourceModifierRules:
@@ -221,25 +221,25 @@ resourceModifierRules:
   patches: [{operation: add, path: /metadata/labels/moved, value: "yes"}]
 - conditions: {groupResource: persistentvolumeclaims}
   mergePatches: [{patchData: '{"metadata": {"namespace": "kube-system"}}'}]
-`, claim, "configmap salvor/mods: rules 1, 2 change the item's namespace"},
+`, claim, "configmap salvor/mods: resourceModifierRules[0], [1] change the item's namespace"},
 		{"renaming an item", `
 version: v1
 resourceModifierRules:
 - conditions: {groupResource: persistentvolumeclaims}
   mergePatches: [{patchData: '{"metadata": {"name": "other"}}'}]
-`, claim, "rule 1 changes the item's name"},
+`, claim, "resourceModifierRules[0] changes the item's name"},
 		{"changing its kind", `
 version: v1
 resourceModifierRules:
 - conditions: {groupResource: persistentvolumeclaims}
   patches: [{operation: replace, path: /kind, value: Secret}]
-`, claim, "rule 1 changes the item's kind"},
+`, claim, "resourceModifierRules[0] changes the item's kind"},
 		{"a patch that does not apply", `
 version: v1
 resourceModifierRules:
 - conditions: {groupResource: persistentvolumeclaims}
   patches: [{operation: replace, path: /spec/nothing/here, value: x}]
-`, claim, "configmap salvor/mods: resource modifier rule 1: patches:"},
+`, claim, "configmap salvor/mods: resourceModifierRules[0]: patches:"},
 		{"a strategic merge patch on a kind Kubernetes does not build in", `
 version: v1
 resourceModifierRules:

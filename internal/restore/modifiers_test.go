@@ -80,7 +80,7 @@ resourceModifierRules:
 	}
 	errs := out.Results.Errors.Namespaces["mod-shop-copy"]
 	if out.Results.Errors.Count() != 1 || len(errs) != 1 || !strings.Contains(errs[0], "secrets mod-shop/token") ||
-		!strings.Contains(errs[0], "resource modifier configmap mod-server/mods: rule 3 changes the item's name") {
+		!strings.Contains(errs[0], "resource modifier configmap mod-server/mods: resourceModifierRules[2] changes the item's name") {
 		t.Fatalf("errors %v, want the secret's rename refused", out.Results.Errors)
 	}
 	for name, want := range map[string]string{"mysql-data": "premium", "cache": "standard"} {

@@ -253,7 +253,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
 		return
 	} else if len(applied) > 0 {
-		r.log.Info("changed by resource modifier rules", "item", what, "rules", applied)
+		r.log.Info("changed by resource modifier rules", "item", what, "resourceModifierRules", applied)
 	}
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
 	r.create(ctx, it, obj, what, target)
