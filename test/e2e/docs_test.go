@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -178,6 +179,28 @@ func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocComma
 			return aw.WriteEntry("resources/configmaps/namespaces/legacy/from-velero.json", body)
 		})
 		c.waitBackup(t, "nightly-20261120", salvorv1.BackupPhaseCompleted)
+	case d.File == "docs/migrating-from-velero.md" && strings.Contains(line, "--resource-modifier-configmap premium-storage"):
+		// The rules as the guide writes them, the claim they are about, and
+		// a backup of it in a location of its own (the guide makes its
+		// default location further on).
+		rules := docBlock(t, d.File, "  version: v1\n  resourceModifierRules:")
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "premium-storage", Namespace: "salvor"}, Data: map[string]string{"rules.yaml": rules}})
+		standard := "standard"
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "mysql-data", Namespace: "shop", Labels: map[string]string{"tier": "db"}},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &standard, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		c.create(t, claim)
+		c.mustSalvor(t, "backup-location", "create", "scene", "--provider", "salvor.dev/filesystem", "--bucket", "backups", "--config", "root="+t.TempDir())
+		c.waitLocation(t, "scene", salvorv1.BackupStorageLocationPhaseAvailable)
+		c.mustSalvor(t, "backup", "create", "nightly", "--include-namespaces", "shop", "--include-resources", "persistentvolumeclaims", "--storage-location", "scene", "--wait")
+		c.deleteForGood(t, claim)
+		t.Cleanup(func() {
+			restored := &corev1.PersistentVolumeClaim{}
+			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "mysql-data"}, restored); err != nil ||
+				restored.Spec.StorageClassName == nil || *restored.Spec.StorageClassName != "premium" {
+				t.Errorf("the guide's resource modifiers did not give the restored claim storage class premium: %v, %v", restored.Spec.StorageClassName, err)
+			}
+		})
 	case d.File == "docs/migrating-from-velero.md" && strings.HasPrefix(line, "restore create"):
 		t.Cleanup(func() {
 			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "legacy", Name: "from-velero"}, &corev1.ConfigMap{}); err != nil {
@@ -185,4 +208,32 @@ func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocComma
 			}
 		})
 	}
+}
+
+// docBlock returns the fenced block of a doc that starts with first (its
+// lines as written, indentation included), unindented by first's own.
+func docBlock(t *testing.T, file, first string) string {
+	t.Helper()
+	root, err := testbin.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, first)
+	if start < 0 {
+		t.Fatalf("%s has no block starting %q", file, first)
+	}
+	indent := len(first) - len(strings.TrimLeft(first, " "))
+	var out []string
+	for _, l := range strings.Split(text[start:], "\n") {
+		if strings.TrimSpace(l) == "```" {
+			break
+		}
+		out = append(out, strings.TrimPrefix(l, strings.Repeat(" ", indent)))
+	}
+	return strings.Join(out, "\n") + "\n"
 }
