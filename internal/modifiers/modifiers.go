@@ -364,7 +364,7 @@ func identity(a, b *unstructured.Unstructured) string {
 
 // selectsByMeta judges the conditions that need no JSON of the item.
 func (r rule) selectsByMeta(gr schema.GroupResource, ns string, obj *unstructured.Unstructured) bool {
-	if ns != "" && len(r.namespaces) > 0 && !slices.ContainsFunc(r.namespaces, func(e string) bool { return resources.MatchesNamespace(e, ns) }) {
+	if ns != "" && !resources.Includes(r.namespaces, nil, resources.NameMatcher(ns)) {
 		return false
 	}
 	return r.group.Match(gr.String()) &&
