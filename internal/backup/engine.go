@@ -24,10 +24,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
@@ -90,6 +92,7 @@ type run struct {
 	e         *Engine
 	backup    *salvorv1.Backup
 	scope     resourceScope // which resources the backup takes
+	policies  *resourcepolicy.Policies
 	store     *persistence.BackupStore
 	log       *slog.Logger
 	resources map[schema.GroupResource]resources.Resource
@@ -123,7 +126,8 @@ func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence
 }
 
 // RunWithSnapshots is Run that also snapshots the persistent volumes backed
-// up (unless the backup's snapshotVolumes is false) with s.
+// up with s (unless the backup's snapshotVolumes is false, or its volume
+// policies skip them).
 func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, s *Snapshotter, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
 	// The run reads its own copy: the caller goes on writing progress into
 	// b (and the API server's answer with it) while items are backed up.
@@ -139,13 +143,22 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, err
 	}
+	// Validation has read the policies once already; problems here mean
+	// the ConfigMap changed since, and the backup stops before it starts.
+	policies, problems, err := resourcepolicy.Load(ctx, configmapref.Dynamic(e.Dynamic), b.Namespace, b.Spec.ResourcePolicy)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", b.Name, err)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("backup %s: %s", b.Name, strings.Join(problems, "; "))
+	}
 	// The set of items seen and the resource list grow with the backup:
 	// past a small budget they live in a scratch directory of their own.
 	scratch, err := os.MkdirTemp("", "salvor-backup-")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: a scratch directory: %w", b.Name, err)
 	}
-	r := &run{e: e, backup: b, scope: scopeOf(b.Spec), store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
+	r := &run{e: e, backup: b, scope: scopeOf(policies.Merge(b.Spec, all)), policies: policies, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
 		seen: seenSet{dir: scratch}, resourceList: NewResourceList(scratch), snapshotter: s}
 	defer r.seen.close()
 	kept := false

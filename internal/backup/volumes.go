@@ -91,7 +91,7 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 			return r.backupAdditional(ctx, id, what)
 		}
 	case pvResource:
-		plan, err := csi.PlanVolume(ctx, r.e.Dynamic, item, r.backup)
+		plan, err := csi.PlanVolume(ctx, r.e.Dynamic, item, r.backup, r.policies)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -100,8 +100,9 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 			return nil
 		}
 		switch {
-		case r.backup.Spec.SnapshotVolumes != nil && !*r.backup.Spec.SnapshotVolumes, plan.Skip != "":
+		case plan.Skip != "":
 			// Asked for: the volume's object is kept, its data is not.
+			r.log.Info("volume not snapshotted, as asked", "volume", item.GetName(), "because", plan.Skip)
 		case plan.Class != "":
 			// The claim's CSI action snapshots it, through the snapshot API.
 		case r.snapshotter == nil && plan.Driver != "":

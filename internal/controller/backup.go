@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -193,8 +197,16 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // validateSpec returns what is wrong with a backup spec (a Backup's, or a
 // Schedule's template), and the location it writes to when that is usable.
-func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation) {
+// Its resource policies are read from the API server with reader; an
+// error is a failure to read them, for the caller to try again.
+func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, reader client.Reader, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation, error) {
 	problems := backup.Validate(spec)
+	policies, bad, err := resourcepolicy.Load(ctx, configMaps(reader), locs.Namespace, spec.ResourcePolicy)
+	if err != nil {
+		return nil, nil, err
+	}
+	problems = append(problems, bad...)
+	problems = append(problems, policies.Conflicts(spec)...)
 	if served, unavailable, err := resources.Discover(disc); err == nil {
 		for _, f := range []struct {
 			field string
@@ -203,6 +215,9 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 			{"includedNamespaceScopedResources", spec.IncludedNamespaceScopedResources}, {"excludedNamespaceScopedResources", spec.ExcludedNamespaceScopedResources},
 			{"includedClusterScopedResources", spec.IncludedClusterScopedResources}, {"excludedClusterScopedResources", spec.ExcludedClusterScopedResources}} {
 			problems = append(problems, resources.Unknown(f.field, f.names, served, unavailable, nil)...)
+		}
+		for _, field := range slices.Sorted(maps.Keys(policies.Fields())) {
+			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, policies.Fields()[field], served, unavailable, nil)...)
 		}
 	}
 	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)
@@ -216,9 +231,21 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 	case bsl.Spec.ReadOnly():
 		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
 	default:
-		return problems, bsl
+		return problems, bsl, nil
 	}
-	return problems, nil
+	return problems, nil, nil
+}
+
+// configMaps reads ConfigMaps with reader, straight from the API server:
+// the manager's cache holds none.
+func configMaps(reader client.Reader) configmapref.Getter {
+	return func(ctx context.Context, namespace, name string) (map[string]string, error) {
+		cm := &corev1.ConfigMap{}
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
+			return nil, err
+		}
+		return cm.Data, nil
+	}
 }
 
 // snapshotLocationProblems is what is wrong with a spec's
@@ -250,7 +277,10 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (pr
 	if err != nil {
 		return nil, nil, err
 	}
-	problems, bsl := validateSpec(ctx, r.Engine.Discovery, r.Locations, b.Spec)
+	problems, bsl, err := validateSpec(ctx, r.Engine.Discovery, r.Locations, r.APIReader, b.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
 	refused, ignored := judgeUnknown(extra, backupRefused, "spec.")
 	problems = append(problems, refused...)
 	if b.Spec.Strict && (len(b.Spec.IncludedNamespaces) > 0 || len(b.Spec.ExcludedNamespaces) > 0) {

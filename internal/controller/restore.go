@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/modifiers"
@@ -91,7 +92,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
 	rs.Status.IgnoredFields = ignored
 	problems = append(problems, restore.Validate(rs.Spec)...)
-	_, bad, err := modifiers.Load(ctx, restore.ConfigMapData(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourceModifier)
+	_, bad, err := modifiers.Load(ctx, configmapref.Dynamic(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourceModifier)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

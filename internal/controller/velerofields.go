@@ -16,8 +16,8 @@ import (
 // A Velero Backup, Restore or Schedule applies with only its apiVersion
 // changed, and may carry fields of Velero's specs that Salvor's have not.
 // Their CRDs keep such fields (x-kubernetes-preserve-unknown-fields) so
-// the server can judge them: pruned on the way in, a Velero Backup's
-// resourcePolicy would be dropped and the backup take more than asked. A
+// the server can judge them: pruned on the way in, a Velero Restore's
+// resourcePolicy would be dropped and the restore make more than asked. A
 // field that would change what is selected or what is made fails
 // validation; the others tune mechanisms Salvor has not, and are listed as
 // ignored.
@@ -26,14 +26,13 @@ import (
 // what a backup selects, with what to do instead.
 var backupRefused = map[string]string{
 	"orderedResources": "Salvor writes items in its own order: remove it",
-	"resourcePolicy":   "Salvor has no resource policies: use the include and exclude fields",
 	"hooks":            "Salvor does not run backup hooks: remove them, or run the commands before the backup",
 }
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes.
 var restoreRefused = map[string]string{
-	"resourcePolicy": "Salvor has no resource policies: use the include and exclude fields and labelSelector",
+	"resourcePolicy": "Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector",
 	"restoreStatus":  "Salvor restores no item's status (the cluster's controllers write it anew): remove it",
 }
 

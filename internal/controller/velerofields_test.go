@@ -48,7 +48,7 @@ func TestJudgeUnknown(t *testing.T) {
 		{"resource policies refused, uploader config ignored", map[string]any{
 			"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"},
 			"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused,
-			"[spec.resourcePolicy: Salvor has no resource policies: use the include and exclude fields and labelSelector]", "[uploaderConfig]"},
+			"[spec.resourcePolicy: Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector]", "[uploaderConfig]"},
 		{"a restore's status refused", map[string]any{
 			"restoreStatus": map[string]any{"includedResources": []any{"*"}}}, restoreRefused,
 			"[spec.restoreStatus: Salvor restores no item's status (the cluster's controllers write it anew): remove it]", "[]"},

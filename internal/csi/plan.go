@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -39,16 +40,17 @@ func SnapshotOfClaim(claim *unstructured.Unstructured) string {
 	return claim.GetLabels()[salvorv1.VolumeSnapshotNameLabel]
 }
 
-// Plan is how a backup treats a volume provisioned by a CSI driver.
+// Plan is how a backup treats a persistent volume.
 type Plan struct {
 	// Driver is the volume's CSI driver; empty when the volume is not a
-	// CSI volume, and then nothing else is set.
+	// CSI volume, and then Class is empty too.
 	Driver string
 	// Class is the VolumeSnapshotClass its snapshot is taken with; empty
 	// when there is none for the driver or no snapshot is wanted.
 	Class string
-	// Skip says why no snapshot is wanted (snapshotVolumes false, the
-	// claim's opt-out annotation); empty when one is.
+	// Skip says why no snapshot is wanted (a volume policy that says skip,
+	// snapshotVolumes false, the claim's opt-out annotation); empty when
+	// one is.
 	Skip string
 }
 
@@ -58,32 +60,40 @@ func (p Plan) NoClass() string {
 		p.Driver, salvorv1.CSISnapshotClassLabel, salvorv1.VeleroCSISnapshotClassLabel, salvorv1.CSISnapshotClassAnnotationPrefix, p.Driver)
 }
 
-// PlanVolume decides how backup b treats persistent volume pv: not at all
-// when it is not a CSI volume; no snapshot when the backup or the volume's
-// claim opts out; otherwise a snapshot with the class the backup names for
-// the driver (an annotation), or the one labelled for it.
-func PlanVolume(ctx context.Context, dyn dynamic.Interface, pv *unstructured.Unstructured, b *salvorv1.Backup) (Plan, error) {
+// PlanVolume decides how backup b, with its resource policies, treats
+// persistent volume pv. No snapshot is wanted when the claim of a CSI
+// volume opts out (Salvor's annotation, the most specific word); else when
+// the first volume policy that matches says skip; else, unless one says
+// snapshot, when the backup's snapshotVolumes is false (a policy's word
+// wins over it, as in Velero). A CSI volume that is wanted is snapshotted
+// with the class the backup names for the driver (an annotation), or the
+// one labelled for it.
+func PlanVolume(ctx context.Context, dyn dynamic.Interface, pv *unstructured.Unstructured, b *salvorv1.Backup, policies *resourcepolicy.Policies) (Plan, error) {
 	driver, _, _ := unstructured.NestedString(pv.Object, "spec", "csi", "driver")
-	if driver == "" {
-		return Plan{}, nil
-	}
 	p := Plan{Driver: driver}
-	if b.Spec.SnapshotVolumes != nil && !*b.Spec.SnapshotVolumes {
-		p.Skip = "the backup's snapshotVolumes is false"
-		return p, nil
-	}
-	if ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace"); ns != "" {
+	var claim *unstructured.Unstructured
+	if ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace"); ns != "" && (driver != "" || policies.HasVolumePolicies()) {
 		name, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
-		claim, err := dyn.Resource(PVCGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		c, err := dyn.Resource(PVCGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
-			if claim.GetAnnotations()[salvorv1.SkipVolumeSnapshotAnnotation] == "true" {
-				p.Skip = fmt.Sprintf("its claim %s/%s is annotated %s=true", ns, name, salvorv1.SkipVolumeSnapshotAnnotation)
-				return p, nil
-			}
+			claim = c
 		case !apierrors.IsNotFound(err):
 			return p, fmt.Errorf("reading claim %s/%s of persistentvolume %s: %w", ns, name, pv.GetName(), err)
 		}
+	}
+	decision := policies.Decide(pv, claim)
+	switch {
+	case driver != "" && claim != nil && claim.GetAnnotations()[salvorv1.SkipVolumeSnapshotAnnotation] == "true":
+		p.Skip = fmt.Sprintf("its claim %s/%s is annotated %s=true", claim.GetNamespace(), claim.GetName(), salvorv1.SkipVolumeSnapshotAnnotation)
+	case decision.Action == resourcepolicy.Skip:
+		p.Skip = decision.String()
+	case decision.Action == resourcepolicy.Snapshot:
+	case b.Spec.SnapshotVolumes != nil && !*b.Spec.SnapshotVolumes:
+		p.Skip = "the backup's snapshotVolumes is false"
+	}
+	if p.Skip != "" || driver == "" {
+		return p, nil
 	}
 	class, err := classFor(ctx, dyn, driver, b)
 	p.Class = class

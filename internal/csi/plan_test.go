@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -61,6 +62,7 @@ func TestPlanVolume(t *testing.T) {
 	for _, claim := range []map[string]any{
 		{"name": "plain"},
 		{"name": "skipped", "annotations": map[string]any{salvorv1.SkipVolumeSnapshotAnnotation: "true"}},
+		{"name": "scratch", "labels": map[string]any{"tier": "scratch"}},
 	} {
 		claim["namespace"] = "default"
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": claim,
@@ -74,6 +76,7 @@ func TestPlanVolume(t *testing.T) {
 		name        string
 		pv          *unstructured.Unstructured
 		backup      salvorv1.Backup
+		policies    string // volumePolicies, in Velero's YAML
 		want        Plan
 		errContains string
 	}{
@@ -103,9 +106,43 @@ func TestPlanVolume(t *testing.T) {
 		{name: "the claim opts out", pv: csiVolume("one.csi", "default", "skipped"),
 			want: Plan{Driver: "one.csi", Skip: "its claim default/skipped is annotated " + salvorv1.SkipVolumeSnapshotAnnotation + "=true"}},
 		{name: "claim gone", pv: csiVolume("one.csi", "default", "gone"), want: Plan{Driver: "one.csi", Class: "ours"}},
+		{name: "a volume policy skips the driver's volumes", pv: csiVolume("one.csi", "default", "plain"),
+			policies: "[{conditions: {csi: {driver: one.csi}}, action: {type: skip}}]",
+			want:     Plan{Driver: "one.csi", Skip: "volumePolicies[0] of policies says skip"}},
+		{name: "the first matching policy decides", pv: csiVolume("one.csi", "default", "plain"),
+			policies: "[{conditions: {csi: {driver: two.csi}}, action: {type: skip}}, {conditions: {csi: {}}, action: {type: snapshot}}, {conditions: {}, action: {type: skip}}]",
+			want:     Plan{Driver: "one.csi", Class: "ours"}},
+		{name: "a snapshot policy wins over snapshotVolumes false", pv: csiVolume("one.csi", "default", "plain"),
+			backup: salvorv1.Backup{Spec: salvorv1.BackupSpec{SnapshotVolumes: &no}}, policies: "[{conditions: {csi: {}}, action: {type: snapshot}}]",
+			want: Plan{Driver: "one.csi", Class: "ours"}},
+		{name: "snapshotVolumes false where no policy matches", pv: csiVolume("one.csi", "default", "plain"),
+			backup: salvorv1.Backup{Spec: salvorv1.BackupSpec{SnapshotVolumes: &no}}, policies: "[{conditions: {nfs: {}}, action: {type: snapshot}}]",
+			want: Plan{Driver: "one.csi", Skip: "the backup's snapshotVolumes is false"}},
+		{name: "the claim's opt-out wins over a snapshot policy", pv: csiVolume("one.csi", "default", "skipped"),
+			policies: "[{conditions: {}, action: {type: snapshot}}]",
+			want:     Plan{Driver: "one.csi", Skip: "its claim default/skipped is annotated " + salvorv1.SkipVolumeSnapshotAnnotation + "=true"}},
+		{name: "a policy on the claim's labels", pv: csiVolume("one.csi", "default", "scratch"),
+			policies: "[{conditions: {pvcLabels: {tier: scratch}}, action: {type: skip}}]",
+			want:     Plan{Driver: "one.csi", Skip: "volumePolicies[0] of policies says skip"}},
+		{name: "a policy on the claim's labels, another claim", pv: csiVolume("one.csi", "default", "plain"),
+			policies: "[{conditions: {pvcLabels: {tier: scratch}}, action: {type: skip}}]",
+			want:     Plan{Driver: "one.csi", Class: "ours"}},
+		{name: "a policy skips a volume that is not CSI's", pv: csiVolume("", "default", "scratch"),
+			policies: "[{conditions: {pvcLabels: {tier: scratch}}, action: {type: skip}}]",
+			want:     Plan{Skip: "volumePolicies[0] of policies says skip"}},
+		{name: "snapshotVolumes false, a volume that is not CSI's", pv: csiVolume("", "default", "plain"),
+			backup: salvorv1.Backup{Spec: salvorv1.BackupSpec{SnapshotVolumes: &no}},
+			want:   Plan{Skip: "the backup's snapshotVolumes is false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanVolume(ctx, dyn, tc.pv, &tc.backup)
+			var policies *resourcepolicy.Policies
+			if tc.policies != "" {
+				var problems []string
+				if policies, problems = resourcepolicy.Parse("policies", "version: v1\nvolumePolicies: "+tc.policies); len(problems) > 0 {
+					t.Fatal(problems)
+				}
+			}
+			got, err := PlanVolume(ctx, dyn, tc.pv, &tc.backup, policies)
 			if (err != nil) != (tc.errContains != "") || (err != nil && !strings.Contains(err.Error(), tc.errContains)) {
 				t.Fatalf("error %v, want one containing %q", err, tc.errContains)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -19,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -84,7 +87,17 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	if err != nil {
 		return nil, nil, "", nil, fmt.Errorf("reading persistentvolume %s of claim %s/%s: %w", volume, claim.GetNamespace(), claim.GetName(), err)
 	}
-	plan, err := csi.PlanVolume(ctx, dyn, pv, b)
+	// The backup's resource policies are read for each claim (one GET): the
+	// action keeps nothing between calls. Gone or broken since the backup
+	// was validated, they fail the claim rather than be guessed at.
+	policies, problems, err := resourcepolicy.Load(ctx, configmapref.Dynamic(dyn), b.Namespace, b.Spec.ResourcePolicy)
+	if err == nil && len(problems) > 0 {
+		err = errors.New(strings.Join(problems, "; "))
+	}
+	if err != nil {
+		return nil, nil, "", nil, fmt.Errorf("backup %s: claim %s/%s: its resource policies: %w", b.Name, claim.GetNamespace(), claim.GetName(), err)
+	}
+	plan, err := csi.PlanVolume(ctx, dyn, pv, b, policies)
 	if err != nil || plan.Class == "" {
 		// No class is the backup engine's warning to give: a volume
 		// snapshot location may snapshot the volume instead.

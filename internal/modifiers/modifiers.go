@@ -13,7 +13,6 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/gobwas/glob"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/resources"
 )
 
@@ -83,16 +83,10 @@ type rule struct {
 	strategic  [][]byte
 }
 
-// Parse reads the rules in a ConfigMap's data; source names the ConfigMap
-// in messages. The problems say what to fix; with any, the rules are nil.
-func Parse(source string, data map[string]string) (*Rules, []string) {
-	if len(data) != 1 {
-		return nil, []string{fmt.Sprintf("%s has %d data keys: resource modifier rules are one YAML document under one key (kubectl create configmap NAME --from-file rules.yaml)", source, len(data))}
-	}
-	var text string
-	for _, v := range data {
-		text = v
-	}
+// Parse reads the rules in text, a ConfigMap's one value; source names
+// the ConfigMap in messages. The problems say what to fix; with any, the
+// rules are nil.
+func Parse(source, text string) (*Rules, []string) {
 	var doc document
 	if err := yaml.UnmarshalStrict([]byte(text), &doc); err != nil {
 		return nil, []string{fmt.Sprintf("%s: reading its resource modifier rules: %v", source, err)}
@@ -421,31 +415,12 @@ func (r rule) patch(doc []byte, gvk schema.GroupVersionKind) ([]byte, error) {
 	return doc, nil
 }
 
-// Getter reads the data of a ConfigMap; an error that the API server
-// answers NotFound says the ConfigMap is not there.
-type Getter func(ctx context.Context, namespace, name string) (map[string]string, error)
+// field is spec.resourceModifier, for configmapref's messages.
+var field = configmapref.Field{Path: "spec.resourceModifier", Holds: "resource modifier rules", Source: "resource modifier configmap", Owner: "restore", File: "rules.yaml"}
 
 // Load reads the rules a restore's spec.resourceModifier names (nil: no
-// rules) from the ConfigMap in the restore's namespace. Problems say what
-// to fix in the reference or the rules; an error is the API server's.
-func Load(ctx context.Context, get Getter, namespace string, ref *corev1.TypedLocalObjectReference) (*Rules, []string, error) {
-	if ref == nil {
-		return nil, nil, nil
-	}
-	switch {
-	case !strings.EqualFold(ref.Kind, "configmap") || ref.APIGroup != nil && *ref.APIGroup != "":
-		return nil, []string{fmt.Sprintf("spec.resourceModifier: kind %q: resource modifiers are kept in a ConfigMap (kind: configmap)", ref.Kind)}, nil
-	case ref.Name == "":
-		return nil, []string{"spec.resourceModifier.name is required: the ConfigMap holding the rules"}, nil
-	}
-	source := fmt.Sprintf("resource modifier configmap %s/%s", namespace, ref.Name)
-	data, err := get(ctx, namespace, ref.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, []string{fmt.Sprintf("spec.resourceModifier: %s does not exist: create it in the restore's namespace (kubectl create configmap %s -n %s --from-file rules.yaml)", source, ref.Name, namespace)}, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", source, err)
-	}
-	rules, problems := Parse(source, data)
-	return rules, problems, nil
+// rules). The problems say what is wrong with the reference or the rules;
+// the error, that the ConfigMap could not be read.
+func Load(ctx context.Context, get configmapref.Getter, namespace string, ref *corev1.TypedLocalObjectReference) (*Rules, []string, error) {
+	return configmapref.Load(ctx, get, namespace, field, ref, Parse)
 }

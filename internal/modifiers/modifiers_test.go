@@ -24,7 +24,7 @@ func object(t *testing.T, s string) *unstructured.Unstructured {
 
 func rules(t *testing.T, doc string) *Rules {
 	t.Helper()
-	r, problems := Parse("configmap salvor/mods", map[string]string{"rules.yaml": doc})
+	r, problems := Parse("configmap salvor/mods", doc)
 	if len(problems) > 0 {
 		t.Fatalf("rules refused: %q", problems)
 	}
@@ -269,24 +269,23 @@ resourceModifierRules:
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		data map[string]string
+		data string
 		want string // in the problems; "" none
 	}{
-		{"two keys", map[string]string{"a": "", "b": ""}, "has 2 data keys: resource modifier rules are one YAML document under one key"},
-		{"not YAML of rules", map[string]string{"r": "version: v1\nresourceModifierRule: []"}, `reading its resource modifier rules: error unmarshaling JSON: while decoding JSON: json: unknown field "resourceModifierRule"`},
-		{"another version", map[string]string{"r": "version: v2\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: remove, path: /a}]}]"}, `version "v2": resource modifiers have version v1`},
-		{"no rules", map[string]string{"r": "version: v1\nresourceModifierRules: []"}, "resourceModifierRules is empty"},
-		{"no group resource", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {}, patches: [{operation: remove, path: /a}]}]"}, "resourceModifierRules[0]: conditions.groupResource is required"},
-		{"a bad regexp", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: '('}, patches: [{operation: remove, path: /a}]}]"}, "conditions.resourceNameRegex \"(\": error parsing regexp"},
-		{"a bad namespace pattern", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, namespaces: ['a{b}*']}, patches: [{operation: remove, path: /a}]}]"}, "namespace pattern \"a{b}*\" in conditions.namespaces uses \"{\""},
-		{"two kinds of patch", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: remove, path: /a}], mergePatches: [{patchData: '{}'}]}]"}, "give one of patches, mergePatches and strategicPatches (it gives 2)"},
-		{"no patch", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}}]"}, "(it gives 0)"},
-		{"an unknown operation", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: rename, path: /a}]}]"}, `patches[0]: operation "rename": use one of add, remove, replace, move, copy, test`},
-		{"a copy from nowhere", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: copy, path: /a}]}]"}, "patches[0]: copy needs from"},
-		{"a value that is broken JSON", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: add, path: /a, value: '{x'}]}]"}, "value {x starts as JSON but is not"},
-		{"a merge patch that is not a mapping", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, mergePatches: [{patchData: '[1]'}]}]"}, "mergePatches[0].patchData is not a YAML or JSON mapping"},
-		{"a match without a path", map[string]string{"r": "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, matches: [{value: x}]}, patches: [{operation: remove, path: /a}]}]"}, "conditions.matches[0]: path is required"},
-		{"Velero's documented example", map[string]string{"mods.yaml": "version: v1\nresourceModifierRules:\n- conditions:\n    groupResource: deployments.apps\n    resourceNameRegex: \"^test-.*$\"\n    namespaces: [bar, foo]\n  patches:\n  - operation: add\n    path: \"/spec/template/spec/containers/0\"\n    value: \"{\\\"name\\\": \\\"nginx\\\", \\\"image\\\": \\\"nginx:1.14.2\\\", \\\"ports\\\": [{\\\"containerPort\\\": 80}]}\"\n  - operation: copy\n    from: \"/spec/template/spec/containers/0\"\n    path: \"/spec/template/spec/containers/1\"\n"}, ""},
+		{"not YAML of rules", "version: v1\nresourceModifierRule: []", `reading its resource modifier rules: error unmarshaling JSON: while decoding JSON: json: unknown field "resourceModifierRule"`},
+		{"another version", "version: v2\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: remove, path: /a}]}]", `version "v2": resource modifiers have version v1`},
+		{"no rules", "version: v1\nresourceModifierRules: []", "resourceModifierRules is empty"},
+		{"no group resource", "version: v1\nresourceModifierRules: [{conditions: {}, patches: [{operation: remove, path: /a}]}]", "resourceModifierRules[0]: conditions.groupResource is required"},
+		{"a bad regexp", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: '('}, patches: [{operation: remove, path: /a}]}]", "conditions.resourceNameRegex \"(\": error parsing regexp"},
+		{"a bad namespace pattern", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, namespaces: ['a{b}*']}, patches: [{operation: remove, path: /a}]}]", "namespace pattern \"a{b}*\" in conditions.namespaces uses \"{\""},
+		{"two kinds of patch", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: remove, path: /a}], mergePatches: [{patchData: '{}'}]}]", "give one of patches, mergePatches and strategicPatches (it gives 2)"},
+		{"no patch", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}}]", "(it gives 0)"},
+		{"an unknown operation", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: rename, path: /a}]}]", `patches[0]: operation "rename": use one of add, remove, replace, move, copy, test`},
+		{"a copy from nowhere", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: copy, path: /a}]}]", "patches[0]: copy needs from"},
+		{"a value that is broken JSON", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, patches: [{operation: add, path: /a, value: '{x'}]}]", "value {x starts as JSON but is not"},
+		{"a merge patch that is not a mapping", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods}, mergePatches: [{patchData: '[1]'}]}]", "mergePatches[0].patchData is not a YAML or JSON mapping"},
+		{"a match without a path", "version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, matches: [{value: x}]}, patches: [{operation: remove, path: /a}]}]", "conditions.matches[0]: path is required"},
+		{"Velero's documented example", "version: v1\nresourceModifierRules:\n- conditions:\n    groupResource: deployments.apps\n    resourceNameRegex: \"^test-.*$\"\n    namespaces: [bar, foo]\n  patches:\n  - operation: add\n    path: \"/spec/template/spec/containers/0\"\n    value: \"{\\\"name\\\": \\\"nginx\\\", \\\"image\\\": \\\"nginx:1.14.2\\\", \\\"ports\\\": [{\\\"containerPort\\\": 80}]}\"\n  - operation: copy\n    from: \"/spec/template/spec/containers/0\"\n    path: \"/spec/template/spec/containers/1\"\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, problems := Parse("configmap salvor/mods", tc.data)
@@ -322,7 +321,7 @@ func TestLoad(t *testing.T) {
 		{"none", nil, false, ""},
 		{"Velero's kind", &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "mods"}, true, ""},
 		{"kubectl's kind", &corev1.TypedLocalObjectReference{Kind: "ConfigMap", Name: "mods"}, true, ""},
-		{"another kind", &corev1.TypedLocalObjectReference{Kind: "Secret", Name: "mods"}, false, `spec.resourceModifier: kind "Secret": resource modifiers are kept in a ConfigMap`},
+		{"another kind", &corev1.TypedLocalObjectReference{Kind: "Secret", Name: "mods"}, false, `spec.resourceModifier: kind "Secret": resource modifier rules are kept in a ConfigMap`},
 		{"another group", &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "configmap", Name: "mods"}, false, "kept in a ConfigMap"},
 		{"no name", &corev1.TypedLocalObjectReference{Kind: "configmap"}, false, "spec.resourceModifier.name is required"},
 		{"missing", &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "gone"}, false,

@@ -450,6 +450,26 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 		t.Errorf("after a backup without snapshots the driver holds %d snapshots (%v), want 1", len(snaps), err)
 	}
 
+	// A volume policy that says snapshot wins over snapshotVolumes false,
+	// in the CSI action (which reads the policies itself) as in the engine;
+	// the claim's own opt-out still wins over it.
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "csi-policy", Namespace: "salvor"},
+		Data: map[string]string{"policies.yaml": "version: v1\nvolumePolicies: [{conditions: {csi: {driver: " + testbed.CSIDriverName + "}}, action: {type: snapshot}}]"}})
+	c.mustSalvor(t, "backup", "create", "bypolicy", "--include-namespaces", "mixed", "--snapshot-volumes=false", "--resource-policies-configmap", "csi-policy")
+	b = c.waitBackup(t, "bypolicy", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Errorf("backup by policy: %+v\n%s", b.Status, c.mustSalvor(t, "backup", "describe", "bypolicy", "--details"))
+	}
+	items = tarball(t, openStore(t, cfg), "bypolicy")
+	for claim, want := range map[string]bool{"orphan": false, "scratch": false, "data": true} {
+		if got := items["persistentvolumeclaims/mixed/"+claim].GetAnnotations()[salvorv1.VolumeSnapshotNameLabel] != ""; got != want {
+			t.Errorf("backup by policy: claim %s snapshotted: %v, want %v", claim, got, want)
+		}
+	}
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
+		t.Errorf("after the backup by policy the driver holds %d snapshots (%v), want 2", len(snaps), err)
+	}
+
 	// Restored where the driver is unknown (no CSIDriver, StorageClass or
 	// VolumeSnapshotClass names it), the snapshot fails naming the driver,
 	// and the claim's operation with it (the claim is created, as an item

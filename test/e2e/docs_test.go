@@ -201,6 +201,23 @@ func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocComma
 				t.Errorf("the guide's resource modifiers did not give the restored claim storage class premium: %v, %v", restored.Spec.StorageClassName, err)
 			}
 		})
+	case d.File == "docs/migrating-from-velero.md" && strings.Contains(line, "--resource-policies-configmap skip-scratch"):
+		// The policies as the guide writes them, a scratch volume they skip
+		// (no snapshot location serves it: taken, it would be a warning),
+		// and a default location of its own (the guide makes its own
+		// default further on, which then replaces it).
+		policies := docBlock(t, d.File, "  version: v1\n  volumePolicies:")
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "skip-scratch", Namespace: "salvor"}, Data: map[string]string{"policies.yaml": policies}})
+		scratch := hostPathVolume("shop-scratch", t.TempDir(), "shop", "scratch")
+		scratch[1].SetLabels(map[string]string{"tier": "scratch"})
+		c.create(t, scratch...)
+		c.mustSalvor(t, "backup-location", "create", "policies", "--provider", "salvor.dev/filesystem", "--bucket", "backups", "--config", "root="+t.TempDir(), "--default")
+		c.waitLocation(t, "policies", salvorv1.BackupStorageLocationPhaseAvailable)
+		t.Cleanup(func() {
+			if b := c.getBackup(t, "apps"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Warnings != 0 || b.Status.VolumeSnapshotsAttempted != 0 {
+				t.Errorf("the guide's resource policies did not skip the scratch volume: %+v", b.Status)
+			}
+		})
 	case d.File == "docs/migrating-from-velero.md" && strings.HasPrefix(line, "restore create"):
 		t.Cleanup(func() {
 			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "legacy", Name: "from-velero"}, &corev1.ConfigMap{}); err != nil {

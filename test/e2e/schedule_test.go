@@ -458,6 +458,9 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		{bad("no-such-location", func(s *salvorv1.ScheduleSpec) { s.Template.StorageLocation = "elsewhere" }), `spec.template: backup storage location "elsewhere" does not exist`},
 		{bad("no-such-snapshot-location", func(s *salvorv1.ScheduleSpec) { s.Template.VolumeSnapshotLocations = []string{"aws-west"} }),
 			`spec.template: volume snapshot location "aws-west" does not exist in namespace salvor`},
+		{bad("no-such-policies", func(s *salvorv1.ScheduleSpec) {
+			s.Template.ResourcePolicy = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "nowhere"}
+		}), "spec.template: spec.resourcePolicy: resource policies configmap salvor/nowhere does not exist"},
 	} {
 		c.create(t, tc.s)
 		eventually(t, tc.s.Name+" FailedValidation", 30*time.Second, func() (bool, string) {
@@ -477,7 +480,7 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 			strings.Contains(strings.Join(got.Status.ValidationErrors, "\n"), "spec.template.hooks: Salvor does not run backup hooks"), fmt.Sprintf("%+v", got.Status)
 	})
 	// None of them made a backup (they would have at once).
-	for _, n := range []string{"four-fields", "bad-zone", "negative", "policy", "no-such-resource", "no-such-location", "with-hooks"} {
+	for _, n := range []string{"four-fields", "bad-zone", "negative", "policy", "no-such-resource", "no-such-location", "no-such-policies", "with-hooks"} {
 		if bs := c.scheduleBackups(t, n); len(bs) != 0 {
 			t.Errorf("invalid schedule %s made backup %s", n, bs[0].Name)
 		}

@@ -895,3 +895,86 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 		t.Errorf("set --credential with two: %v\n%s", err, out)
 	}
 }
+
+// TestResourcePoliciesDecideSnapshots runs Velero's resource policies
+// through the CLI: a volume policy on the claim's labels skips one volume's
+// data (its objects are kept), one on the volume's type snapshots the
+// other although the backup says --snapshot-volumes=false, and the
+// policy's resource lists leave ConfigMaps out. Policies Salvor cannot
+// carry out as written fail validation saying what to fix.
+func TestResourcePoliciesDecideSnapshots(t *testing.T) {
+	c, _, cfg, snapshots := withLocalVolumes(t, "")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pol"}})
+	scratch := hostPathVolume("pol-scratch", volume(t, 2, 1<<10), "pol", "scratch")
+	scratch[1].SetLabels(map[string]string{"tier": "scratch"})
+	c.create(t, scratch...)
+	c.create(t, hostPathVolume("pol-db", volume(t, 3, 1<<12), "pol", "db")...)
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "pol"}, Data: map[string]string{"a": "b"}})
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "skip-scratch", Namespace: "salvor"}, Data: map[string]string{"policies.yaml": `version: v1
+volumePolicies:
+- conditions: {pvcLabels: {tier: scratch}}
+  action: {type: skip}
+- conditions: {volumeTypes: [hostPath], capacity: "0,10Gi"}
+  action: {type: snapshot}
+includeExcludePolicy:
+  excludedNamespaceScopedResources: [configmaps]
+`}})
+
+	c.mustSalvor(t, "backup", "create", "pol", "--include-namespaces", "pol", "--resource-policies-configmap", "skip-scratch", "--snapshot-volumes=false", "--wait")
+	b := c.getBackup(t, "pol")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.VolumeSnapshotsAttempted != 1 || b.Status.VolumeSnapshotsCompleted != 1 || b.Status.Warnings != 0 {
+		t.Fatalf("backup pol: %+v\n%s", b.Status, c.mustSalvor(t, "backup", "describe", "pol", "--details"))
+	}
+	if len(treeSums(t, snapshots)) == 0 {
+		t.Error("the snapshot policy's volume is not in the snapshot location")
+	}
+	items := tarball(t, openStore(t, cfg), "pol")
+	for _, key := range []string{"persistentvolumeclaims/pol/scratch", "persistentvolumeclaims/pol/db", "persistentvolumes//pol-scratch", "persistentvolumes//pol-db"} {
+		if items[key] == nil {
+			t.Errorf("the tarball lacks %s: a skipped volume keeps its objects", key)
+		}
+	}
+	if items["configmaps/pol/settings"] != nil {
+		t.Error("the policy's excludedNamespaceScopedResources did not leave configmaps out")
+	}
+	snaps := c.mustSalvor(t, "backup", "describe", "pol", "--details")
+	if !strings.Contains(snaps, "Resource policies: configmap skip-scratch") || !strings.Contains(snaps, "pol-db") || strings.Contains(snaps, "pol-scratch:") {
+		t.Errorf("describe:\n%s", snaps)
+	}
+	if logs := c.mustSalvor(t, "backup", "logs", "pol"); !strings.Contains(logs, "volumePolicies[0] of resource policies configmap salvor/skip-scratch says skip") {
+		t.Errorf("the backup's log does not say which policy skipped pol-scratch:\n%s", logs)
+	}
+
+	for name, tc := range map[string]struct{ policies, want string }{
+		"fs-backup": {"version: v1\nvolumePolicies: [{conditions: {nfs: {}}, action: {type: fs-backup}}]",
+			"resource policies configmap salvor/fs-backup: volumePolicies[0]: action fs-backup: Salvor has no file-system backup"},
+		"typo": {"version: v1\nvolumePolicies: [{conditions: {pvcLabel: {a: b}}, action: {type: skip}}]", `unknown field "pvcLabel"`},
+		"unknown-resource": {"version: v1\nincludeExcludePolicy: {excludedNamespaceScopedResources: [confgmaps]}",
+			`spec.resourcePolicy: includeExcludePolicy.excludedNamespaceScopedResources: "confgmaps" is not a resource this cluster serves`},
+	} {
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor"}, Data: map[string]string{"policies.yaml": tc.policies}})
+		if out, err := c.salvor(t, "backup", "create", name, "--include-namespaces", "pol", "--resource-policies-configmap", name, "--wait"); err == nil {
+			t.Errorf("backup %s: no error\n%s", name, out)
+		}
+		b := c.waitBackup(t, name, salvorv1.BackupPhaseFailedValidation)
+		if !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), tc.want) {
+			t.Errorf("backup %s: validation errors %q, want %q", name, b.Status.ValidationErrors, tc.want)
+		}
+	}
+	// A policy's resource lists and the older filters do not combine, and a
+	// ConfigMap that is not there is named with how to make it.
+	for name, args := range map[string][]string{
+		"old-filters": {"--include-resources", "persistentvolumeclaims", "--resource-policies-configmap", "skip-scratch"},
+		"no-such":     {"--resource-policies-configmap", "nowhere"},
+	} {
+		_, _ = c.salvor(t, append([]string{"backup", "create", name, "--include-namespaces", "pol"}, args...)...)
+	}
+	if b := c.waitBackup(t, "old-filters", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"),
+		"includeExcludePolicy chooses resources by scope, which does not combine with the backup's includedResources") {
+		t.Errorf("old-filters: %q", b.Status.ValidationErrors)
+	}
+	if b := c.waitBackup(t, "no-such", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"),
+		"spec.resourcePolicy: resource policies configmap salvor/nowhere does not exist: create it in the backup's namespace (kubectl create configmap nowhere -n salvor --from-file policies.yaml)") {
+		t.Errorf("no-such: %q", b.Status.ValidationErrors)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,7 @@ type SpecFlags struct {
 	snapshotVolumes                    string
 	volumeSnapshotLocations            []string
 	strict                             bool
+	resourcePolicies                   string
 	// Labels and Annotations go on the object made (a schedule passes its
 	// own to its backups, as Velero's do).
 	Labels, Annotations map[string]string
@@ -71,7 +73,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 		Short: "Create a backup",
 		Example: `  salvor backup create nightly --include-namespaces app,db --ttl 72h --wait
   salvor backup create web --include-resources deployments.apps,configmaps --selector app=web
-  salvor backup create everything --storage-location s3 --item-operation-timeout 30m`,
+  salvor backup create everything --storage-location s3 --item-operation-timeout 30m
+  salvor backup create apps --include-namespaces shop --resource-policies-configmap skip-scratch`,
 		Args: cobra.ExactArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			b, err := o.backup(cmd.Context(), c, args[0], k.Namespace)
@@ -135,6 +138,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
 	f.StringSliceVar(&o.volumeSnapshotLocations, "volume-snapshot-locations", nil, "the volume snapshot location to snapshot volumes through (default: the one marked default, or the only one)")
+	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): volume policies that skip or snapshot volumes, resource lists merged under the backup's")
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
 	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
@@ -145,7 +149,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
 	"include-cluster-resources", "include-namespace-scoped-resources", "exclude-namespace-scoped-resources",
 	"include-cluster-scoped-resources", "exclude-cluster-scoped-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
-	"volume-snapshot-locations", "strict"}
+	"volume-snapshot-locations", "resource-policies-configmap", "strict"}
 
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
@@ -178,6 +182,9 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 		IncludedClusterScopedResources: o.scoped[2], ExcludedClusterScopedResources: o.scoped[3],
 
 		VolumeSnapshotLocations: o.volumeSnapshotLocations,
+	}
+	if o.resourcePolicies != "" {
+		spec.ResourcePolicy = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.resourcePolicies}
 	}
 	var err error
 	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {

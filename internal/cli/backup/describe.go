@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,6 +145,9 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector, s.OrLabelSelectors), s.StorageLocation)
 	if len(s.VolumeSnapshotLocations) > 0 {
 		fmt.Fprintf(w, "Snapshot location: %s\n", output.List(s.VolumeSnapshotLocations, ""))
+	}
+	if p := s.ResourcePolicy; p != nil {
+		fmt.Fprintf(w, "Resource policies: %s %s\n", strings.ToLower(p.Kind), p.Name)
 	}
 	if s.TTL.Duration > 0 {
 		fmt.Fprintf(w, "TTL:          %s\n", s.TTL.Duration)

@@ -15,8 +15,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no data mover (kept, listed as ignored)"},
 	{Name: "parallel-files-upload", Path: []string{"uploaderConfig", "parallelFilesUpload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
-	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
-		Usage: "Velero's; Salvor has no resource policies: the backup fails validation"},
 	{Name: "ordered-resources", Path: []string{"orderedResources"}, Value: veleroflag.Ordered,
 		Usage: "Velero's; Salvor writes items in its own order: the backup fails validation"},
 }

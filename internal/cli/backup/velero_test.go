@@ -25,8 +25,6 @@ func TestVeleroFields(t *testing.T) {
 				"uploaderConfig.parallelFilesUpload": int64(4), "datamover": "velero"}, ""},
 		{[]string{"--ordered-resources", "pods=ns1/a,ns1/b;persistentvolumeclaims=ns1/c"},
 			map[string]any{"orderedResources": map[string]any{"pods": "ns1/a,ns1/b", "persistentvolumeclaims": "ns1/c"}}, ""},
-		{[]string{"--resource-policies-configmap", "policy"},
-			map[string]any{"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"}}, ""},
 		{[]string{"--csi-snapshot-timeout", "soon"}, nil, `--csi-snapshot-timeout="soon"`},
 		{[]string{"--parallel-files-upload", "many"}, nil, `--parallel-files-upload="many"`},
 		{[]string{"--ordered-resources", "pods"}, nil, "want RESOURCE=NS/NAME"},
@@ -111,5 +109,31 @@ func TestScopedResourceFlags(t *testing.T) {
 	}
 	if g := o.Changed(); len(g) != 4 {
 		t.Errorf("Changed() = %v, want the four flags", g)
+	}
+}
+
+// --resource-policies-configmap is Velero's flag for the spec's
+// resourcePolicy, a reference to a ConfigMap, written as Velero writes it.
+func TestResourcePoliciesFlag(t *testing.T) {
+	o := &SpecFlags{}
+	f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+	o.AddFlags(f)
+	if err := f.Parse([]string{"--resource-policies-configmap", "skip-scratch"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := o.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := spec.ResourcePolicy; r == nil || r.Kind != "configmap" || r.Name != "skip-scratch" || r.APIGroup != nil {
+		t.Fatalf("resourcePolicy %+v, want configmap skip-scratch", r)
+	}
+	if given := o.Changed(); fmt.Sprint(given) != "[--resource-policies-configmap]" {
+		t.Fatalf("Changed() = %v: --from-schedule would not refuse it", given)
+	}
+	o = &SpecFlags{}
+	o.AddFlags(pflag.NewFlagSet("create", pflag.ContinueOnError))
+	if spec, _ := o.Spec(); spec.ResourcePolicy != nil {
+		t.Fatalf("no flag, resourcePolicy %+v", spec.ResourcePolicy)
 	}
 }

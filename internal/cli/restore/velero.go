@@ -10,7 +10,7 @@ var veleroFlags = []veleroflag.Flag{
 	{Name: "parallel-files-download", Path: []string{"uploaderConfig", "parallelFilesDownload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
 	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
-		Usage: "Velero's; Salvor has no resource policies: the restore fails validation"},
+		Usage: "Velero's; Salvor applies resource policies to backups only: the restore fails validation"},
 	{Name: "status-include-resources", Path: []string{"restoreStatus", "includedResources"}, Value: veleroflag.List,
 		Usage: "Velero's; Salvor restores no item's status: the restore fails validation"},
 	{Name: "status-exclude-resources", Path: []string{"restoreStatus", "excludedResources"}, Value: veleroflag.List,

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -95,6 +96,15 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	SnapshotVolumes *bool `json:"snapshotVolumes,omitempty"`
+	// ResourcePolicy names a ConfigMap in the backup's namespace whose one
+	// key holds resource policies in Velero's format (version v1, Velero's
+	// field; kind "configmap"): volumePolicies, whose first match for a
+	// volume says skip (its object is kept, its data is not) or snapshot;
+	// and includeExcludePolicy, resource lists merged under the spec's own
+	// per-scope lists.
+	// +optional
+	// +nullable
+	ResourcePolicy *corev1.TypedLocalObjectReference `json:"resourcePolicy,omitempty"`
 	// VolumeSnapshotLocations names the VolumeSnapshotLocation that
 	// snapshots the backup's volumes (Velero's field); empty means the
 	// default one, or the only one. Salvor snapshots a backup through one

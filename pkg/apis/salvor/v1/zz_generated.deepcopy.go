@@ -156,6 +156,11 @@ func (in *BackupSpec) DeepCopyInto(out *BackupSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ResourcePolicy != nil {
+		in, out := &in.ResourcePolicy, &out.ResourcePolicy
+		*out = new(corev1.TypedLocalObjectReference)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.VolumeSnapshotLocations != nil {
 		in, out := &in.VolumeSnapshotLocations, &out.VolumeSnapshotLocations
 		*out = make([]string, len(*in))

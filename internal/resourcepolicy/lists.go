@@ -1,0 +1,72 @@
+package resourcepolicy
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Conflicts says what in spec the policy's includeExcludePolicy cannot be
+// combined with: Velero's older way of choosing resources, which the
+// per-scope lists replace.
+func (p *Policies) Conflicts(spec salvorv1.BackupSpec) []string {
+	if p.Lists() == nil || len(spec.IncludedResources) == 0 && len(spec.ExcludedResources) == 0 && spec.IncludeClusterResources == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s: includeExcludePolicy chooses resources by scope, which does not combine with the backup's includedResources, "+
+		"excludedResources and includeClusterResources (Velero refuses both too): use the backup's per-scope fields, or remove the policy's lists", p.source)}
+}
+
+// Fields are the policy's lists by the name of the field each is in, for
+// checking their names against the cluster's resources.
+func (p *Policies) Fields() map[string][]string {
+	l := p.Lists()
+	if l == nil {
+		return nil
+	}
+	return map[string][]string{
+		"includeExcludePolicy.includedClusterScopedResources":   l.IncludedClusterScopedResources,
+		"includeExcludePolicy.excludedClusterScopedResources":   l.ExcludedClusterScopedResources,
+		"includeExcludePolicy.includedNamespaceScopedResources": l.IncludedNamespaceScopedResources,
+		"includeExcludePolicy.excludedNamespaceScopedResources": l.ExcludedNamespaceScopedResources,
+	}
+}
+
+// Merge returns spec with the policy's lists merged under its own, as
+// Velero merges them: for each resource of the cluster's (all) that a
+// policy entry names, the entry's list of that scope gets the resource
+// unless the spec's lists of that scope already include or exclude it —
+// so the spec wins where both speak of a resource. Exclusions are merged
+// first, as in Velero.
+func (p *Policies) Merge(spec salvorv1.BackupSpec, all []resources.Resource) salvorv1.BackupSpec {
+	l := p.Lists()
+	if l == nil {
+		return spec
+	}
+	spec.IncludedNamespaceScopedResources = slices.Clone(spec.IncludedNamespaceScopedResources)
+	spec.ExcludedNamespaceScopedResources = slices.Clone(spec.ExcludedNamespaceScopedResources)
+	spec.IncludedClusterScopedResources = slices.Clone(spec.IncludedClusterScopedResources)
+	spec.ExcludedClusterScopedResources = slices.Clone(spec.ExcludedClusterScopedResources)
+	for _, m := range []struct {
+		namespaced bool
+		from       []string
+		inc, exc   *[]string
+		to         *[]string
+	}{
+		{true, l.ExcludedNamespaceScopedResources, &spec.IncludedNamespaceScopedResources, &spec.ExcludedNamespaceScopedResources, &spec.ExcludedNamespaceScopedResources},
+		{true, l.IncludedNamespaceScopedResources, &spec.IncludedNamespaceScopedResources, &spec.ExcludedNamespaceScopedResources, &spec.IncludedNamespaceScopedResources},
+		{false, l.ExcludedClusterScopedResources, &spec.IncludedClusterScopedResources, &spec.ExcludedClusterScopedResources, &spec.ExcludedClusterScopedResources},
+		{false, l.IncludedClusterScopedResources, &spec.IncludedClusterScopedResources, &spec.ExcludedClusterScopedResources, &spec.IncludedClusterScopedResources},
+	} {
+		for _, name := range m.from {
+			for _, res := range all {
+				if res.Namespaced == m.namespaced && res.MatchesAny([]string{name}) && !res.MatchesAny(*m.inc) && !res.MatchesAny(*m.exc) {
+					*m.to = append(*m.to, res.String())
+				}
+			}
+		}
+	}
+	return spec
+}
