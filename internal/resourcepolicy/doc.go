@@ -14,6 +14,6 @@
 // Everything is checked when the backup is validated, and what Salvor
 // cannot do as asked is refused there rather than done otherwise: the
 // fs-backup and custom actions (Salvor has no file-system backup, and
-// runs no custom volume actions) and the filter policies Velero applies
-// to restores.
+// runs no custom volume actions) and Velero's fine-grained filter policies
+// (clusterScopedFilterPolicy, namespacedFilterPolicies).
 package resourcepolicy

@@ -22,8 +22,9 @@ type document struct {
 	Version              string          `json:"version"`
 	VolumePolicies       []volumeSpec    `json:"volumePolicies,omitempty"`
 	IncludeExcludePolicy *IncludeExclude `json:"includeExcludePolicy,omitempty"`
-	// Velero applies these to restores; read so that a backup's is
-	// refused by name rather than as an unknown field.
+	// Velero's fine-grained filter policies (per-kind and per-namespace
+	// resource filters): read so that they are refused by name, saying
+	// what to use, rather than as unknown fields.
 	ClusterScopedFilterPolicy json.RawMessage `json:"clusterScopedFilterPolicy,omitempty"`
 	NamespacedFilterPolicies  json.RawMessage `json:"namespacedFilterPolicies,omitempty"`
 }
@@ -169,11 +170,14 @@ func Parse(source, text string) (*Policies, []string) {
 	if doc.Version != "v1" {
 		add("version %q: resource policies have version v1", doc.Version)
 	}
-	if len(doc.ClusterScopedFilterPolicy) > 0 {
-		add("clusterScopedFilterPolicy: Velero applies it to restores, not backups: remove it")
-	}
-	if len(doc.NamespacedFilterPolicies) > 0 {
-		add("namespacedFilterPolicies: Velero applies them to restores, not backups: remove them")
+	for _, f := range []struct {
+		field string
+		raw   json.RawMessage
+	}{{"clusterScopedFilterPolicy", doc.ClusterScopedFilterPolicy}, {"namespacedFilterPolicies", doc.NamespacedFilterPolicies}} {
+		if len(f.raw) > 0 && string(f.raw) != "null" {
+			add("%s: Salvor does not apply Velero's fine-grained filter policies: remove it, and choose items with the backup's own fields "+
+				"(includedNamespaces, the per-scope resource lists, labelSelector or orLabelSelectors) or this policy's includeExcludePolicy", f.field)
+		}
 	}
 	out := &Policies{source: source, lists: doc.IncludeExcludePolicy}
 	for i, spec := range doc.VolumePolicies {

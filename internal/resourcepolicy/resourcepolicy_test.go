@@ -77,8 +77,8 @@ volumePolicies:
 		{"an access mode", "version: v1\nvolumePolicies: [{conditions: {pvcAccessModes: [RWO]}, action: {type: skip}}]", `conditions.pvcAccessModes: "RWO" is not one of ReadWriteOnce`},
 		{"a star in the lists", "version: v1\nincludeExcludePolicy: {includedClusterScopedResources: ['*']}", `includeExcludePolicy: includedClusterScopedResources and excludedClusterScopedResources name resources, not "*"`},
 		{"in both lists", "version: v1\nincludeExcludePolicy: {includedNamespaceScopedResources: [pods], excludedNamespaceScopedResources: [pods]}", `"pods" is both in includedNamespaceScopedResources and excludedNamespaceScopedResources`},
-		{"a restore's filter policy", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: ['*']}]}", "clusterScopedFilterPolicy: Velero applies it to restores, not backups: remove it"},
-		{"a restore's namespaced filter policies", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a]}]", "namespacedFilterPolicies: Velero applies them to restores"},
+		{"a fine-grained filter policy", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: ['*']}]}", "clusterScopedFilterPolicy: Salvor does not apply Velero's fine-grained filter policies: remove it, and choose items with the backup's own fields"},
+		{"namespaced filter policies", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a]}]", "namespacedFilterPolicies: Salvor does not apply Velero's fine-grained filter policies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, problems := Parse("policies salvor/p", tc.text)
