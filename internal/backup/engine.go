@@ -145,7 +145,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	}
 	// Validation has read the policies once already; problems here mean
 	// the ConfigMap changed since, and the backup stops before it starts.
-	policies, problems, err := resourcepolicy.Load(ctx, configmapref.Dynamic(e.Dynamic), b.Namespace, b.Spec.ResourcePolicy)
+	policies, problems, err := resourcepolicy.ForBackup(ctx, configmapref.Dynamic(e.Dynamic), b)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", b.Name, err)
 	}

@@ -52,6 +52,10 @@ type BackupReconciler struct {
 	// Runs is shared with the garbage collector, which cancels a backup
 	// deleted while it runs and waits for it to stop.
 	Runs *Runs
+	// GlobalVolumePolicies names the ConfigMap of volume policies that
+	// follow every backup's own (--global-backup-volume-policies-configmap);
+	// empty for none.
+	GlobalVolumePolicies string
 }
 
 // SetupWithManager registers the reconciler.
@@ -179,6 +183,16 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	b.Spec.StorageLocation = bsl.Name
 	b.Labels[salvorv1.LocationLabel] = bsl.Name
+	// The engine and the CSI actions read the global policies from here:
+	// the server's, never one the backup's author named.
+	if r.GlobalVolumePolicies != "" {
+		if b.Annotations == nil {
+			b.Annotations = map[string]string{}
+		}
+		b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation] = r.GlobalVolumePolicies
+	} else {
+		delete(b.Annotations, salvorv1.VeleroGlobalVolumePoliciesAnnotation)
+	}
 	controllerutil.AddFinalizer(b, salvorv1.FilesFinalizer)
 	status := b.Status
 	if err := r.Client.Patch(ctx, b, patch); err != nil {
@@ -283,6 +297,13 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (pr
 	}
 	refused, ignored := judgeUnknown(extra, backupRefused, "spec.")
 	problems = append(problems, refused...)
+	// Checked at the server's start, and again here: the ConfigMap may
+	// have gone or been broken since.
+	_, bad, err := resourcepolicy.LoadGlobal(ctx, configMaps(r.APIReader), b.Namespace, r.GlobalVolumePolicies)
+	if err != nil {
+		return nil, nil, err
+	}
+	problems = append(problems, bad...)
 	if b.Spec.Strict && (len(b.Spec.IncludedNamespaces) > 0 || len(b.Spec.ExcludedNamespaces) > 0) {
 		list, err := r.Engine.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -90,7 +90,7 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	// The backup's resource policies are read for each claim (one GET): the
 	// action keeps nothing between calls. Gone or broken since the backup
 	// was validated, they fail the claim rather than be guessed at.
-	policies, problems, err := resourcepolicy.Load(ctx, configmapref.Dynamic(dyn), b.Namespace, b.Spec.ResourcePolicy)
+	policies, problems, err := resourcepolicy.ForBackup(ctx, configmapref.Dynamic(dyn), b)
 	if err == nil && len(problems) > 0 {
 		err = errors.New(strings.Join(problems, "; "))
 	}

@@ -11,6 +11,10 @@
 //   - includeExcludePolicy: per-scope resource lists merged under the
 //     backup's own, which win where both speak of a resource.
 //
+// The server's global backup volume policies (salvor server
+// --global-backup-volume-policies-configmap, Velero's) follow a backup's
+// own: a backup's policy decides where both match.
+//
 // Everything is checked when the backup is validated, and what Salvor
 // cannot do as asked is refused there rather than done otherwise: the
 // fs-backup and custom actions (Salvor has no file-system backup, and

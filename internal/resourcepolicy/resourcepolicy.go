@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/salvor-dev/salvor/internal/configmapref"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // document is the ConfigMap's value, field for field as Velero reads it.
@@ -117,7 +118,8 @@ type Policies struct {
 }
 
 type volumePolicy struct {
-	n        int // its index in volumePolicies
+	source   string // the ConfigMap it is in, for messages
+	n        int    // its index in volumePolicies
 	action   Action
 	capacity capacity
 	classes  []string
@@ -181,7 +183,7 @@ func Parse(source, text string) (*Policies, []string) {
 	}
 	out := &Policies{source: source, lists: doc.IncludeExcludePolicy}
 	for i, spec := range doc.VolumePolicies {
-		v, ps := compile(i, spec)
+		v, ps := compile(source, i, spec)
 		for _, p := range ps {
 			add("volumePolicies[%d]: %s", i, p)
 		}
@@ -209,9 +211,9 @@ func Parse(source, text string) (*Policies, []string) {
 	return out, nil
 }
 
-func compile(n int, spec volumeSpec) (volumePolicy, []string) {
+func compile(source string, n int, spec volumeSpec) (volumePolicy, []string) {
 	c := spec.Conditions
-	v := volumePolicy{n: n, action: Action(spec.Action.Type), classes: c.StorageClass, nfs: c.NFS, csi: c.CSI,
+	v := volumePolicy{source: source, n: n, action: Action(spec.Action.Type), classes: c.StorageClass, nfs: c.NFS, csi: c.CSI,
 		phases: c.PVCPhase, mode: c.PVCVolumeMode, access: c.PVCAccessModes}
 	var problems []string
 	switch v.action {
@@ -319,6 +321,22 @@ func (p *Policies) Lists() *IncludeExclude {
 // HasVolumePolicies tells whether any volume policy may decide a volume.
 func (p *Policies) HasVolumePolicies() bool { return p != nil && len(p.volumes) > 0 }
 
+// Then returns p's policies followed by global's volume policies, as
+// Velero merges a backup's with the server's global ones: the backup's
+// come first, so they decide where both match; global's resource lists
+// are not used (they are a backup's choice, not a baseline).
+func (p *Policies) Then(global *Policies) *Policies {
+	if !global.HasVolumePolicies() {
+		return p
+	}
+	out := &Policies{source: global.source}
+	if p != nil {
+		out.source, out.lists, out.volumes = p.source, p.lists, slices.Clone(p.volumes)
+	}
+	out.volumes = append(out.volumes, global.volumes...)
+	return out
+}
+
 // Decision is what the volume policies say of one volume.
 type Decision struct {
 	// Action is the first matching policy's; empty when none matched.
@@ -342,7 +360,7 @@ func (p *Policies) Decide(pv, claim *unstructured.Unstructured) Decision {
 	}
 	for _, v := range p.volumes {
 		if v.matches(pv, claim) {
-			return Decision{Action: v.action, Policy: v.n, source: p.source}
+			return Decision{Action: v.action, Policy: v.n, source: v.source}
 		}
 	}
 	return Decision{}
@@ -413,6 +431,35 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// GlobalField is the server's flag naming its global backup volume
+// policies, for configmapref's messages.
+var GlobalField = configmapref.Field{Path: "--global-backup-volume-policies-configmap", Holds: "resource policies",
+	Source: "global backup volume policies configmap", Owner: "server", File: "policies.yaml"}
+
+// LoadGlobal reads the server's global backup volume policies, the
+// ConfigMap name in namespace (none: nil).
+func LoadGlobal(ctx context.Context, get configmapref.Getter, namespace, name string) (*Policies, []string, error) {
+	if name == "" {
+		return nil, nil, nil
+	}
+	return configmapref.Load(ctx, get, namespace, GlobalField, &corev1.TypedLocalObjectReference{Kind: "configmap", Name: name}, Parse)
+}
+
+// ForBackup reads the policies that decide backup b: its own
+// (spec.resourcePolicy), then the server's global volume policies it was
+// started with (the annotation the server sets, Velero's).
+func ForBackup(ctx context.Context, get configmapref.Getter, b *salvorv1.Backup) (*Policies, []string, error) {
+	own, problems, err := Load(ctx, get, b.Namespace, b.Spec.ResourcePolicy)
+	if err != nil || len(problems) > 0 {
+		return nil, problems, err
+	}
+	global, problems, err := LoadGlobal(ctx, get, b.Namespace, b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation])
+	if err != nil || len(problems) > 0 {
+		return nil, problems, err
+	}
+	return own.Then(global), nil, nil
 }
 
 // field is spec.resourcePolicy, for configmapref's messages.

@@ -172,3 +172,42 @@ func TestDecide(t *testing.T) {
 		t.Fatalf("no policies decided %+v", d)
 	}
 }
+
+// TestThen: a backup's volume policies come before the server's global
+// ones, so they decide where both match; the global ones decide the rest,
+// and a decision names the ConfigMap its policy is in.
+func TestThen(t *testing.T) {
+	parse := func(source, text string) *Policies {
+		p, problems := Parse(source, text)
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		return p
+	}
+	own := parse("backup's", "version: v1\nvolumePolicies: [{conditions: {nfs: {}}, action: {type: snapshot}}]\nincludeExcludePolicy: {excludedNamespaceScopedResources: [events]}")
+	global := parse("global", "version: v1\nvolumePolicies: [{conditions: {}, action: {type: skip}}]\nincludeExcludePolicy: {excludedNamespaceScopedResources: [secrets]}")
+	nfs := object("PersistentVolume", map[string]any{"spec": map[string]any{"nfs": map[string]any{"server": "a", "path": "/"}}})
+	host := object("PersistentVolume", map[string]any{"spec": map[string]any{"hostPath": map[string]any{"path": "/data"}}})
+	for _, tc := range []struct {
+		name     string
+		p        *Policies
+		pv       *unstructured.Unstructured
+		decision string
+	}{
+		{"the backup's first", own.Then(global), nfs, "volumePolicies[0] of backup's says snapshot"},
+		{"then the global ones", own.Then(global), host, "volumePolicies[0] of global says skip"},
+		{"the global ones alone", (*Policies)(nil).Then(global), nfs, "volumePolicies[0] of global says skip"},
+		{"no global ones", own.Then(nil), host, ""},
+	} {
+		d := tc.p.Decide(tc.pv, nil)
+		if got := map[bool]string{true: d.String(), false: ""}[d.Action != ""]; got != tc.decision {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.decision)
+		}
+	}
+	if l := own.Then(global).Lists(); l == nil || len(l.ExcludedNamespaceScopedResources) != 1 || l.ExcludedNamespaceScopedResources[0] != "events" {
+		t.Errorf("merged lists %+v: want the backup's alone", l)
+	}
+	if l := (*Policies)(nil).Then(global).Lists(); l != nil {
+		t.Errorf("the global lists %+v are used", l)
+	}
+}

@@ -978,3 +978,58 @@ includeExcludePolicy:
 		t.Errorf("no-such: %q", b.Status.ValidationErrors)
 	}
 }
+
+// TestGlobalVolumePolicies: `salvor server --global-backup-volume-policies-configmap`
+// (Velero's flag) gives every backup volume policies that follow its own.
+// The server does not start with the ConfigMap missing; a backup records
+// the one it ran with, its own policies decide first, the global ones the
+// rest; once the ConfigMap is broken, backups fail validation saying so.
+func TestGlobalVolumePolicies(t *testing.T) {
+	c := startCluster(t)
+	if out, err := c.salvor(t, "server", "--global-backup-volume-policies-configmap", "nowhere"); err == nil ||
+		!strings.Contains(out, "--global-backup-volume-policies-configmap: global backup volume policies configmap salvor/nowhere does not exist: create it in the server's namespace") {
+		t.Fatalf("a server with its global policies missing: %v\n%s", err, tail(out, 20))
+	}
+	global := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "global-volume-policy", Namespace: "salvor"},
+		Data: map[string]string{"policies.yaml": "version: v1\nvolumePolicies: [{conditions: {pvcLabels: {tier: scratch}}, action: {type: skip}}]"}}
+	c.create(t, global, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "salvor"},
+		Data: map[string]string{"policies.yaml": "version: v1\nvolumePolicies: [{conditions: {pvcLabels: {keep: \"yes\"}}, action: {type: snapshot}}]"}})
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--global-backup-volume-policies-configmap", "global-volume-policy")
+	c.s3Location(t, minio, "primary", "backups", true)
+	snapshots := t.TempDir()
+	c.mustSalvor(t, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume", "--default", "--config", "snapshotDir="+snapshots)
+
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "glob"}})
+	for name, labels := range map[string]map[string]string{
+		"scratch": {"tier": "scratch"},                // the global policy skips it
+		"kept":    {"tier": "scratch", "keep": "yes"}, // the backup's own policy comes first
+		"plain":   nil,                                // no policy: snapshotted
+	} {
+		objs := hostPathVolume("glob-"+name, volume(t, 1, 1<<10), "glob", name)
+		objs[1].SetLabels(labels)
+		c.create(t, objs...)
+	}
+	c.mustSalvor(t, "backup", "create", "glob", "--include-namespaces", "glob", "--resource-policies-configmap", "keep", "--wait")
+	b := c.getBackup(t, "glob")
+	if b.Status.VolumeSnapshotsAttempted != 2 || b.Status.VolumeSnapshotsCompleted != 2 || b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation] != "global-volume-policy" {
+		t.Fatalf("backup glob: annotations %v, %+v\n%s", b.Annotations, b.Status, c.mustSalvor(t, "backup", "describe", "glob", "--details"))
+	}
+	logs := c.mustSalvor(t, "backup", "logs", "glob")
+	if !strings.Contains(logs, "volumePolicies[0] of global backup volume policies configmap salvor/global-volume-policy says skip") || strings.Contains(logs, `"volume":"glob-kept","because"`) {
+		t.Errorf("the backup's log does not say the global policy skipped glob-scratch (and only it):\n%s", logs)
+	}
+	if out := c.mustSalvor(t, "backup", "describe", "glob"); !strings.Contains(out, "Global volume policies: configmap global-volume-policy") {
+		t.Errorf("describe:\n%s", out)
+	}
+
+	global.Data["policies.yaml"] = "version: v1\nvolumePolicies: [{conditions: {}, action: {type: fs-backup}}]"
+	if err := c.client.Update(context.Background(), global); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.salvor(t, "backup", "create", "broken", "--include-namespaces", "glob")
+	if b := c.waitBackup(t, "broken", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"),
+		"global backup volume policies configmap salvor/global-volume-policy: volumePolicies[0]: action fs-backup: Salvor has no file-system backup") {
+		t.Errorf("a backup after the global policies broke: %q", b.Status.ValidationErrors)
+	}
+}

@@ -149,6 +149,9 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	if p := s.ResourcePolicy; p != nil {
 		fmt.Fprintf(w, "Resource policies: %s %s\n", strings.ToLower(p.Kind), p.Name)
 	}
+	if name := b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation]; name != "" {
+		fmt.Fprintf(w, "Global volume policies: configmap %s\n", name)
+	}
 	if s.TTL.Duration > 0 {
 		fmt.Fprintf(w, "TTL:          %s\n", s.TTL.Duration)
 	}

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,16 +27,19 @@ import (
 	"github.com/salvor-dev/salvor/internal/buildinfo"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 type options struct {
 	kube                 *kube.Options
+	globalPolicies       string
 	pluginDir            string
 	metricsAddress       string
 	metricsSecure        bool
@@ -141,6 +146,7 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
 	f.DurationVar(&o.finalizeBackoff, "finalize-backoff", 2*time.Second, "delay after a failed finalisation, doubled after each failure up to a minute")
+	f.StringVar(&o.globalPolicies, "global-backup-volume-policies-configmap", "", "a ConfigMap in the server's namespace holding volume policies (Velero's resource policies format) that follow every backup's own; checked at start, the server does not start with it missing or wrong (Velero's flag)")
 	refused = veleroflag.Refuse(f, []veleroflag.Refused{
 		{Why: veleroflag.NoNodeAgent, Bools: []string{"default-volumes-to-fs-backup", "default-snapshot-move-data"},
 			Values: []string{"uploader-type", "fs-backup-timeout", "default-repo-maintain-frequency"}},
@@ -152,7 +158,7 @@ process, restarted if it dies.`,
 		{Why: "a backup without a location goes to the location marked default: salvor backup-location set NAME --default", Values: []string{"default-backup-storage-location"}},
 		{Why: "a backup snapshots through the snapshot locations marked default: salvor snapshot-location set NAME --default", Values: []string{"default-volume-snapshot-locations"}},
 		{Why: "Salvor's controllers run together (a ReadOnly location takes no backups; a paused schedule makes none)", Values: []string{"disable-controllers"}},
-		{Why: "Salvor has no volume group snapshots or backup volume policies", Values: []string{"volume-group-snapshot-label-key", "global-backup-volume-policies-configmap"}},
+		{Why: "Salvor has no volume group snapshots", Values: []string{"volume-group-snapshot-label-key"}},
 		{Why: "each of Salvor's waits has a flag of its own (--additional-items-ready-timeout, --default-item-operation-timeout, --plugin-timeout)", Values: []string{"resource-timeout"}},
 		{Why: "Salvor's requests to the API server are bounded by --client-qps and --client-burst", Values: []string{"max-concurrent-k8s-connections"}},
 	})
@@ -209,6 +215,14 @@ func (o *options) run(ctx context.Context) error {
 	// than the bytes it saves.
 	cfg.DisableCompression = true
 
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkGlobalPolicies(ctx, dyn, o.kube.Namespace, o.globalPolicies, logger); err != nil {
+		return err
+	}
+
 	removeKubeconfig, err := o.kube.ShareWithPlugins()
 	if err != nil {
 		return err
@@ -261,10 +275,6 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	// One JSON client reads backups' LIST pages and posts restores'
 	// creates, each without decoding what it does not need.
 	raw, err := restore.NewCreateClient(cfg)
@@ -292,6 +302,8 @@ func (o *options) run(ctx context.Context) error {
 			Log:           logger,
 			MaxConcurrent: o.maxConcurrentBackups,
 			DefaultTTL:    o.defaultTTL,
+
+			GlobalVolumePolicies: o.globalPolicies,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval, SyncPeriod: o.syncPeriod},
 		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
@@ -359,4 +371,23 @@ func (o *options) run(ctx context.Context) error {
 	metrics.ObserveBuild(build.Version, build.Commit, build.GoVersion)
 	logger.Info("salvor server starting", "namespace", o.kube.Namespace, "plugins", len(plugins.List()), "version", build.Version, "commit", build.Commit)
 	return mgr.Start(ctx)
+}
+
+// checkGlobalPolicies reads the global backup volume policies, so that a
+// server never runs backups without the baseline it was asked for. Only
+// their volume policies apply to every backup, as in Velero; resource lists
+// there are a backup's own choice, and are ignored with a warning.
+func checkGlobalPolicies(ctx context.Context, dyn dynamic.Interface, namespace, name string, log *slog.Logger) error {
+	global, problems, err := resourcepolicy.LoadGlobal(ctx, configmapref.Dynamic(dyn), namespace, name)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if global.Lists() != nil {
+		log.Warn("the global backup volume policies' includeExcludePolicy is ignored: only volume policies apply to every backup (as in Velero); put resource lists in a backup's own resource policies",
+			"configmap", namespace+"/"+name)
+	}
+	return nil
 }

@@ -34,6 +34,12 @@ const (
 	// BackupItemAction returns, backs up the additional items it names
 	// even where the backup's filters leave them out (Velero's).
 	VeleroMustIncludeAdditionalItemsAnnotation = "backup.velero.io/must-include-additional-items"
+	// VeleroGlobalVolumePoliciesAnnotation names, on a Backup, the
+	// ConfigMap of global backup volume policies the server ran it with
+	// (salvor server --global-backup-volume-policies-configmap; Velero's
+	// name): they follow the backup's own, and the CSI actions read them
+	// from here as the engine does.
+	VeleroGlobalVolumePoliciesAnnotation = "velero.io/global-backup-volume-policy-configmap"
 
 	// SyncedAnnotation marks a Backup created by sync from object storage:
 	// it is a record of a finished backup, never one to run. Its value is
