@@ -230,8 +230,9 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 			{"includedClusterScopedResources", spec.IncludedClusterScopedResources}, {"excludedClusterScopedResources", spec.ExcludedClusterScopedResources}} {
 			problems = append(problems, resources.Unknown(f.field, f.names, served, unavailable, nil)...)
 		}
-		for _, field := range slices.Sorted(maps.Keys(policies.Fields())) {
-			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, policies.Fields()[field], served, unavailable, nil)...)
+		fields := policies.Fields()
+		for _, field := range slices.Sorted(maps.Keys(fields)) {
+			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, fields[field], served, unavailable, nil)...)
 		}
 	}
 	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)

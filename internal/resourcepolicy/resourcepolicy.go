@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -240,7 +241,7 @@ func compile(source string, n int, spec volumeSpec) (volumePolicy, []string) {
 	for _, t := range c.VolumeTypes {
 		key, ok := volumeTypes[t]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("conditions.volumeTypes: %q is not a volume type: use one of %s", t, strings.Join(sortedKeys(volumeTypes), ", ")))
+			problems = append(problems, fmt.Sprintf("conditions.volumeTypes: %q is not a volume type: use one of %s", t, strings.Join(slices.Sorted(maps.Keys(volumeTypes)), ", ")))
 		}
 		v.types = append(v.types, key)
 	}
@@ -268,15 +269,6 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // parseCapacity reads Velero's "low,high" (either side may be empty: no
@@ -358,15 +350,7 @@ func (p *Policies) Decide(pv, claim *unstructured.Unstructured) Decision {
 	if !p.HasVolumePolicies() {
 		return Decision{}
 	}
-	for _, v := range p.volumes {
-		if v.matches(pv, claim) {
-			return Decision{Action: v.action, Policy: v.n, source: v.source}
-		}
-	}
-	return Decision{}
-}
-
-func (v volumePolicy) matches(pv, claim *unstructured.Unstructured) bool {
+	// The volume's spec and size are read once, not once per policy.
 	spec, _, _ := unstructured.NestedMap(pv.Object, "spec")
 	size := resource.Quantity{}
 	if s, _, _ := unstructured.NestedString(spec, "capacity", "storage"); s != "" {
@@ -374,6 +358,16 @@ func (v volumePolicy) matches(pv, claim *unstructured.Unstructured) bool {
 			size = q
 		}
 	}
+	for _, v := range p.volumes {
+		if v.matches(spec, size, claim) {
+			return Decision{Action: v.action, Policy: v.n, source: v.source}
+		}
+	}
+	return Decision{}
+}
+
+// matches judges a persistent volume by its spec and size, and its claim.
+func (v volumePolicy) matches(spec map[string]any, size resource.Quantity, claim *unstructured.Unstructured) bool {
 	if !v.capacity.contains(size) {
 		return false
 	}
