@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -236,7 +238,11 @@ func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup
 // custom resources the cluster may not serve yet). Without the backup's
 // resource list it checks nothing rather than refuse a good name.
 func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList func() (*persistence.ListSummary, error)) []string {
-	if len(rs.Spec.IncludedResources) == 0 && len(rs.Spec.ExcludedResources) == 0 {
+	lists := map[string][]string{"includedResources": rs.Spec.IncludedResources, "excludedResources": rs.Spec.ExcludedResources}
+	if st := rs.Spec.RestoreStatus; st != nil {
+		lists["restoreStatus.includedResources"], lists["restoreStatus.excludedResources"] = st.IncludedResources, st.ExcludedResources
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Values(lists)), func(names []string) bool { return len(names) > 0 }) {
 		return nil
 	}
 	served, unavailable, err := resources.Discover(r.Engine.Discovery)
@@ -261,8 +267,11 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList 
 		plural, _, _ := strings.Cut(crd, ".")
 		inBackup[strings.ToLower(crd)], inBackup[strings.ToLower(plural)] = true, true
 	}
-	problems := resources.Unknown("includedResources", rs.Spec.IncludedResources, served, unavailable, inBackup)
-	return append(problems, resources.Unknown("excludedResources", rs.Spec.ExcludedResources, served, unavailable, inBackup)...)
+	var problems []string
+	for _, field := range slices.Sorted(maps.Keys(lists)) {
+		problems = append(problems, resources.Unknown(field, lists[field], served, unavailable, inBackup)...)
+	}
+	return problems
 }
 
 // unmatchedNamespaces names, for a strict restore, the namespaces its

@@ -33,7 +33,6 @@ var backupRefused = map[string]string{
 // what a restore selects or the objects it makes.
 var restoreRefused = map[string]string{
 	"resourcePolicy": "Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector",
-	"restoreStatus":  "Salvor restores no item's status (the cluster's controllers write it anew): remove it",
 }
 
 // unknownFields returns the fields of the stored object at path that the

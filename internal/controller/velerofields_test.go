@@ -17,7 +17,7 @@ func TestJSONFieldsNameEverySpecField(t *testing.T) {
 		some  []string
 	}{
 		{salvorv1.BackupSpec{}, []string{"includedNamespaces", "storageLocation", "ttl", "snapshotVolumes", "strict"}},
-		{salvorv1.RestoreSpec{}, []string{"backupName", "scheduleName", "namespaceMapping", "restorePVs", "preserveNodePorts"}},
+		{salvorv1.RestoreSpec{}, []string{"backupName", "scheduleName", "namespaceMapping", "restorePVs", "preserveNodePorts", "restoreStatus"}},
 	} {
 		typ := reflect.TypeOf(tc.typed)
 		got := jsonFields(typ)
@@ -49,10 +49,7 @@ func TestJudgeUnknown(t *testing.T) {
 			"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"},
 			"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused,
 			"[spec.resourcePolicy: Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector]", "[uploaderConfig]"},
-		{"a restore's status refused", map[string]any{
-			"restoreStatus": map[string]any{"includedResources": []any{"*"}}}, restoreRefused,
-			"[spec.restoreStatus: Salvor restores no item's status (the cluster's controllers write it anew): remove it]", "[]"},
-		{"the restore's empty status list", map[string]any{"restoreStatus": map[string]any{"includedResources": []any{}}}, restoreRefused, "[]", "[]"},
+		{"an empty resource policy", map[string]any{"resourcePolicy": map[string]any{}}, restoreRefused, "[]", "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			problems, ignored := judgeUnknown(tc.extra, tc.refused, "spec.")

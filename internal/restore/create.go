@@ -73,7 +73,10 @@ func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVer
 	return gv.WithResource(it.kind.gr.Resource), res.Namespaced, true
 }
 
-func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, what, ns string) {
+// create makes obj, an item of the backup, or handles it as the
+// existing-resource policy says; an item it makes gets status, what it
+// held in the backup, back if the restore asks (statusToRestore).
+func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructured, status any, what, ns string) {
 	gvr, namespaced, ok := r.gvrFor(it, obj)
 	item := r.dryName(it, obj)
 	if !ok {
@@ -124,6 +127,11 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	case err == nil:
 		r.restored.Add(1)
 		r.withoutData(it, what, ns)
+		if r.dry == nil {
+			if st := r.statusToRestore(it.kind.gr, obj, status, what, ns); st != nil {
+				r.putStatus(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), obj, st, what, ns)
+			}
+		}
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}

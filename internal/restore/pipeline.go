@@ -255,8 +255,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	} else if len(applied) > 0 {
 		r.log.Info("changed by resource modifier rules", "item", what, "resourceModifierRules", applied)
 	}
+	status := obj.Object["status"] // for restoreStatus, once the item is made
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
-	r.create(ctx, it, obj, what, target)
+	r.create(ctx, it, obj, status, what, target)
 }
 
 // lookup finds an additional item in the backup. Plugins see items in

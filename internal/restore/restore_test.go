@@ -81,6 +81,9 @@ func TestValidate(t *testing.T) {
 		{"same target", salvorv1.RestoreSpec{BackupName: "b", NamespaceMapping: map[string]string{"a": "x", "c": "x"}}, "maps both"},
 		{"policy", salvorv1.RestoreSpec{BackupName: "b", ExistingResourcePolicy: "replace"}, `existingResourcePolicy "replace"`},
 		{"both", salvorv1.RestoreSpec{BackupName: "b", IncludedResources: []string{"pods"}, ExcludedResources: []string{"pods"}}, "both included and excluded"},
+		{"status lists", salvorv1.RestoreSpec{BackupName: "b", RestoreStatus: &salvorv1.RestoreStatusSpec{IncludedResources: []string{"*"}, ExcludedResources: []string{"pods"}}}, ""},
+		{"status both", salvorv1.RestoreSpec{BackupName: "b", RestoreStatus: &salvorv1.RestoreStatusSpec{IncludedResources: []string{"svc"}, ExcludedResources: []string{"svc"}}},
+			`restoreStatus: resource "svc" is both included and excluded`},
 	} {
 		got := strings.Join(Validate(tc.spec), "; ")
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/salvor-dev/salvor/internal/resources"
@@ -45,6 +46,13 @@ func Validate(spec salvorv1.RestoreSpec) []string {
 	case "", salvorv1.ExistingResourcePolicyNone, salvorv1.ExistingResourcePolicyUpdate:
 	default:
 		problems = append(problems, fmt.Sprintf("existingResourcePolicy %q: must be none or update", spec.ExistingResourcePolicy))
+	}
+	if st := spec.RestoreStatus; st != nil {
+		for _, r := range st.ExcludedResources {
+			if slices.Contains(st.IncludedResources, r) {
+				problems = append(problems, fmt.Sprintf("restoreStatus: resource %q is both included and excluded: remove it from includedResources or excludedResources", r))
+			}
+		}
 	}
 	return append(problems, validateHooks(spec.Hooks)...)
 }

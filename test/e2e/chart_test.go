@@ -104,6 +104,7 @@ func TestHelmChart(t *testing.T) {
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.serveWidgets(t)
+	c.serveStatusCRDs(t) // the chart grants patch on gauges/status, as salvor install does
 	root, _ := testbin.ModuleRoot()
 	chart := filepath.Join(root, install.ChartDir)
 

@@ -218,6 +218,26 @@ func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocComma
 				t.Errorf("the guide's resource policies did not skip the scratch volume: %+v", b.Status)
 			}
 		})
+	case d.File == "docs/migrating-from-velero.md" && strings.Contains(line, "--status-include-resources services"):
+		// A load balancer's Service whose address no controller here
+		// would write again, backed up and then lost.
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}})
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "gateway", Namespace: "edge"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
+		c.create(t, svc)
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+		if err := c.client.Status().Update(context.Background(), svc); err != nil {
+			t.Fatal(err)
+		}
+		c.mustSalvor(t, "backup", "create", "edge", "--include-namespaces", "edge", "--wait")
+		c.deleteForGood(t, svc)
+		t.Cleanup(func() {
+			restored := &corev1.Service{}
+			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "edge", Name: "gateway"}, restored); err != nil ||
+				len(restored.Status.LoadBalancer.Ingress) != 1 || restored.Status.LoadBalancer.Ingress[0].IP != "203.0.113.7" {
+				t.Errorf("the guide's restore did not give the Service its load balancer's address back: %+v, %v", restored.Status, err)
+			}
+		})
 	case d.File == "docs/migrating-from-velero.md" && strings.HasPrefix(line, "restore create"):
 		t.Cleanup(func() {
 			if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "legacy", Name: "from-velero"}, &corev1.ConfigMap{}); err != nil {

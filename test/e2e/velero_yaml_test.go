@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,10 +232,14 @@ resourceModifierRules:
 	if out := c.mustSalvor(t, "restore", "describe", "patched"); !strings.Contains(out, "Modifiers:    configmap modifiers") {
 		t.Errorf("restore describe does not show the modifiers:\n%s", out)
 	}
-	_, _ = c.salvor(t, "restore", "create", "with-status", "--from-backup", "by-flags", "--status-include-resources", "deployments.apps")
-	if rs := c.waitRestore(t, "with-status", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
-		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.restoreStatus: Salvor restores no item's status") {
-		t.Errorf("restore with --status-include-resources: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
+	// Velero's status flags write restoreStatus, now Salvor's too.
+	c.mustSalvor(t, "restore", "create", "with-status", "--from-backup", "by-flags", "--namespace-mappings", "shop:shop-status",
+		"--status-include-resources", "deployments.apps", "--wait")
+	if rs := c.getRestore(t, "with-status"); rs.Spec.RestoreStatus == nil || !slices.Equal(rs.Spec.RestoreStatus.IncludedResources, []string{"deployments.apps"}) {
+		t.Errorf("restore with --status-include-resources: spec %+v", rs.Spec.RestoreStatus)
+	}
+	if out := c.mustSalvor(t, "restore", "describe", "with-status"); !strings.Contains(out, "Status of:    deployments.apps (excluded: <none>)") {
+		t.Errorf("restore describe does not show restoreStatus:\n%s", out)
 	}
 
 	// Velero's -o for create commands: the object printed (Velero's fields

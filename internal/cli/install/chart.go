@@ -81,8 +81,9 @@ func BuiltinResources(groups map[string]*Access, customGroups []string, kubeVers
 		names = append(names, g)
 	}
 	sort.Strings(names)
-	head := fmt.Sprintf("# What the server reads (get, list) and restores (create, patch) of the resources\n"+
-		"# Kubernetes %s serves, from its discovery, by API group (%d groups). Written by\n"+
+	head := fmt.Sprintf("# By API group, of the resources Kubernetes %s serves (from its discovery): what the\n"+
+		"# server reads (get, list), what it restores (create, patch), and whose status it restores\n"+
+		"# (patch resource/status); %d groups. Written by\n"+
 		"# `make chart-resources`; the end-to-end tests fail when it differs from the testbed's.\n", kubeVersion, len(names))
 	return append([]byte(head), b...), nil
 }

@@ -3,7 +3,9 @@ package install
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,12 +18,14 @@ import (
 )
 
 // ServerRules are what the server may do cluster-wide: get and list each
-// resource it backs up, create and patch each one it restores. RBAC has no
-// deny, and a rule for "*" covers every subresource too — a token for any
-// service account (serviceaccounts/token), a shell in any pod (pods/exec,
-// pods/attach), port forwarding, the kubelet (nodes/proxy). So the rules
-// name resources, as the cluster's discovery lists them, and never a
-// subresource; they hold no update, bind, escalate or impersonate, and
+// resource it backs up, create and patch each one it restores, and patch
+// the status of those (a restore's restoreStatus gives items their status
+// back through it). RBAC has no deny, and a rule for "*" covers every
+// subresource too — a token for any service account
+// (serviceaccounts/token), a shell in any pod (pods/exec, pods/attach),
+// port forwarding, the kubelet (nodes/proxy). So the rules name resources,
+// as the cluster's discovery lists them, and no subresource but status;
+// they hold no update, bind, escalate or impersonate, and
 // delete only on CSI snapshots (CSIRules). Resources a restore leaves out
 // by default (resources.NotRestored) are only read. The server may also
 // ask the API server who calls its metrics endpoint (TokenReview,
@@ -31,10 +35,12 @@ func ServerRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
 }
 
 // Access is what the server may do with one API group's resources: read
-// them (get, list) and restore them (create, patch).
+// them (get, list), restore them (create, patch), and restore the status
+// of those of them that have a status subresource (patch resource/status).
 type Access struct {
-	Read  []string `json:"read,omitempty"`
-	Write []string `json:"write,omitempty"`
+	Read   []string `json:"read,omitempty"`
+	Write  []string `json:"write,omitempty"`
+	Status []string `json:"status,omitempty"`
 }
 
 // ServerAccess sorts the discovered resources into what the server reads
@@ -45,16 +51,25 @@ func ServerAccess(lists []*metav1.APIResourceList) map[string]*Access {
 	for _, n := range resources.NotRestored {
 		notRestored[n] = true
 	}
+	statuses := map[string]map[string]bool{} // by group, the resources with a status subresource one may patch
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
 			continue
 		}
+		for _, r := range l.APIResources {
+			if res, ok := strings.CutSuffix(r.Name, "/status"); ok && slices.Contains(r.Verbs, "patch") {
+				if statuses[gv.Group] == nil {
+					statuses[gv.Group] = map[string]bool{}
+				}
+				statuses[gv.Group][res] = true
+			}
+		}
 		// Salvor's own objects are read wherever a backup looks; they are
 		// written only in Salvor's namespace, as its namespace role allows.
 		ownGroup := gv.Group == salvorv1.GroupVersion.Group
 		for _, r := range l.APIResources {
-			if r.Name == "" || containsSlash(r.Name) {
+			if r.Name == "" || strings.Contains(r.Name, "/") {
 				continue
 			}
 			verbs := map[string]bool{}
@@ -80,15 +95,22 @@ func ServerAccess(lists []*metav1.APIResourceList) map[string]*Access {
 			}
 		}
 	}
-	for _, a := range groups {
+	for g, a := range groups {
 		sort.Strings(a.Read)
 		sort.Strings(a.Write)
+		for _, r := range a.Write {
+			if statuses[g][r] {
+				a.Status = append(a.Status, r+"/status")
+			}
+		}
+		sort.Strings(a.Status) // as the chart does: "a-b/status" before "a/status"
 	}
 	return groups
 }
 
 // Rules turns access by group into the server's ClusterRole rules: per
-// group in order, one rule to read and one to restore, then AuthRules.
+// group in order, one rule to read, one to restore and one to restore
+// status, then AuthRules.
 // The Helm chart's template (charts/salvor) builds the same list.
 func Rules(groups map[string]*Access) []rbacv1.PolicyRule {
 	names := make([]string, 0, len(groups))
@@ -103,6 +125,9 @@ func Rules(groups map[string]*Access) []rbacv1.PolicyRule {
 		}
 		if rs := groups[g].Write; len(rs) > 0 {
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"create", "patch"}})
+		}
+		if rs := groups[g].Status; len(rs) > 0 {
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: rs, Verbs: []string{"patch"}})
 		}
 	}
 	rules = append(rules, CSIRules...)
@@ -126,15 +151,6 @@ var CSIRules = []rbacv1.PolicyRule{
 var AuthRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-}
-
-func containsSlash(s string) bool {
-	for _, c := range s {
-		if c == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 func appendOnce(list []string, s string) []string {

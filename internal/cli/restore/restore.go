@@ -35,6 +35,7 @@ type createOptions struct {
 	backup                               string
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
+	statusInclude, statusExclude         []string
 	selector, orSelector                 string
 	mappings                             []string
 	existing                             string
@@ -60,6 +61,7 @@ func newCreate(k *kube.Options) *cobra.Command {
   salvor restore create shop-copy --from-backup nightly --include-namespaces shop --namespace-mappings shop:shop-copy
   salvor restore create --from-backup nightly --existing-resource-policy update
   salvor restore create --from-backup nightly --resource-modifier-configmap premium-storage
+  salvor restore create --from-backup nightly --status-include-resources services,certificates.cert-manager.io
   salvor restore create --from-backup nightly --dry-run --wait`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,6 +117,12 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if o.modifiers != "" {
 				rs.Spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.modifiers}
 			}
+			switch {
+			case len(o.statusInclude) > 0:
+				rs.Spec.RestoreStatus = &salvorv1.RestoreStatusSpec{IncludedResources: o.statusInclude, ExcludedResources: o.statusExclude}
+			case len(o.statusExclude) > 0:
+				return fmt.Errorf("--status-exclude-resources narrows --status-include-resources, which is not given: name the resources whose status to restore (\"*\" for all)")
+			}
 			if o.restoreVolumes != "" {
 				v := o.restoreVolumes == "true"
 				if o.restoreVolumes != "true" && o.restoreVolumes != "false" {
@@ -168,6 +176,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.BoolVar(&o.preserveNodePorts, "preserve-nodeports", false, "keep every Service node port the backup holds (default: keep those someone set, let the cluster assign the others)")
 	f.StringVar(&o.schedule, "from-schedule", "", "restore the schedule's newest Completed backup (picked by the server when the restore starts)")
 	veleroflag.Add(f, veleroFlags)
+	f.StringSliceVar(&o.statusInclude, "status-include-resources", nil, `resources whose items get back the status the backup holds, after they are made (Velero's flag; "*" for all; an item's annotation velero.io/restore-status says otherwise)`)
+	f.StringSliceVar(&o.statusExclude, "status-exclude-resources", nil, "resources left out of --status-include-resources")
 	f.StringVar(&o.modifiers, "resource-modifier-configmap", "", "a ConfigMap in the server's namespace holding resource modifier rules (Velero's format): patches applied to the items they select before they are created")
 	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
 	kube.AddPrintFlag(f, &format)
@@ -312,6 +322,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
 			if m := s.ResourceModifier; m != nil {
 				fmt.Fprintf(w, "Modifiers:    %s %s\n", strings.ToLower(m.Kind), m.Name)
+			}
+			if rst := s.RestoreStatus; rst != nil {
+				fmt.Fprintf(w, "Status of:    %s (excluded: %s)\n", output.List(rst.IncludedResources, "*"), output.List(rst.ExcludedResources, "<none>"))
 			}
 			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
 			done, total := progress(rs)

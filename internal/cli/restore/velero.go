@@ -11,8 +11,4 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
 	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
 		Usage: "Velero's; Salvor applies resource policies to backups only: the restore fails validation"},
-	{Name: "status-include-resources", Path: []string{"restoreStatus", "includedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; Salvor restores no item's status: the restore fails validation"},
-	{Name: "status-exclude-resources", Path: []string{"restoreStatus", "excludedResources"}, Value: veleroflag.List,
-		Usage: "Velero's; Salvor restores no item's status: the restore fails validation"},
 }

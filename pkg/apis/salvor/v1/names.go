@@ -40,6 +40,10 @@ const (
 	// name): they follow the backup's own, and the CSI actions read them
 	// from here as the engine does.
 	VeleroGlobalVolumePoliciesAnnotation = "velero.io/global-backup-volume-policy-configmap"
+	// VeleroRestoreStatusAnnotation, "true" or "false" on a backed-up
+	// item, says whether a restore gives it its status back, over the
+	// restore's restoreStatus lists (Velero's name).
+	VeleroRestoreStatusAnnotation = "velero.io/restore-status"
 
 	// SyncedAnnotation marks a Backup created by sync from object storage:
 	// it is a record of a finished backup, never one to run. Its value is

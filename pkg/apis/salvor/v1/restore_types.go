@@ -117,6 +117,30 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	ResourceModifier *corev1.TypedLocalObjectReference `json:"resourceModifier,omitempty"`
+	// RestoreStatus picks the resources whose items get the status the
+	// backup holds back (Velero's field): an item made by the restore is
+	// created without status, as any other, then given its backed-up
+	// status through the API. Unset restores no item's status; set with
+	// empty includedResources, every resource's but those excluded. An
+	// item's annotation velero.io/restore-status ("true" or "false") wins
+	// over these lists, as in Velero. Items that already exist keep theirs.
+	// +optional
+	// +nullable
+	RestoreStatus *RestoreStatusSpec `json:"restoreStatus,omitempty"`
+}
+
+// RestoreStatusSpec lists the resources whose items' status a restore
+// restores (Velero's type), by the names includedResources takes.
+type RestoreStatusSpec struct {
+	// IncludedResources are the resources whose items get their status
+	// back; empty or "*" means all.
+	// +optional
+	// +nullable
+	IncludedResources []string `json:"includedResources,omitempty"`
+	// ExcludedResources are left out even when included.
+	// +optional
+	// +nullable
+	ExcludedResources []string `json:"excludedResources,omitempty"`
 }
 
 // RestoreProgress counts items.
