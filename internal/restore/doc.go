@@ -49,8 +49,9 @@
 // claims, plugins, additional items, readiness waits, operations;
 // create.go writes to the API server (create, or compare and update what
 // exists); status.go gives an item just made its backed-up status where
-// the restore's restoreStatus or the item's annotation asks; clean.go makes a backed-up object creatable; adjust.go changes
-// what an item says of the cluster and namespace it was backed up from
+// the restore's restoreStatus or the item's annotation asks; clean.go
+// makes a backed-up object creatable; adjust.go changes what an item says
+// of the cluster and namespace it was backed up from
 // (Velero's built-in restore actions: role binding subjects, Job selectors,
 // a Pod's node, a legacy CRD's preserveUnknownFields, a legacy webhook's
 // side effects) and leaves out finished Jobs and Pods and what the cluster
