@@ -127,19 +127,24 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 	case err == nil:
 		r.restored.Add(1)
 		r.withoutData(it, what, ns)
-		if r.dry == nil {
-			if st := r.statusToRestore(it.kind.gr, obj, status, what, ns); st != nil {
-				r.putStatus(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), obj, st, what, ns)
-			}
+		detail := ""
+		if st := r.statusToRestore(it.kind.gr, obj, status, what, ns); st != nil && r.dry == nil {
+			r.putStatus(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), obj, st, what, ns)
+		} else if st != nil {
+			detail = statusWouldBeRestored
 		}
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}
-		r.record(item, salvorv1.DryRunWouldCreate, "")
+		r.record(item, salvorv1.DryRunWouldCreate, detail)
 	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
 		r.restored.Add(1)
 		r.withoutData(it, what, ns)
-		r.record(item, salvorv1.DryRunWouldCreate, fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace()))
+		detail := fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace())
+		if r.statusToRestore(it.kind.gr, obj, status, what, ns) != nil {
+			detail += "; " + statusWouldBeRestored
+		}
+		r.record(item, salvorv1.DryRunWouldCreate, detail)
 	case apierrors.IsAlreadyExists(err):
 		r.existing(ctx, resourceClient(r.e.Dynamic, gvr, namespaced, obj), gvr.GroupResource(), live, obj, what, item, ns)
 	default:

@@ -17,6 +17,10 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
+// statusWouldBeRestored is what a dry run says of an item made with its
+// status restored after.
+const statusWouldBeRestored = "its status from the backup would be restored once it is made"
+
 // statusToRestore is the status an item of resource gr just made as obj
 // gets back, or nil: raw is the status the item had before it was cleaned
 // for creating (nil: none). The item's annotation velero.io/restore-status

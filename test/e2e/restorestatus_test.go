@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -98,7 +99,7 @@ func TestRestoreStatus(t *testing.T) {
 	minio := testbed.StartMinIO(t, "backups")
 	c.serveStatusCRDs(t)
 	c.startServer(t)
-	c.s3Location(t, minio, "primary", "backups", true)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	ctx := context.Background()
 
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plant"}})
@@ -177,6 +178,31 @@ func TestRestoreStatus(t *testing.T) {
 	}
 	if ip := lbIP("plant-b", "pinned"); ip != "203.0.113.8" {
 		t.Errorf("service pinned, annotated true, restored without restoreStatus, has load balancer %q", ip)
+	}
+
+	// A dry run says which items would get their status back, and writes none.
+	c.mustSalvor(t, "restore", "create", "dry", "--from-backup", "plant", "--namespace-mappings", "plant:plant-d",
+		"--status-include-resources", "gauges", "--dry-run", "--wait")
+	results := &persistence.Results{}
+	if err := openStore(t, cfg).GetRestoreJSON(ctx, "dry", persistence.ResultsFile, results); err != nil {
+		t.Fatal(err)
+	}
+	withStatus := map[string]bool{}
+	for _, it := range results.DryRun {
+		withStatus[it.Item] = strings.Contains(it.Detail, "its status from the backup would be restored once it is made")
+	}
+	for item, want := range map[string]bool{"gauges.example.io plant-d/boiler": true, "gauges.example.io plant-d/odd": true,
+		"gauges.example.io plant-d/spare": false, "dials.example.io plant-d/valve": false, "services plant-d/pinned": true, "services plant-d/gateway": false} {
+		if got, listed := withStatus[item]; !listed || got != want {
+			t.Errorf("the dry run says of %s that its status would be restored: %t (listed: %t), want %t", item, got, listed, want)
+		}
+	}
+	if desc := c.mustSalvor(t, "restore", "describe", "dry", "--details"); !strings.Contains(desc,
+		"Would create, noted:\n") || !strings.Contains(desc, "  gauges.example.io plant-d/boiler: namespace plant-d would be made by this restore, so the API server could not check the item; its status from the backup would be restored once it is made") {
+		t.Errorf("restore describe --details of the dry run:\n%s", desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "plant-d"}, &corev1.Namespace{}); err == nil {
+		t.Error("the dry run made namespace plant-d")
 	}
 
 	// A status the API server refuses (made so by a resource modifier):

@@ -104,7 +104,8 @@ func Results(w io.Writer, raw []byte) {
 }
 
 // DryRun prints the items of a dry-run restore's results that would fail
-// or differ (the others are counted in its status).
+// or differ, and those it would create that it notes something of (the
+// others are counted in its status).
 func DryRun(w io.Writer, raw []byte) {
 	var r struct {
 		DryRun []struct {
@@ -114,10 +115,13 @@ func DryRun(w io.Writer, raw []byte) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return
 	}
-	for _, part := range []struct{ title, outcome string }{{"Would fail", "would-fail"}, {"Differ from the backup", "differs"}} {
+	// Items to be made are listed only with something to say of them (a
+	// namespace not there to check against, a status to be restored).
+	for _, part := range []struct{ title, outcome string }{{"Would fail", "would-fail"}, {"Differ from the backup", "differs"},
+		{"Would create, noted", "would-create"}} {
 		var lines []string
 		for _, it := range r.DryRun {
-			if it.Outcome == part.outcome {
+			if it.Outcome == part.outcome && (it.Detail != "" || part.outcome != "would-create") {
 				lines = append(lines, "  "+it.Item+": "+it.Detail)
 			}
 		}
