@@ -17,7 +17,10 @@
 // only its metadata is read. Actions get it as JSON (host
 // BackupItemAction.ExecuteJSON) and what they return is kept as JSON too,
 // its metadata checked; the object is decoded only for what it needs (a
-// volume, a pod's claims, a service account's bindings).
+// volume, a pod's claims, a service account's bindings). The items a
+// spec's orderedResources names are held back as they are listed and
+// backed up one after another, in its order, once the lists are done
+// (order.go).
 // The two things that grow with the number of
 // items — the set of items already seen (so each is backed up once) and the
 // resource list the layout requires — stay in memory only up to a small

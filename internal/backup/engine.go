@@ -99,6 +99,7 @@ type run struct {
 	actions   []resources.Scoped[host.BackupItemAction]
 	writer    *archive.Writer
 	seen      seenSet
+	order     *order // the spec's orderedResources, nil without
 	total     atomic.Int64
 	done      atomic.Int64
 
@@ -171,6 +172,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}
+	r.order = newOrder(b.Spec.OrderedResources, all)
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err
 	}
@@ -328,6 +330,12 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 		}()
 	}
 	listErr := r.list(ctx, all, namespaces, selectors, queue)
+	if listErr == nil && ctx.Err() == nil {
+		// The ordered items, here, while the workers drain the queue.
+		if err := r.backupOrdered(ctx); err != nil {
+			cancel(err)
+		}
+	}
 	close(queue)
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -424,6 +432,9 @@ func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSe
 				continue
 			}
 			r.total.Add(1)
+			if r.order.hold(work{res: res, item: it}) {
+				continue
+			}
 			select {
 			case queue <- work{res: res, item: it}:
 			case <-ctx.Done():

@@ -230,6 +230,8 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 			{"includedClusterScopedResources", spec.IncludedClusterScopedResources}, {"excludedClusterScopedResources", spec.ExcludedClusterScopedResources}} {
 			problems = append(problems, resources.Unknown(f.field, f.names, served, unavailable, nil)...)
 		}
+		problems = append(problems, resources.Unknown("orderedResources", slices.Sorted(maps.Keys(spec.OrderedResources)), served, unavailable, nil)...)
+		problems = append(problems, backup.OrderProblems(spec.OrderedResources, served)...)
 		fields := policies.Fields()
 		for _, field := range slices.Sorted(maps.Keys(fields)) {
 			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, fields[field], served, unavailable, nil)...)

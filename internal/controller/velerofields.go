@@ -25,8 +25,7 @@ import (
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects, with what to do instead.
 var backupRefused = map[string]string{
-	"orderedResources": "Salvor writes items in its own order: remove it",
-	"hooks":            "Salvor does not run backup hooks: remove them, or run the commands before the backup",
+	"hooks": "Salvor does not run backup hooks: remove them, or run the commands before the backup",
 }
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change

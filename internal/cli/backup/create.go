@@ -42,6 +42,7 @@ type SpecFlags struct {
 	volumeSnapshotLocations            []string
 	strict                             bool
 	resourcePolicies                   string
+	orderedResources                   string
 	// Labels and Annotations go on the object made (a schedule passes its
 	// own to its backups, as Velero's do).
 	Labels, Annotations map[string]string
@@ -139,6 +140,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
 	f.StringSliceVar(&o.volumeSnapshotLocations, "volume-snapshot-locations", nil, "the volume snapshot location to snapshot volumes through (default: the one marked default, or the only one)")
 	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): volume policies that skip or snapshot volumes, resource lists merged under the backup's")
+	f.StringVar(&o.orderedResources, "ordered-resources", "", `back up these items of a resource one after another, in this order, each with what it brings along (Velero's flag): "pods=ns/db-0,ns/db-1;persistentvolumeclaims=ns/data-db-0"; a name alone for a cluster-scoped resource`)
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")
 	f.StringToStringVar(&o.Annotations, "annotations", nil, "annotations to apply, KEY=VALUE,...")
@@ -149,7 +151,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
 	"include-cluster-resources", "include-namespace-scoped-resources", "exclude-namespace-scoped-resources",
 	"include-cluster-scoped-resources", "exclude-cluster-scoped-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
-	"volume-snapshot-locations", "resource-policies-configmap", "strict"}
+	"volume-snapshot-locations", "resource-policies-configmap", "ordered-resources", "strict"}
 
 // Changed names the spec flags given on the command line.
 func (o *SpecFlags) Changed() []string {
@@ -187,6 +189,9 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 		spec.ResourcePolicy = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.resourcePolicies}
 	}
 	var err error
+	if spec.OrderedResources, err = parseOrdered(o.orderedResources); err != nil {
+		return spec, err
+	}
 	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
 		return spec, err
 	}
@@ -195,6 +200,27 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 	}
 	spec.LabelSelector, spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector)
 	return spec, err
+}
+
+// parseOrdered reads --ordered-resources as Velero writes it: resources
+// separated by ";", each RESOURCE=ITEM,ITEM,...
+func parseOrdered(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, entry := range strings.Split(s, ";") {
+		res, items, ok := strings.Cut(entry, "=")
+		res, items = strings.TrimSpace(res), strings.TrimSpace(items)
+		if !ok || res == "" || items == "" {
+			return nil, fmt.Errorf("--ordered-resources %q: want RESOURCE=NAMESPACE/NAME,NAMESPACE/NAME;RESOURCE=..., e.g. pods=db/db-0,db/db-1", entry)
+		}
+		if _, twice := out[res]; twice {
+			return nil, fmt.Errorf("--ordered-resources names %s twice: give its items in one list", res)
+		}
+		out[res] = items
+	}
+	return out, nil
 }
 
 func (o *createOptions) backup(ctx context.Context, c client.Client, name, namespace string) (*salvorv1.Backup, error) {

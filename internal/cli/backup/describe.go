@@ -149,6 +149,9 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	if p := s.ResourcePolicy; p != nil {
 		fmt.Fprintf(w, "Resource policies: %s %s\n", strings.ToLower(p.Kind), p.Name)
 	}
+	for _, res := range slices.Sorted(maps.Keys(s.OrderedResources)) {
+		fmt.Fprintf(w, "Ordered %s: %s\n", res, s.OrderedResources[res])
+	}
 	if name := b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation]; name != "" {
 		fmt.Fprintf(w, "Global volume policies: configmap %s\n", name)
 	}

@@ -15,8 +15,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no data mover (kept, listed as ignored)"},
 	{Name: "parallel-files-upload", Path: []string{"uploaderConfig", "parallelFilesUpload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
-	{Name: "ordered-resources", Path: []string{"orderedResources"}, Value: veleroflag.Ordered,
-		Usage: "Velero's; Salvor writes items in its own order: the backup fails validation"},
 }
 
 // VeleroFields are the fields Velero's flags given set, by their dotted

@@ -23,11 +23,8 @@ func TestVeleroFields(t *testing.T) {
 		{[]string{"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--snapshot-move-data=false", "--parallel-files-upload", "4", "--data-mover", "velero"},
 			map[string]any{"csiSnapshotTimeout": "10m0s", "defaultVolumesToFsBackup": true, "snapshotMoveData": false,
 				"uploaderConfig.parallelFilesUpload": int64(4), "datamover": "velero"}, ""},
-		{[]string{"--ordered-resources", "pods=ns1/a,ns1/b;persistentvolumeclaims=ns1/c"},
-			map[string]any{"orderedResources": map[string]any{"pods": "ns1/a,ns1/b", "persistentvolumeclaims": "ns1/c"}}, ""},
 		{[]string{"--csi-snapshot-timeout", "soon"}, nil, `--csi-snapshot-timeout="soon"`},
 		{[]string{"--parallel-files-upload", "many"}, nil, `--parallel-files-upload="many"`},
-		{[]string{"--ordered-resources", "pods"}, nil, "want RESOURCE=NS/NAME"},
 	} {
 		o := &SpecFlags{}
 		f := pflag.NewFlagSet("create", pflag.ContinueOnError)
@@ -135,5 +132,43 @@ func TestResourcePoliciesFlag(t *testing.T) {
 	o.AddFlags(pflag.NewFlagSet("create", pflag.ContinueOnError))
 	if spec, _ := o.Spec(); spec.ResourcePolicy != nil {
 		t.Fatalf("no flag, resourcePolicy %+v", spec.ResourcePolicy)
+	}
+}
+
+// TestOrderedResourcesFlag: --ordered-resources is read as Velero writes
+// it into spec.orderedResources; a malformed value is an error saying the
+// form, before anything is made.
+func TestOrderedResourcesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  map[string]string
+		err   string
+	}{
+		{"pods=ns1/a,ns1/b;persistentvolumeclaims=ns1/c", map[string]string{"pods": "ns1/a,ns1/b", "persistentvolumeclaims": "ns1/c"}, ""},
+		{" pods = ns1/a ; namespaces=ns1", map[string]string{"pods": "ns1/a", "namespaces": "ns1"}, ""},
+		{"pods", nil, `--ordered-resources "pods": want RESOURCE=NAMESPACE/NAME`},
+		{"pods=", nil, `--ordered-resources "pods="`},
+		{"=ns/a", nil, `--ordered-resources "=ns/a"`},
+		{"pods=ns/a;pods=ns/b", nil, "--ordered-resources names pods twice"},
+	} {
+		o := &SpecFlags{}
+		f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+		o.AddFlags(f)
+		if err := f.Parse([]string{"--ordered-resources", tc.value}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := o.Spec()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.value, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(spec.OrderedResources, tc.want) {
+			t.Errorf("%q: %v, %v; want %v", tc.value, spec.OrderedResources, err, tc.want)
+		}
+		if given := o.Changed(); fmt.Sprint(given) != "[--ordered-resources]" {
+			t.Errorf("Changed() = %v: --from-schedule would not refuse it", given)
+		}
 	}
 }

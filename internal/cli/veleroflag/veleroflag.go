@@ -140,16 +140,3 @@ func OneSetting(f *pflag.FlagSet, pairs ...[2]string) error {
 	}
 	return nil
 }
-
-// Ordered reads Velero's "pods=ns/a,ns/b;persistentvolumeclaims=ns/c".
-func Ordered(s string) (any, error) {
-	out := map[string]any{}
-	for _, entry := range strings.Split(s, ";") {
-		kind, names, ok := strings.Cut(entry, "=")
-		if !ok || kind == "" || names == "" {
-			return nil, fmt.Errorf("want RESOURCE=NS/NAME,NS/NAME;RESOURCE=NS/NAME")
-		}
-		out[kind] = names
-	}
-	return out, nil
-}

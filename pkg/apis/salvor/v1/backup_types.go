@@ -105,6 +105,16 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	ResourcePolicy *corev1.TypedLocalObjectReference `json:"resourcePolicy,omitempty"`
+	// OrderedResources backs up the named items of a resource one after
+	// another in the order given, each with the items it brings along
+	// (Velero's field): the key names a resource (pods, or any name
+	// includedResources takes), the value its items, comma-separated, as
+	// namespace/name (name alone for a cluster-scoped resource). It orders,
+	// it does not select: a named item the backup does not select is left
+	// out, and the log says so. The other items are backed up alongside,
+	// in no order.
+	// +optional
+	OrderedResources map[string]string `json:"orderedResources,omitempty"`
 	// VolumeSnapshotLocations names the VolumeSnapshotLocation that
 	// snapshots the backup's volumes (Velero's field); empty means the
 	// default one, or the only one. Salvor snapshots a backup through one

@@ -161,6 +161,13 @@ func (in *BackupSpec) DeepCopyInto(out *BackupSpec) {
 		*out = new(corev1.TypedLocalObjectReference)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.OrderedResources != nil {
+		in, out := &in.OrderedResources, &out.OrderedResources
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.VolumeSnapshotLocations != nil {
 		in, out := &in.VolumeSnapshotLocations, &out.VolumeSnapshotLocations
 		*out = make([]string, len(*in))
