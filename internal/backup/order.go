@@ -28,7 +28,19 @@ type order struct {
 
 type orderedResource struct {
 	res   resources.Resource
-	items []string
+	items []string // as the spec names them, for the log
+	keys  []string // their itemKeys, in the same order
+}
+
+// orderItems are the entries of one orderedResources value, in order.
+func orderItems(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // newOrder reads spec's orderedResources against the cluster's resources;
@@ -45,20 +57,19 @@ func newOrder(spec map[string]string, all []resources.Resource) *order {
 			if !res.MatchesAny([]string{key}) {
 				continue
 			}
-			for _, n := range strings.Split(list, ",") {
-				if n = strings.TrimSpace(n); n != "" {
-					items = append(items, n)
-				}
-			}
+			items = append(items, orderItems(list)...)
 		}
 		if len(items) == 0 {
 			continue
 		}
-		o.names = append(o.names, orderedResource{res: res, items: items})
+		or := orderedResource{res: res, items: items}
 		for _, n := range items {
 			ns, name, _ := cutItem(n)
-			o.named[itemKey(res.GVR.GroupResource(), ns, name)] = true
+			key := itemKey(res.GVR.GroupResource(), ns, name)
+			or.keys = append(or.keys, key)
+			o.named[key] = true
 		}
+		o.names = append(o.names, or)
 	}
 	return o
 }
@@ -95,15 +106,13 @@ func (r *run) backupOrdered(ctx context.Context) error {
 		return nil
 	}
 	for _, or := range o.names {
-		for _, entry := range or.items {
-			ns, name, _ := cutItem(entry)
-			key := itemKey(or.res.GVR.GroupResource(), ns, name)
+		for i, key := range or.keys {
 			o.mu.Lock()
 			w, ok := o.held[key]
 			delete(o.held, key)
 			o.mu.Unlock()
 			if !ok {
-				r.log.Info("orderedResources names an item the backup does not select (or the cluster does not have): nothing to order", "resource", or.res.String(), "item", entry)
+				r.log.Info("orderedResources names an item the backup does not select (or the cluster does not have): nothing to order", "resource", or.res.String(), "item", or.items[i])
 				continue
 			}
 			if err := r.backupItem(ctx, w.res, w.item, true); err != nil {
@@ -127,11 +136,7 @@ func OrderProblems(spec map[string]string, served []resources.Resource) []string
 		}
 		i := slices.IndexFunc(served, func(r resources.Resource) bool { return r.MatchesAny([]string{key}) })
 		seen := map[string]bool{}
-		for _, entry := range strings.Split(spec[key], ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
-			}
+		for _, entry := range orderItems(spec[key]) {
 			if seen[entry] {
 				problems = append(problems, fmt.Sprintf("orderedResources %s: %s is named twice: name each item once, where it goes in the order", key, entry))
 			}
