@@ -362,6 +362,10 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 	for _, ns := range namespaces {
 		nsSet[ns] = true
 	}
+	filters := r.policies.Filters()
+	// A namespace a filter policy decides is listed on its own: its
+	// selectors are the policy's, not the backup's.
+	decided := slices.ContainsFunc(namespaces, filters.Decides)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(listers)
 	for _, res := range all {
@@ -369,31 +373,36 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 		if !isNamespaceResource && !r.scope.lists(res) {
 			continue
 		}
+		if isNamespaceResource {
+			keep := func(it *item) bool { return nsSet[it.name()] }
+			g.Go(func() error { return r.listScope(ctx, res, "", "", keep, queue) })
+			continue
+		}
 		scopes := []string{""}
 		if res.Namespaced {
 			scopes = namespaces
-			if r.scope.allNamespaces() && len(spec.ExcludedNamespaces) == 0 {
+			if r.scope.allNamespaces() && len(spec.ExcludedNamespaces) == 0 && !decided {
 				scopes = []string{metav1.NamespaceAll}
 			}
 		}
-		for i, selector := range selectors {
-			keep := func(*item) bool { return true }
-			if earlier := selectors[:i]; len(earlier) > 0 {
-				keep = func(it *item) bool { return !resources.AnyMatches(earlier, labels.Set(it.labels())) }
-			}
-			labelSelector := selector.String()
-			if isNamespaceResource {
-				if i > 0 {
-					break
+		for _, ns := range scopes {
+			sels, name := selectors, func(string) bool { return true }
+			if f, ok := filters.For(ns, res.MatchesAny); ok {
+				if f == nil {
+					r.log.Debug("not listed: the namespace's filter policy does not name the resource", "resource", res.String(), "namespace", ns)
+					continue
 				}
-				keep = func(it *item) bool { return nsSet[it.name()] }
-				labelSelector = ""
+				sels, name = f.Selectors(), f.TakesName
 			}
-			for _, ns := range scopes {
+			for i, selector := range sels {
+				earlier := sels[:i]
+				keep := func(it *item) bool {
+					return name(it.name()) && (len(earlier) == 0 || !resources.AnyMatches(earlier, labels.Set(it.labels())))
+				}
 				if ctx.Err() != nil {
 					break
 				}
-				g.Go(func() error { return r.listScope(ctx, res, ns, labelSelector, keep, queue) })
+				g.Go(func() error { return r.listScope(ctx, res, ns, selector.String(), keep, queue) })
 			}
 		}
 	}
@@ -611,9 +620,19 @@ func (r *run) filtersOut(id api.ResourceIdentifier) bool {
 		return false // backupAdditional says the cluster does not serve it
 	}
 	if id.Namespace == "" {
-		return r.scope.excludesCluster(res)
+		return r.scope.excludesCluster(res) || r.policyLeavesOut(res, id)
 	}
-	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) || !r.scope.takes(res)
+	return !resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(id.Namespace)) || !r.scope.takes(res) ||
+		r.policyLeavesOut(res, id)
+}
+
+// policyLeavesOut tells whether a filter policy's names leave out an item
+// asked for by another (its labels do not count, as the backup's label
+// selector does not). A resource the namespace's policy does not name
+// is let in, as Velero lets it in: what an item needs comes with it.
+func (r *run) policyLeavesOut(res resources.Resource, id api.ResourceIdentifier) bool {
+	f, _ := r.policies.Filters().For(id.Namespace, res.MatchesAny)
+	return f != nil && !f.TakesName(id.Name)
 }
 
 // Validate checks a Backup's spec, returning what to fix.

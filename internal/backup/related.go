@@ -52,12 +52,12 @@ func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, wh
 		if !r.takes(pvcResource) {
 			break // the same for every claim
 		}
-		if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pvcResource, Namespace: pod.GetNamespace(), Name: claim}, what); err != nil {
+		if err := r.backupRelated(ctx, api.ResourceIdentifier{GroupResource: pvcResource, Namespace: pod.GetNamespace(), Name: claim}, what); err != nil {
 			return err
 		}
 	}
 	if pc, _, _ := unstructured.NestedString(pod.Object, "spec", "priorityClassName"); pc != "" && r.clusterRelated() && r.takes(pcResource) {
-		return r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: pcResource, Name: pc}, what)
+		return r.backupRelated(ctx, api.ResourceIdentifier{GroupResource: pcResource, Name: pc}, what)
 	}
 	return nil
 }
@@ -79,17 +79,27 @@ func (r *run) rbacOf(ctx context.Context, sa *unstructured.Unstructured, what st
 	}
 	for _, b := range bindings[sa.GetNamespace()+"/"+sa.GetName()] {
 		if r.takes(crbResource) {
-			if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: crbResource, Name: b.name}, what); err != nil {
+			if err := r.backupRelated(ctx, api.ResourceIdentifier{GroupResource: crbResource, Name: b.name}, what); err != nil {
 				return err
 			}
 		}
 		if b.role != "" && r.takes(crResource) {
-			if err := r.backupAdditional(ctx, api.ResourceIdentifier{GroupResource: crResource, Name: b.role}, what); err != nil {
+			if err := r.backupRelated(ctx, api.ResourceIdentifier{GroupResource: crResource, Name: b.role}, what); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// backupRelated backs up an item a backed-up one needs, unless a filter
+// policy's names leave it out.
+func (r *run) backupRelated(ctx context.Context, id api.ResourceIdentifier, what string) error {
+	if res, ok := r.resources[id.GroupResource]; ok && r.policyLeavesOut(res, id) {
+		r.log.Info("not backed up: a filter policy's names leave it out", "item", id.String(), "needed by", what)
+		return nil
+	}
+	return r.backupAdditional(ctx, id, what)
 }
 
 // takes tells whether the backup's resource filters let a resource in.

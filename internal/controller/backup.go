@@ -236,6 +236,7 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 		for _, field := range slices.Sorted(maps.Keys(fields)) {
 			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, fields[field], served, unavailable, nil)...)
 		}
+		problems = append(problems, policies.FilterProblems(served, unavailable, nil)...)
 	}
 	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)
 	bsl, err := locs.Get(ctx, spec.StorageLocation)

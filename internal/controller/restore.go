@@ -22,6 +22,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -99,6 +100,11 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	problems = append(problems, bad...)
+	policies, bad, err := resourcepolicy.LoadForRestore(ctx, configmapref.Dynamic(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourcePolicy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems = append(problems, bad...)
 	if rs.Spec.BackupName == "" && rs.Spec.ScheduleName != "" {
 		problem, err := r.pickScheduleBackup(ctx, rs)
 		if err != nil {
@@ -125,7 +131,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// Both checks read the backup's resource list: from the location once.
 	list := sync.OnceValues(func() (*persistence.ListSummary, error) { return r.resourceList(ctx, b) })
 	if len(problems) == 0 {
-		problems = r.unknownResources(rs, list)
+		problems = r.unknownResources(rs, policies, list)
 	}
 	if len(problems) == 0 && rs.Spec.Strict {
 		problems = unmatchedNamespaces(rs, b, list)
@@ -233,16 +239,17 @@ func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup
 	return store.GetListSummary(ctx, b.Name)
 }
 
-// unknownResources names the resources in the restore's filters that mean
-// nothing: not served by the cluster, and not held by the backup (whose
-// custom resources the cluster may not serve yet). Without the backup's
-// resource list it checks nothing rather than refuse a good name.
-func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList func() (*persistence.ListSummary, error)) []string {
+// unknownResources names the resources in the restore's filters and its
+// filter policies that mean nothing: not served by the cluster, and not
+// held by the backup (whose custom resources the cluster may not serve
+// yet). Without the backup's resource list it checks nothing rather than
+// refuse a good name.
+func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, policies *resourcepolicy.Policies, resourceList func() (*persistence.ListSummary, error)) []string {
 	lists := map[string][]string{"includedResources": rs.Spec.IncludedResources, "excludedResources": rs.Spec.ExcludedResources}
 	if st := rs.Spec.RestoreStatus; st != nil {
 		lists["restoreStatus.includedResources"], lists["restoreStatus.excludedResources"] = st.IncludedResources, st.ExcludedResources
 	}
-	if !slices.ContainsFunc(slices.Collect(maps.Values(lists)), func(names []string) bool { return len(names) > 0 }) {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(lists)), func(names []string) bool { return len(names) > 0 }) && policies.Filters().Empty() {
 		return nil
 	}
 	served, unavailable, err := resources.Discover(r.Engine.Discovery)
@@ -271,7 +278,7 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, resourceList 
 	for _, field := range slices.Sorted(maps.Keys(lists)) {
 		problems = append(problems, resources.Unknown(field, lists[field], served, unavailable, inBackup)...)
 	}
-	return problems
+	return append(problems, policies.FilterProblems(served, unavailable, inBackup)...)
 }
 
 // unmatchedNamespaces names, for a strict restore, the namespaces its

@@ -29,10 +29,10 @@ var backupRefused = map[string]string{
 }
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change
-// what a restore selects or the objects it makes.
-var restoreRefused = map[string]string{
-	"resourcePolicy": "Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector",
-}
+// what a restore selects or the objects it makes. Salvor's RestoreSpec has
+// every such field of Velero 1.18's; one Velero adds goes here until it
+// does.
+var restoreRefused = map[string]string{}
 
 // unknownFields returns the fields of the stored object at path that the
 // Go type of the value there has not: the typed object read from the API

@@ -17,7 +17,7 @@ func TestJSONFieldsNameEverySpecField(t *testing.T) {
 		some  []string
 	}{
 		{salvorv1.BackupSpec{}, []string{"includedNamespaces", "storageLocation", "ttl", "snapshotVolumes", "strict"}},
-		{salvorv1.RestoreSpec{}, []string{"backupName", "scheduleName", "namespaceMapping", "restorePVs", "preserveNodePorts", "restoreStatus"}},
+		{salvorv1.RestoreSpec{}, []string{"backupName", "scheduleName", "namespaceMapping", "restorePVs", "preserveNodePorts", "restoreStatus", "resourcePolicy"}},
 	} {
 		typ := reflect.TypeOf(tc.typed)
 		got := jsonFields(typ)
@@ -45,11 +45,7 @@ func TestJudgeUnknown(t *testing.T) {
 			"[spec.hooks: Salvor does not run backup hooks: remove them, or run the commands before the backup]", "[]"},
 		{"tuning is ignored, sorted", map[string]any{"snapshotMoveData": true, "csiSnapshotTimeout": "10m", "datamover": "velero"}, backupRefused,
 			"[]", "[csiSnapshotTimeout datamover snapshotMoveData]"},
-		{"resource policies refused, uploader config ignored", map[string]any{
-			"resourcePolicy": map[string]any{"kind": "configmap", "name": "policy"},
-			"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused,
-			"[spec.resourcePolicy: Salvor applies resource policies to backups, not restores: choose what is restored with the include and exclude fields and labelSelector]", "[uploaderConfig]"},
-		{"an empty resource policy", map[string]any{"resourcePolicy": map[string]any{}}, restoreRefused, "[]", "[]"},
+		{"a restore's uploader config ignored", map[string]any{"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused, "[]", "[uploaderConfig]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			problems, ignored := judgeUnknown(tc.extra, tc.refused, "spec.")

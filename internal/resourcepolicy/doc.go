@@ -1,6 +1,6 @@
-// Package resourcepolicy reads and applies a backup's resource policies,
-// Velero's format for them (version v1) kept in the ConfigMap a backup's
-// spec.resourcePolicy names:
+// Package resourcepolicy reads and applies the resource policies of a
+// backup or a restore, Velero's format for them (version v1) kept in the
+// ConfigMap their spec.resourcePolicy names:
 //
 //   - volumePolicies: each a set of conditions on a persistent volume and
 //     its claim (capacity range, storage class, CSI driver and attributes,
@@ -10,6 +10,10 @@
 //     its data is not) or snapshot.
 //   - includeExcludePolicy: per-scope resource lists merged under the
 //     backup's own, which win where both speak of a resource.
+//   - clusterScopedFilterPolicy and namespacedFilterPolicies (Velero
+//     1.18's filter policies, filters.go): label selectors and name
+//     patterns per resource, and per namespace, that choose items in place
+//     of the spec's selectors. A restore takes these alone.
 //
 // The server's global backup volume policies (salvor server
 // --global-backup-volume-policies-configmap, Velero's) follow a backup's
@@ -18,6 +22,7 @@
 // Everything is checked when the backup is validated, and what Salvor
 // cannot do as asked is refused there rather than done otherwise: the
 // fs-backup and custom actions (Salvor has no file-system backup, and
-// runs no custom volume actions) and Velero's fine-grained filter policies
-// (clusterScopedFilterPolicy, namespacedFilterPolicies).
+// runs no custom volume actions), and filter policies' resource names
+// that mean no resource, or one of the other scope (Velero logs those and
+// goes on).
 package resourcepolicy

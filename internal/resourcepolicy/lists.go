@@ -12,11 +12,55 @@ import (
 // combined with: Velero's older way of choosing resources, which the
 // per-scope lists replace.
 func (p *Policies) Conflicts(spec salvorv1.BackupSpec) []string {
-	if p.Lists() == nil || len(spec.IncludedResources) == 0 && len(spec.ExcludedResources) == 0 && spec.IncludeClusterResources == nil {
+	if p == nil || len(spec.IncludedResources) == 0 && len(spec.ExcludedResources) == 0 && spec.IncludeClusterResources == nil {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s: includeExcludePolicy chooses resources by scope, which does not combine with the backup's includedResources, "+
-		"excludedResources and includeClusterResources (Velero refuses both too): use the backup's per-scope fields, or remove the policy's lists", p.source)}
+	var problems []string
+	if p.Lists() != nil {
+		problems = append(problems, fmt.Sprintf("%s: includeExcludePolicy chooses resources by scope, which does not combine with the backup's includedResources, "+
+			"excludedResources and includeClusterResources (Velero refuses both too): use the backup's per-scope fields, or remove the policy's lists", p.source))
+	}
+	if !p.filters.Empty() {
+		problems = append(problems, fmt.Sprintf("%s: clusterScopedFilterPolicy and namespacedFilterPolicies choose items by scope, which does not combine with the backup's includedResources, "+
+			"excludedResources and includeClusterResources (Velero refuses both too): use the backup's per-scope fields (includedNamespaceScopedResources, ...)", p.source))
+	}
+	return problems
+}
+
+// Filters are the policy's fine-grained filter policies (nil: none).
+func (p *Policies) Filters() *Filters {
+	if p == nil {
+		return nil
+	}
+	return p.filters
+}
+
+// FilterProblems checks the resource names the filter policies give
+// against the cluster's resources (served, unavailable) and extra (names
+// known otherwise, lower case: for a restore, what its backup holds): a
+// name that means no resource, or only resources of the other scope,
+// would filter nothing, silently.
+func (p *Policies) FilterProblems(served []resources.Resource, unavailable []resources.Unavailable, extra map[string]bool) []string {
+	var problems []string
+	for _, k := range p.Filters().kinds() {
+		problems = append(problems, resources.Unknown(p.source+": "+k.field, k.names, served, unavailable, extra)...)
+		for _, name := range k.names {
+			var scopes []bool
+			for _, res := range served {
+				if res.MatchesAny([]string{name}) {
+					scopes = append(scopes, res.Namespaced)
+				}
+			}
+			if len(scopes) > 0 && !slices.Contains(scopes, k.namespaced) {
+				other, where := "cluster-scoped", "clusterScopedFilterPolicy"
+				if !k.namespaced {
+					other, where = "namespaced", "namespacedFilterPolicies"
+				}
+				problems = append(problems, fmt.Sprintf("%s: %s: %q is %s: its filter belongs in %s", p.source, k.field, name, other, where))
+			}
+		}
+	}
+	return problems
 }
 
 // Fields are the policy's lists by the name of the field each is in, for

@@ -21,14 +21,11 @@ import (
 
 // document is the ConfigMap's value, field for field as Velero reads it.
 type document struct {
-	Version              string          `json:"version"`
-	VolumePolicies       []volumeSpec    `json:"volumePolicies,omitempty"`
-	IncludeExcludePolicy *IncludeExclude `json:"includeExcludePolicy,omitempty"`
-	// Velero's fine-grained filter policies (per-kind and per-namespace
-	// resource filters): read so that they are refused by name, saying
-	// what to use, rather than as unknown fields.
-	ClusterScopedFilterPolicy json.RawMessage `json:"clusterScopedFilterPolicy,omitempty"`
-	NamespacedFilterPolicies  json.RawMessage `json:"namespacedFilterPolicies,omitempty"`
+	Version                   string                 `json:"version"`
+	VolumePolicies            []volumeSpec           `json:"volumePolicies,omitempty"`
+	IncludeExcludePolicy      *IncludeExclude        `json:"includeExcludePolicy,omitempty"`
+	ClusterScopedFilterPolicy *clusterFilterSpec     `json:"clusterScopedFilterPolicy,omitempty"`
+	NamespacedFilterPolicies  []namespacedFilterSpec `json:"namespacedFilterPolicies,omitempty"`
 }
 
 type volumeSpec struct {
@@ -111,11 +108,13 @@ const (
 	Snapshot Action = "snapshot"
 )
 
-// Policies are a backup's resource policies, parsed and checked.
+// Policies are a backup's or a restore's resource policies, parsed and
+// checked.
 type Policies struct {
 	source  string
 	volumes []volumePolicy
 	lists   *IncludeExclude
+	filters *Filters
 }
 
 type volumePolicy struct {
@@ -173,16 +172,14 @@ func Parse(source, text string) (*Policies, []string) {
 	if doc.Version != "v1" {
 		add("version %q: resource policies have version v1", doc.Version)
 	}
-	for _, f := range []struct {
-		field string
-		raw   json.RawMessage
-	}{{"clusterScopedFilterPolicy", doc.ClusterScopedFilterPolicy}, {"namespacedFilterPolicies", doc.NamespacedFilterPolicies}} {
-		if len(f.raw) > 0 && string(f.raw) != "null" {
-			add("%s: Salvor does not apply Velero's fine-grained filter policies: remove it, and choose items with the backup's own fields "+
-				"(includedNamespaces, the per-scope resource lists, labelSelector or orLabelSelectors) or this policy's includeExcludePolicy", f.field)
-		}
-	}
 	out := &Policies{source: source, lists: doc.IncludeExcludePolicy}
+	filters, ps := compileFilters(doc.ClusterScopedFilterPolicy, doc.NamespacedFilterPolicies)
+	for _, p := range ps {
+		add("%s", p)
+	}
+	if !filters.Empty() {
+		out.filters = filters
+	}
 	for i, spec := range doc.VolumePolicies {
 		v, ps := compile(source, i, spec)
 		for _, p := range ps {
@@ -316,14 +313,15 @@ func (p *Policies) HasVolumePolicies() bool { return p != nil && len(p.volumes) 
 // Then returns p's policies followed by global's volume policies, as
 // Velero merges a backup's with the server's global ones: the backup's
 // come first, so they decide where both match; global's resource lists
-// are not used (they are a backup's choice, not a baseline).
+// and filter policies are not used (they are a backup's choice, not a
+// baseline).
 func (p *Policies) Then(global *Policies) *Policies {
 	if !global.HasVolumePolicies() {
 		return p
 	}
 	out := &Policies{source: global.source}
 	if p != nil {
-		out.source, out.lists, out.volumes = p.source, p.lists, slices.Clone(p.volumes)
+		out.source, out.lists, out.filters, out.volumes = p.source, p.lists, p.filters, slices.Clone(p.volumes)
 	}
 	out.volumes = append(out.volumes, global.volumes...)
 	return out
@@ -464,4 +462,31 @@ var field = configmapref.Field{Path: "spec.resourcePolicy", Holds: "resource pol
 // error, that the ConfigMap could not be read.
 func Load(ctx context.Context, get configmapref.Getter, namespace string, ref *corev1.TypedLocalObjectReference) (*Policies, []string, error) {
 	return configmapref.Load(ctx, get, namespace, field, ref, Parse)
+}
+
+// restoreField is a restore's spec.resourcePolicy, for configmapref's
+// messages.
+var restoreField = configmapref.Field{Path: "spec.resourcePolicy", Holds: "resource policies", Source: "resource policies configmap", Owner: "restore", File: "policies.yaml"}
+
+// LoadForRestore reads the policies a restore's spec.resourcePolicy names
+// (nil: none), as Load does. A restore takes only the filter policies:
+// volume policies and includeExcludePolicy decide what a backup takes,
+// and are refused (as Velero refuses them) rather than ignored.
+func LoadForRestore(ctx context.Context, get configmapref.Getter, namespace string, ref *corev1.TypedLocalObjectReference) (*Policies, []string, error) {
+	return configmapref.Load(ctx, get, namespace, restoreField, ref, func(source, text string) (*Policies, []string) {
+		p, problems := Parse(source, text)
+		if p == nil {
+			return nil, problems
+		}
+		if len(p.volumes) > 0 {
+			problems = append(problems, source+": volumePolicies decide what a backup takes of volumes, not what a restore makes: remove them (a restore takes clusterScopedFilterPolicy and namespacedFilterPolicies)")
+		}
+		if p.lists != nil {
+			problems = append(problems, source+": includeExcludePolicy is for backups: choose a restore's resources with its includedResources and excludedResources (a restore takes clusterScopedFilterPolicy and namespacedFilterPolicies)")
+		}
+		if len(problems) > 0 {
+			return nil, problems
+		}
+		return p, nil
+	})
 }

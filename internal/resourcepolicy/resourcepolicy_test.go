@@ -77,8 +77,48 @@ volumePolicies:
 		{"an access mode", "version: v1\nvolumePolicies: [{conditions: {pvcAccessModes: [RWO]}, action: {type: skip}}]", `conditions.pvcAccessModes: "RWO" is not one of ReadWriteOnce`},
 		{"a star in the lists", "version: v1\nincludeExcludePolicy: {includedClusterScopedResources: ['*']}", `includeExcludePolicy: includedClusterScopedResources and excludedClusterScopedResources name resources, not "*"`},
 		{"in both lists", "version: v1\nincludeExcludePolicy: {includedNamespaceScopedResources: [pods], excludedNamespaceScopedResources: [pods]}", `"pods" is both in includedNamespaceScopedResources and excludedNamespaceScopedResources`},
-		{"a fine-grained filter policy", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: ['*']}]}", "clusterScopedFilterPolicy: Salvor does not apply Velero's fine-grained filter policies: remove it, and choose items with the backup's own fields"},
-		{"namespaced filter policies", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a]}]", "namespacedFilterPolicies: Salvor does not apply Velero's fine-grained filter policies"},
+		{"Velero's filter policies", `version: v1
+clusterScopedFilterPolicy:
+  resourceFilters:
+  - kinds: [clusterroles, clusterrolebindings.rbac.authorization.k8s.io]
+    labelSelector: {matchLabels: {team: a}}
+    excludedNames: ["system:*"]
+  - kinds: [StorageClass]
+    orLabelSelectors: [{matchLabels: {tier: fast}}, {matchExpressions: [{key: tier, operator: In, values: [slow]}]}]
+namespacedFilterPolicies:
+- namespaces: [prod, "app-*"]
+  resourceFilters:
+  - kinds: [configmaps, secrets]
+    names: ["db-*", app-config]
+    excludedNames: ["*-tmp"]
+  - kinds: [deployments.apps]
+    labelSelector: {matchLabels: {app: web}}
+  - labelSelector: {matchLabels: {backup: "true"}}
+- namespaces: ["*"]
+  resourceFilters:
+  - kinds: ["*"]
+`, ""},
+		{"a cluster filter without kinds", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: ['*']}]}", "clusterScopedFilterPolicy.resourceFilters[0]: kinds is required: a cluster-scoped filter names its resources"},
+		{"a cluster filter policy without filters", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: []}", "clusterScopedFilterPolicy.resourceFilters is empty"},
+		{"namespaces by a cluster filter", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: [namespaces]}]}", "namespaces are chosen by includedNamespaces and excludedNamespaces"},
+		{"a kind in two cluster filters", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: [clusterroles]}, {kinds: [ClusterRoles]}]}",
+			`clusterScopedFilterPolicy.resourceFilters[1]: kinds: "ClusterRoles" is in resourceFilters[0] too`},
+		{"a namespaced policy without namespaces", "version: v1\nnamespacedFilterPolicies: [{resourceFilters: [{kinds: [pods]}]}]", "namespacedFilterPolicies[0].namespaces is empty"},
+		{"a namespaced policy without filters", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a]}]", "namespacedFilterPolicies[0].resourceFilters is empty"},
+		{"a namespace in two policies", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{}]}, {namespaces: [b, a], resourceFilters: [{}]}]",
+			`namespacedFilterPolicies[1].namespaces: "a" is in namespacedFilterPolicies[0] too`},
+		{"a bad namespace pattern", "version: v1\nnamespacedFilterPolicies: [{namespaces: ['app-{a,b}'], resourceFilters: [{}]}]", `namespacedFilterPolicies[0].namespaces: "app-{a,b}" is neither a namespace's name nor a pattern`},
+		{"a pattern Velero would not read", "version: v1\nnamespacedFilterPolicies: [{namespaces: ['app-[a-'], resourceFilters: [{}]}]", `namespace pattern "app-[a-" in namespacedFilterPolicies[0].namespaces is malformed`},
+		{"two catch-all filters", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{}, {kinds: ['*']}]}]", "namespacedFilterPolicies[0].resourceFilters[1]: a second filter without kinds"},
+		{"names on a catch-all filter", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{names: [x]}]}]", "names and excludedNames need kinds"},
+		{"a star among kinds", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{kinds: ['*', pods]}]}]", `kinds: "*" stands alone`},
+		{"both kinds of selector", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{kinds: [pods], labelSelector: {}, orLabelSelectors: [{}]}]}]",
+			"namespacedFilterPolicies[0].resourceFilters[0]: labelSelector and orLabelSelectors are both set"},
+		{"a bad selector", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{kinds: [pods], labelSelector: {matchExpressions: [{key: a, operator: Near}]}}]}]",
+			"namespacedFilterPolicies[0].resourceFilters[0]: labelSelector is invalid"},
+		{"a bad name pattern", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{kinds: [pods], excludedNames: ['db-[0-']}]}]",
+			`namespacedFilterPolicies[0].resourceFilters[0]: excludedNames: "db-[0-" is malformed`},
+		{"an unknown filter field", "version: v1\nnamespacedFilterPolicies: [{namespaces: [a], resourceFilters: [{resources: [pods]}]}]", `unknown field "resources"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, problems := Parse("policies salvor/p", tc.text)

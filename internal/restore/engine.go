@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,11 +23,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -170,6 +173,8 @@ type run struct {
 	mappings *Mappings
 	// modifiers are the spec's resource modifier rules, read once.
 	modifiers *modifiers.Rules
+	// filters are the filter policies of the spec's resourcePolicy.
+	filters *resourcepolicy.Filters
 	// dry is set for a dry-run restore (see dryrun.go), list for any
 	// other (see restored.go).
 	dry        *dryRun
@@ -234,6 +239,16 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if err := r.loadModifiers(ctx); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
+	// Validation has read the policies once already; problems here mean
+	// the ConfigMap changed since, and the restore stops before it starts.
+	policies, problems, err := resourcepolicy.LoadForRestore(ctx, configmapref.Dynamic(e.Dynamic), rs.Namespace, rs.Spec.ResourcePolicy)
+	if err == nil && len(problems) > 0 {
+		err = errors.New(strings.Join(problems, "; "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
+	}
+	r.filters = policies.Filters()
 	// Discovery first: reading checks each item's scope against it, and
 	// files each item in the tier its resource's name in the list means.
 	if err := r.discover(); err != nil {

@@ -259,6 +259,15 @@ func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructure
 			return false
 		}
 	}
+	if gr != (schema.GroupResource{Resource: "namespaces"}) {
+		// A filter policy for the item's namespace in the backup (or its
+		// cluster-scoped resource) chooses by its selectors and names, in
+		// place of the spec's selectors.
+		f, decided := r.filters.For(ns, func(names []string) bool { return r.matches(names, gr, obj.GetKind()) })
+		if decided {
+			return f != nil && f.Takes(name, labels.Set(obj.GetLabels()))
+		}
+	}
 	return resources.AnyMatches(r.selectors, labels.Set(obj.GetLabels()))
 }
 

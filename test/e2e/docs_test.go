@@ -211,11 +211,38 @@ func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocComma
 		scratch := hostPathVolume("shop-scratch", t.TempDir(), "shop", "scratch")
 		scratch[1].SetLabels(map[string]string{"tier": "scratch"})
 		c.create(t, scratch...)
+		// What the guide's filter policies restore from this backup, and
+		// what they leave out.
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "db-main", Namespace: "shop"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-settings", Namespace: "shop"}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-password", Namespace: "shop"}})
 		c.mustSalvor(t, "backup-location", "create", "policies", "--provider", "salvor.dev/filesystem", "--bucket", "backups", "--config", "root="+t.TempDir(), "--default")
 		c.waitLocation(t, "policies", salvorv1.BackupStorageLocationPhaseAvailable)
 		t.Cleanup(func() {
 			if b := c.getBackup(t, "apps"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Warnings != 0 || b.Status.VolumeSnapshotsAttempted != 0 {
 				t.Errorf("the guide's resource policies did not skip the scratch volume: %+v", b.Status)
+			}
+		})
+	case d.File == "docs/migrating-from-velero.md" && strings.Contains(line, "--resource-policies-configmap only-db"):
+		// The guide's filter policies, on the backup its resource policies
+		// scene made of shop: the db-* ConfigMaps and Secrets come back,
+		// the rest of shop does not (the scratch claim has no backup label).
+		policies := docBlock(t, d.File, "  version: v1\n  clusterScopedFilterPolicy:")
+		c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "only-db", Namespace: "salvor"}, Data: map[string]string{"policies.yaml": policies}})
+		t.Cleanup(func() {
+			for _, it := range []struct {
+				obj  client.Object
+				made bool
+			}{
+				{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop-db", Name: "db-main"}}, true},
+				{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop-db", Name: "db-password"}}, true},
+				{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop-db", Name: "web-settings"}}, false},
+				{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop-db", Name: "scratch"}}, false},
+			} {
+				err := c.client.Get(context.Background(), client.ObjectKeyFromObject(it.obj), it.obj)
+				if it.made != (err == nil) {
+					t.Errorf("the guide's filter policies: %T %s: %v, want restored: %v", it.obj, client.ObjectKeyFromObject(it.obj), err, it.made)
+				}
 			}
 		})
 	case d.File == "docs/migrating-from-velero.md" && strings.Contains(line, "--status-include-resources services"):

@@ -47,6 +47,7 @@ type createOptions struct {
 	dryRun                               bool
 	allowPartiallyFailed                 bool
 	modifiers                            string
+	resourcePolicies                     string
 	labels, annotations                  map[string]string
 }
 
@@ -117,6 +118,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if o.modifiers != "" {
 				rs.Spec.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.modifiers}
 			}
+			if o.resourcePolicies != "" {
+				rs.Spec.ResourcePolicy = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: o.resourcePolicies}
+			}
 			switch {
 			case len(o.statusInclude) > 0:
 				rs.Spec.RestoreStatus = &salvorv1.RestoreStatusSpec{IncludedResources: o.statusInclude, ExcludedResources: o.statusExclude}
@@ -178,6 +182,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	veleroflag.Add(f, veleroFlags)
 	f.StringSliceVar(&o.statusInclude, "status-include-resources", nil, `resources whose items get back the status the backup holds, after they are made (Velero's flag; "*" for all; an item's annotation velero.io/restore-status says otherwise)`)
 	f.StringSliceVar(&o.statusExclude, "status-exclude-resources", nil, "resources left out of --status-include-resources")
+	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): its clusterScopedFilterPolicy and namespacedFilterPolicies choose items per resource and per namespace")
 	f.StringVar(&o.modifiers, "resource-modifier-configmap", "", "a ConfigMap in the server's namespace holding resource modifier rules (Velero's format): patches applied to the items they select before they are created")
 	f.BoolVar(&o.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: restore its newest Completed or PartiallyFailed backup")
 	kube.AddPrintFlag(f, &format)
@@ -322,6 +327,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				output.List(s.IncludedNamespaces, "*"), output.List(s.ExcludedNamespaces, "<none>"), output.List(maps, "<none>"), policy)
 			if m := s.ResourceModifier; m != nil {
 				fmt.Fprintf(w, "Modifiers:    %s %s\n", strings.ToLower(m.Kind), m.Name)
+			}
+			if p := s.ResourcePolicy; p != nil {
+				fmt.Fprintf(w, "Resource policies: %s %s\n", strings.ToLower(p.Kind), p.Name)
 			}
 			if rst := s.RestoreStatus; rst != nil {
 				fmt.Fprintf(w, "Status of:    %s (excluded: %s)\n", output.List(rst.IncludedResources, "*"), output.List(rst.ExcludedResources, "<none>"))

@@ -9,6 +9,4 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
 	{Name: "parallel-files-download", Path: []string{"uploaderConfig", "parallelFilesDownload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system restore (kept, listed as ignored)"},
-	{Name: "resource-policies-configmap", Path: []string{"resourcePolicy"}, Value: veleroflag.ConfigMap,
-		Usage: "Velero's; Salvor applies resource policies to backups only: the restore fails validation"},
 }

@@ -389,5 +389,9 @@ func checkGlobalPolicies(ctx context.Context, dyn dynamic.Interface, namespace, 
 		log.Warn("the global backup volume policies' includeExcludePolicy is ignored: only volume policies apply to every backup (as in Velero); put resource lists in a backup's own resource policies",
 			"configmap", namespace+"/"+name)
 	}
+	if !global.Filters().Empty() {
+		log.Warn("the global backup volume policies' clusterScopedFilterPolicy and namespacedFilterPolicies are ignored: only volume policies apply to every backup (as in Velero); put filter policies in a backup's own resource policies",
+			"configmap", namespace+"/"+name)
+	}
 	return nil
 }

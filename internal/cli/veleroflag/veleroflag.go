@@ -97,12 +97,6 @@ func List(s string) (any, error) {
 	return out, nil
 }
 
-// ConfigMap is a reference to a ConfigMap, as Velero's resourcePolicy
-// takes one.
-func ConfigMap(s string) (any, error) {
-	return map[string]any{"kind": "configmap", "name": s}, nil
-}
-
 // Selectors reads a create command's --selector and Velero's
 // --or-selector ("a=b or c=d": selectors of which an item's labels must
 // match one): at most one of them, as Velero takes them.

@@ -100,8 +100,10 @@ type BackupSpec struct {
 	// key holds resource policies in Velero's format (version v1, Velero's
 	// field; kind "configmap"): volumePolicies, whose first match for a
 	// volume says skip (its object is kept, its data is not) or snapshot;
-	// and includeExcludePolicy, resource lists merged under the spec's own
-	// per-scope lists.
+	// includeExcludePolicy, resource lists merged under the spec's own
+	// per-scope lists; clusterScopedFilterPolicy and
+	// namespacedFilterPolicies, label selectors and name patterns per
+	// resource, and per namespace, in place of the spec's selectors.
 	// +optional
 	// +nullable
 	ResourcePolicy *corev1.TypedLocalObjectReference `json:"resourcePolicy,omitempty"`

@@ -117,6 +117,17 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	ResourceModifier *corev1.TypedLocalObjectReference `json:"resourceModifier,omitempty"`
+	// ResourcePolicy names a ConfigMap in the restore's namespace whose one
+	// key holds resource policies in Velero's format (version v1, Velero's
+	// field; kind "configmap"). A restore takes their filter policies:
+	// clusterScopedFilterPolicy and namespacedFilterPolicies, label
+	// selectors and name patterns per resource, and per namespace of the
+	// backup, in place of the spec's selectors; within what the spec's
+	// namespace and resource lists select. Volume policies and
+	// includeExcludePolicy are a backup's, and fail validation here.
+	// +optional
+	// +nullable
+	ResourcePolicy *corev1.TypedLocalObjectReference `json:"resourcePolicy,omitempty"`
 	// RestoreStatus picks the resources whose items get the status the
 	// backup holds back (Velero's field): an item made by the restore is
 	// created without status, as any other, then given its backed-up
