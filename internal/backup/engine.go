@@ -169,6 +169,9 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		}
 	}()
 	ReportUnavailable(&r.rec, unavailable, r.scope.asked())
+	for _, w := range policies.Idle(all, r.scope.lists, "backup") {
+		r.rec.RunWarning(w)
+	}
 	for _, res := range all {
 		r.resources[res.GVR.GroupResource()] = res
 	}

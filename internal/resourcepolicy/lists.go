@@ -114,3 +114,19 @@ func (p *Policies) Merge(spec salvorv1.BackupSpec, all []resources.Resource) sal
 	}
 	return spec
 }
+
+// Idle says which of the cluster's resources (all) the filter policies
+// name that the spec leaves out (takes tells whether it lets a resource
+// in; owner is "backup" or "restore"): such a filter chooses nothing,
+// which the run says, as Velero does in its log.
+func (p *Policies) Idle(all []resources.Resource, takes func(resources.Resource) bool, owner string) []string {
+	var out []string
+	for _, k := range p.Filters().kinds() {
+		for _, res := range all {
+			if res.Namespaced == k.namespaced && res.MatchesAny(k.names) && !takes(res) {
+				out = append(out, fmt.Sprintf("%s: %s names %s, which the %s does not take: the filter chooses nothing", p.source, k.field, res, owner))
+			}
+		}
+	}
+	return out
+}

@@ -254,9 +254,13 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if err := r.discover(); err != nil {
 		return nil, err
 	}
-	r.tiers = r.tiers.resolved(slices.SortedFunc(maps.Values(r.resources), func(a, b resources.Resource) int {
+	served := slices.SortedFunc(maps.Values(r.resources), func(a, b resources.Resource) int {
 		return strings.Compare(a.String(), b.String())
-	}))
+	})
+	for _, w := range policies.Idle(served, func(res resources.Resource) bool { return r.filtersAllow(res.GVR.GroupResource(), res.Kind) }, "restore") {
+		r.rec.RunWarning(w)
+	}
+	r.tiers = r.tiers.resolved(served)
 	if err := r.read(tarball); err != nil {
 		return nil, err
 	}

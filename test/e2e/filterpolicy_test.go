@@ -173,6 +173,30 @@ namespacedFilterPolicies:
 		t.Errorf("a restore without the policy did not make shop-reader: %v", err)
 	}
 
+	// A filter for a resource the spec leaves out chooses nothing: a
+	// warning says so, and the rest is done.
+	c.mustSalvor(t, "backup", "create", "idle", "--include-namespaces", "shop", "--exclude-namespace-scoped-resources", "secrets",
+		"--resource-policies-configmap", "fine", "--wait")
+	b = c.getBackup(t, "idle")
+	desc := c.mustSalvor(t, "backup", "describe", "idle", "--details")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Warnings != 2 || !strings.Contains(desc,
+		"resource policies configmap salvor/fine: namespacedFilterPolicies[0].resourceFilters[1].kinds names secrets, which the backup does not take: the filter chooses nothing") ||
+		// A backup of some namespaces takes no cluster-scoped resources.
+		!strings.Contains(desc, "clusterScopedFilterPolicy.resourceFilters[0].kinds names clusterroles.rbac.authorization.k8s.io, which the backup does not take") {
+		t.Errorf("a backup whose filter names a resource it excludes: %+v\n%s", b.Status, desc)
+	}
+	c.mustSalvor(t, "restore", "create", "idle", "--from-backup", "fine", "--include-namespaces", "shop", "--namespace-mappings", "shop:shop-idle",
+		"--exclude-resources", "secrets", "--resource-policies-configmap", "restore-fine", "--wait")
+	rs = c.getRestore(t, "idle")
+	desc = c.mustSalvor(t, "restore", "describe", "idle", "--details")
+	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 1 || !strings.Contains(desc,
+		"namespacedFilterPolicies[0].resourceFilters[0].kinds names secrets, which the restore does not take: the filter chooses nothing") {
+		t.Errorf("a restore whose filter names a resource it excludes: %+v\n%s", rs.Status, desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "shop-idle", Name: "db-main"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the restore with an idle filter did not restore the rest: %v", err)
+	}
+
 	// Mistakes fail validation, saying what to fix.
 	policies("unknown", "version: v1\nnamespacedFilterPolicies: [{namespaces: [shop], resourceFilters: [{kinds: [gizmos]}]}]")
 	policies("scope", "version: v1\nnamespacedFilterPolicies: [{namespaces: [shop], resourceFilters: [{kinds: [clusterroles]}]}]")
