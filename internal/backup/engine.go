@@ -390,7 +390,10 @@ func (r *run) list(ctx context.Context, all []resources.Resource, namespaces []s
 		}
 		for _, ns := range scopes {
 			sels, name := selectors, func(string) bool { return true }
-			if f, ok := filters.For(ns, res.MatchesAny); ok {
+			// Filters decide a namespaced resource in a namespace, and a
+			// cluster-scoped one at cluster scope; every namespace in one
+			// LIST is only for when no policy decides one of them.
+			if f, ok := filters.For(ns, res.MatchesAny); ok && res.Namespaced == (ns != metav1.NamespaceAll) {
 				if f == nil {
 					r.log.Debug("not listed: the namespace's filter policy does not name the resource", "resource", res.String(), "namespace", ns)
 					continue
