@@ -2,7 +2,6 @@ package resourcepolicy
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -70,25 +69,16 @@ func (f *ItemFilter) Selectors() []labels.Selector { return f.selectors }
 // TakesName tells whether the filter's names let in an item called name:
 // excluded names win; no names means every name.
 func (f *ItemFilter) TakesName(name string) bool {
-	if slices.ContainsFunc(f.excludedNames, func(p string) bool { return nameMatches(p, name) }) {
+	matches := func(p string) bool { return resources.MatchesPattern(p, name) }
+	if slices.ContainsFunc(f.excludedNames, matches) {
 		return false
 	}
-	return len(f.names) == 0 || slices.ContainsFunc(f.names, func(p string) bool { return nameMatches(p, name) })
+	return len(f.names) == 0 || slices.ContainsFunc(f.names, matches)
 }
 
 // Takes tells whether the filter takes an item called name with labels l.
 func (f *ItemFilter) Takes(name string, l labels.Labels) bool {
 	return f.TakesName(name) && resources.AnyMatches(f.selectors, l)
-}
-
-// nameMatches matches an item's name against a name pattern: * any run of
-// characters, ? one, [abc] and [a-z] one of a set ("*" alone, every name).
-func nameMatches(pattern, name string) bool {
-	if pattern == "*" || pattern == name {
-		return true
-	}
-	ok, _ := path.Match(pattern, name)
-	return ok
 }
 
 // kindFilter is a filter with the resource names (kinds) it was given for.
@@ -208,11 +198,6 @@ func compileFilters(cluster *clusterFilterSpec, namespaced []namespacedFilterSpe
 			}
 			f, ps := compileFilter(at, spec, seen, j)
 			problems = append(problems, ps...)
-			for _, k := range spec.Kinds {
-				if strings.EqualFold(k, "namespaces") || strings.EqualFold(k, "namespace") || strings.EqualFold(k, "ns") {
-					add("%s: namespaces are chosen by includedNamespaces and excludedNamespaces (or namespacedFilterPolicies), not by a cluster-scoped filter: remove %q", at, k)
-				}
-			}
 			out.cluster = append(out.cluster, kindFilter{index: j, kinds: spec.Kinds, filter: f})
 		}
 	}
@@ -317,11 +302,8 @@ func namePatternProblem(p string) string {
 	if p == "" {
 		return "an empty pattern: give a name, or a pattern like db-*"
 	}
-	if i := strings.IndexAny(p, `\^!{}|(),`); i >= 0 {
-		return fmt.Sprintf("%q uses %q, which name patterns do not support: use *, ?, [abc] or [a-z]", p, p[i:i+1])
-	}
-	if _, err := path.Match(p, ""); err != nil || strings.Count(p, "[") != strings.Count(p, "]") {
-		return fmt.Sprintf("%q is malformed: every [ needs a closing ] with at least one character between", p)
+	if msg := resources.PatternSyntaxProblem(p, "name"); msg != "" {
+		return fmt.Sprintf("%q %s", p, msg)
 	}
 	return ""
 }

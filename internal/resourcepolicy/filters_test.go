@@ -109,7 +109,7 @@ func names(own ...string) func([]string) bool {
 
 // TestFilterProblems: the filters' resource names are checked against the
 // cluster's resources (a real API server's discovery): one that means
-// none, or one of the other scope.
+// none, one of the other scope, or namespaces.
 func TestFilterProblems(t *testing.T) {
 	served, unavailable, err := resources.Discover(discovery.NewDiscoveryClientForConfigOrDie(testbed.ControlPlane(t)))
 	if err != nil {
@@ -119,6 +119,7 @@ func TestFilterProblems(t *testing.T) {
 clusterScopedFilterPolicy:
   resourceFilters:
   - kinds: [clusterroles, configmaps]
+  - kinds: [ns]
 namespacedFilterPolicies:
 - namespaces: [a]
   resourceFilters:
@@ -133,12 +134,14 @@ namespacedFilterPolicies:
 		`policies salvor/p: clusterScopedFilterPolicy.resourceFilters[0].kinds: "configmaps" is namespaced: its filter belongs in namespacedFilterPolicies`,
 		`policies salvor/p: namespacedFilterPolicies[0].resourceFilters[0].kinds: "gizmos" is not a resource this cluster serves`,
 		`policies salvor/p: namespacedFilterPolicies[0].resourceFilters[0].kinds: "clusterrole" is cluster-scoped: its filter belongs in clusterScopedFilterPolicy`,
+		// By any name the resource answers to (ns, namespace, namespaces).
+		`policies salvor/p: clusterScopedFilterPolicy.resourceFilters[1].kinds: namespaces are chosen by includedNamespaces and excludedNamespaces (and a namespaced policy's namespaces), not by a filter: remove "ns"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems:\n%s\nwant one: %s", got, want)
 		}
 	}
-	if strings.Count(got, "\n") != 2 {
-		t.Errorf("problems:\n%s\nwant three (widgets is known otherwise, ConfigMap and clusterroles are right)", got)
+	if strings.Count(got, "\n") != 3 {
+		t.Errorf("problems:\n%s\nwant four (widgets is known otherwise, ConfigMap and clusterroles are right)", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -46,10 +48,16 @@ func (p *Policies) FilterProblems(served []resources.Resource, unavailable []res
 		problems = append(problems, resources.Unknown(p.source+": "+k.field, k.names, served, unavailable, extra)...)
 		for _, name := range k.names {
 			var scopes []bool
+			isNamespaces := false
 			for _, res := range served {
 				if res.MatchesAny([]string{name}) {
 					scopes = append(scopes, res.Namespaced)
+					isNamespaces = isNamespaces || res.GVR.GroupResource() == namespacesResource
 				}
+			}
+			if isNamespaces {
+				problems = append(problems, fmt.Sprintf("%s: %s: namespaces are chosen by includedNamespaces and excludedNamespaces (and a namespaced policy's namespaces), not by a filter: remove %q", p.source, k.field, name))
+				continue
 			}
 			if len(scopes) > 0 && !slices.Contains(scopes, k.namespaced) {
 				other, where := "cluster-scoped", "clusterScopedFilterPolicy"
@@ -62,6 +70,8 @@ func (p *Policies) FilterProblems(served []resources.Resource, unavailable []res
 	}
 	return problems
 }
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 // Fields are the policy's lists by the name of the field each is in, for
 // checking their names against the cluster's resources.

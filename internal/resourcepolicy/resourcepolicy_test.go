@@ -100,7 +100,6 @@ namespacedFilterPolicies:
 `, ""},
 		{"a cluster filter without kinds", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: ['*']}]}", "clusterScopedFilterPolicy.resourceFilters[0]: kinds is required: a cluster-scoped filter names its resources"},
 		{"a cluster filter policy without filters", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: []}", "clusterScopedFilterPolicy.resourceFilters is empty"},
-		{"namespaces by a cluster filter", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: [namespaces]}]}", "namespaces are chosen by includedNamespaces and excludedNamespaces"},
 		{"a kind in two cluster filters", "version: v1\nclusterScopedFilterPolicy: {resourceFilters: [{kinds: [clusterroles]}, {kinds: [ClusterRoles]}]}",
 			`clusterScopedFilterPolicy.resourceFilters[1]: kinds: "ClusterRoles" is in resourceFilters[0] too`},
 		{"a namespaced policy without namespaces", "version: v1\nnamespacedFilterPolicies: [{resourceFilters: [{kinds: [pods]}]}]", "namespacedFilterPolicies[0].namespaces is empty"},

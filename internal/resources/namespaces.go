@@ -20,15 +20,20 @@ func IsNamespacePattern(entry string) bool {
 
 // MatchesNamespace tells whether a namespace filter entry selects
 // namespace ns.
-func MatchesNamespace(entry, ns string) bool {
-	if entry == "*" || entry == ns {
+func MatchesNamespace(entry, ns string) bool { return MatchesPattern(entry, ns) }
+
+// MatchesPattern tells whether entry, a name or a pattern in the syntax
+// of namespace patterns, matches name (a namespace's, or an item's for a
+// filter policy's names).
+func MatchesPattern(entry, name string) bool {
+	if entry == "*" || entry == name {
 		return true
 	}
 	if !IsNamespacePattern(entry) {
 		return false
 	}
-	// Namespace names have no "/", so path.Match's "*" spans the whole name.
-	ok, _ := path.Match(entry, ns)
+	// Names here have no "/", so path.Match's "*" spans the whole name.
+	ok, _ := path.Match(entry, name)
 	return ok
 }
 
@@ -39,11 +44,20 @@ func NamespacePatternProblem(field, entry string) string {
 	if !IsNamespacePattern(entry) {
 		return ""
 	}
+	if p := PatternSyntaxProblem(entry, "namespace"); p != "" {
+		return fmt.Sprintf("namespace pattern %q in %s %s", entry, field, p)
+	}
+	return ""
+}
+
+// PatternSyntaxProblem says what is wrong with the syntax of a pattern
+// for names of what ("namespace"), "" when nothing is.
+func PatternSyntaxProblem(entry, what string) string {
 	if i := strings.IndexAny(entry, `\^!{}|(),`); i >= 0 {
-		return fmt.Sprintf("namespace pattern %q in %s uses %q, which namespace patterns do not support: use *, ?, [abc] or [a-z]", entry, field, entry[i:i+1])
+		return fmt.Sprintf("uses %q, which %s patterns do not support: use *, ?, [abc] or [a-z]", entry[i:i+1], what)
 	}
 	if _, err := path.Match(entry, ""); err != nil || strings.Count(entry, "[") != strings.Count(entry, "]") {
-		return fmt.Sprintf("namespace pattern %q in %s is malformed: every [ needs a closing ] with at least one character between", entry, field)
+		return "is malformed: every [ needs a closing ] with at least one character between"
 	}
 	return ""
 }
