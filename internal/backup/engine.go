@@ -25,6 +25,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/configmapref"
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -51,6 +52,9 @@ type Engine struct {
 	// PageSize is the LIST page size; 0 means 500, and a negative size
 	// lists each resource of a namespace in one request.
 	PageSize int64
+	// Hooks runs the backups' exec hooks in pods; without it a pod that
+	// has hooks to run is an error of its backup.
+	Hooks *hooks.Runner
 }
 
 // Progress is how far a backup has got.
@@ -68,6 +72,8 @@ type Outcome struct {
 	// directory until Close.
 	ResourceList *ResourceList
 	Snapshots    []VolumeSnapshot
+	// Hooks counts the exec hooks that ran, and failed.
+	Hooks salvorv1.HookStatus
 }
 
 // Close removes what the outcome keeps on the server's disk.
@@ -100,8 +106,11 @@ type run struct {
 	writer    *archive.Writer
 	seen      seenSet
 	order     *order // the spec's orderedResources, nil without
+	hooks     *hooks.Backup
 	total     atomic.Int64
 	done      atomic.Int64
+	// hooksRun and hooksFailed count the exec hooks run.
+	hooksRun, hooksFailed atomic.Int64
 
 	mu           sync.Mutex
 	rec          persistence.Recorder
@@ -176,6 +185,9 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		r.resources[res.GVR.GroupResource()] = res
 	}
 	r.order = newOrder(b.Spec.OrderedResources, all)
+	if r.hooks, err = hooks.CompileBackup(b.Spec.Hooks); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", b.Name, err)
+	}
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err
 	}
@@ -214,6 +226,7 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		Operations:   r.operations,
 		ResourceList: r.resourceList,
 		Snapshots:    r.snapshots,
+		Hooks:        salvorv1.HookStatus{HooksAttempted: int(r.hooksRun.Load()), HooksFailed: int(r.hooksFailed.Load())},
 	}
 	if onProgress != nil {
 		onProgress(out.Progress)
@@ -506,6 +519,20 @@ func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, 
 		return nil
 	}
 	what := describe(res, ns, name)
+	if res.GVR.GroupResource() == podResource {
+		pod, err := it.object()
+		if err != nil {
+			r.rec.Error(ns, fmt.Sprintf("%s: decoding: %v", what, err))
+			return nil
+		}
+		// The post hooks run whatever becomes of the pod, even when a pre
+		// hook failed: they undo what the pre hooks did (a filesystem
+		// thawed, a lock released), and a failed one may have done part.
+		defer r.runHooks(context.WithoutCancel(ctx), res, pod, hooks.Post, what)
+		if !r.runHooks(ctx, res, pod, hooks.Pre, what) {
+			return nil
+		}
+	}
 	for _, act := range r.actions {
 		if !act.Selector.Applies(res, ns, it.labels()) {
 			continue
@@ -662,7 +689,7 @@ func Validate(spec salvorv1.BackupSpec) []string {
 	if spec.ItemOperationTimeout.Duration < 0 {
 		problems = append(problems, "itemOperationTimeout must not be negative")
 	}
-	return problems
+	return append(problems, hooks.ValidateBackup(spec.Hooks)...)
 }
 
 // ReportUnavailable records the API groups discovery could not describe:

@@ -39,11 +39,8 @@ type binding struct{ name, role string }
 func (r *run) clusterRelated() bool { return r.scope.clusterRelated() }
 
 // podRelated backs up a pod's claims and its priority class, and warns
-// of the Velero backup hooks it asks for, which did not run.
+// of the volumes it asks Velero to copy the files of, which are not.
 func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
-	if hooks := resources.HooksAsked(pod, resources.BackupHooks); hooks != "" {
-		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks for a Velero backup hook (%s), but Salvor runs no hooks: it was backed up without the hook running", what, hooks))
-	}
 	if volumes := pod.GetAnnotations()[resources.FSBackupVolumes]; volumes != "" {
 		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks Velero to copy the files of volumes %s (%s), but Salvor copies no files: a claim's volume is in the backup only if it is snapshotted, and other volumes (emptyDir) are not",
 			what, volumes, resources.FSBackupVolumes))

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/configmapref"
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
@@ -237,6 +239,17 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, fields[field], served, unavailable, nil)...)
 		}
 		problems = append(problems, policies.FilterProblems(served, unavailable, nil)...)
+		problems = append(problems, hookProblems(spec.Hooks, served, unavailable)...)
+	}
+	if hasHooks(spec.Hooks) {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec"}}}
+		if err := locs.Client.Create(ctx, review); err != nil {
+			return nil, nil, fmt.Errorf("asking whether the server may run commands in pods, for the hooks: %w", err)
+		}
+		if !review.Status.Allowed {
+			problems = append(problems, "spec.hooks: "+hooks.Denial)
+		}
 	}
 	problems = append(problems, snapshotLocationProblems(ctx, locs, spec.VolumeSnapshotLocations)...)
 	bsl, err := locs.Get(ctx, spec.StorageLocation)
@@ -252,6 +265,40 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 		return problems, bsl, nil
 	}
 	return problems, nil, nil
+}
+
+// hookProblems are the resource names of a spec's hooks that name
+// nothing the cluster serves, and the hooks whose resources leave out
+// pods, the only ones hooks run in.
+func hookProblems(h *salvorv1.BackupHooks, served []resources.Resource, unavailable []resources.Unavailable) []string {
+	if h == nil {
+		return nil
+	}
+	var problems []string
+	for i, rh := range h.Resources {
+		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
+		problems = append(problems, resources.Unknown(where+".includedResources", rh.IncludedResources, served, unavailable, nil)...)
+		problems = append(problems, resources.Unknown(where+".excludedResources", rh.ExcludedResources, served, unavailable, nil)...)
+	}
+	for _, res := range served {
+		if res.GVR.Group == "" && res.GVR.Resource == "pods" {
+			problems = append(problems, hooks.IdleProblems(h, res)...)
+		}
+	}
+	return problems
+}
+
+// hasHooks tells whether a spec's hooks have a command to run.
+func hasHooks(h *salvorv1.BackupHooks) bool {
+	if h == nil {
+		return false
+	}
+	for _, rh := range h.Resources {
+		if len(rh.PreHooks)+len(rh.PostHooks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // configMaps reads ConfigMaps with reader, straight from the API server:
@@ -584,6 +631,9 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 		ops = []itemoperation.BackupOperation{}
 	}
 	b.Status.VolumeSnapshotsAttempted = len(out.Snapshots)
+	if out.Hooks.HooksAttempted > 0 {
+		b.Status.HookStatus = &out.Hooks
+	}
 	if len(out.Snapshots) > 0 {
 		if err := store.PutJSON(ctx, b.Name, persistence.VolumeSnapshotsFile, out.Snapshots); err != nil {
 			r.abandon(ctx, b, store, snap, out, log, fmt.Sprintf("writing the volume snapshots to location %s: %v", bsl.Name, err))

@@ -23,10 +23,10 @@ import (
 // ignored.
 
 // backupRefused are the fields of Velero's BackupSpec that would change
-// what a backup selects, with what to do instead.
-var backupRefused = map[string]string{
-	"hooks": "Salvor does not run backup hooks: remove them, or run the commands before the backup",
-}
+// what a backup selects or does, with what to do instead. Salvor's
+// BackupSpec has every such field of Velero 1.18's; one Velero adds goes
+// here until it does.
+var backupRefused = map[string]string{}
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes. Salvor's RestoreSpec has

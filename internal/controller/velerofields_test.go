@@ -33,6 +33,9 @@ func TestJSONFieldsNameEverySpecField(t *testing.T) {
 }
 
 func TestJudgeUnknown(t *testing.T) {
+	// Salvor's specs have every selecting field of Velero 1.18's: a field
+	// Velero adds would be refused so.
+	refused := map[string]string{"gadgets": "Salvor has no gadgets"}
 	for _, tc := range []struct {
 		name              string
 		extra             map[string]any
@@ -40,9 +43,9 @@ func TestJudgeUnknown(t *testing.T) {
 		problems, ignored string
 	}{
 		{"nothing", nil, backupRefused, "[]", "[]"},
-		{"Velero's empty hooks", map[string]any{"hooks": map[string]any{}}, backupRefused, "[]", "[]"},
-		{"hooks with a resource", map[string]any{"hooks": map[string]any{"resources": []any{map[string]any{"name": "freeze"}}}}, backupRefused,
-			"[spec.hooks: Salvor does not run backup hooks: remove them, or run the commands before the backup]", "[]"},
+		{"an empty refused field", map[string]any{"gadgets": map[string]any{"list": []any{}}}, refused, "[]", "[]"},
+		{"a refused field with something", map[string]any{"gadgets": map[string]any{"list": []any{map[string]any{"name": "freeze"}}}}, refused,
+			"[spec.gadgets: Salvor has no gadgets]", "[]"},
 		{"tuning is ignored, sorted", map[string]any{"snapshotMoveData": true, "csiSnapshotTimeout": "10m", "datamover": "velero"}, backupRefused,
 			"[]", "[csiSnapshotTimeout datamover snapshotMoveData]"},
 		{"a restore's uploader config ignored", map[string]any{"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused, "[]", "[uploaderConfig]"},

@@ -10,8 +10,8 @@
 // claim's and volume's binding so the control plane binds them again
 // (ResetBinding), and unbinds a claim whose volume a restore does not bring
 // back (UnbindClaim), for the restore engine and the CSI restore action alike,
-// and finds the Velero hooks a pod asks for, which Salvor does not run
-// (HooksAsked).
+// and finds the Velero restore exec hooks a pod asks for, which Salvor
+// does not run (HooksAsked).
 //
 // It exists so the backup and restore engines share one meaning of every
 // filter; neither imports the other.

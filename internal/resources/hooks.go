@@ -6,20 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Velero runs commands in a pod's containers around the pod's backup
-// (a database flushed and frozen, say) and after its restore, when the pod
-// is annotated so. Salvor runs no such commands (it puts init hook
-// containers into restored pods: internal/restore), and a pod asking for
-// one must not look backed up or restored as asked: the engines say so,
-// per pod, in a warning.
-var (
-	// BackupHooks are the annotations that ask Velero to run a command
-	// around a pod's backup (the unphased one runs before it).
-	BackupHooks = []string{"pre.hook.backup.velero.io/command", "hook.backup.velero.io/command", "post.hook.backup.velero.io/command"}
-	// RestoreHooks are the annotations that ask Velero to run a command
-	// in a restored pod.
-	RestoreHooks = []string{"post.hook.restore.velero.io/command"}
-)
+// Velero runs commands in a restored pod's containers when the pod is
+// annotated so. Salvor runs no such commands after a restore (it runs
+// backup hooks, internal/hooks, and puts init hook containers into
+// restored pods, internal/restore), and a pod asking for one must not
+// look restored as asked: the restore says so, per pod, in a warning.
+//
+// RestoreHooks are the annotations that ask Velero to run a command in a
+// restored pod.
+var RestoreHooks = []string{"post.hook.restore.velero.io/command"}
 
 // FSBackupVolumes is the annotation by which a pod asks Velero to copy
 // the named volumes' files (restic or kopia), a comma-separated list.

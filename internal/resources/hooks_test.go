@@ -13,11 +13,8 @@ func TestHooksAsked(t *testing.T) {
 		keys        []string
 		want        string
 	}{
-		{"none", nil, BackupHooks, ""},
-		{"pre and post", map[string]string{"pre.hook.backup.velero.io/command": "a", "post.hook.backup.velero.io/command": "b", "pre.hook.backup.velero.io/container": "c"},
-			BackupHooks, "pre.hook.backup.velero.io/command: a, post.hook.backup.velero.io/command: b"},
-		{"unphased runs before", map[string]string{"hook.backup.velero.io/command": "a"}, BackupHooks, "hook.backup.velero.io/command: a"},
-		{"a restore hook is not a backup's", map[string]string{"post.hook.restore.velero.io/command": "a"}, BackupHooks, ""},
+		{"none", nil, RestoreHooks, ""},
+		{"a backup hook is not a restore's", map[string]string{"pre.hook.backup.velero.io/command": "a", "hook.backup.velero.io/command": "b"}, RestoreHooks, ""},
 		{"an init container is run", map[string]string{"init.hook.restore.velero.io/container-image": "busybox"}, RestoreHooks, ""},
 		{"a command is not", map[string]string{"post.hook.restore.velero.io/command": "a"}, RestoreHooks, "post.hook.restore.velero.io/command: a"},
 		{"empty command", map[string]string{"post.hook.restore.velero.io/command": ""}, RestoreHooks, ""},

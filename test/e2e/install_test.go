@@ -280,6 +280,47 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "drill-rbac"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused test restore made its namespace: %v", err)
 	}
+	// Backup hooks run commands in pods, a right the server holds only
+	// with --exec-hooks: without it a backup with spec hooks fails
+	// validation, and a pod's annotated hook fails, each saying what to
+	// do; with it, the hook runs, and nothing else is granted.
+	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hooked"}})
+	c.hookPod(t, node, "hooked", "db", nil, map[string]string{"pre.hook.backup.velero.io/command": `["sh", "-c", "echo flushed > flushed"]`}, "db")
+	c.create(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "spec-hooks", Namespace: "salvor"}, Spec: salvorv1.BackupSpec{
+		IncludedNamespaces: []string{"hooked"}, Hooks: &salvorv1.BackupHooks{Resources: []salvorv1.BackupResourceHookSpec{
+			{Name: "flush", PreHooks: []salvorv1.BackupResourceHook{{Exec: &salvorv1.ExecHook{Command: []string{"sync"}}}}}}}}})
+	if b := c.waitBackup(t, "spec-hooks", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed); b.Status.Phase != salvorv1.BackupPhaseFailedValidation ||
+		!strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), "spec.hooks: the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
+		t.Errorf("a backup with hooks, without --exec-hooks: %s %q", b.Status.Phase, b.Status.ValidationErrors)
+	}
+	c.salvor(t, "backup", "create", "annotated-hook", "--include-namespaces", "hooked", "--wait")
+	if b := c.waitBackup(t, "annotated-hook", salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed); b.Status.Phase != salvorv1.BackupPhasePartiallyFailed ||
+		!strings.Contains(words(c.mustSalvor(t, "backup", "describe", "annotated-hook", "--details")), "the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
+		t.Errorf("a pod's hook, without --exec-hooks: %s", b.Status.Phase)
+	}
+	if len(node.Execs()) != 0 {
+		t.Errorf("commands ran without --exec-hooks: %+v", node.Execs())
+	}
+	c.mustSalvor(t, "install", "--exec-hooks")
+	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, server, saGroups, &authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "hooked"}, nil), "denied"
+	})
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Resource: "pods", Subresource: "attach", Namespace: "hooked"},
+		{Verb: "create", Resource: "pods", Subresource: "portforward", Namespace: "hooked"},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "hooked"},
+	} {
+		if c.allowed(t, server, saGroups, &a, nil) {
+			t.Errorf("--exec-hooks grants %s %s/%s", a.Verb, a.Resource, a.Subresource)
+		}
+	}
+	c.mustSalvor(t, "backup", "create", "hooks-allowed", "--include-namespaces", "hooked", "--wait")
+	if b := c.waitBackup(t, "hooks-allowed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
+		b.Status.HookStatus == nil || b.Status.HookStatus.HooksAttempted != 1 || containerFile(node, "hooked", "db", "db", "flushed") != "flushed" {
+		t.Errorf("a pod's hook, with --exec-hooks: %s %+v\n%s", b.Status.Phase, b.Status.HookStatus, c.mustSalvor(t, "backup", "describe", "hooks-allowed", "--details"))
+	}
+
 	if out := words(c.mustSalvor(t, "restore", "get", "-o", "wide")); !strings.Contains(out, "rbac:rbac2") {
 		t.Errorf("restore get -o wide: %s", out)
 	}
@@ -326,14 +367,15 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Errorf("metrics with a token not allowed to read them: %d, want 403", code)
 	}
 	reader := c.metricsReader(t)
-	// The dashboard and alerts of deploy/monitoring use metrics this server
+	// Two backups Completed (rbac, hooks-allowed), one PartiallyFailed
+	// (annotated-hook). The dashboard and alerts of deploy/monitoring use metrics this server
 	// serves; those of schedules, plugin operations and plugin restarts
 	// appear once there is one (this run has none).
 	used, err := monitoring.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_restores_total{phase="Completed"} 1`,
+	want := []string{`salvor_backups_total{phase="Completed"} 2`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 1`,
 		`salvor_backup_verifications_total{kind="integrity",outcome="Passed"} 1`, `salvor_backup_verifications_total{kind="test-restore",outcome="Failed"} 1`,
 		"salvor_build_info{", `salvor_location_available{location="default"} 1`}
 	for _, m := range used {

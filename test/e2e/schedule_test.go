@@ -470,14 +470,14 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		})
 	}
 	hooks := &unstructured.Unstructured{}
-	_ = yaml.Unmarshal([]byte(strings.NewReplacer("velero-style", "with-hooks", "hooks: {}", "hooks: {resources: [{name: freeze, pre: [{exec: {command: [fsfreeze]}}]}]}").Replace(veleroSchedule)), &hooks.Object)
+	_ = yaml.Unmarshal([]byte(strings.NewReplacer("velero-style", "with-hooks", "hooks: {}", "hooks: {resources: [{name: freeze, includedResources: [configmaps], pre: [{exec: {command: [fsfreeze]}}]}]}").Replace(veleroSchedule)), &hooks.Object)
 	if err := c.client.Create(context.Background(), hooks, client.FieldValidation("Strict")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a schedule with hooks FailedValidation", 30*time.Second, func() (bool, string) {
 		got := c.schedule(t, "with-hooks")
 		return got.Status.Phase == salvorv1.SchedulePhaseFailedValidation &&
-			strings.Contains(strings.Join(got.Status.ValidationErrors, "\n"), "spec.template.hooks: Salvor does not run backup hooks"), fmt.Sprintf("%+v", got.Status)
+			strings.Contains(strings.Join(got.Status.ValidationErrors, "\n"), "spec.template: hooks.resources[0] (freeze): its resources leave out pods, and hooks run only in pods"), fmt.Sprintf("%+v", got.Status)
 	})
 	// None of them made a backup (they would have at once).
 	for _, n := range []string{"four-fields", "bad-zone", "negative", "policy", "no-such-resource", "no-such-location", "no-such-policies", "with-hooks"} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -158,6 +159,7 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	if s.TTL.Duration > 0 {
 		fmt.Fprintf(w, "TTL:          %s\n", s.TTL.Duration)
 	}
+	describeHooks(w, s.Hooks)
 	fmt.Fprintln(w)
 	if st.StartTimestamp != nil {
 		fmt.Fprintf(w, "Started:      %s\n", st.StartTimestamp.Time.Format("2006-01-02 15:04:05 MST"))
@@ -176,10 +178,61 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 		fmt.Fprintf(w, "Attempts:     %d (the server restarted during the backup)\n", st.Attempts)
 	}
 	fmt.Fprintf(w, "Items:        %s backed up\nErrors:       %d\nWarnings:     %d\n", progress(*b), st.Errors, st.Warnings)
+	if h := st.HookStatus; h != nil {
+		fmt.Fprintf(w, "Hooks:        %d run, %d failed\n", h.HooksAttempted, h.HooksFailed)
+	}
 	if n := st.BackupItemOperationsAttempted; n > 0 {
 		running := n - st.BackupItemOperationsCompleted - st.BackupItemOperationsFailed
 		fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n",
 			st.BackupItemOperationsCompleted, n, st.BackupItemOperationsFailed, running)
+	}
+}
+
+// describeHooks shows a spec's hooks: which pods each selects, and its
+// commands by phase.
+func describeHooks(w io.Writer, h *salvorv1.BackupHooks) {
+	if h == nil {
+		return
+	}
+	for _, rh := range h.Resources {
+		var sel []string
+		for _, f := range []struct {
+			name string
+			list []string
+		}{{"namespaces", rh.IncludedNamespaces}, {"excluded namespaces", rh.ExcludedNamespaces},
+			{"resources", rh.IncludedResources}, {"excluded resources", rh.ExcludedResources}} {
+			if len(f.list) > 0 {
+				sel = append(sel, f.name+" "+strings.Join(f.list, ","))
+			}
+		}
+		if rh.LabelSelector != nil {
+			sel = append(sel, "labels "+metav1.FormatLabelSelector(rh.LabelSelector))
+		}
+		if len(sel) == 0 {
+			sel = []string{"every pod"}
+		}
+		fmt.Fprintf(w, "Hook %s: %s\n", rh.Name, strings.Join(sel, "; "))
+		for _, phase := range []struct {
+			name  string
+			hooks []salvorv1.BackupResourceHook
+		}{{"pre", rh.PreHooks}, {"post", rh.PostHooks}} {
+			for _, hook := range phase.hooks {
+				if e := hook.Exec; e != nil {
+					container := e.Container
+					if container == "" {
+						container = "(first container)"
+					}
+					fmt.Fprintf(w, "  %-4s %s: %q", phase.name, container, e.Command)
+					if e.OnError != "" {
+						fmt.Fprintf(w, ", onError %s", e.OnError)
+					}
+					if e.Timeout.Duration > 0 {
+						fmt.Fprintf(w, ", timeout %s", e.Timeout.Duration)
+					}
+					fmt.Fprintln(w)
+				}
+			}
+		}
 	}
 }
 

@@ -43,8 +43,9 @@ func ChartFiles() (map[string][]byte, error) {
 		Auth          []rbacv1.PolicyRule `json:"auth"`
 		CSI           []rbacv1.PolicyRule `json:"csi"`
 		TestRestores  []rbacv1.PolicyRule `json:"testRestores"`
+		ExecHooks     []rbacv1.PolicyRule `json:"execHooks"`
 		NotRestored   []string            `json:"notRestored"`
-	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, resources.NotRestored})
+	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, ExecHookRules, resources.NotRestored})
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ type Options struct {
 	MemoryLimit    string
 	SpoolSize      string
 	TestRestores   bool
+	ExecHooks      bool
 	DryRun         bool
 	Output         string
 	Wait           bool
@@ -128,6 +129,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.MemoryLimit, "server-memory-limit", DefaultMemoryLimit, "the server's memory limit (empty for none)")
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
+	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec), which backups' exec hooks (spec.hooks, pre.hook.backup.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")
@@ -262,11 +264,17 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		&corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-metrics", Namespace: ns, Labels: labels},
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstrFromString("metrics")}}}},
 	}
-	if o.TestRestores {
-		name := "salvor-test-restores-" + ns
-		typed = append(typed, clusterRole(name, labels, TestRestoreRules),
-			&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+	for _, extra := range []struct {
+		on    bool
+		name  string
+		rules []rbacv1.PolicyRule
+	}{{o.TestRestores, "salvor-test-restores-" + ns, TestRestoreRules}, {o.ExecHooks, "salvor-exec-hooks-" + ns, ExecHookRules}} {
+		if !extra.on {
+			continue
+		}
+		typed = append(typed, clusterRole(extra.name, labels, extra.rules),
+			&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: extra.name, Labels: labels},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: extra.name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})
 	}
 	var credential *corev1.SecretKeySelector

@@ -192,6 +192,14 @@ var TestRestoreRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"delete"}},
 }
 
+// ExecHookRules are what backup hooks add (install --exec-hooks): running
+// commands in pods (pods/exec), which a backup's exec hooks do, through
+// the API server, in the containers of the pods it backs up. The right
+// reaches every pod's shell, so it is granted only when asked for.
+var ExecHookRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+}
+
 // The ClusterRoles users are bound to (with a RoleBinding in Salvor's
 // namespace). docs/security.md says what each allows.
 var (

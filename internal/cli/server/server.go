@@ -29,6 +29,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/controller"
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
@@ -291,7 +292,11 @@ func (o *options) run(ctx context.Context) error {
 	if pageSize == 0 {
 		pageSize = -1 // the engine's "no pages"
 	}
-	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers, PageSize: pageSize}
+	hookRunner, err := hooks.NewRunner(cfg)
+	if err != nil {
+		return err
+	}
+	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers, PageSize: pageSize, Hooks: hookRunner}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),

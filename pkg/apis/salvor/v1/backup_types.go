@@ -123,6 +123,92 @@ type BackupSpec struct {
 	// location: naming more than one fails validation.
 	// +optional
 	VolumeSnapshotLocations []string `json:"volumeSnapshotLocations,omitempty"`
+	// Hooks run commands in the containers of the pods being backed up,
+	// through the API server's pods/exec (Velero's field): each pod's pre
+	// hooks before the pod is backed up, its post hooks after the pod and
+	// what it brings along (its claims, their snapshots taken). A pod
+	// annotated with pre.hook.backup.velero.io/command (or
+	// post.hook.backup.velero.io/command) runs that command in place of the
+	// spec's hooks for the phase.
+	// +optional
+	// +nullable
+	Hooks *BackupHooks `json:"hooks,omitempty"`
+}
+
+// BackupHooks are a backup's hooks.
+type BackupHooks struct {
+	// +optional
+	Resources []BackupResourceHookSpec `json:"resources,omitempty"`
+}
+
+// BackupResourceHookSpec selects the backed-up pods that run its hooks:
+// those in its namespaces, of its resources (hooks run in pods only, so
+// the lists either take pods or leave the hook idle) and matching its
+// label selector.
+type BackupResourceHookSpec struct {
+	// Name names the hook in messages and logs.
+	Name string `json:"name"`
+	// +optional
+	IncludedNamespaces []string `json:"includedNamespaces,omitempty"`
+	// +optional
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// +optional
+	IncludedResources []string `json:"includedResources,omitempty"`
+	// +optional
+	ExcludedResources []string `json:"excludedResources,omitempty"`
+	// +optional
+	// +nullable
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// PreHooks run, in order, before the pod is backed up.
+	// +optional
+	PreHooks []BackupResourceHook `json:"pre,omitempty"`
+	// PostHooks run, in order, after the pod and what it brings along are.
+	// +optional
+	PostHooks []BackupResourceHook `json:"post,omitempty"`
+}
+
+// BackupResourceHook is one hook of a backup.
+type BackupResourceHook struct {
+	Exec *ExecHook `json:"exec"`
+}
+
+// ExecHook is a command run in a container of a pod.
+type ExecHook struct {
+	// Container is the container the command runs in; empty means the
+	// pod's first container.
+	// +optional
+	Container string `json:"container,omitempty"`
+	// Command is the command and its arguments, run without a shell.
+	// +kubebuilder:validation:MinItems=1
+	Command []string `json:"command"`
+	// OnError says what a failure of the command does: Fail (the default)
+	// stops the pod's other hooks of the phase and, before the backup,
+	// leaves the pod out of it; Continue goes on. Either way the failure is
+	// an error of the backup, which ends PartiallyFailed.
+	// +optional
+	OnError HookErrorMode `json:"onError,omitempty"`
+	// Timeout bounds the command; zero means 30s.
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+}
+
+// HookErrorMode is what a failed hook does.
+// +kubebuilder:validation:Enum=Continue;Fail
+type HookErrorMode string
+
+const (
+	HookErrorModeContinue HookErrorMode = "Continue"
+	HookErrorModeFail     HookErrorMode = "Fail"
+)
+
+// HookStatus counts the hooks a backup ran (Velero's status field).
+type HookStatus struct {
+	// HooksAttempted is how many hooks ran.
+	// +optional
+	HooksAttempted int `json:"hooksAttempted,omitempty"`
+	// HooksFailed is how many of them failed.
+	// +optional
+	HooksFailed int `json:"hooksFailed,omitempty"`
 }
 
 // BackupProgress counts items.
@@ -187,6 +273,10 @@ type BackupStatus struct {
 	// +optional
 	// +nullable
 	Verification *BackupVerification `json:"verification,omitempty"`
+	// HookStatus counts the backup's hooks that ran and that failed.
+	// +optional
+	// +nullable
+	HookStatus *HookStatus `json:"hookStatus,omitempty"`
 	// IgnoredFields lists fields of Velero's BackupSpec the backup's spec
 	// has that Salvor accepts but does not act on.
 	// +optional

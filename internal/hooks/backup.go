@@ -1,0 +1,211 @@
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
+)
+
+// Phase is when a backup hook runs: before its pod is backed up, or after.
+type Phase string
+
+const (
+	Pre  Phase = "pre"
+	Post Phase = "post"
+)
+
+// The annotations by which a pod asks for a hook of its own, Velero's: a
+// phase's prefix ("pre.", "post.") before each; a pre hook may also be
+// asked for without one (Velero's first form).
+const (
+	annotationContainer = "hook.backup.velero.io/container"
+	annotationCommand   = "hook.backup.velero.io/command"
+	annotationOnError   = "hook.backup.velero.io/on-error"
+	annotationTimeout   = "hook.backup.velero.io/timeout"
+)
+
+// Backup is a backup's hooks, compiled once per backup.
+type Backup struct {
+	hooks []resourceHook
+}
+
+type resourceHook struct {
+	name      string
+	selector  resources.ActionSelector
+	pre, post []Exec
+}
+
+// CompileBackup compiles a backup's spec.hooks (ValidateBackup has
+// checked them; an error here is one it would have reported).
+func CompileBackup(h *salvorv1.BackupHooks) (*Backup, error) {
+	b := &Backup{}
+	if h == nil {
+		return b, nil
+	}
+	for i, rh := range h.Resources {
+		sel := api.ResourceSelector{IncludedNamespaces: rh.IncludedNamespaces, ExcludedNamespaces: rh.ExcludedNamespaces,
+			IncludedResources: rh.IncludedResources, ExcludedResources: rh.ExcludedResources}
+		if rh.LabelSelector != nil {
+			ls, err := metav1.LabelSelectorAsSelector(rh.LabelSelector)
+			if err != nil {
+				return nil, fmt.Errorf("hooks.resources[%d] (%s): labelSelector: %w", i, rh.Name, err)
+			}
+			sel.LabelSelector = ls.String()
+		}
+		compiled, err := resources.CompileSelector(sel)
+		if err != nil {
+			return nil, fmt.Errorf("hooks.resources[%d] (%s): %w", i, rh.Name, err)
+		}
+		b.hooks = append(b.hooks, resourceHook{name: rh.Name, selector: compiled,
+			pre: execs(rh.Name, rh.PreHooks), post: execs(rh.Name, rh.PostHooks)})
+	}
+	return b, nil
+}
+
+func execs(name string, hooks []salvorv1.BackupResourceHook) []Exec {
+	var out []Exec
+	for _, h := range hooks {
+		if h.Exec == nil {
+			continue
+		}
+		out = append(out, Exec{Hook: name, Container: h.Exec.Container, Command: h.Exec.Command, OnError: h.Exec.OnError, Timeout: h.Exec.Timeout.Duration})
+	}
+	return out
+}
+
+// For returns the hooks pod runs in phase, in order: the one its
+// annotations ask for, else those of every spec hook that selects it
+// (pods is the cluster's pods resource, for the hooks' resource lists).
+// The warnings say what of its annotations could not be read, and what
+// was used instead.
+func (b *Backup) For(pods resources.Resource, pod *unstructured.Unstructured, phase Phase) ([]Exec, []string) {
+	if e, warnings, ok := annotated(pod.GetAnnotations(), phase); ok {
+		return []Exec{e}, warnings
+	}
+	var out []Exec
+	for _, h := range b.hooks {
+		if !h.selector.Applies(pods, pod.GetNamespace(), labels.Set(pod.GetLabels())) {
+			continue
+		}
+		if phase == Pre {
+			out = append(out, h.pre...)
+		} else {
+			out = append(out, h.post...)
+		}
+	}
+	return out, nil
+}
+
+// annotated reads the hook a pod's annotations ask for in phase, if any.
+func annotated(annotations map[string]string, phase Phase) (Exec, []string, bool) {
+	prefix := string(phase) + "."
+	command := annotations[prefix+annotationCommand]
+	if command == "" && phase == Pre {
+		prefix = ""
+		command = annotations[annotationCommand]
+	}
+	if command == "" {
+		return Exec{}, nil, false
+	}
+	e := Exec{Hook: prefix + annotationCommand, Container: annotations[prefix+annotationContainer], Command: parseCommand(command)}
+	var warnings []string
+	switch mode := salvorv1.HookErrorMode(annotations[prefix+annotationOnError]); mode {
+	case "", salvorv1.HookErrorModeContinue, salvorv1.HookErrorModeFail:
+		e.OnError = mode
+	default:
+		warnings = append(warnings, fmt.Sprintf("%s%s is %q, neither Continue nor Fail: the hook fails as with Fail", prefix, annotationOnError, mode))
+	}
+	if t := annotations[prefix+annotationTimeout]; t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			warnings = append(warnings, fmt.Sprintf("%s%s is %q, not a positive duration such as 90s or 5m: the hook has the default timeout, %s", prefix, annotationTimeout, t, DefaultTimeout))
+		} else {
+			e.Timeout = d
+		}
+	}
+	return e, warnings, true
+}
+
+// parseCommand reads a command annotation as Velero does: a JSON array of
+// strings, else the whole value as one word.
+func parseCommand(v string) []string {
+	if strings.HasPrefix(v, "[") {
+		var words []string
+		if err := json.Unmarshal([]byte(v), &words); err == nil && len(words) > 0 {
+			return words
+		}
+	}
+	return []string{v}
+}
+
+// ValidateBackup checks a backup's spec.hooks, returning what to fix.
+func ValidateBackup(h *salvorv1.BackupHooks) []string {
+	if h == nil {
+		return nil
+	}
+	var problems []string
+	for i, rh := range h.Resources {
+		where := fmt.Sprintf("hooks.resources[%d]", i)
+		if rh.Name == "" {
+			problems = append(problems, where+": name is empty: name the hook, for its messages")
+		} else {
+			where += " (" + rh.Name + ")"
+		}
+		if rh.LabelSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(rh.LabelSelector); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
+			}
+		}
+		for _, entry := range append(append([]string{}, rh.IncludedNamespaces...), rh.ExcludedNamespaces...) {
+			if p := resources.NamespacePatternProblem(where+" namespaces", entry); p != "" {
+				problems = append(problems, p)
+			}
+		}
+		if len(rh.PreHooks)+len(rh.PostHooks) == 0 {
+			problems = append(problems, where+": has neither pre nor post hooks: add one, or remove it")
+		}
+		for _, phase := range []struct {
+			field string
+			hooks []salvorv1.BackupResourceHook
+		}{{"pre", rh.PreHooks}, {"post", rh.PostHooks}} {
+			for j, hook := range phase.hooks {
+				at := fmt.Sprintf("%s.%s[%d]", where, phase.field, j)
+				switch e := hook.Exec; {
+				case e == nil:
+					problems = append(problems, at+": has no exec: give the command to run (exec.command)")
+				case len(e.Command) == 0 || e.Command[0] == "":
+					problems = append(problems, at+".exec.command is empty: give the command and its arguments, e.g. [\"/sbin/fsfreeze\", \"--freeze\", \"/data\"]")
+				case e.OnError != "" && e.OnError != salvorv1.HookErrorModeContinue && e.OnError != salvorv1.HookErrorModeFail:
+					problems = append(problems, fmt.Sprintf("%s.exec.onError is %q: use Continue or Fail", at, e.OnError))
+				case e.Timeout.Duration < 0:
+					problems = append(problems, at+".exec.timeout must not be negative")
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// IdleProblems are the spec hooks whose resource lists leave out pods,
+// the only resource hooks run in: such a hook would never run.
+func IdleProblems(h *salvorv1.BackupHooks, pods resources.Resource) []string {
+	if h == nil {
+		return nil
+	}
+	var problems []string
+	for i, rh := range h.Resources {
+		if !resources.Includes(rh.IncludedResources, rh.ExcludedResources, pods.MatchesAny) {
+			problems = append(problems, fmt.Sprintf("hooks.resources[%d] (%s): its resources leave out pods, and hooks run only in pods: include pods, or remove the hook", i, rh.Name))
+		}
+	}
+	return problems
+}

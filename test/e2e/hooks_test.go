@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// hookPod is a pod of the given containers, with labels and annotations,
+// on the testbed's node and running when node is given (a kubelet stand-in
+// that runs exec'd commands as local processes in a directory per
+// container), else left Pending.
+func (c *cluster) hookPod(t *testing.T, node *testbed.Node, ns, name string, labels, annotations map[string]string, containers ...string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations}}
+	for _, ct := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: ct, Image: "example.io/" + ct})
+	}
+	c.create(t, pod)
+	if node != nil {
+		node.Run(t, c.restConfig, ns, name)
+	}
+}
+
+// containerFile reads a file a hook wrote in a container's directory, ""
+// when there is none.
+func containerFile(node *testbed.Node, ns, pod, container, file string) string {
+	b, _ := os.ReadFile(filepath.Join(node.ContainerDir(ns, pod, container), file))
+	return strings.TrimSpace(string(b))
+}
+
+// TestBackupHooks runs Velero's backup hooks through the API server's
+// pods/exec, as Velero users write them: a spec hook selecting pods by
+// namespace and label (its pre hook in a named container before the pod
+// is backed up, its post hook after — it sees what the pre hook did), a
+// pod's own annotated hooks in place of the spec's, and the failures each
+// with its outcome: a pre hook exiting non-zero (onError Fail by default)
+// leaves its pod out of the backup but its post hook still runs; one that
+// outlives its timeout with onError Continue keeps its pod; a pod not
+// running cannot run a hook; a pod that has ended is skipped; an
+// unreadable annotation is a warning. The backup ends PartiallyFailed
+// with an error per failed hook, and counts its hooks in hookStatus.
+// Hooks that cannot run fail validation, saying what to fix.
+func TestBackupHooks(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}})
+	pg := map[string]string{"app": "pg"}
+	c.hookPod(t, node, "db", "pg", pg, nil, "sidecar", "pg")
+	c.hookPod(t, node, "web", "pg-elsewhere", pg, nil, "pg")
+	c.hookPod(t, node, "db", "annotated", pg, map[string]string{
+		"pre.hook.backup.velero.io/command":  `["sh", "-c", "echo flushed > annotated-pre"]`,
+		"post.hook.backup.velero.io/command": `["sh", "-c", "test -f annotated-pre && echo resumed > annotated-post"]`,
+	}, "main")
+	c.hookPod(t, node, "db", "broken", nil, map[string]string{
+		"pre.hook.backup.velero.io/command":  `["sh", "-c", "echo cannot freeze >&2; exit 3"]`,
+		"post.hook.backup.velero.io/command": `["sh", "-c", "echo thawed > thawed"]`,
+	}, "main")
+	c.hookPod(t, node, "db", "slow", nil, map[string]string{
+		"hook.backup.velero.io/command":  `["sleep", "30"]`,
+		"hook.backup.velero.io/timeout":  "1s",
+		"hook.backup.velero.io/on-error": "Continue",
+	}, "main")
+	c.hookPod(t, nil, "db", "pending", nil, map[string]string{"pre.hook.backup.velero.io/command": "true"}, "main")
+	c.hookPod(t, node, "db", "ended", nil, map[string]string{"pre.hook.backup.velero.io/command": `["sh", "-c", "touch ran"]`}, "main")
+	ended := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "db", Name: "ended"}, ended); err != nil {
+		t.Fatal(err)
+	}
+	ended.Status.Phase = corev1.PodSucceeded
+	if err := c.client.Status().Update(context.Background(), ended); err != nil {
+		t.Fatal(err)
+	}
+	c.hookPod(t, node, "db", "typo", nil, map[string]string{
+		"pre.hook.backup.velero.io/command": `["sh", "-c", "echo ok > typo"]`,
+		"pre.hook.backup.velero.io/timeout": "300",
+	}, "main")
+
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Backup
+metadata: {name: db, namespace: salvor}
+spec:
+  includedNamespaces: [db, web]
+  storageLocation: primary
+  hooks:
+    resources:
+    - name: freeze
+      includedNamespaces: [db]
+      includedResources: [pod]
+      labelSelector: {matchLabels: {app: pg}}
+      pre:
+      - exec:
+          container: pg
+          command: [sh, -c, "echo frozen > state"]
+          onError: Fail
+          timeout: 10s
+      post:
+      - exec:
+          container: pg
+          command: [sh, -c, "grep -q frozen state && echo thawed > state"]
+`)
+	b := c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseFailedValidation)
+	desc := c.mustSalvor(t, "backup", "describe", "db", "--details")
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.Errors != 3 || b.Status.Warnings != 1 {
+		t.Errorf("backup with failing hooks: %s, %d errors, %d warnings (want PartiallyFailed, 3, 1)\n%s", b.Status.Phase, b.Status.Errors, b.Status.Warnings, desc)
+	}
+	// pg 2, annotated 2, broken 2 (its pre failed, its post ran), slow 1,
+	// pending 1, typo 1; ended none.
+	if h := b.Status.HookStatus; h == nil || h.HooksAttempted != 9 || h.HooksFailed != 3 {
+		t.Errorf("hook status: %+v, want 9 attempted, 3 failed", h)
+	}
+	for _, want := range []string{
+		`pods db/broken: pre hook pre.hook.backup.velero.io/command (command ["sh" "-c" "echo cannot freeze >&2; exit 3"]) failed: container main: command terminated with exit code 3 (stderr: cannot freeze); onError Fail: the pod is not backed up`,
+		`pods db/slow: pre hook hook.backup.velero.io/command (command ["sleep" "30"]) failed: container main: timed out after 1s; onError Continue: the backup goes on`,
+		`pods db/pending: pre hook pre.hook.backup.velero.io/command (command ["true"]) failed: container main: the pod is Pending, not Running: no container of it can run the command; onError Fail: the pod is not backed up`,
+		`pods db/typo: pre.hook.backup.velero.io/timeout is "300", not a positive duration such as 90s or 5m: the hook has the default timeout, 30s`,
+		"Hooks: 9 run, 3 failed",
+	} {
+		if !strings.Contains(words(desc), words(want)) {
+			t.Errorf("backup describe lacks %q:\n%s", want, desc)
+		}
+	}
+	items := tarball(t, openStore(t, cfg), "db")
+	for pod, want := range map[string]bool{"pg": true, "annotated": true, "slow": true, "ended": true, "typo": true, "broken": false, "pending": false} {
+		if got := items["pods/db/"+pod] != nil; got != want {
+			t.Errorf("pod db/%s in the backup: %v, want %v", pod, got, want)
+		}
+	}
+	if items["pods/web/pg-elsewhere"] == nil {
+		t.Errorf("pod web/pg-elsewhere, outside the hook's namespaces, is not backed up")
+	}
+	// The spec's hooks ran in the named container, pre then post; the
+	// annotated pod ran its own hooks, not the spec's; the broken pod's
+	// post hook ran though its pre hook failed.
+	for _, f := range []struct{ pod, container, file, want string }{
+		{"pg", "pg", "state", "thawed"}, {"annotated", "main", "annotated-pre", "flushed"}, {"annotated", "main", "annotated-post", "resumed"},
+		{"annotated", "main", "state", ""}, {"broken", "main", "thawed", "thawed"}, {"typo", "main", "typo", "ok"}, {"ended", "main", "ran", ""},
+	} {
+		if got := containerFile(node, "db", f.pod, f.container, f.file); got != f.want {
+			t.Errorf("pod db/%s container %s: file %s holds %q, want %q", f.pod, f.container, f.file, got, f.want)
+		}
+	}
+	var ran []string
+	for _, e := range node.Execs() {
+		ran = append(ran, fmt.Sprintf("%s/%s/%s", e.Namespace, e.Pod, e.Container))
+	}
+	if got := strings.Join(ran, " "); strings.Count(got, "db/pg/pg") != 2 || strings.Contains(got, "sidecar") || strings.Contains(got, "web/") || strings.Contains(got, "ended") {
+		t.Errorf("commands ran in %s", got)
+	}
+
+	// Hooks that cannot run fail validation, before anything runs.
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Backup
+metadata: {name: bad-hooks, namespace: salvor}
+spec:
+  includedNamespaces: [db]
+  storageLocation: primary
+  hooks:
+    resources:
+    - name: only-configmaps
+      includedResources: [configmaps]
+      pre: [{exec: {command: [sync]}}]
+    - name: typo
+      includedResources: [podz]
+      post: [{exec: {command: [sync]}}]
+    - name: empty
+      pre: [{exec: {command: [""]}}]
+    - name: nothing
+`)
+	b = c.waitBackup(t, "bad-hooks", salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	for _, want := range []string{
+		"hooks.resources[0] (only-configmaps): its resources leave out pods, and hooks run only in pods: include pods, or remove the hook",
+		`hooks.resources[1] (typo).includedResources: "podz"`,
+		"hooks.resources[2] (empty).pre[0].exec.command is empty",
+		"hooks.resources[3] (nothing): has neither pre nor post hooks",
+	} {
+		if !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), want) {
+			t.Errorf("validation errors lack %q: %s %q", want, b.Status.Phase, b.Status.ValidationErrors)
+		}
+	}
+	if n := len(node.Execs()); n != len(ran) {
+		t.Errorf("a backup that failed validation ran %d commands", n-len(ran))
+	}
+}
