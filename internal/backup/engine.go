@@ -111,6 +111,10 @@ type run struct {
 	done      atomic.Int64
 	// hooksRun and hooksFailed count the exec hooks run.
 	hooksRun, hooksFailed atomic.Int64
+	// claimsMu makes taking a claim and marking it in flight one step, so
+	// that a pod finding its claim taken finds it in flight until done.
+	claimsMu       sync.Mutex
+	claimsInFlight map[string]chan struct{} // closed when the claim is backed up
 
 	mu           sync.Mutex
 	rec          persistence.Recorder
@@ -476,6 +480,32 @@ func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSe
 	}
 }
 
+// take marks an item taken, telling whether another had taken it; done
+// ends a claim's time in flight (see awaitClaims).
+func (r *run) take(gr schema.GroupResource, ns, name string) (dup bool, done func(), err error) {
+	key := itemKey(gr, ns, name)
+	if gr != pvcResource {
+		dup, err = r.seen.add(key)
+		return dup, func() {}, err
+	}
+	r.claimsMu.Lock()
+	defer r.claimsMu.Unlock()
+	if dup, err = r.seen.add(key); dup || err != nil {
+		return dup, func() {}, err
+	}
+	if r.claimsInFlight == nil {
+		r.claimsInFlight = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	r.claimsInFlight[key] = ch
+	return false, func() {
+		r.claimsMu.Lock()
+		delete(r.claimsInFlight, key)
+		r.claimsMu.Unlock()
+		close(ch)
+	}, nil
+}
+
 func itemKey(gr schema.GroupResource, ns, name string) string {
 	return gr.String() + "/" + ns + "/" + name
 }
@@ -501,10 +531,11 @@ func describe(res resources.Resource, ns, name string) string {
 // the item. It returns an error only when the backup cannot go on.
 func (r *run) backupItem(ctx context.Context, res resources.Resource, it *item, listed bool) error {
 	ns, name := it.namespace(), it.name()
-	dup, err := r.seen.add(itemKey(res.GVR.GroupResource(), ns, name))
+	dup, done, err := r.take(res.GVR.GroupResource(), ns, name)
 	if err != nil {
 		return err
 	}
+	defer done()
 	if dup {
 		if listed {
 			r.total.Add(-1)

@@ -22,6 +22,9 @@ func (r *run) runHooks(ctx context.Context, pods resources.Resource, pod *unstru
 	for _, w := range warnings {
 		r.rec.Warning(ns, fmt.Sprintf("%s: %s", what, w))
 	}
+	if phase == hooks.Post && len(execs) > 0 {
+		r.awaitClaims(ctx, pod)
+	}
 	for i, e := range execs {
 		fail := func(err error) bool {
 			r.hooksFailed.Add(1)
@@ -59,6 +62,27 @@ func (r *run) runHooks(ctx context.Context, pods resources.Resource, pod *unstru
 		}
 	}
 	return true
+}
+
+// awaitClaims waits until the pod's claims that another worker is backing
+// up are done (their snapshots taken): the pod's own backup took only
+// those no one had, and its post hooks must not release what its pre
+// hooks held before the snapshots of all of them. A claim's backup never
+// waits on a pod's, so this cannot wait on itself.
+func (r *run) awaitClaims(ctx context.Context, pod *unstructured.Unstructured) {
+	for _, claim := range resources.PodClaims(pod) {
+		r.claimsMu.Lock()
+		ch := r.claimsInFlight[itemKey(pvcResource, pod.GetNamespace(), claim)]
+		r.claimsMu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func quoted(command []string) string {

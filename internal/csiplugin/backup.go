@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/csi"
@@ -38,8 +40,8 @@ var (
 )
 
 // BackupAction snapshots the volume of each claim whose CSI driver has a
-// snapshot class: Execute creates a VolumeSnapshot and returns it as an
-// operation, Progress follows it until it is ready and then keeps its
+// snapshot class: Execute creates a VolumeSnapshot, waits until the
+// storage has taken it (waitCut) and returns it as an operation, Progress follows it until it is ready and then keeps its
 // content (deletionPolicy Retain) and records its handle on it, Cancel
 // deletes it with its storage-side snapshot.
 type BackupAction struct{ base }
@@ -124,6 +126,9 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		return nil, nil, "", nil, fmt.Errorf("snapshotting claim %s/%s (driver %s, class %s): %w", ns, claim.GetName(), plan.Driver, plan.Class, err)
 	}
 	a.progressResource(ctx, b, created, volume, plan, itemoperation.PhaseNew, sdk.OperationProgress{})
+	if why := waitCut(ctx, dyn, ns, name); why != "" {
+		a.log.Warn("returning before the snapshot is taken: the claim's pod's post hooks may run before it", "snapshot", ns+"/"+name, "why", why)
+	}
 	// Where Velero records it: an annotation, and a label when the name
 	// fits in one.
 	annotations := claim.GetAnnotations()
@@ -148,6 +153,49 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	}
 	return claim, nil, ns + "/" + name, post, nil
 }
+
+// waitCut waits until the storage has taken a snapshot — its status has a
+// creationTime, the point in time it holds, or it is ready — so that
+// Execute returns only then: the post hooks of the claim's pod run once it
+// has, and a freeze they release must cover the cut (Velero's CSI action
+// waits for the snapshot's handle likewise). Uploading the snapshot, which
+// may take long, is left to Progress. It stops waiting, saying why, when
+// the driver reports an error (Progress reports it as the operation's
+// failure) or when the call's deadline nears: the operation must go back
+// before it, or nothing would follow the snapshot.
+func waitCut(ctx context.Context, dyn dynamic.Interface, ns, name string) string {
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-cutMargin))
+		defer cancel()
+	}
+	why := "the driver has not taken it"
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		vs, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			why = err.Error() // Progress says what became of it
+			return apierrors.IsNotFound(err), nil
+		}
+		if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" {
+			why = msg
+			return true, nil
+		}
+		taken, _, _ := unstructured.NestedString(vs.Object, "status", "creationTime")
+		ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse")
+		if taken != "" || ready {
+			why = ""
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "the call's deadline is near, and " + why
+	}
+	return why
+}
+
+// cutMargin is the part of Execute's deadline kept for answering.
+const cutMargin = 10 * time.Second
 
 // SnapshotName is the VolumeSnapshot a backup takes of a claim: the same
 // every time it is asked, so a retried call finds the first one.

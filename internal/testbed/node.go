@@ -53,6 +53,7 @@ type Exec struct {
 	Namespace, Pod, Container string
 	Command                   []string
 	ExitCode                  int
+	Started                   time.Time
 }
 
 // StartNode starts a node of the given name on cfg's cluster and stops
@@ -219,7 +220,7 @@ func (n *Node) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	n.mu.Lock()
 	i := len(n.execs)
-	n.execs = append(n.execs, Exec{Namespace: ns, Pod: pod, Container: container, Command: command, ExitCode: -1})
+	n.execs = append(n.execs, Exec{Namespace: ns, Pod: pod, Container: container, Command: command, ExitCode: -1, Started: time.Now()})
 	n.mu.Unlock()
 	runErr := cmd.Run()
 	code := cmd.ProcessState.ExitCode()

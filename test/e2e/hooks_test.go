@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,5 +197,54 @@ spec:
 	}
 	if n := len(node.Execs()); n != len(ran) {
 		t.Errorf("a backup that failed validation ran %d commands", n-len(ran))
+	}
+}
+
+// TestPostHooksRunOnceTheSnapshotIsTaken: a pod whose claim is
+// snapshotted through CSI, with a pre hook that freezes and a post hook
+// that thaws, on a driver that takes two seconds to cut a snapshot. The
+// post hook runs only once the storage has cut it (the CSI action waits
+// for the snapshot's creationTime, as Velero's waits for its handle), so
+// the freeze covers the cut; the snapshot's upload is still followed as an
+// operation afterwards.
+func TestPostHooksRunOnceTheSnapshotIsTaken(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, _ := csiCluster(t)
+	c.mustSalvor(t, "install", "--exec-hooks")
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
+			&authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "frozen"}, nil), "denied"
+	})
+	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}}, csiClaim("frozen", "data", csi.StorageClass))
+	c.boundVolume(t, "frozen", "data")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "frozen", Name: "db", Annotations: map[string]string{
+		"pre.hook.backup.velero.io/command":  `["sh", "-c", "echo frozen > state"]`,
+		"post.hook.backup.velero.io/command": `["sh", "-c", "echo thawed > state"]`,
+	}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "example.io/db"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	c.create(t, pod)
+	node.Run(t, c.restConfig, "frozen", "db")
+	csi.Driver.SetCutDelay(2 * time.Second)
+
+	c.mustSalvor(t, "backup", "create", "frozen", "--include-namespaces", "frozen", "--wait")
+	b := c.waitBackup(t, "frozen", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 || b.Status.HookStatus == nil || b.Status.HookStatus.HooksAttempted != 2 {
+		t.Fatalf("backup: %s, %d operations, hooks %+v\n%s", b.Status.Phase, b.Status.BackupItemOperationsCompleted, b.Status.HookStatus,
+			c.mustSalvor(t, "backup", "describe", "frozen", "--details"))
+	}
+	snaps, err := csi.Driver.Snapshots()
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots: %v, %v", snaps, err)
+	}
+	execs := node.Execs()
+	if len(execs) != 2 || containerFile(node, "frozen", "db", "db", "state") != "thawed" {
+		t.Fatalf("hooks ran: %+v", execs)
+	}
+	pre, post, cut := execs[0].Started, execs[1].Started, snaps[0].Created
+	if !pre.Before(cut) || post.Before(cut) {
+		t.Errorf("pre hook at %s, snapshot cut at %s, post hook at %s: the freeze does not cover the cut",
+			pre.Format(time.StampMicro), cut.Format(time.StampMicro), post.Format(time.StampMicro))
 	}
 }

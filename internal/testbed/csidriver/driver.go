@@ -37,9 +37,18 @@ type Driver struct {
 	Name string
 	Root string
 
-	mu      sync.Mutex // one change at a time: the sidecars retry, never race
-	delay   time.Duration
-	failure string
+	mu       sync.Mutex // one change at a time: the sidecars retry, never race
+	delay    time.Duration
+	cutDelay time.Duration
+	failure  string
+}
+
+// SetCutDelay makes CreateSnapshot wait d before it cuts a new snapshot,
+// as a storage system that quiesces a volume first does.
+func (d *Driver) SetCutDelay(delay time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cutDelay = delay
 }
 
 // FailSnapshots makes CreateSnapshot fail with msg from now on ("" stops
@@ -207,6 +216,7 @@ func (d *Driver) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotReques
 	}
 	r, err := d.read("snapshots", id)
 	if status.Code(err) == codes.NotFound {
+		time.Sleep(d.cutDelay)
 		now := time.Now().UTC()
 		r = &Record{ID: id, Capacity: vol.Capacity, Source: vol.ID, Created: now, Ready: now.Add(d.delay)}
 		tmp := d.SnapshotDir(id) + ".tmp"
