@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -239,11 +238,10 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 			problems = append(problems, resources.Unknown("spec.resourcePolicy: "+field, fields[field], served, unavailable, nil)...)
 		}
 		problems = append(problems, policies.FilterProblems(served, unavailable, nil)...)
-		problems = append(problems, hookProblems(spec.Hooks, served, unavailable)...)
+		problems = append(problems, hooks.DiscoveryProblems(spec.Hooks, served, unavailable)...)
 	}
-	if hasHooks(spec.Hooks) {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec"}}}
+	if hooks.HasCommands(spec.Hooks) {
+		review := hooks.ExecReview("")
 		if err := locs.Client.Create(ctx, review); err != nil {
 			return nil, nil, fmt.Errorf("asking whether the server may run commands in pods, for the hooks: %w", err)
 		}
@@ -265,40 +263,6 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 		return problems, bsl, nil
 	}
 	return problems, nil, nil
-}
-
-// hookProblems are the resource names of a spec's hooks that name
-// nothing the cluster serves, and the hooks whose resources leave out
-// pods, the only ones hooks run in.
-func hookProblems(h *salvorv1.BackupHooks, served []resources.Resource, unavailable []resources.Unavailable) []string {
-	if h == nil {
-		return nil
-	}
-	var problems []string
-	for i, rh := range h.Resources {
-		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
-		problems = append(problems, resources.Unknown(where+".includedResources", rh.IncludedResources, served, unavailable, nil)...)
-		problems = append(problems, resources.Unknown(where+".excludedResources", rh.ExcludedResources, served, unavailable, nil)...)
-	}
-	for _, res := range served {
-		if res.GVR.Group == "" && res.GVR.Resource == "pods" {
-			problems = append(problems, hooks.IdleProblems(h, res)...)
-		}
-	}
-	return problems
-}
-
-// hasHooks tells whether a spec's hooks have a command to run.
-func hasHooks(h *salvorv1.BackupHooks) bool {
-	if h == nil {
-		return false
-	}
-	for _, rh := range h.Resources {
-		if len(rh.PreHooks)+len(rh.PostHooks) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // configMaps reads ConfigMaps with reader, straight from the API server:

@@ -41,9 +41,10 @@ var (
 
 // BackupAction snapshots the volume of each claim whose CSI driver has a
 // snapshot class: Execute creates a VolumeSnapshot, waits until the
-// storage has taken it (waitCut) and returns it as an operation, Progress follows it until it is ready and then keeps its
-// content (deletionPolicy Retain) and records its handle on it, Cancel
-// deletes it with its storage-side snapshot.
+// storage has taken it (waitCut) and returns it as an operation; Progress
+// follows it until it is ready and then keeps its content (deletionPolicy
+// Retain) and records its handle on it; Cancel deletes it with its
+// storage-side snapshot.
 type BackupAction struct{ base }
 
 // NewBackupAction is the factory `salvor run-plugins` registers.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -195,17 +196,39 @@ func ValidateBackup(h *salvorv1.BackupHooks) []string {
 	return problems
 }
 
-// IdleProblems are the spec hooks whose resource lists leave out pods,
-// the only resource hooks run in: such a hook would never run.
-func IdleProblems(h *salvorv1.BackupHooks, pods resources.Resource) []string {
+// HasCommands tells whether a spec's hooks have a command to run.
+func HasCommands(h *salvorv1.BackupHooks) bool {
+	if h == nil {
+		return false
+	}
+	for _, rh := range h.Resources {
+		if len(rh.PreHooks)+len(rh.PostHooks) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DiscoveryProblems are what the cluster's discovery says is wrong with a
+// spec's hooks: resource names that name nothing it serves, and resource
+// lists that leave out pods, the only resource hooks run in (such a hook
+// would never run).
+func DiscoveryProblems(h *salvorv1.BackupHooks, served []resources.Resource, unavailable []resources.Unavailable) []string {
 	if h == nil {
 		return nil
 	}
 	var problems []string
 	for i, rh := range h.Resources {
-		if !resources.Includes(rh.IncludedResources, rh.ExcludedResources, pods.MatchesAny) {
-			problems = append(problems, fmt.Sprintf("hooks.resources[%d] (%s): its resources leave out pods, and hooks run only in pods: include pods, or remove the hook", i, rh.Name))
+		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
+		problems = append(problems, resources.Unknown(where+".includedResources", rh.IncludedResources, served, unavailable, nil)...)
+		problems = append(problems, resources.Unknown(where+".excludedResources", rh.ExcludedResources, served, unavailable, nil)...)
+		for _, pods := range served {
+			if pods.GVR.GroupResource() == podsResource && !resources.Includes(rh.IncludedResources, rh.ExcludedResources, pods.MatchesAny) {
+				problems = append(problems, where+": its resources leave out pods, and hooks run only in pods: include pods, or remove the hook")
+			}
 		}
 	}
 	return problems
 }
+
+var podsResource = schema.GroupResource{Resource: "pods"}

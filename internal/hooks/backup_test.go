@@ -125,11 +125,15 @@ func TestValidateBackup(t *testing.T) {
 	if strings.Contains(got, "(ok)") {
 		t.Errorf("a good hook has problems:\n%s", got)
 	}
-	if p := IdleProblems(h, pods); len(p) != 0 {
+	served := []resources.Resource{pods}
+	if p := DiscoveryProblems(h, served, nil); len(p) != 0 {
 		t.Errorf("hooks taking every resource are idle: %q", p)
 	}
-	if p := IdleProblems(&salvorv1.BackupHooks{Resources: []salvorv1.BackupResourceHookSpec{{Name: "x", ExcludedResources: []string{"*"}}}}, pods); len(p) != 1 {
+	if p := DiscoveryProblems(&salvorv1.BackupHooks{Resources: []salvorv1.BackupResourceHookSpec{{Name: "x", ExcludedResources: []string{"*"}}}}, served, nil); len(p) != 1 {
 		t.Errorf("a hook excluding every resource: %q", p)
+	}
+	if !HasCommands(h) || HasCommands(&salvorv1.BackupHooks{Resources: []salvorv1.BackupResourceHookSpec{{Name: "idle"}}}) || HasCommands(nil) {
+		t.Error("HasCommands: hooks with commands run, those without do not")
 	}
 }
 

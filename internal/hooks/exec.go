@@ -18,6 +18,7 @@ import (
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/streaming/pkg/httpstream"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -133,23 +134,33 @@ func (r *Runner) Run(ctx context.Context, pod *unstructured.Unstructured, e Exec
 	if tail := lastLine(res.Stderr); tail != "" {
 		err = fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
-	if denied := r.denied(ctx, p.Namespace); denied != "" {
-		err = fmt.Errorf("%s (%w)", denied, err)
+	// The command's own failure says enough; any other may be the API
+	// server refusing the exec, which comes back as a failed upgrade of
+	// the connection: ask what the server may do, to say what to fix.
+	var exit utilexec.ExitError
+	if !errors.As(err, &exit) {
+		if denied := r.denied(ctx, p.Namespace); denied != "" {
+			err = fmt.Errorf("%s (%w)", denied, err)
+		}
 	}
 	return res, err
+}
+
+// ExecReview asks whether the caller may run commands in the pods of
+// namespace ("" for every namespace).
+func ExecReview(namespace string) *authorizationv1.SelfSubjectAccessReview {
+	return &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods", Subresource: "exec"}}}
 }
 
 // Denial is what a server without the right to run commands in pods is
 // told to do.
 const Denial = "the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks` (Helm: execHooks.enabled=true), or remove the hooks"
 
-// denied asks the API server, after a command failed, whether the server
-// may run commands in namespace at all, and if not says what to do: the
-// refusal itself comes back as a failed upgrade of the connection.
+// denied asks the API server whether the server may run commands in
+// namespace at all, and if not says what to do.
 func (r *Runner) denied(ctx context.Context, namespace string) string {
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods", Subresource: "exec"}}}
-	got, err := r.access.Create(context.WithoutCancel(ctx), review, metav1.CreateOptions{})
+	got, err := r.access.Create(context.WithoutCancel(ctx), ExecReview(namespace), metav1.CreateOptions{})
 	if err != nil || got.Status.Allowed {
 		return ""
 	}
