@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -28,7 +27,7 @@ func (r *run) runHooks(ctx context.Context, pods resources.Resource, pod *unstru
 	for i, e := range execs {
 		fail := func(err error) bool {
 			r.hooksFailed.Add(1)
-			msg := fmt.Sprintf("%s: %s hook %s (command %s) failed: %v", what, phase, e.Hook, quoted(e.Command), err)
+			msg := fmt.Sprintf("%s: %s hook %s (command %s) failed: %v", what, phase, e.Hook, e.Quoted(), err)
 			switch {
 			case !e.Fails():
 				r.rec.Error(ns, msg+"; onError Continue: the backup goes on")
@@ -83,14 +82,6 @@ func (r *run) awaitClaims(ctx context.Context, pod *unstructured.Unstructured) {
 			return
 		}
 	}
-}
-
-func quoted(command []string) string {
-	q := make([]string, len(command))
-	for i, w := range command {
-		q[i] = fmt.Sprintf("%q", w)
-	}
-	return "[" + strings.Join(q, " ") + "]"
 }
 
 func errString(err error) string {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/configmapref"
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/modifiers"
@@ -95,6 +96,15 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
 	rs.Status.IgnoredFields = ignored
 	problems = append(problems, restore.Validate(rs.Spec)...)
+	if hooks.RestoreHasCommands(rs.Spec.Hooks) {
+		review := hooks.ExecReview("")
+		if err := r.Client.Create(ctx, review); err != nil {
+			return ctrl.Result{}, fmt.Errorf("asking whether the server may run commands in pods, for the hooks: %w", err)
+		}
+		if !review.Status.Allowed {
+			problems = append(problems, "spec.hooks: "+hooks.Denial)
+		}
+	}
 	_, bad, err := modifiers.Load(ctx, configmapref.Dynamic(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourceModifier)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -359,6 +369,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	rs.Status.Errors, rs.Status.Warnings = out.Results.Errors.Count(), out.Results.Warnings.Count()
 	rs.Status.RestoreItemOperationsAttempted = len(out.Operations)
 	rs.Status.DryRun = out.DryRun
+	rs.Status.HookStatus = out.Hooks
 	rs.Status.Phase = salvorv1.RestorePhaseCompleted
 	if rs.Status.Errors > 0 {
 		rs.Status.Phase = salvorv1.RestorePhasePartiallyFailed

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,15 @@ type Exec struct {
 	Command   []string
 	OnError   salvorv1.HookErrorMode // empty: Fail
 	Timeout   time.Duration          // zero: DefaultTimeout
+}
+
+// Quoted is the command as messages show it: each word quoted.
+func (e Exec) Quoted() string {
+	q := make([]string, len(e.Command))
+	for i, w := range e.Command {
+		q[i] = strconv.Quote(w)
+	}
+	return "[" + strings.Join(q, " ") + "]"
 }
 
 // Fails tells whether a failure of the command stops what follows it.

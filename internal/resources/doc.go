@@ -9,9 +9,7 @@
 // (with the closest there is, so a typo is seen). It also resets a restored
 // claim's and volume's binding so the control plane binds them again
 // (ResetBinding), and unbinds a claim whose volume a restore does not bring
-// back (UnbindClaim), for the restore engine and the CSI restore action alike,
-// and finds the Velero restore exec hooks a pod asks for, which Salvor
-// does not run (HooksAsked).
+// back (UnbindClaim), for the restore engine and the CSI restore action alike.
 //
 // It exists so the backup and restore engines share one meaning of every
 // filter; neither imports the other.

@@ -136,6 +136,9 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}
+		if r.dry == nil && gvr.GroupResource() == podResource {
+			r.startExecHooks(ctx, obj, what)
+		}
 		r.record(item, salvorv1.DryRunWouldCreate, detail)
 	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
 		r.restored.Add(1)

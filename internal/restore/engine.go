@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/salvor-dev/salvor/internal/configmapref"
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/periodic"
@@ -63,6 +64,12 @@ type Engine struct {
 	// that is being deleted: the namespaces it restores into, and items
 	// found in the way of a create (DefaultTerminatingTimeout).
 	TerminatingTimeout time.Duration
+	// Hooks runs the exec hooks of the pods a restore makes (nil: a pod
+	// with one gets an error saying the engine cannot run them).
+	Hooks *hooks.Runner
+	// HookWaitTimeout bounds the wait for a restored pod's container to
+	// come up when its hooks give no waitTimeout (hooks.DefaultWait).
+	HookWaitTimeout time.Duration
 }
 
 // VolumeRestorer recreates persistent volumes from their snapshots.
@@ -110,6 +117,9 @@ type Outcome struct {
 	// dry run: by apiVersion/kind, "namespace/name(outcome)" (Velero's restore
 	// resource list); nil for a dry run.
 	ResourceList map[string][]string
+	// Hooks counts the exec hooks run in the pods the restore made; nil
+	// when there were none.
+	Hooks *salvorv1.HookStatus
 }
 
 type run struct {
@@ -122,7 +132,13 @@ type run struct {
 	policy    salvorv1.ExistingResourcePolicy
 	selectors []labels.Selector // an item is selected when one matches
 	hooks     []podHook         // the spec's init hooks, read once
-	volumes   VolumeRestorer
+	// execHooks are the spec's exec hooks; hookRuns the pods' runs of
+	// them, each beside the restore, and hooksRun and hooksFailed count
+	// them.
+	execHooks             *hooks.Restore
+	hookRuns              sync.WaitGroup
+	hooksRun, hooksFailed atomic.Int64
+	volumes               VolumeRestorer
 	// elsewhere and snapshotted are Volumes'.
 	elsewhere   map[string]string
 	snapshotted map[string]bool
@@ -236,6 +252,9 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.hooks, err = podHooks(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
+	if r.execHooks, err = hooks.CompileRestore(rs.Spec.Hooks); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
+	}
 	if err := r.loadModifiers(ctx); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
@@ -279,10 +298,12 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	stop := r.reportProgress(onProgress)
 	err = r.restoreAll(ctx)
 	stop()
+	// The pods' exec hooks end with the restore: they record into it.
+	r.hookRuns.Wait()
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations}
+	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations, Hooks: r.hookStatus()}
 	out.Results.DryRun, out.DryRun = r.dry.result()
 	out.ResourceList = r.list.result()
 	if onProgress != nil {

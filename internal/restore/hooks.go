@@ -6,20 +6,19 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // Velero's init restore hooks: init containers put into the pods a
 // restore makes, before their own, from the pod's annotations or, for a
-// pod without them, from the restore's spec.hooks. Exec hooks — commands
-// run in a restored pod's containers — Salvor does not run: the spec's
-// fail validation, and a pod annotated for one is restored with a warning.
+// pod without them, from the restore's spec.hooks. Its exec hooks,
+// commands run in the pods once they are up, are exechooks.go's.
 const (
 	initHookImage   = "init.hook.restore.velero.io/container-image"
 	initHookName    = "init.hook.restore.velero.io/container-name"
@@ -30,25 +29,17 @@ const (
 // puts first in a pod; hook containers go after it, as in Velero.
 const restoreWaitContainer = "restore-wait"
 
-// validateHooks checks a restore's hooks: no exec hook, and init
-// containers a pod can run (a name, an image and a command, as Velero
-// asks).
+// validateHooks checks a restore's hooks: what selects them and their
+// commands (hooks.ValidateRestore), and init containers a pod can run (a
+// name, an image and a command, as Velero asks).
 func validateHooks(h *salvorv1.RestoreHooks) []string {
 	if h == nil {
 		return nil
 	}
-	var problems []string
+	problems := hooks.ValidateRestore(h)
 	for i, rh := range h.Resources {
 		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
-		if rh.LabelSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(rh.LabelSelector); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
-			}
-		}
 		for j, hook := range rh.PostHooks {
-			if hook.Exec != nil {
-				problems = append(problems, fmt.Sprintf("%s.postHooks[%d].exec: Salvor runs no exec hooks: remove it, and run the command after the restore", where, j))
-			}
 			if hook.Init == nil {
 				continue
 			}
@@ -77,10 +68,9 @@ func hookContainer(raw runtime.RawExtension) (corev1.Container, error) {
 // podHook is a resource hook of the restore's spec, read once per
 // restore: its selector and its init containers, as their JSON gives them.
 type podHook struct {
-	name               string
-	included, excluded []string
-	selector           labels.Selector // nil: every pod
-	containers         []map[string]any
+	name       string
+	selector   resources.ActionSelector
+	containers []map[string]any
 }
 
 // podHooks reads the restore's resource hooks (validateHooks has checked
@@ -91,14 +81,7 @@ func podHooks(h *salvorv1.RestoreHooks) ([]podHook, error) {
 	}
 	var out []podHook
 	for _, rh := range h.Resources {
-		ph := podHook{name: rh.Name, included: rh.IncludedNamespaces, excluded: rh.ExcludedNamespaces}
-		if rh.LabelSelector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(rh.LabelSelector)
-			if err != nil {
-				return nil, fmt.Errorf("restore hook %s: labelSelector: %v", rh.Name, err)
-			}
-			ph.selector = sel
-		}
+		ph := podHook{name: rh.Name}
 		for _, hook := range rh.PostHooks {
 			if hook.Init == nil {
 				continue
@@ -114,18 +97,17 @@ func podHooks(h *salvorv1.RestoreHooks) ([]podHook, error) {
 				ph.containers = append(ph.containers, m)
 			}
 		}
-		if len(ph.containers) > 0 {
-			out = append(out, ph)
+		if len(ph.containers) == 0 {
+			continue
 		}
+		sel, err := hooks.Selector(rh)
+		if err != nil {
+			return nil, err
+		}
+		ph.selector = sel
+		out = append(out, ph)
 	}
 	return out, nil
-}
-
-// selects tells whether a hook applies to a pod restored into namespace
-// ns with labels l.
-func (h podHook) selects(ns string, l map[string]string) bool {
-	return resources.Includes(h.included, h.excluded, resources.NameMatcher(ns)) &&
-		(h.selector == nil || h.selector.Matches(labels.Set(l)))
 }
 
 // initHooks puts a pod's init hook containers into it, in the namespace
@@ -137,8 +119,11 @@ func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 	if c, ok := annotatedInitHook(pod); ok {
 		add = append(add, c)
 	} else {
+		r.mu.Lock()
+		pods := r.resources[podResource]
+		r.mu.Unlock()
 		for _, h := range r.hooks {
-			if h.selects(target, pod.GetLabels()) {
+			if h.selector.Applies(pods, target, labels.Set(pod.GetLabels())) {
 				for _, c := range h.containers {
 					add = append(add, runtime.DeepCopyJSONValue(c))
 				}

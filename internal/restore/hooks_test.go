@@ -109,7 +109,7 @@ func TestValidateHooks(t *testing.T) {
 		{"none", nil, ""},
 		{"an init container", &salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "a", PostHooks: init(`{"name":"a","image":"a","command":["a"]}`)}}}, ""},
 		{"an exec hook", &salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "warm", PostHooks: []salvorv1.RestoreResourceHook{
-			{Exec: &runtime.RawExtension{Raw: []byte(`{"command":["/bin/warm"]}`)}}}}}}, "hooks.resources[0] (warm).postHooks[0].exec: Salvor runs no exec hooks"},
+			{Exec: &salvorv1.ExecRestoreHook{Command: []string{"/bin/warm"}, OnError: "Retry"}}}}}}, `hooks.resources[0] (warm).postHooks[0].exec.onError is "Retry": use Continue or Fail`},
 		{"no command", &salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "a", PostHooks: init(`{"name":"a","image":"a"}`)}}},
 			"hooks.resources[0] (a).postHooks[0].init.initContainers[0]: an init container needs a name, an image and a command"},
 		{"not a container", &salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "a", PostHooks: init(`{"name":7}`)}}}, "not a container"},

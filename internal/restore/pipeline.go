@@ -237,9 +237,6 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		}
 	}
 	if it.kind.gr == podResource {
-		if hooks := resources.HooksAsked(obj, resources.RestoreHooks); hooks != "" {
-			r.rec.Warning(target, fmt.Sprintf("%s: asks for a Velero exec restore hook (%s), but Salvor runs no exec hooks: it is restored without the hook", what, hooks))
-		}
 		if err := r.initHooks(obj, target); err != nil {
 			r.rec.Error(target, fmt.Sprintf("%s: its init restore hooks: %v", what, err))
 			r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())

@@ -98,6 +98,40 @@ func StartNode(t testing.TB, cfg *rest.Config, name string) *Node {
 // ready. The pod must exist and not be bound elsewhere.
 func (n *Node) Run(t testing.TB, cfg *rest.Config, namespace, pod string) {
 	t.Helper()
+	n.run(t, cfg, namespace, pod, true)
+}
+
+// Start is Run with the containers running but not yet ready (their
+// readiness probes not yet passed); Ready makes them ready.
+func (n *Node) Start(t testing.TB, cfg *rest.Config, namespace, pod string) {
+	t.Helper()
+	n.run(t, cfg, namespace, pod, false)
+}
+
+// Ready marks a started pod's containers ready, as a kubelet does once
+// their readiness probes pass.
+func (n *Node) Ready(t testing.TB, cfg *rest.Config, namespace, pod string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = readiness(true)
+	for i := range p.Status.ContainerStatuses {
+		p.Status.ContainerStatuses[i].Ready = true
+	}
+	if _, err := cs.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("marking pod %s/%s ready: %v", namespace, pod, err)
+	}
+}
+
+func (n *Node) run(t testing.TB, cfg *rest.Config, namespace, pod string, ready bool) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +147,11 @@ func (n *Node) Run(t testing.TB, cfg *rest.Config, namespace, pod string) {
 	}
 	now := metav1.Now()
 	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}
+	p.Status.Conditions = readiness(ready)
 	p.Status.ContainerStatuses = nil
 	for _, c := range p.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptrTo(true),
+			Name: c.Name, Image: c.Image, Ready: ready, Started: ptrTo(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 		if err := os.MkdirAll(n.ContainerDir(namespace, pod, c.Name), 0o755); err != nil {
@@ -127,6 +161,14 @@ func (n *Node) Run(t testing.TB, cfg *rest.Config, namespace, pod string) {
 	if _, err := cs.CoreV1().Pods(namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("marking pod %s/%s running: %v", namespace, pod, err)
 	}
+}
+
+func readiness(ready bool) []corev1.PodCondition {
+	s := corev1.ConditionFalse
+	if ready {
+		s = corev1.ConditionTrue
+	}
+	return []corev1.PodCondition{{Type: corev1.PodReady, Status: s}, {Type: corev1.ContainersReady, Status: s}}
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -299,6 +299,14 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		!strings.Contains(words(c.mustSalvor(t, "backup", "describe", "annotated-hook", "--details")), "the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
 		t.Errorf("a pod's hook, without --exec-hooks: %s", b.Status.Phase)
 	}
+	promote := &salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{
+		{Name: "promote", PostHooks: []salvorv1.RestoreResourceHook{{Exec: &salvorv1.ExecRestoreHook{Command: []string{"sh", "-c", "echo promoted > promoted"}}}}}}}
+	c.create(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "restore-hooks-denied", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{
+		BackupName: "annotated-hook", NamespaceMapping: map[string]string{"hooked": "hooked-denied"}, Hooks: promote}})
+	if rs := c.waitRestore(t, "restore-hooks-denied", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.hooks: the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
+		t.Errorf("a restore with exec hooks, without --exec-hooks: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
+	}
 	if len(node.Execs()) != 0 {
 		t.Errorf("commands ran without --exec-hooks: %+v", node.Execs())
 	}
@@ -319,6 +327,18 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	if b := c.waitBackup(t, "hooks-allowed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
 		b.Status.HookStatus == nil || b.Status.HookStatus.HooksAttempted != 1 || containerFile(node, "hooked", "db", "db", "flushed") != "flushed" {
 		t.Errorf("a pod's hook, with --exec-hooks: %s %+v\n%s", b.Status.Phase, b.Status.HookStatus, c.mustSalvor(t, "backup", "describe", "hooks-allowed", "--details"))
+	}
+	// A restore's exec hook watches the pod it made until its container
+	// runs, then runs in it: --exec-hooks is enough for both.
+	c.create(t, &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "restore-hooks", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{
+		BackupName: "hooks-allowed", NamespaceMapping: map[string]string{"hooked": "hooked-copy"}, Hooks: promote}})
+	eventually(t, "the restored pod", time.Minute, func() (bool, string) {
+		return c.client.Get(context.Background(), client.ObjectKey{Namespace: "hooked-copy", Name: "db"}, &corev1.Pod{}) == nil, "not restored"
+	})
+	node.Run(t, c.restConfig, "hooked-copy", "db")
+	if rs := c.waitRestore(t, "restore-hooks", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed); rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
+		rs.Status.HookStatus == nil || rs.Status.HookStatus.HooksAttempted != 1 || rs.Status.HookStatus.HooksFailed != 0 || containerFile(node, "hooked-copy", "db", "db", "promoted") != "promoted" {
+		t.Errorf("a restore's exec hook, with --exec-hooks: %s %+v\n%s", rs.Status.Phase, rs.Status.HookStatus, c.mustSalvor(t, "restore", "describe", "restore-hooks", "--details"))
 	}
 
 	if out := words(c.mustSalvor(t, "restore", "get", "-o", "wide")); !strings.Contains(out, "rbac:rbac2") {
@@ -368,14 +388,14 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	}
 	reader := c.metricsReader(t)
 	// Two backups Completed (rbac, hooks-allowed), one PartiallyFailed
-	// (annotated-hook). The dashboard and alerts of deploy/monitoring use metrics this server
+	// (annotated-hook); two restores Completed (rbac, restore-hooks). The dashboard and alerts of deploy/monitoring use metrics this server
 	// serves; those of schedules, plugin operations and plugin restarts
 	// appear once there is one (this run has none).
 	used, err := monitoring.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`salvor_backups_total{phase="Completed"} 2`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 1`,
+	want := []string{`salvor_backups_total{phase="Completed"} 2`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 2`,
 		`salvor_backup_verifications_total{kind="integrity",outcome="Passed"} 1`, `salvor_backup_verifications_total{kind="test-restore",outcome="Failed"} 1`,
 		"salvor_build_info{", `salvor_location_available{location="default"} 1`}
 	for _, m := range used {

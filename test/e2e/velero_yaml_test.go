@@ -47,8 +47,9 @@ func (c *cluster) applyVelero(t *testing.T, doc string) *unstructured.Unstructur
 // Velero (dropped on the way in, as the CRDs once pruned unknown fields,
 // it would have backed up every item of the namespace). Of the fields
 // Salvor's specs have not, those that would change what is selected or
-// made (exec restore hooks, resource modifiers) fail validation, saying what to
-// use; the ones that only tune Velero's mechanisms are kept, listed as
+// made fail validation, saying what to use (a restore's resource modifier
+// ConfigMap that does not exist; its exec hook, valid, is not among the
+// problems); the ones that only tune Velero's mechanisms are kept, listed as
 // ignored, and the run goes on.
 func TestVeleroFieldsSalvorLacksAreJudgedNotDropped(t *testing.T) {
 	c := startCluster(t)
@@ -152,7 +153,7 @@ spec:
 	rs := c.waitRestore(t, "modified", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed)
 	problems := strings.Join(rs.Status.ValidationErrors, "\n")
 	if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
-		!strings.Contains(problems, "hooks.resources[0] (warm-cache).postHooks[0].exec: Salvor runs no exec hooks") || !strings.Contains(problems, "spec.resourceModifier: resource modifier configmap salvor/modifiers does not exist: create it in the restore's namespace") {
+		strings.Contains(problems, "warm-cache") || !strings.Contains(problems, "spec.resourceModifier: resource modifier configmap salvor/modifiers does not exist: create it in the restore's namespace") {
 		t.Errorf("a restore with hooks and a resource modifier: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
 	}
 	err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "shop-modified", Name: "web"}, &corev1.ConfigMap{})

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -195,41 +194,14 @@ func describeHooks(w io.Writer, h *salvorv1.BackupHooks) {
 		return
 	}
 	for _, rh := range h.Resources {
-		var sel []string
-		for _, f := range []struct {
-			name string
-			list []string
-		}{{"namespaces", rh.IncludedNamespaces}, {"excluded namespaces", rh.ExcludedNamespaces},
-			{"resources", rh.IncludedResources}, {"excluded resources", rh.ExcludedResources}} {
-			if len(f.list) > 0 {
-				sel = append(sel, f.name+" "+strings.Join(f.list, ","))
-			}
-		}
-		if rh.LabelSelector != nil {
-			sel = append(sel, "labels "+metav1.FormatLabelSelector(rh.LabelSelector))
-		}
-		if len(sel) == 0 {
-			sel = []string{"every pod"}
-		}
-		fmt.Fprintf(w, "Hook %s: %s\n", rh.Name, strings.Join(sel, "; "))
+		fmt.Fprint(w, output.HookSelection(rh.Name, rh.IncludedNamespaces, rh.ExcludedNamespaces, rh.IncludedResources, rh.ExcludedResources, rh.LabelSelector))
 		for _, phase := range []struct {
 			name  string
 			hooks []salvorv1.BackupResourceHook
 		}{{"pre", rh.PreHooks}, {"post", rh.PostHooks}} {
 			for _, hook := range phase.hooks {
 				if e := hook.Exec; e != nil {
-					container := e.Container
-					if container == "" {
-						container = "(first container)"
-					}
-					fmt.Fprintf(w, "  %-4s %s: %q", phase.name, container, e.Command)
-					if e.OnError != "" {
-						fmt.Fprintf(w, ", onError %s", e.OnError)
-					}
-					if e.Timeout.Duration > 0 {
-						fmt.Fprintf(w, ", timeout %s", e.Timeout.Duration)
-					}
-					fmt.Fprintln(w)
+					output.HookCommand(w, phase.name, e.Container, e.Command, string(e.OnError), e.Timeout.Duration)
 				}
 			}
 		}

@@ -129,7 +129,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.MemoryLimit, "server-memory-limit", DefaultMemoryLimit, "the server's memory limit (empty for none)")
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
-	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec), which backups' exec hooks (spec.hooks, pre.hook.backup.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
+	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec) and watch pods, which the exec hooks of backups (spec.hooks, pre.hook.backup.velero.io/command) and restores (spec.hooks postHooks exec, post.hook.restore.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")

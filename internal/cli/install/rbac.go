@@ -192,12 +192,15 @@ var TestRestoreRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"delete"}},
 }
 
-// ExecHookRules are what backup hooks add (install --exec-hooks): running
-// commands in pods (pods/exec), which a backup's exec hooks do, through
-// the API server, in the containers of the pods it backs up. The right
-// reaches every pod's shell, so it is granted only when asked for.
+// ExecHookRules are what exec hooks add (install --exec-hooks): running
+// commands in pods (pods/exec), through the API server, in the containers
+// of the pods a backup backs up or a restore makes; and watching pods,
+// for a restore to see a pod's container come up before its hooks run.
+// The right reaches every pod's shell, so it is granted only when asked
+// for.
 var ExecHookRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"watch"}},
 }
 
 // The ClusterRoles users are bound to (with a RoleBinding in Salvor's

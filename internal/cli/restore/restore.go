@@ -334,6 +334,7 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			if rst := s.RestoreStatus; rst != nil {
 				fmt.Fprintf(w, "Status of:    %s (excluded: %s)\n", output.List(rst.IncludedResources, "*"), output.List(rst.ExcludedResources, "<none>"))
 			}
+			describeHooks(w, s.Hooks)
 			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
 			done, total := progress(rs)
 			if s.DryRun {
@@ -343,6 +344,9 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				}
 			} else {
 				fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+			}
+			if h := st.HookStatus; h != nil {
+				fmt.Fprintf(w, "Hooks:        %d run, %d failed\n", h.HooksAttempted, h.HooksFailed)
 			}
 			if n := st.RestoreItemOperationsAttempted; n > 0 {
 				fmt.Fprintf(w, "Item operations: %d of %d completed, %d failed, %d in progress\n", st.RestoreItemOperationsCompleted, n,
@@ -493,4 +497,30 @@ func restoredItems(p salvorv1.RestorePhase) bool {
 		return false
 	}
 	return true
+}
+
+// describeHooks shows a restore's hooks: which pods each selects, its
+// commands and its init containers.
+func describeHooks(w io.Writer, h *salvorv1.RestoreHooks) {
+	if h == nil {
+		return
+	}
+	for _, rh := range h.Resources {
+		fmt.Fprint(w, output.HookSelection(rh.Name, rh.IncludedNamespaces, rh.ExcludedNamespaces, rh.IncludedResources, rh.ExcludedResources, rh.LabelSelector))
+		for _, hook := range rh.PostHooks {
+			if e := hook.Exec; e != nil {
+				var extra []string
+				if e.WaitForReady != nil && *e.WaitForReady {
+					extra = append(extra, "once ready")
+				}
+				if e.WaitTimeout.Duration > 0 {
+					extra = append(extra, "waits "+e.WaitTimeout.Duration.String())
+				}
+				output.HookCommand(w, "post", e.Container, e.Command, string(e.OnError), e.ExecTimeout.Duration, extra...)
+			}
+			if i := hook.Init; i != nil {
+				fmt.Fprintf(w, "  init %d init containers\n", len(i.InitContainers))
+			}
+		}
+	}
 }

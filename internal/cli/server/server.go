@@ -70,6 +70,7 @@ type options struct {
 	finalizeBackoff      time.Duration
 	pageSize             int64
 	terminatingTimeout   time.Duration
+	hookWait             time.Duration
 }
 
 // NewCommand returns `salvor server`.
@@ -99,6 +100,9 @@ process, restarted if it dies.`,
 			}
 			if o.terminatingTimeout <= 0 {
 				return fmt.Errorf("--terminating-resource-timeout %s: must be positive", o.terminatingTimeout)
+			}
+			if o.hookWait <= 0 {
+				return fmt.Errorf("--restore-hook-wait-timeout %s: must be positive", o.hookWait)
 			}
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
@@ -141,6 +145,7 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.readyTimeout, "additional-items-ready-timeout", 10*time.Minute, "how long a restore waits for a plugin's additional items to be ready when the plugin names no timeout")
 	f.StringSliceVar(&o.restoreTiers, "restore-resource-priorities", nil, `the order resources are restored in, by any name kubectl takes (customresourcedefinitions, namespaces, deploy, ...); as in Velero, those after a "-" are restored after every resource the list leaves out, e.g. customresourcedefinitions,namespaces,secrets,-,clusters.cluster.x-k8s.io (default: Salvor's list; admission webhooks and APIServices come last unless listed)`)
 	f.DurationVar(&o.terminatingTimeout, "terminating-resource-timeout", restore.DefaultTerminatingTimeout, "how long a restore waits for what it restores that is being deleted — a namespace it restores into, a claim in use, any item a finalizer holds (not a persistent volume) — to go, to make it anew; a restore's waits end together (Velero's flag)")
+	f.DurationVar(&o.hookWait, "restore-hook-wait-timeout", hooks.DefaultWait, "how long a restore waits for a restored pod's container to be up to run its exec hooks when the hooks give no waitTimeout (post.hook.restore.velero.io/wait-timeout); the restore ends when every such wait has")
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
@@ -325,7 +330,7 @@ func (o *options) run(ctx context.Context) error {
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Engine: &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget,
-				TerminatingTimeout: o.terminatingTimeout},
+				TerminatingTimeout: o.terminatingTimeout, Hooks: hookRunner, HookWaitTimeout: o.hookWait},
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
 		&controller.RestoreOperationsReconciler{

@@ -201,7 +201,8 @@ const (
 	HookErrorModeFail     HookErrorMode = "Fail"
 )
 
-// HookStatus counts the hooks a backup ran (Velero's status field).
+// HookStatus counts the exec hooks a backup or restore ran (Velero's
+// status field).
 type HookStatus struct {
 	// HooksAttempted is how many hooks ran.
 	// +optional

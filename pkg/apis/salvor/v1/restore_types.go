@@ -101,10 +101,12 @@ type RestoreSpec struct {
 	PreserveNodePorts *bool `json:"preserveNodePorts,omitempty"`
 	// +optional
 	ItemOperationTimeout metav1.Duration `json:"itemOperationTimeout,omitempty"`
-	// Hooks adds init containers to the pods the restore makes (Velero's
-	// restore hooks): each resource hook's, in the pods it selects, before
-	// the pod's own. Salvor runs no exec hooks: a restore with one fails
-	// validation.
+	// Hooks are Velero's restore hooks for the pods the restore makes:
+	// init containers, put before the pod's own, and commands run in the
+	// pod's containers once they are up (the server needs the right to
+	// run them: salvor install --exec-hooks). A pod's annotations
+	// (init.hook.restore.velero.io/*, post.hook.restore.velero.io/*) win
+	// over the spec's hooks of their kind.
 	// +optional
 	// +nullable
 	Hooks *RestoreHooks `json:"hooks,omitempty"`
@@ -190,19 +192,46 @@ type RestoreResourceHookSpec struct {
 	PostHooks []RestoreResourceHook `json:"postHooks,omitempty"`
 }
 
-// RestoreResourceHook is one hook: init containers, or (refused) a command
-// to run in the restored pod.
+// RestoreResourceHook is one hook: init containers put into the restored
+// pod, or a command run in one of its containers once it is up.
 type RestoreResourceHook struct {
-	// Exec, Velero's command run in a restored pod's container, is not
-	// run by Salvor: a restore with one fails validation.
 	// +optional
 	// +nullable
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	Exec *runtime.RawExtension `json:"exec,omitempty"`
+	Exec *ExecRestoreHook `json:"exec,omitempty"`
 	// +optional
 	// +nullable
 	Init *InitRestoreHook `json:"init,omitempty"`
+}
+
+// ExecRestoreHook is a command run in a restored pod's container once the
+// container is running (or ready), through pods/exec (Velero's type). The
+// restore waits for it; a failure is an error of the restore.
+type ExecRestoreHook struct {
+	// Container is the container the command runs in; empty means the
+	// pod's first container. A pod without it is restored without the
+	// hook, with a warning (as in Velero).
+	// +optional
+	Container string `json:"container,omitempty"`
+	// Command is the command and its arguments, run without a shell.
+	// +kubebuilder:validation:MinItems=1
+	Command []string `json:"command"`
+	// OnError says what a failure does: Fail (the default) leaves the
+	// pod's hooks after it unrun; Continue goes on. Either way the failure
+	// is an error of the restore, which ends PartiallyFailed.
+	// +optional
+	OnError HookErrorMode `json:"onError,omitempty"`
+	// ExecTimeout bounds the command; zero means 30s.
+	// +optional
+	ExecTimeout metav1.Duration `json:"execTimeout,omitempty"`
+	// WaitTimeout bounds the wait for the container to be up, from the
+	// pod's creation; zero means the server's --restore-hook-wait-timeout
+	// (10m by default).
+	// +optional
+	WaitTimeout metav1.Duration `json:"waitTimeout,omitempty"`
+	// WaitForReady waits for the container to be ready, not only running.
+	// +optional
+	// +nullable
+	WaitForReady *bool `json:"waitForReady,omitempty"`
 }
 
 // InitRestoreHook adds init containers to a restored pod.
@@ -239,6 +268,11 @@ type RestoreStatus struct {
 	Errors int `json:"errors,omitempty"`
 	// +optional
 	FailureReason string `json:"failureReason,omitempty"`
+	// HookStatus counts the exec hooks the restore ran in the pods it
+	// made (Velero's field); unset when it ran none.
+	// +optional
+	// +nullable
+	HookStatus *HookStatus `json:"hookStatus,omitempty"`
 	// Attempts counts the times the restore was started; a server restart
 	// during a restore starts it again, up to a bound, so a restore that
 	// brings the server down does not do so for ever.
