@@ -33,6 +33,13 @@
 // another worker restores it is waited for, unless that worker is itself
 // waiting on the asker (a cycle of additional items), which would never end.
 //
+// # Hooks
+//
+// Velero's restore hooks: init containers put into the pods a restore
+// makes (hooks.go), and commands run in them once their containers are up
+// (exechooks.go, through package hooks): each pod's wait runs beside the
+// restore, which ends when every one has.
+//
 // # Volume data
 //
 // A persistent volume with a snapshot is made from it (Volumes.Restorer);
