@@ -20,7 +20,10 @@
 // volume, a pod's claims, a service account's bindings). The items a
 // spec's orderedResources names are held back as they are listed and
 // backed up one after another, in its order, once the lists are done
-// (order.go).
+// (order.go). A pod's exec hooks run around its backup (hooks.go); a
+// listed claim that a pod with pre hooks mounts waits, so that the pod
+// brings it after they have run, and is backed up at the end if the pod
+// did not.
 // The two things that grow with the number of
 // items — the set of items already seen (so each is backed up once) and the
 // resource list the layout requires — stay in memory only up to a small

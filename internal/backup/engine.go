@@ -115,6 +115,11 @@ type run struct {
 	// that a pod finding its claim taken finds it in flight until done.
 	claimsMu       sync.Mutex
 	claimsInFlight map[string]chan struct{} // closed when the claim is backed up
+	// claimsLast are listed claims backed up after their pods, which have
+	// pre hooks (waitsForPod); hookedClaims holds, by namespace, the
+	// claims such pods mount.
+	claimsLast   []work
+	hookedClaims sync.Map
 
 	mu           sync.Mutex
 	rec          persistence.Recorder
@@ -343,6 +348,9 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 		go func() {
 			defer wg.Done()
 			for w := range queue {
+				if r.waitsForPod(ctx, w) {
+					continue
+				}
 				if err := r.backupItem(ctx, w.res, w.item, true); err != nil {
 					cancel(err)
 				}
@@ -358,6 +366,11 @@ func (r *run) walk(ctx context.Context, all []resources.Resource, namespaces []s
 	}
 	close(queue)
 	wg.Wait()
+	if listErr == nil && ctx.Err() == nil {
+		if err := r.backupLast(ctx, workers); err != nil {
+			cancel(err)
+		}
+	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -89,4 +95,85 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A claim the backup lists is backed up after the pods of its namespace
+// that mount it and have pre hooks, not before: such a pod brings the
+// claim along once its pre hooks have run (a filesystem frozen before the
+// snapshot is cut), as Velero's item blocks back up a pod with its
+// claims. One LIST of pods per namespace with a listed claim tells which
+// claims wait (hookedClaims); they are backed up once every listed item
+// has been (backupLast), where one a pod brought is already taken, and one
+// whose pod did not bring it (left out by a failed pre hook, not selected)
+// is backed up on its own.
+
+// hookedClaimSet is the claims of one namespace that pods with pre hooks
+// mount, listed once.
+type hookedClaimSet struct {
+	once   sync.Once
+	claims map[string]bool
+}
+
+// waitsForPod tells whether a listed item is a claim to back up after its
+// pods (see above), and if so keeps it for backupLast.
+func (r *run) waitsForPod(ctx context.Context, w work) bool {
+	if w.res.GVR.GroupResource() != pvcResource {
+		return false
+	}
+	pods, ok := r.resources[podResource]
+	if !ok || !r.scope.takes(pods) {
+		return false // no pod is backed up, so none runs hooks
+	}
+	ns := w.item.namespace()
+	v, _ := r.hookedClaims.LoadOrStore(ns, &hookedClaimSet{})
+	set := v.(*hookedClaimSet)
+	set.once.Do(func() { set.claims = r.listHookedClaims(ctx, pods, ns) })
+	if !set.claims[w.item.name()] {
+		return false
+	}
+	r.claimsMu.Lock()
+	r.claimsLast = append(r.claimsLast, w)
+	r.claimsMu.Unlock()
+	return true
+}
+
+// listHookedClaims lists the claims pods of namespace ns with pre hooks
+// mount. When the pods cannot be listed no claim waits: it is backed up
+// when listed, as before, and the log says so.
+func (r *run) listHookedClaims(ctx context.Context, pods resources.Resource, ns string) map[string]bool {
+	claims := map[string]bool{}
+	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return r.e.Dynamic.Resource(pods.GVR).Namespace(ns).List(ctx, opts)
+	}))
+	err := list.EachListItemWithAlloc(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		pod, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		mounted := resources.PodClaims(pod)
+		if len(mounted) == 0 {
+			return nil
+		}
+		if pre, _ := r.hooks.For(pods, pod, hooks.Pre); len(pre) > 0 {
+			for _, c := range mounted {
+				claims[c] = true
+			}
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("the pods of a namespace could not be listed, so its claims are backed up when listed, perhaps before their pods' pre hooks run", "namespace", ns, "error", err)
+	}
+	return claims
+}
+
+// backupLast backs up the claims that waited for their pods, a few at a
+// time.
+func (r *run) backupLast(ctx context.Context, workers int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, w := range r.claimsLast {
+		g.Go(func() error { return r.backupItem(ctx, w.res, w.item, true) })
+	}
+	return g.Wait()
 }

@@ -54,6 +54,7 @@ type Exec struct {
 	Command                   []string
 	ExitCode                  int
 	Started                   time.Time
+	Ended                     time.Time // zero while it runs
 }
 
 // StartNode starts a node of the given name on cfg's cluster and stops
@@ -267,7 +268,7 @@ func (n *Node) serve(w http.ResponseWriter, req *http.Request) {
 	runErr := cmd.Run()
 	code := cmd.ProcessState.ExitCode()
 	n.mu.Lock()
-	n.execs[i].ExitCode = code
+	n.execs[i].ExitCode, n.execs[i].Ended = code, time.Now()
 	n.mu.Unlock()
 	status := metav1.Status{Status: metav1.StatusSuccess}
 	var exitErr *exec.ExitError

@@ -3,15 +3,20 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -246,5 +251,137 @@ func TestPostHooksRunOnceTheSnapshotIsTaken(t *testing.T) {
 	if !pre.Before(cut) || post.Before(cut) {
 		t.Errorf("pre hook at %s, snapshot cut at %s, post hook at %s: the freeze does not cover the cut",
 			pre.Format(time.StampMicro), cut.Format(time.StampMicro), post.Format(time.StampMicro))
+	}
+}
+
+// TestClaimsWaitForTheirPodsPreHooks: claims the backup lists on their
+// own, in a namespace where each is mounted by a pod with pre and post
+// hooks, are snapshotted after their pod's pre hooks and before its post
+// hooks, whichever the backup lists first (Velero's item blocks back a pod
+// up with its claims): a listed claim whose pod has pre hooks waits for
+// the pod to bring it. A claim no pod with hooks mounts, and one whose pod
+// is left out by a failed pre hook, are backed up all the same.
+func TestClaimsWaitForTheirPodsPreHooks(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, cfg := csiCluster(t)
+	c.mustSalvor(t, "install", "--exec-hooks")
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
+			&authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "many"}, nil), "denied"
+	})
+	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
+	const pairs = 4
+	claims := []string{"lone", "refused"}
+	for i := range pairs {
+		claims = append(claims, fmt.Sprintf("data-%d", i))
+	}
+	for _, claim := range claims {
+		c.create(t, csiClaim("many", claim, csi.StorageClass))
+	}
+	volumes := map[string]string{} // claim → volume
+	for _, claim := range claims {
+		volumes[claim] = c.boundVolume(t, "many", claim)
+	}
+	mounting := func(name, claim string, annotations map[string]string) {
+		c.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "many", Name: name, Annotations: annotations},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "example.io/db"}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}})
+		node.Run(t, c.restConfig, "many", name)
+	}
+	for i := range pairs {
+		mounting(fmt.Sprintf("db-%d", i), fmt.Sprintf("data-%d", i), map[string]string{
+			"pre.hook.backup.velero.io/command":  `["sh", "-c", "sleep 2; echo frozen > state"]`,
+			"post.hook.backup.velero.io/command": `["sh", "-c", "echo thawed > state"]`,
+		})
+	}
+	mounting("refuses", "refused", map[string]string{"pre.hook.backup.velero.io/command": `["sh", "-c", "exit 1"]`})
+	csi.Driver.SetCutDelay(time.Second)
+	requested := c.snapshotRequests(t, "many")
+
+	c.salvor(t, "backup", "create", "many", "--include-namespaces", "many", "--wait") // PartiallyFailed: exits 1
+	b := c.waitBackup(t, "many", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	desc := c.mustSalvor(t, "backup", "describe", "many", "--details")
+	if b.Status.Phase != salvorv1.BackupPhasePartiallyFailed || b.Status.Errors != 1 || b.Status.HookStatus == nil || b.Status.HookStatus.HooksAttempted != 2*pairs+1 {
+		t.Fatalf("backup: %s, %d errors, hooks %+v (want PartiallyFailed: the refusing pod's pre hook)\n%s", b.Status.Phase, b.Status.Errors, b.Status.HookStatus, desc)
+	}
+	snaps, err := csi.Driver.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts := map[string]time.Time{} // volume → when its snapshot was cut
+	for _, s := range snaps {
+		cuts[s.Source] = s.Created
+	}
+	for _, claim := range claims {
+		if _, ok := cuts[volumes[claim]]; !ok {
+			t.Errorf("claim %s (volume %s) was not snapshotted; snapshots: %+v", claim, volumes[claim], snaps)
+		}
+	}
+	hooksOf := map[string][]testbed.Exec{} // pod → its hooks, pre then post
+	for _, e := range node.Execs() {
+		hooksOf[e.Pod] = append(hooksOf[e.Pod], e)
+	}
+	for i := range pairs {
+		pod, cut := fmt.Sprintf("db-%d", i), cuts[volumes[fmt.Sprintf("data-%d", i)]]
+		h := hooksOf[pod]
+		if len(h) != 2 {
+			t.Errorf("pod %s ran %d hooks, want 2", pod, len(h))
+			continue
+		}
+		// The snapshot is asked for once the freeze is done (the pre hook
+		// has returned), and the thaw starts after the cut.
+		asked, ok := requested()[fmt.Sprintf("data-%d", i)]
+		if !ok || asked.Before(h[0].Ended) {
+			t.Errorf("pod %s: pre hook %s–%s, its claim's VolumeSnapshot made at %s: the claim did not wait for the freeze", pod,
+				h[0].Started.Format(time.StampMicro), h[0].Ended.Format(time.StampMicro), asked.Format(time.StampMicro))
+		}
+		if !h[0].Ended.Before(cut) || h[1].Started.Before(cut) {
+			t.Errorf("pod %s: pre hook %s–%s, its claim's snapshot cut at %s, post hook from %s: the freeze does not cover the cut", pod,
+				h[0].Started.Format(time.StampMicro), h[0].Ended.Format(time.StampMicro), cut.Format(time.StampMicro), h[1].Started.Format(time.StampMicro))
+		}
+	}
+	items := tarball(t, openStore(t, cfg), "many")
+	for _, key := range []string{"persistentvolumeclaims/many/lone", "persistentvolumeclaims/many/refused", "persistentvolumeclaims/many/data-0"} {
+		if items[key] == nil {
+			t.Errorf("%s is not in the backup", key)
+		}
+	}
+	if items["pods/many/refuses"] != nil {
+		t.Errorf("the pod whose pre hook failed is in the backup")
+	}
+}
+
+// snapshotRequests watches the VolumeSnapshots of namespace ns from now on
+// and returns when each was first seen, by the claim it snapshots.
+func (c *cluster) snapshotRequests(t *testing.T, ns string) func() map[string]time.Time {
+	t.Helper()
+	w, err := c.dynamic(t).Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}).
+		Namespace(ns).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			claim, _, _ := unstructured.NestedString(u.Object, "spec", "source", "persistentVolumeClaimName")
+			mu.Lock()
+			if _, ok := seen[claim]; !ok {
+				seen[claim] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() map[string]time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
 	}
 }
