@@ -155,22 +155,8 @@ func ValidateBackup(h *salvorv1.BackupHooks) []string {
 	}
 	var problems []string
 	for i, rh := range h.Resources {
-		where := fmt.Sprintf("hooks.resources[%d]", i)
-		if rh.Name == "" {
-			problems = append(problems, where+": name is empty: name the hook, for its messages")
-		} else {
-			where += " (" + rh.Name + ")"
-		}
-		if rh.LabelSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(rh.LabelSelector); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
-			}
-		}
-		for _, entry := range append(append([]string{}, rh.IncludedNamespaces...), rh.ExcludedNamespaces...) {
-			if p := resources.NamespacePatternProblem(where+" namespaces", entry); p != "" {
-				problems = append(problems, p)
-			}
-		}
+		where, found := selectionProblems(i, rh.Name, rh.LabelSelector, rh.IncludedNamespaces, rh.ExcludedNamespaces)
+		problems = append(problems, found...)
 		if len(rh.PreHooks)+len(rh.PostHooks) == 0 {
 			problems = append(problems, where+": has neither pre nor post hooks: add one, or remove it")
 		}
@@ -180,20 +166,55 @@ func ValidateBackup(h *salvorv1.BackupHooks) []string {
 		}{{"pre", rh.PreHooks}, {"post", rh.PostHooks}} {
 			for j, hook := range phase.hooks {
 				at := fmt.Sprintf("%s.%s[%d]", where, phase.field, j)
-				switch e := hook.Exec; {
-				case e == nil:
+				e := hook.Exec
+				if e == nil {
 					problems = append(problems, at+": has no exec: give the command to run (exec.command)")
-				case len(e.Command) == 0 || e.Command[0] == "":
-					problems = append(problems, at+".exec.command is empty: give the command and its arguments, e.g. [\"/sbin/fsfreeze\", \"--freeze\", \"/data\"]")
-				case e.OnError != "" && e.OnError != salvorv1.HookErrorModeContinue && e.OnError != salvorv1.HookErrorModeFail:
-					problems = append(problems, fmt.Sprintf("%s.exec.onError is %q: use Continue or Fail", at, e.OnError))
-				case e.Timeout.Duration < 0:
+					continue
+				}
+				if p := commandProblem(at, e.Command, e.OnError, `["/sbin/fsfreeze", "--freeze", "/data"]`); p != "" {
+					problems = append(problems, p)
+				} else if e.Timeout.Duration < 0 {
 					problems = append(problems, at+".exec.timeout must not be negative")
 				}
 			}
 		}
 	}
 	return problems
+}
+
+// selectionProblems checks what selects the pods of a spec's i-th
+// resource hook, and says where in the spec the hook is.
+func selectionProblems(i int, name string, ls *metav1.LabelSelector, included, excluded []string) (string, []string) {
+	where := fmt.Sprintf("hooks.resources[%d]", i)
+	var problems []string
+	if name == "" {
+		problems = append(problems, where+": name is empty: name the hook, for its messages")
+	} else {
+		where += " (" + name + ")"
+	}
+	if ls != nil {
+		if _, err := metav1.LabelSelectorAsSelector(ls); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
+		}
+	}
+	for _, entry := range append(append([]string{}, included...), excluded...) {
+		if p := resources.NamespacePatternProblem(where+" namespaces", entry); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	return where, problems
+}
+
+// commandProblem is what is wrong with an exec hook's command and onError
+// (at says where it is), or "".
+func commandProblem(at string, command []string, onError salvorv1.HookErrorMode, example string) string {
+	switch {
+	case len(command) == 0 || command[0] == "":
+		return at + ".exec.command is empty: give the command and its arguments, e.g. " + example
+	case onError != "" && onError != salvorv1.HookErrorModeContinue && onError != salvorv1.HookErrorModeFail:
+		return fmt.Sprintf("%s.exec.onError is %q: use Continue or Fail", at, onError)
+	}
+	return ""
 }
 
 // HasCommands tells whether a spec's hooks have a command to run.

@@ -176,38 +176,25 @@ func ValidateRestore(h *salvorv1.RestoreHooks) []string {
 	}
 	var problems []string
 	for i, rh := range h.Resources {
-		where := fmt.Sprintf("hooks.resources[%d]", i)
-		if rh.Name == "" {
-			problems = append(problems, where+": name is empty: name the hook, for its messages")
-		} else {
-			where += " (" + rh.Name + ")"
-		}
-		if rh.LabelSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(rh.LabelSelector); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: labelSelector is invalid: %v", where, err))
-			}
-		}
-		for _, entry := range append(append([]string{}, rh.IncludedNamespaces...), rh.ExcludedNamespaces...) {
-			if p := resources.NamespacePatternProblem(where+" namespaces", entry); p != "" {
-				problems = append(problems, p)
-			}
-		}
+		where, found := selectionProblems(i, rh.Name, rh.LabelSelector, rh.IncludedNamespaces, rh.ExcludedNamespaces)
+		problems = append(problems, found...)
 		if len(rh.PostHooks) == 0 {
 			problems = append(problems, where+": has no postHooks: add one, or remove it")
 		}
 		for j, hook := range rh.PostHooks {
 			at := fmt.Sprintf("%s.postHooks[%d]", where, j)
 			e := hook.Exec
-			switch {
-			case e == nil && hook.Init == nil:
-				problems = append(problems, at+": has neither exec nor init: give a command to run (exec.command) or init containers")
-			case e == nil:
-			case e != nil && hook.Init != nil:
+			if e == nil {
+				if hook.Init == nil {
+					problems = append(problems, at+": has neither exec nor init: give a command to run (exec.command) or init containers")
+				}
+				continue
+			}
+			switch p := commandProblem(at, e.Command, e.OnError, `["/bin/sh", "-c", "pg_ctl promote"]`); {
+			case hook.Init != nil:
 				problems = append(problems, at+": has both exec and init: give each its own entry")
-			case len(e.Command) == 0 || e.Command[0] == "":
-				problems = append(problems, at+".exec.command is empty: give the command and its arguments, e.g. [\"/bin/sh\", \"-c\", \"pg_ctl promote\"]")
-			case e.OnError != "" && e.OnError != salvorv1.HookErrorModeContinue && e.OnError != salvorv1.HookErrorModeFail:
-				problems = append(problems, fmt.Sprintf("%s.exec.onError is %q: use Continue or Fail", at, e.OnError))
+			case p != "":
+				problems = append(problems, p)
 			case e.ExecTimeout.Duration < 0:
 				problems = append(problems, at+".exec.execTimeout must not be negative")
 			case e.WaitTimeout.Duration < 0:

@@ -205,6 +205,20 @@ spec:
 	}
 }
 
+// hooksCSICluster is csiCluster with the server installed --exec-hooks,
+// and a node to run the pods.
+func hooksCSICluster(t *testing.T) (*cluster, *testbed.CSI, map[string]string, *testbed.Node) {
+	t.Helper()
+	c, csi, cfg := csiCluster(t)
+	c.mustSalvor(t, "install", "--exec-hooks")
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
+			&authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "any"}, nil), "denied"
+	})
+	return c, csi, cfg, testbed.StartNode(t, c.restConfig, "node-a")
+}
+
 // TestPostHooksRunOnceTheSnapshotIsTaken: a pod whose claim is
 // snapshotted through CSI, with a pre hook that freezes and a post hook
 // that thaws, on a driver that takes two seconds to cut a snapshot. The
@@ -214,14 +228,7 @@ spec:
 // operation afterwards.
 func TestPostHooksRunOnceTheSnapshotIsTaken(t *testing.T) {
 	t.Parallel() // mostly waiting on controllers: two at a time share the cores
-	c, csi, _ := csiCluster(t)
-	c.mustSalvor(t, "install", "--exec-hooks")
-	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
-	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
-		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
-			&authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "frozen"}, nil), "denied"
-	})
-	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c, csi, _, node := hooksCSICluster(t)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}}, csiClaim("frozen", "data", csi.StorageClass))
 	c.boundVolume(t, "frozen", "data")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "frozen", Name: "db", Annotations: map[string]string{
@@ -263,14 +270,7 @@ func TestPostHooksRunOnceTheSnapshotIsTaken(t *testing.T) {
 // is left out by a failed pre hook, are backed up all the same.
 func TestClaimsWaitForTheirPodsPreHooks(t *testing.T) {
 	t.Parallel() // mostly waiting on controllers: two at a time share the cores
-	c, csi, cfg := csiCluster(t)
-	c.mustSalvor(t, "install", "--exec-hooks")
-	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
-	eventually(t, "the exec hooks role in force", 30*time.Second, func() (bool, string) {
-		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
-			&authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "many"}, nil), "denied"
-	})
-	node := testbed.StartNode(t, c.restConfig, "node-a")
+	c, csi, cfg, node := hooksCSICluster(t)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "many"}})
 	const pairs = 4
 	claims := []string{"lone", "refused"}
