@@ -170,11 +170,17 @@ const Denial = "the server may not run commands in pods (pods/exec): install it 
 // denied asks the API server whether the server may run commands in
 // namespace at all, and if not says what to do.
 func (r *Runner) denied(ctx context.Context, namespace string) string {
-	got, err := r.access.Create(context.WithoutCancel(ctx), ExecReview(namespace), metav1.CreateOptions{})
+	return r.review(ctx, ExecReview(namespace), Denial)
+}
+
+// review asks the API server whether the server may do what a review
+// describes: denial when it may not, "" when it may or cannot tell.
+func (r *Runner) review(ctx context.Context, review *authorizationv1.SelfSubjectAccessReview, denial string) string {
+	got, err := r.access.Create(context.WithoutCancel(ctx), review, metav1.CreateOptions{})
 	if err != nil || got.Status.Allowed {
 		return ""
 	}
-	return Denial
+	return denial
 }
 
 func hasContainer(p *corev1.Pod, name string) bool {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -275,6 +276,22 @@ func (r *Runner) AfterRestore(ctx context.Context, pods dynamic.ResourceInterfac
 		longest, unbounded = max(longest, e.WaitTimeout), unbounded || e.WaitTimeout <= 0
 	}
 	if len(pending) == 0 {
+		return out
+	}
+	// Without the right, the watch would be refused until the wait ends:
+	// say at once what to do.
+	watchReview := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: pod.GetNamespace(), Verb: "watch", Resource: "pods"}}}
+	denied := r.denied(ctx, pod.GetNamespace())
+	if denied == "" {
+		denied = r.review(ctx, watchReview, "the server may not watch pods, to see a container come up: install it with `salvor install --exec-hooks` (Helm: execHooks.enabled=true), or remove the hooks")
+	}
+	if denied != "" {
+		for _, c := range order {
+			for _, i := range pending[c] {
+				out[i].Err = errors.New(denied)
+			}
+		}
 		return out
 	}
 	if unbounded {

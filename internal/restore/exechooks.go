@@ -60,19 +60,16 @@ func (r *run) recordHook(ns, what string, ran hooks.Ran) {
 	}
 	r.hooksRun.Add(1)
 	r.hooksFailed.Add(1)
-	msg := fmt.Sprintf("%s failed: container %s: %v", hook, ran.Container, ran.Err)
 	if !ran.Started {
-		msg = fmt.Sprintf("%s did not run in container %s: %v", hook, ran.Container, ran.Err)
+		r.rec.Error(ns, fmt.Sprintf("%s did not run in container %s: %v", hook, ran.Container, ran.Err))
+		return
 	}
-	if ran.Started {
-		if ran.Fails() {
-			msg += "; onError Fail: the pod's hooks after it do not run"
-		} else {
-			msg += "; onError Continue"
-		}
-		r.log.Info("restore hook failed", "pod", what, "hook", ran.Hook, "container", ran.Container, "stdout", ran.Stdout, "stderr", ran.Stderr, "error", ran.Err)
+	r.log.Info("restore hook failed", "pod", what, "hook", ran.Hook, "container", ran.Container, "stdout", ran.Stdout, "stderr", ran.Stderr, "error", ran.Err)
+	then := "; onError Continue"
+	if ran.Fails() {
+		then = "; onError Fail: the pod's hooks after it do not run"
 	}
-	r.rec.Error(ns, msg)
+	r.rec.Error(ns, fmt.Sprintf("%s failed: container %s: %v%s", hook, ran.Container, ran.Err, then))
 }
 
 // hookStatus counts the exec hooks the restore tried to run; nil when

@@ -307,6 +307,15 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "spec.hooks: the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
 		t.Errorf("a restore with exec hooks, without --exec-hooks: %s %q", rs.Status.Phase, rs.Status.ValidationErrors)
 	}
+	// A restored pod's annotated hook fails at once, saying what to do.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "promoted"}})
+	c.hookPod(t, nil, "promoted", "replica", nil, map[string]string{"post.hook.restore.velero.io/command": "promote"}, "db")
+	c.mustSalvor(t, "backup", "create", "promoted", "--include-namespaces", "promoted", "--wait")
+	c.salvor(t, "restore", "create", "promoted-denied", "--from-backup", "promoted", "--namespace-mappings", "promoted:promoted-copy", "--wait")
+	if rs := c.waitRestore(t, "promoted-denied", salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhaseFailed); rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed ||
+		!strings.Contains(words(c.mustSalvor(t, "restore", "describe", "promoted-denied", "--details")), "did not run in container db: the server may not run commands in pods (pods/exec): install it with `salvor install --exec-hooks`") {
+		t.Errorf("a restored pod's hook, without --exec-hooks: %s\n%s", rs.Status.Phase, c.mustSalvor(t, "restore", "describe", "promoted-denied", "--details"))
+	}
 	if len(node.Execs()) != 0 {
 		t.Errorf("commands ran without --exec-hooks: %+v", node.Execs())
 	}
@@ -387,15 +396,16 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		t.Errorf("metrics with a token not allowed to read them: %d, want 403", code)
 	}
 	reader := c.metricsReader(t)
-	// Two backups Completed (rbac, hooks-allowed), one PartiallyFailed
-	// (annotated-hook); two restores Completed (rbac, restore-hooks). The dashboard and alerts of deploy/monitoring use metrics this server
+	// Three backups Completed (rbac, promoted, hooks-allowed), one
+	// PartiallyFailed (annotated-hook); two restores Completed (rbac,
+	// restore-hooks), one PartiallyFailed (promoted-denied). The dashboard and alerts of deploy/monitoring use metrics this server
 	// serves; those of schedules, plugin operations and plugin restarts
 	// appear once there is one (this run has none).
 	used, err := monitoring.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`salvor_backups_total{phase="Completed"} 2`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 2`,
+	want := []string{`salvor_backups_total{phase="Completed"} 3`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 2`, `salvor_restores_total{phase="PartiallyFailed"} 1`,
 		`salvor_backup_verifications_total{kind="integrity",outcome="Passed"} 1`, `salvor_backup_verifications_total{kind="test-restore",outcome="Failed"} 1`,
 		"salvor_build_info{", `salvor_location_available{location="default"} 1`}
 	for _, m := range used {
