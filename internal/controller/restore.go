@@ -96,6 +96,11 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
 	rs.Status.IgnoredFields = ignored
 	problems = append(problems, restore.Validate(rs.Spec)...)
+	if rs.Spec.Hooks != nil {
+		if served, unavailable, err := resources.Discover(r.Engine.Discovery); err == nil {
+			problems = append(problems, hooks.RestoreDiscoveryProblems(rs.Spec.Hooks, served, unavailable)...)
+		}
+	}
 	if hooks.RestoreHasCommands(rs.Spec.Hooks) {
 		review := hooks.ExecReview("")
 		if err := r.Client.Create(ctx, review); err != nil {

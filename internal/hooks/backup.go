@@ -231,7 +231,7 @@ func HasCommands(h *salvorv1.BackupHooks) bool {
 }
 
 // DiscoveryProblems are what the cluster's discovery says is wrong with a
-// spec's hooks: resource names that name nothing it serves, and resource
+// backup's hooks: resource names that name nothing it serves, and resource
 // lists that leave out pods, the only resource hooks run in (such a hook
 // would never run).
 func DiscoveryProblems(h *salvorv1.BackupHooks, served []resources.Resource, unavailable []resources.Unavailable) []string {
@@ -240,13 +240,32 @@ func DiscoveryProblems(h *salvorv1.BackupHooks, served []resources.Resource, una
 	}
 	var problems []string
 	for i, rh := range h.Resources {
-		where := fmt.Sprintf("hooks.resources[%d] (%s)", i, rh.Name)
-		problems = append(problems, resources.Unknown(where+".includedResources", rh.IncludedResources, served, unavailable, nil)...)
-		problems = append(problems, resources.Unknown(where+".excludedResources", rh.ExcludedResources, served, unavailable, nil)...)
-		for _, pods := range served {
-			if pods.GVR.GroupResource() == podsResource && !resources.Includes(rh.IncludedResources, rh.ExcludedResources, pods.MatchesAny) {
-				problems = append(problems, where+": its resources leave out pods, and hooks run only in pods: include pods, or remove the hook")
-			}
+		problems = append(problems, resourceProblems(i, rh.Name, rh.IncludedResources, rh.ExcludedResources, served, unavailable)...)
+	}
+	return problems
+}
+
+// RestoreDiscoveryProblems are DiscoveryProblems for a restore's hooks.
+func RestoreDiscoveryProblems(h *salvorv1.RestoreHooks, served []resources.Resource, unavailable []resources.Unavailable) []string {
+	if h == nil {
+		return nil
+	}
+	var problems []string
+	for i, rh := range h.Resources {
+		problems = append(problems, resourceProblems(i, rh.Name, rh.IncludedResources, rh.ExcludedResources, served, unavailable)...)
+	}
+	return problems
+}
+
+// resourceProblems checks the resource lists of a spec's i-th resource
+// hook against discovery.
+func resourceProblems(i int, name string, included, excluded []string, served []resources.Resource, unavailable []resources.Unavailable) []string {
+	where := fmt.Sprintf("hooks.resources[%d] (%s)", i, name)
+	problems := resources.Unknown(where+".includedResources", included, served, unavailable, nil)
+	problems = append(problems, resources.Unknown(where+".excludedResources", excluded, served, unavailable, nil)...)
+	for _, pods := range served {
+		if pods.GVR.GroupResource() == podsResource && !resources.Includes(included, excluded, pods.MatchesAny) {
+			problems = append(problems, where+": its resources leave out pods, and hooks run only in pods: include pods, or remove the hook")
 		}
 	}
 	return problems

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -124,6 +125,13 @@ func TestValidateRestore(t *testing.T) {
 	}
 	if strings.Contains(got, "(ok)") {
 		t.Errorf("a good hook has problems:\n%s", got)
+	}
+	served := []resources.Resource{pods}
+	if p := RestoreDiscoveryProblems(h, served, nil); len(p) != 0 {
+		t.Errorf("hooks taking every resource are idle: %q", p)
+	}
+	if p := RestoreDiscoveryProblems(&salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "x", ExcludedResources: []string{"*"}}}}, served, nil); len(p) != 1 {
+		t.Errorf("a hook excluding every resource: %q", p)
 	}
 	if !RestoreHasCommands(h) || RestoreHasCommands(&salvorv1.RestoreHooks{Resources: []salvorv1.RestoreResourceHookSpec{{Name: "init", PostHooks: []salvorv1.RestoreResourceHook{{Init: &salvorv1.InitRestoreHook{}}}}}}) || RestoreHasCommands(nil) {
 		t.Error("RestoreHasCommands: hooks with commands run, init containers do not")

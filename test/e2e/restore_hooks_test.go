@@ -192,6 +192,12 @@ spec:
     - name: empty
       postHooks: [{exec: {command: [""]}}]
     - name: nothing
+    - name: typo
+      includedResources: [podz]
+      postHooks: [{exec: {command: [sync]}}]
+    - name: only-configmaps
+      includedResources: [configmaps]
+      postHooks: [{exec: {command: [sync]}}]
 `)
 	rs = c.waitRestore(t, "bad-hooks", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed)
 	for _, want := range []string{
@@ -199,6 +205,8 @@ spec:
 		"hooks.resources[1] (negative).postHooks[0].exec.waitTimeout must not be negative",
 		"hooks.resources[2] (empty).postHooks[0].exec.command is empty",
 		"hooks.resources[3] (nothing): has no postHooks",
+		`hooks.resources[4] (typo).includedResources: "podz"`,
+		"hooks.resources[5] (only-configmaps): its resources leave out pods, and hooks run only in pods: include pods, or remove the hook",
 	} {
 		if !strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), want) {
 			t.Errorf("validation errors lack %q: %s %q", want, rs.Status.Phase, rs.Status.ValidationErrors)
