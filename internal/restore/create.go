@@ -136,8 +136,8 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		if r.dry != nil && gvr.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
 			r.dry.namespaces.Store(obj.GetName(), true)
 		}
-		if r.dry == nil && gvr.GroupResource() == podResource {
-			r.startExecHooks(ctx, obj, what)
+		if gvr.GroupResource() == podResource {
+			detail = joinDetail(detail, r.startExecHooks(ctx, obj, what))
 		}
 		r.record(item, salvorv1.DryRunWouldCreate, detail)
 	case r.dry != nil && namespaced && apierrors.IsNotFound(err) && r.dry.made(obj.GetNamespace()):
@@ -146,6 +146,9 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		detail := fmt.Sprintf("namespace %s would be made by this restore, so the API server could not check the item", obj.GetNamespace())
 		if r.statusToRestore(it.kind.gr, obj, status, what, ns) != nil {
 			detail += "; " + statusWouldBeRestored
+		}
+		if gvr.GroupResource() == podResource {
+			detail = joinDetail(detail, r.startExecHooks(ctx, obj, what))
 		}
 		r.record(item, salvorv1.DryRunWouldCreate, detail)
 	case apierrors.IsAlreadyExists(err):
@@ -156,6 +159,14 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 			r.record(item, salvorv1.DryRunWouldFail, err.Error())
 		}
 	}
+}
+
+// joinDetail joins the parts of a dry-run outcome's detail.
+func joinDetail(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // resourceClient is the dynamic client of obj's resource and namespace.

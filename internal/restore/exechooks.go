@@ -18,8 +18,9 @@ import (
 // run or their waits have ended.
 
 // startExecHooks starts running the exec hooks of a pod the restore has
-// just made (pod is what was sent; ns its namespace).
-func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured, what string) {
+// just made (pod is what was sent). A dry run runs none, and says in the
+// returned detail what the restore would run.
+func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured, what string) string {
 	ns := pod.GetNamespace()
 	r.mu.Lock()
 	pods := r.resources[podResource]
@@ -29,13 +30,16 @@ func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured
 		r.rec.Warning(ns, fmt.Sprintf("%s: %s", what, w))
 	}
 	if len(execs) == 0 {
-		return
+		return ""
+	}
+	if r.dry != nil {
+		return fmt.Sprintf("would run %d exec hooks once its containers are up", len(execs))
 	}
 	if r.e.Hooks == nil {
 		r.hooksRun.Add(int64(len(execs)))
 		r.hooksFailed.Add(int64(len(execs)))
 		r.rec.Error(ns, fmt.Sprintf("%s: its %d exec restore hooks did not run: this restore engine has no way to run commands in pods", what, len(execs)))
-		return
+		return ""
 	}
 	client := r.e.Dynamic.Resource(pods.GVR).Namespace(ns)
 	r.hookRuns.Go(func() {
@@ -43,6 +47,7 @@ func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured
 			r.recordHook(ns, what, ran)
 		}
 	})
+	return ""
 }
 
 // recordHook records one command's outcome: a failure is an error of the

@@ -172,8 +172,33 @@ spec:
 		t.Errorf("commands ran in %s", got)
 	}
 
-	// Hooks that cannot run fail validation, before anything is restored.
+	// A dry run runs no hook, and says which it would run.
 	before := len(node.Execs())
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Restore
+metadata: {name: dry, namespace: salvor}
+spec:
+  backupName: b
+  dryRun: true
+  includedNamespaces: [db]
+  namespaceMapping: {db: db-dry}
+  existingResourcePolicy: none
+  hooks:
+    resources:
+    - name: promote
+      labelSelector: {matchLabels: {app: pg}}
+      postHooks:
+      - exec: {container: pg, command: [sh, -c, "echo again > state"]}
+      - exec: {container: pg, command: [sh, -c, "echo again >> state"]}
+`)
+	rs = c.waitRestore(t, "dry", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation)
+	if d := words(c.mustSalvor(t, "restore", "describe", "dry", "--details")); rs.Status.HookStatus != nil || !strings.Contains(d, "would run 2 exec hooks once its containers are up") ||
+		len(node.Execs()) != before {
+		t.Errorf("dry run: %s, hooks %+v, %d commands run\n%s", rs.Status.Phase, rs.Status.HookStatus, len(node.Execs())-before, d)
+	}
+
+	// Hooks that cannot run fail validation, before anything is restored.
 	c.applyVelero(t, `
 apiVersion: salvor.dev/v1
 kind: Restore
