@@ -297,9 +297,14 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	stop := r.reportProgress(onProgress)
 	err = r.restoreAll(ctx)
-	stop()
 	// The pods' exec hooks end with the restore: they record into it.
+	// Progress goes on being reported meanwhile, which is also how a
+	// cancel reaches them.
 	r.hookRuns.Wait()
+	stop()
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("restore %s stopped while its pods' exec hooks waited: %w", rs.Name, context.Cause(ctx))
+	}
 	if err != nil {
 		return nil, err
 	}

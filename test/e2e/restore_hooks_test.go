@@ -172,6 +172,31 @@ spec:
 		t.Errorf("commands ran in %s", got)
 	}
 
+	// A restore waiting for a pod that does not come up can be cancelled.
+	c.applyVelero(t, `
+apiVersion: salvor.dev/v1
+kind: Restore
+metadata: {name: waiting, namespace: salvor}
+spec:
+  backupName: b
+  includedNamespaces: [db]
+  namespaceMapping: {db: db-wait}
+  hooks:
+    resources:
+    - name: patient
+      postHooks: [{exec: {command: ["true"], waitTimeout: 1h}}]
+`)
+	eventually(t, "the restore waiting for its hooks", time.Minute, func() (bool, string) {
+		rs := c.getRestore(t, "waiting")
+		p := rs.Status.Progress
+		return rs.Status.Phase == salvorv1.RestorePhaseInProgress && p != nil && p.TotalItems > 0 && p.ItemsRestored == p.TotalItems, fmt.Sprintf("%s %+v", rs.Status.Phase, p)
+	})
+	c.mustSalvor(t, "restore", "cancel", "waiting")
+	if rs := c.waitRestore(t, "waiting", salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed); rs.Status.Phase != salvorv1.RestorePhaseFailed ||
+		!strings.Contains(rs.Status.FailureReason, "cancelled by user") {
+		t.Errorf("a cancelled restore waiting for its hooks: %s %q", rs.Status.Phase, rs.Status.FailureReason)
+	}
+
 	// A dry run runs no hook, and says which it would run.
 	before := len(node.Execs())
 	c.applyVelero(t, `
