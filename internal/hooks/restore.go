@@ -243,8 +243,10 @@ type Ran struct {
 // failing leaves all the pod's later ones unrun. The wait ends at the
 // largest waitTimeout of the pod's hooks (wait when one has none), when
 // the pod ends or is deleted, or with ctx; each hook's own waitTimeout is
-// checked before it runs. pods is the pod's namespace's pods client.
-func (r *Runner) AfterRestore(ctx context.Context, pods dynamic.ResourceInterface, pod *unstructured.Unstructured, execs []RestoreExec, wait time.Duration) []Ran {
+// checked before it runs. pods is the pod's namespace's pods client;
+// denied, when not "", is RestoreDenied's answer for that namespace: each
+// command fails with it, unrun.
+func (r *Runner) AfterRestore(ctx context.Context, pods dynamic.ResourceInterface, pod *unstructured.Unstructured, execs []RestoreExec, wait time.Duration, denied string) []Ran {
 	out := make([]Ran, len(execs))
 	var spec corev1.Pod
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pod.Object, &spec); err != nil {
@@ -280,12 +282,6 @@ func (r *Runner) AfterRestore(ctx context.Context, pods dynamic.ResourceInterfac
 	}
 	// Without the right, the watch would be refused until the wait ends:
 	// say at once what to do.
-	watchReview := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: pod.GetNamespace(), Verb: "watch", Resource: "pods"}}}
-	denied := r.denied(ctx, pod.GetNamespace())
-	if denied == "" {
-		denied = r.review(ctx, watchReview, "the server may not watch pods, to see a container come up: install it with `salvor install --exec-hooks` (Helm: execHooks.enabled=true), or remove the hooks")
-	}
 	if denied != "" {
 		for _, c := range order {
 			for _, i := range pending[c] {
@@ -382,6 +378,18 @@ func (r *Runner) AfterRestore(ctx context.Context, pods dynamic.ResourceInterfac
 		}
 	}
 	return out
+}
+
+// RestoreDenied asks the API server whether the server may do what
+// restored pods' hooks need in namespace — run commands in pods and watch
+// them — and if not says what to do ("" when it may, or cannot tell).
+func (r *Runner) RestoreDenied(ctx context.Context, namespace string) string {
+	if denied := r.denied(ctx, namespace); denied != "" {
+		return denied
+	}
+	watch := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "watch", Resource: "pods"}}}
+	return r.review(ctx, watch, "the server may not watch pods, to see a container come up: install it with `salvor install --exec-hooks` (Helm: execHooks.enabled=true), or remove the hooks")
 }
 
 // up tells whether a pod's container has started (or is ready).

@@ -52,7 +52,7 @@ func TestAfterRestore(t *testing.T) {
 	// run runs AfterRestore beside the test, which plays the kubelet.
 	run := func(pod *unstructured.Unstructured, execs ...RestoreExec) <-chan []Ran {
 		done := make(chan []Ran, 1)
-		go func() { done <- runner.AfterRestore(ctx, pods, pod, execs, time.Minute) }()
+		go func() { done <- runner.AfterRestore(ctx, pods, pod, execs, time.Minute, "") }()
 		return done
 	}
 	ranIn := func(pod string) int {
@@ -140,7 +140,7 @@ func TestAfterRestore(t *testing.T) {
 		pod := made("never", "app")
 		short := cmd("short", "app", "true")
 		short.WaitTimeout = time.Second
-		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{short}, time.Hour)); got != "short app: the container was not running after 1s" {
+		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{short}, time.Hour, "")); got != "short app: the container was not running after 1s" {
 			t.Errorf("ran %s", got)
 		}
 	})
@@ -149,7 +149,7 @@ func TestAfterRestore(t *testing.T) {
 		if err := cs.CoreV1().Pods("default").Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour)); got != "h app: the pod was deleted before the hook could run" {
+		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour, "")); got != "h app: the pod was deleted before the hook could run" {
 			t.Errorf("ran %s", got)
 		}
 	})
@@ -163,15 +163,25 @@ func TestAfterRestore(t *testing.T) {
 		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour)); got != "h app: the pod ended (Succeeded) before the hook could run" {
+		if got := describe(runner.AfterRestore(ctx, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour, "")); got != "h app: the pod ended (Succeeded) before the hook could run" {
 			t.Errorf("ran %s", got)
+		}
+	})
+	t.Run("without the right", func(t *testing.T) {
+		if got := runner.RestoreDenied(ctx, "default"); got != "" {
+			t.Errorf("the testbed's admin is denied: %s", got)
+		}
+		pod := made("denied", "app")
+		out := runner.AfterRestore(ctx, pods, pod, []RestoreExec{cmd("h", "", "true"), cmd("typo", "ap", "true")}, time.Hour, Denial)
+		if out[0].Started || out[0].Err == nil || out[0].Err.Error() != Denial || !errors.Is(out[1].Err, ErrNoContainer) || ranIn("denied") != 0 {
+			t.Errorf("ran %s", describe(out))
 		}
 	})
 	t.Run("the restore stops", func(t *testing.T) {
 		pod := made("stopped", "app")
 		stop, cancel := context.WithCancelCause(ctx)
 		cancel(errors.New("cancelled by user"))
-		if got := describe(runner.AfterRestore(stop, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour)); got != "h app: the restore stopped: cancelled by user" {
+		if got := describe(runner.AfterRestore(stop, pods, pod, []RestoreExec{cmd("h", "", "true")}, time.Hour, "")); got != "h app: the restore stopped: cancelled by user" {
 			t.Errorf("ran %s", got)
 		}
 	})

@@ -138,6 +138,7 @@ type run struct {
 	execHooks             *hooks.Restore
 	hookRuns              sync.WaitGroup
 	hooksRun, hooksFailed atomic.Int64
+	hookAccessByNS        sync.Map // namespace → func() string (hookAccess)
 	volumes               VolumeRestorer
 	// elsewhere and snapshotted are Volumes'.
 	elsewhere   map[string]string

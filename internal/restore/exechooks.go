@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -22,9 +23,7 @@ import (
 // returned detail what the restore would run.
 func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured, what string) string {
 	ns := pod.GetNamespace()
-	r.mu.Lock()
-	pods := r.resources[podResource]
-	r.mu.Unlock()
+	pods, _ := r.served(podResource)
 	execs, warnings := r.execHooks.For(pods, pod)
 	for _, w := range warnings {
 		r.rec.Warning(ns, fmt.Sprintf("%s: %s", what, w))
@@ -43,11 +42,20 @@ func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured
 	}
 	client := r.e.Dynamic.Resource(pods.GVR).Namespace(ns)
 	r.hookRuns.Go(func() {
-		for _, ran := range r.e.Hooks.AfterRestore(ctx, client, pod, execs, r.e.HookWaitTimeout) {
+		denied := r.hookAccess(ctx, ns)
+		for _, ran := range r.e.Hooks.AfterRestore(ctx, client, pod, execs, r.e.HookWaitTimeout, denied) {
 			r.recordHook(ns, what, ran)
 		}
 	})
 	return ""
+}
+
+// hookAccess is whether the server may run restored pods' hooks in
+// namespace ns (hooks.Runner.RestoreDenied), asked once per namespace per
+// restore rather than for every pod.
+func (r *run) hookAccess(ctx context.Context, ns string) string {
+	v, _ := r.hookAccessByNS.LoadOrStore(ns, sync.OnceValue(func() string { return r.e.Hooks.RestoreDenied(ctx, ns) }))
+	return v.(func() string)()
 }
 
 // recordHook records one command's outcome: a failure is an error of the

@@ -119,9 +119,7 @@ func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 	if c, ok := annotatedInitHook(pod); ok {
 		add = append(add, c)
 	} else {
-		r.mu.Lock()
-		pods := r.resources[podResource]
-		r.mu.Unlock()
+		pods, _ := r.served(podResource)
 		for _, h := range r.hooks {
 			if h.selector.Applies(pods, target, labels.Set(pod.GetLabels())) {
 				for _, c := range h.containers {

@@ -113,10 +113,7 @@ func (r *run) read(tarball io.Reader) error {
 			return nil // the top-level copy is the one restored
 		}
 		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
-		r.mu.Lock()
-		res, served := r.resources[gr]
-		r.mu.Unlock()
-		if served {
+		if res, served := r.served(gr); served {
 			if err := checkScope(gr, res.Namespaced, e.Path, e.Namespace != ""); err != nil {
 				return err
 			}
@@ -205,16 +202,22 @@ func (r *run) read(tarball io.Reader) error {
 	return nil
 }
 
+// served is the cluster's resource gr, as discovery last found it
+// (discovery runs again after each tier that adds CRDs).
+func (r *run) served(gr schema.GroupResource) (resources.Resource, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.resources[gr]
+	return res, ok
+}
+
 // matches tells whether one of names (of includedResources, say) means
 // resource gr: through discovery every name the resource answers to
 // (plural, singular, kind, short names, with or without group, any case),
 // as backups read them; for a resource the cluster does not serve yet (a
 // custom resource whose CRD the restore brings), its resource and kind.
 func (r *run) matches(names []string, gr schema.GroupResource, kind string) bool {
-	r.mu.Lock()
-	res, served := r.resources[gr]
-	r.mu.Unlock()
-	if served {
+	if res, served := r.served(gr); served {
 		return res.MatchesAny(names)
 	}
 	for _, n := range names {
