@@ -135,9 +135,11 @@ test-unit:
 	$(GO) test -race -count=1 -p 2 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
-# plugins on the testbed.
+# plugins on the testbed. E2E_PARALLEL tests run at once (each has its own
+# control plane); more than 2 starves timing-sensitive waits on 2 cores.
+E2E_PARALLEL ?= 2
 test-e2e: testbed helm
-	$(GO) test -count=1 -timeout 60m ./test/e2e
+	$(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e
 
 # chart-resources rewrites the chart's list of built-in resources from the
 # testbed API server's discovery (after a Kubernetes upgrade); the

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -165,6 +164,7 @@ func tarball(t testing.TB, store *persistence.BackupStore, name string) map[stri
 }
 
 func TestBackupWithFiltersToS3(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
@@ -391,6 +391,7 @@ func sorted(s []string) []string {
 // the controller does when it records progress and reads back the API
 // server's answer: the backup still holds just what the Backup selected.
 func TestBackupEngineWorksOnItsOwnCopy(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -436,6 +437,7 @@ func TestBackupEngineWorksOnItsOwnCopy(t *testing.T) {
 // resource filters; a restore of the backup into a cluster without them
 // brings them back.
 func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -489,6 +491,7 @@ func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
 // restore of both has none. (Exec hooks run: TestBackupHooks,
 // TestRestoreExecHooks.)
 func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--plugin-dir", t.TempDir())
@@ -525,6 +528,7 @@ func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
 // backup's; exclusions win; a malformed pattern, a pattern on a mapping's
 // from side, and (strict) a pattern that matches nothing fail validation.
 func TestNamespacePatterns(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -626,6 +630,7 @@ func downloaded(t *testing.T, body []byte) map[string][]byte {
 // an existing file is kept unless --force; a backup with no tarball yet, or
 // none at all, is an error naming it.
 func TestBackupDownload(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -673,7 +678,7 @@ func TestBackupDownload(t *testing.T) {
 		t.Errorf("--force did not replace the file with the tarball")
 	}
 
-	cmd := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "--namespace", "salvor", "backup", "download", "b", "-o", "-")
+	cmd := c.command("--kubeconfig", c.kubeconfig, "--namespace", "salvor", "backup", "download", "b", "-o", "-")
 	if out, err := cmd.Output(); err != nil || !bytes.Equal(out, stored) {
 		t.Errorf("download to standard output: %d bytes, %v", len(out), err)
 	}

@@ -35,6 +35,7 @@ import (
 // SALVOR_WRITE_CHART_RESOURCES=1 (`make chart-resources`) it rewrites the
 // list instead.
 func TestChartBuiltinResources(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	disc, err := discovery.NewDiscoveryClientForConfig(c.restConfig)
 	if err != nil {
@@ -101,6 +102,7 @@ func TestChartBuiltinResources(t *testing.T) {
 // chart and runs a server on its service account's token through a backup
 // and a restore.
 func TestHelmChart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.serveWidgets(t)

@@ -22,6 +22,7 @@ import (
 // backed-up one. A part that cannot be collected is named in errors.txt
 // and the rest is written.
 func TestDebugBundle(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

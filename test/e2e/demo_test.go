@@ -14,6 +14,7 @@ import (
 
 // TestDemo runs the program `make demo` runs and checks its verdict.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	plugins := t.TempDir()
 	for _, e := range []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action", "delete-action", "directory-store", "directory-snapshotter"} {
 		if _, err := testbin.Build(plugins, e, "./examples/"+e); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +35,7 @@ import (
 // is run as a server: with `&`, as the file's server; otherwise it is
 // started (in a namespace of its own) until it is ready.
 func TestDocumentedCommandsRun(t *testing.T) {
+	t.Parallel()
 	root, err := testbin.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +52,9 @@ func TestDocumentedCommandsRun(t *testing.T) {
 		}
 		byFile[d.File] = append(byFile[d.File], d)
 	}
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	for _, file := range files {
 		t.Run(strings.ReplaceAll(file, "/", "_"), func(t *testing.T) {
+			t.Parallel()
 			runDoc(t, byFile[file])
 		})
 	}
@@ -129,9 +129,9 @@ func runDoc(t *testing.T, cmds []testbin.DocCommand) {
 			t.Logf("%s: started", where)
 			continue
 		}
-		cmd := exec.Command(salvorBin, args...)
+		cmd := c.command(args...)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+c.kubeconfig)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {

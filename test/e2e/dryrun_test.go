@@ -28,6 +28,7 @@ import (
 // (resourceVersions compared, nothing created). Into a namespace it would
 // make, every item is would-create, saying the server could not check it.
 func TestDryRunRestore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -125,10 +126,11 @@ func TestDryRunRestore(t *testing.T) {
 // annotated item); the operation is cancelled at once and not followed, the
 // restore ends without waiting, and nothing is created.
 func TestDryRunRestoreRunsPluginsButNoOperation(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
-	t.Setenv("KUBECONFIG", "") // the plugin needs no cluster for this
 	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	c.setenv("KUBECONFIG", "") // the plugin needs no cluster for this
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
 	c.s3Location(t, minio, "primary", "backups", true)

@@ -29,6 +29,7 @@ import (
 // a restore of an older backup fails validation naming the backup and the
 // key.
 func TestEncryptedLocation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

@@ -67,6 +67,7 @@ func errString(err error) string {
 // backup that asked for that group by name reports an error and ends
 // PartiallyFailed, with everything else in it.
 func TestFaultAggregatedAPIDownBeforeBackup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -201,7 +202,6 @@ func (s *server) waitLog(t *testing.T, what string) {
 // waits on a plugin operation and comes back while finalizing is retried:
 // the backup completes, whole, with the post-operation item as it is now.
 func TestFaultObjectStoreDownDuringFinalize(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
@@ -230,7 +230,7 @@ func TestFaultObjectStoreDownDuringFinalize(t *testing.T) {
 // as its first pass made it: the backup ends PartiallyFailed, whole and
 // restorable, with the first pass's copy of the item and the reason.
 func TestFaultObjectStoreDownThroughFinalize(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-attempts", "2", "--finalize-backoff", "5s")
@@ -273,7 +273,7 @@ func TestFaultObjectStoreDownThroughFinalize(t *testing.T) {
 // server tries: the backup ends Failed saying so, and nothing of it is
 // deleted — once MinIO is back, the first pass is still in the location.
 func TestFaultObjectStoreGoneThroughFinalize(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-attempts", "2", "--finalize-backoff", "200ms")
@@ -299,7 +299,7 @@ func TestFaultObjectStoreGoneThroughFinalize(t *testing.T) {
 // rounds them) come back exactly, through a backup whose tarball is
 // rewritten at finalisation and through a restore.
 func TestFaultNumbersKeepTheirValue(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -353,9 +353,12 @@ func TestFaultNumbersKeepTheirValue(t *testing.T) {
 // yet), the other asks for a backup of the same name. It fails validation
 // naming the location, and the first backup completes whole.
 func TestFaultSharedBucketSameName(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	minio := testbed.StartMinIO(t, "shared")
 	a, b := startCluster(t), startCluster(t)
+	state := t.TempDir() // the clusters share a bucket, so their plugins share one state
+	a.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	b.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	a.startServer(t, "--item-operation-sync-frequency", "1s")
 	b.startServer(t)
 	cfgA := a.s3Location(t, minio, "primary", "shared", true)
@@ -396,10 +399,12 @@ func TestFaultSharedBucketSameName(t *testing.T) {
 // no delete action runs over B's items, and B's backup stays whole (and
 // A's sync may then show it in A, as any backup of the shared bucket).
 func TestFaultSharedBucketFailedRunDeleted(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	t.Setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
 	minio := testbed.StartMinIO(t, "shared")
 	a, b := startCluster(t), startCluster(t)
+	a.setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
+	b.setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
 	a.startServer(t)
 	b.startServer(t)
 	a.s3Location(t, minio, "primary", "shared", true)
@@ -447,6 +452,7 @@ func TestFaultSharedBucketFailedRunDeleted(t *testing.T) {
 // backup again it finds the name taken and fails, leaving B's backup whole
 // and its owner record B's.
 func TestFaultSharedBucketNameTakenWhileServerDown(t *testing.T) {
+	t.Parallel()
 	minio := testbed.StartMinIO(t, "shared")
 	a, b := startCluster(t), startCluster(t)
 	b.startServer(t)
@@ -625,8 +631,8 @@ func slowFirstPass(t *testing.T, name string) (*cluster, *server, map[string]str
 // nothing brings the backup back.
 func TestFaultDeleteWhileWaitingForOperations(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
@@ -681,8 +687,8 @@ func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
 // attempt that no longer exists.
 func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	minio := testbed.StartMinIO(t, "backups")
 	s := c.startServer(t, "--workers", "1", "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
@@ -730,7 +736,6 @@ func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 // Finalizing (held there by an object store that is down); the next server
 // finalizes it once the store is back.
 func TestFaultServerKilledWhileFinalizing(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "1s")
@@ -874,8 +879,8 @@ func peakRSS(t *testing.T, pid int) int64 {
 // that large, which the restore reports one by one.
 func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 	const items, size = 64, 15 << 20
-	t.Setenv("GOMEMLIMIT", "512MiB")
 	c := startCluster(t)
+	c.setenv("GOMEMLIMIT", "512MiB")
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--restore-memory-budget", "128Mi")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
@@ -924,7 +929,6 @@ func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 // a backup waits on a plugin operation; finalizing warns about the group
 // and completes the backup.
 func TestFaultAggregatedAPIDownWhileWaiting(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -983,6 +987,7 @@ func TestFaultObjectStoreDownDuringFirstPass(t *testing.T) {
 // namespace the restore selects fails its checks: the restore fails naming
 // the entry, and nothing from that backup is created.
 func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -1084,7 +1089,7 @@ func restoreWaitingForOperation(t *testing.T, c *cluster, name, seconds string) 
 // the operation ends; writing them is tried again, and once MinIO is back
 // the restore ends Completed with its files saying the operation completed.
 func TestFaultObjectStoreDownWhenRestoreOperationsEnd(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
@@ -1117,7 +1122,6 @@ func TestFaultObjectStoreDownWhenRestoreOperationsEnd(t *testing.T) {
 // them is tried again, and once MinIO is back the restore follows its
 // operation to the end instead of ending Failed.
 func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -1257,6 +1261,7 @@ func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
 // location's status and left as it is; the backups listed after them are
 // synced all the same (before, the first such entry stopped every sync).
 func TestFaultBucketEntriesNoBackupCanBe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")

@@ -30,6 +30,7 @@ import (
 // that mean no resource, resources of the other scope, Velero's older
 // filters alongside, and a backup's policies on a restore fail validation.
 func TestFilterPolicies(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

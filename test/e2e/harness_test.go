@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,22 @@ type cluster struct {
 	client     client.Client
 	restConfig *rest.Config
 	servers    []*server // every server started for it
+	// environ is what the tests set for the cluster's servers (and so
+	// their plugins) and CLI runs; t.Setenv would set it for the whole
+	// process, which parallel tests must not share.
+	environ []string
+}
+
+// setenv sets key for the servers and CLI runs started from now on.
+func (c *cluster) setenv(key, value string) {
+	c.environ = append(c.environ, key+"="+value)
+}
+
+// command is salvor with args, in the cluster's environment.
+func (c *cluster) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(salvorBin, args...)
+	cmd.Env = append(os.Environ(), c.environ...)
+	return cmd
 }
 
 func startCluster(t testing.TB) *cluster {
@@ -116,6 +133,9 @@ func startCluster(t testing.TB) *cluster {
 		t.Fatal(err)
 	}
 	cl := &cluster{env: env, kubeconfig: path, client: c, restConfig: cfg}
+	// The example plugins keep their state in a directory of the cluster's
+	// own: tests run in parallel and name their backups alike.
+	cl.setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	cl.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}})
 	return cl
 }
@@ -169,7 +189,7 @@ func (c *cluster) asServiceAccount(t testing.TB, ns, name string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{env: c.env, kubeconfig: path, client: cl, restConfig: cfg}
+	return &cluster{env: c.env, kubeconfig: path, client: cl, restConfig: cfg, environ: slices.Clone(c.environ)}
 }
 
 // token is a token of service account ns/name.
@@ -231,7 +251,7 @@ func (c *cluster) startServer(t testing.TB, extra ...string) *server {
 	}
 	args := append([]string{"server", "--kubeconfig", c.kubeconfig, "--namespace", "salvor", "--plugin-dir", pluginDir,
 		"--metrics-address", "0", "--health-address", "0", "--location-check-interval", "2s"}, extra...)
-	cmd := exec.Command(salvorBin, args...)
+	cmd := c.command(args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -292,7 +312,7 @@ func tail(s string, n int) string {
 // salvor runs the CLI against the cluster.
 func (c *cluster) salvor(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(salvorBin, append([]string{"--kubeconfig", c.kubeconfig, "--namespace", "salvor"}, args...)...)
+	cmd := c.command(append([]string{"--kubeconfig", c.kubeconfig, "--namespace", "salvor"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -59,6 +59,7 @@ func containerFile(node *testbed.Node, ns, pod, container, file string) string {
 // with an error per failed hook, and counts its hooks in hookStatus.
 // Hooks that cannot run fail validation, saying what to fix.
 func TestBackupHooks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

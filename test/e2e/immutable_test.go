@@ -38,6 +38,7 @@ func s3Client(t *testing.T, minio *testbed.MinIO) *s3.Client {
 // every version once the retention ends. A location on a bucket without
 // Object Lock is Unavailable, saying why.
 func TestImmutableLocation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "plain")
 	raw := s3Client(t, minio)

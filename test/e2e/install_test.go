@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -182,7 +181,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 
 	// --wait with no server says so, and Ctrl-C says the backup is not
 	// going on anywhere.
-	waiter := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "backup", "create", "orphan", "--include-namespaces", "none", "--wait")
+	waiter := c.command("--kubeconfig", c.kubeconfig, "backup", "create", "orphan", "--include-namespaces", "none", "--wait")
 	var waited syncBuffer
 	waiter.Stdout, waiter.Stderr = &waited, &waited
 	if err := waiter.Start(); err != nil {
@@ -485,6 +484,7 @@ func linesWith(s string, prefixes ...string) string {
 // only once no other namespace holds Salvor's objects; every backup stays
 // whole in its location, even with a server still running.
 func TestUninstallCommand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -506,7 +506,7 @@ func TestUninstallCommand(t *testing.T) {
 		&salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "other"},
 			Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "theirs"}}})
 
-	asked := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "uninstall")
+	asked := c.command("--kubeconfig", c.kubeconfig, "uninstall")
 	asked.Stdin = strings.NewReader("n\n")
 	if out, err := asked.CombinedOutput(); err == nil || !strings.Contains(string(out), "Remove Salvor from namespace salvor? Its backups stay in their locations. [y/N]") ||
 		!strings.Contains(string(out), "not uninstalled") {
@@ -604,6 +604,7 @@ func TestUninstallCommand(t *testing.T) {
 // the namespace (emptied by the cluster's namespace controller) and the CRDs
 // are gone, so an install right after it starts afresh.
 func TestInstallAndUninstallWait(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	testbed.StartCSI(t, c.kubeconfig, c.restConfig) // for its namespace controller
@@ -612,7 +613,7 @@ func TestInstallAndUninstallWait(t *testing.T) {
 		t.Errorf("install --crds-only --wait:\n%s", out)
 	}
 
-	install := exec.Command(salvorBin, "--kubeconfig", c.kubeconfig, "install", "--wait", "--timeout", "5m")
+	install := c.command("--kubeconfig", c.kubeconfig, "install", "--wait", "--timeout", "5m")
 	var out bytes.Buffer
 	install.Stdout, install.Stderr = &out, &out
 	if err := install.Start(); err != nil {
@@ -682,6 +683,7 @@ func TestInstallAndUninstallWait(t *testing.T) {
 // plugins from, as install --plugins makes them; an image already there,
 // one not there and a bad pull policy are refused, changing nothing.
 func TestPluginAddAndRemove(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	c.mustSalvor(t, "install", "--plugins", "example.io/a:1")

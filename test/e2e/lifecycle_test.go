@@ -25,6 +25,7 @@ import (
 )
 
 func TestAdditionalItemsErrorsAndValidation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -127,6 +128,7 @@ func keysOf[V any](m map[string]V) []string {
 }
 
 func TestUnreachableLocation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	c.startServer(t)
 	port := testbed.FreePort(t)
@@ -220,10 +222,11 @@ func TestServerRestartDuringBackup(t *testing.T) {
 }
 
 func TestSyncIntoAnotherClusterAndDelete(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	t.Setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
 	minio := testbed.StartMinIO(t, "backups")
 	first := startCluster(t)
+	first.setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
 	first.startServer(t)
 	cfg := first.s3Location(t, minio, "primary", "backups", true)
 	first.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
@@ -233,6 +236,7 @@ func TestSyncIntoAnotherClusterAndDelete(t *testing.T) {
 
 	// A new, empty cluster pointed at the same bucket sees the backups.
 	second := startCluster(t)
+	second.setenv("EXAMPLE_DELETE_AUDIT_FILE", audit)
 	second.startServer(t)
 	second.s3Location(t, minio, "primary", "backups", true)
 	synced := second.waitBackup(t, "shared", salvorv1.BackupPhaseCompleted)
@@ -284,6 +288,7 @@ func minioKeys(t *testing.T, store interface {
 // one — and a command that fails (a bad flag, a name taken) changes no
 // location's mark.
 func TestOneDefaultLocation(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	defaults := func(t *testing.T) []string {
 		t.Helper()
@@ -360,6 +365,7 @@ func TestOneDefaultLocation(t *testing.T) {
 // stay whole in the location, and a Salvor installed again syncs them back.
 // An ordinary delete still deletes the files.
 func TestUninstallKeepsBackups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -440,6 +446,7 @@ func TestUninstallKeepsBackups(t *testing.T) {
 // names nothing); with it they delete what they select and nothing else,
 // and a backup deleted so loses its files.
 func TestDescribeAndDeleteMany(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

@@ -40,7 +40,6 @@ func storedOps(t *testing.T, cfg map[string]string, backup string) []itemoperati
 }
 
 func TestOperationsCompleteFailAndFinalize(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -141,8 +140,8 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 
 func TestOperationTimeoutAndUserCancel(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
@@ -206,7 +205,6 @@ func TestOperationTimeoutAndUserCancel(t *testing.T) {
 }
 
 func TestServerRestartWhileWaitingForOperations(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	s := c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -233,7 +231,7 @@ func TestServerRestartWhileWaitingForOperations(t *testing.T) {
 }
 
 func TestManyOperationsAndWaitOutput(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -289,7 +287,6 @@ func TestCancelDuringFirstPass(t *testing.T) {
 }
 
 func TestPluginKilledWhileItsOperationRunsAndBackupTimeout(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")

@@ -24,6 +24,7 @@ import (
 // and resources the cluster does not serve, fail validation saying what to
 // write.
 func TestOrderedResources(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

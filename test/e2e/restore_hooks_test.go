@@ -40,6 +40,7 @@ func ranIn(node *testbed.Node) string {
 // with an error per failed hook, counts its hooks in hookStatus, and
 // `restore describe` shows both. Hooks that cannot run fail validation.
 func TestRestoreExecHooks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--restore-hook-wait-timeout", "30s")

@@ -134,6 +134,7 @@ var shopKinds = []struct {
 }
 
 func TestRestoreRoundTripMappingAndPolicies(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -284,8 +285,9 @@ func (c *cluster) waitRestore(t testing.TB, name string, want ...salvorv1.Restor
 }
 
 func TestRestoreWaitsForAdditionalItems(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
-	t.Setenv("KUBECONFIG", c.kubeconfig) // for the wait-restore-action plugin
+	c.setenv("KUBECONFIG", c.kubeconfig) // for the wait-restore-action plugin
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
 	c.s3Location(t, minio, "primary", "backups", true)
@@ -351,6 +353,7 @@ func tarballOf(entries [][2]string) []byte {
 }
 
 func TestRestoreVeleroBackupAndRejectMaliciousTarball(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -429,8 +432,8 @@ func putVeleroMetadata(t *testing.T, cfg map[string]string, name string, meta ma
 
 func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
 	state := t.TempDir()
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
@@ -530,6 +533,7 @@ func TestServerRestartDuringRestore(t *testing.T) {
 // names as backups do — singular, kind, short name, any case — not only
 // the plural: `--exclude-resources secret` restores no Secret.
 func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -574,6 +578,7 @@ func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
 // every resource not listed; admission objects come after it, so the
 // policy the webhook guards is restored instead of being refused by it.
 func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -617,6 +622,7 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 // deleted to revoke it stays revoked — unless the restore names secrets;
 // the restored account names its other secrets, not its legacy token's.
 func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -672,6 +678,7 @@ func TestTokenSecretsAreNotRestoredUnlessAsked(t *testing.T) {
 // a restore of every namespace under a mapping leaves out a binding whose
 // subject is in a mapped namespace.
 func TestRestoreIncludeClusterResources(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -721,6 +728,7 @@ func TestRestoreIncludeClusterResources(t *testing.T) {
 // for is not restored when the restore's filters leave it out; the
 // restore warns, naming the plugin and the item.
 func TestPluginRequestedItemsObeyTheFilters(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -749,6 +757,7 @@ func TestPluginRequestedItemsObeyTheFilters(t *testing.T) {
 // so it restores into a cluster that lacks them; with
 // --include-cluster-resources=false it holds none.
 func TestNamespaceBackupKeepsItsCRDs(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -791,6 +800,7 @@ func TestNamespaceBackupKeepsItsCRDs(t *testing.T) {
 // backup fails validation saying so; the CLI takes a backup or a schedule,
 // not both.
 func TestRestoreFromSchedule(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -871,6 +881,7 @@ func TestRestoreFromSchedule(t *testing.T) {
 // beside the original, whose set port is in use, the copy is restored with
 // assigned ports and a warning. --preserve-nodeports keeps them all.
 func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -936,6 +947,7 @@ func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
 // holds a debug container (the API server refused the Pod). A test
 // restore (backup verify) finds the copy identical to the backup.
 func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -1006,6 +1018,7 @@ func TestRestoredItemsLeaveTheirOldPlace(t *testing.T) {
 // running Pod are restored. The old cluster's VolumeAttachments and
 // CSINodes are left out by default, as in Velero.
 func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -1110,6 +1123,7 @@ func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
 // class mapped to one this cluster has not is an error of the items that
 // use it, which are not made.
 func TestStorageClassMapping(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -1182,6 +1196,7 @@ func TestStorageClassMapping(t *testing.T) {
 // copy identical to the backup as mapped. A row that is not "old,new"
 // fails the restore before it makes anything, naming the row.
 func TestImageNameMapping(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--plugin-dir", t.TempDir())

@@ -95,6 +95,7 @@ func (c *cluster) statusOf(t testing.TB, kind, ns, name string) map[string]any {
 // the item, which stays restored; items that exist keep their status; bad
 // lists fail validation (or the CLI) saying what to fix.
 func TestRestoreStatus(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.serveStatusCRDs(t)

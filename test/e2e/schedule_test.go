@@ -283,7 +283,6 @@ func keys(m map[string]bool) []string {
 // backup open with a slow plugin operation: the runs due meanwhile are
 // skipped and counted, and the next backup comes once it has ended.
 func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -334,7 +333,6 @@ func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
 // Replace, a run due while the last backup waits for a slow operation
 // cancels that backup, saying why, and starts a new one.
 func TestScheduleReplaceCancelsTheUnfinishedBackup(t *testing.T) {
-	t.Setenv("EXAMPLE_ASYNC_STATE_DIR", t.TempDir())
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -402,6 +400,7 @@ spec:
 // checks that bad schedules end FailedValidation saying what to fix and
 // never make a backup.
 func TestScheduleValidationAndVeleroYAML(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -526,6 +525,7 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 // carry the schedule's labels and annotations, as Velero's do, and so does
 // a backup run from it by hand, with its own on top.
 func TestLabelsAndAnnotations(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -575,6 +575,7 @@ func TestLabelsAndAnnotations(t *testing.T) {
 // sets it false backs up at once; schedule pause and unpause take Velero's
 // --skip-immediately and set the field.
 func TestScheduleSkipImmediatelyDefault(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	// Velero's --log-format text and client rate flags, too.

@@ -21,6 +21,7 @@ import (
 // volume left unsnapshotted for want of a snapshot location is a warning
 // naming it, unless the backup asked for no snapshots.
 func TestWarningsWhereDataIsMissed(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

@@ -46,6 +46,7 @@ func veleroPlugin(t *testing.T) string {
 // framework (test/compat/velero) as the server's object store and as a
 // BackupItemAction and RestoreItemAction, through a backup and a restore.
 func TestVeleroPluginInABackupAndRestore(t *testing.T) {
+	t.Parallel()
 	plugins := veleroPlugin(t)
 	c := startCluster(t)
 	c.startServer(t, "--plugin-dir", plugins)
@@ -87,6 +88,7 @@ func TestVeleroPluginInABackupAndRestore(t *testing.T) {
 // the snapshot at restore with the type, zone and IOPS it had; the backup
 // then deletes through it.
 func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
+	t.Parallel()
 	plugins := veleroPlugin(t)
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -140,6 +142,7 @@ func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
 // backup's deletion all go through it; what it stored is read back through
 // Salvor's own S3 store, as another cluster would.
 func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
+	t.Parallel()
 	plugins := buildVelero(t).plugins // velero-plugin-for-aws alone
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
@@ -204,6 +207,7 @@ func TestVeleroAWSPluginAsObjectStore(t *testing.T) {
 // <name>-podvolumebackups.json.gz, which is read when there is no volume
 // info. A damaged record is an error of the restore, which goes on.
 func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -307,6 +311,7 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 // for no volumes does not need it, and one that does fails only the
 // volume whose location is gone, naming it.
 func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
+	t.Parallel()
 	plugins := veleroPlugin(t)
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")

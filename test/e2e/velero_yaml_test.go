@@ -52,6 +52,7 @@ func (c *cluster) applyVelero(t *testing.T, doc string) *unstructured.Unstructur
 // problems); the ones that only tune Velero's mechanisms are kept, listed as
 // ignored, and the run goes on.
 func TestVeleroFieldsSalvorLacksAreJudgedNotDropped(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -292,6 +293,7 @@ resourceModifierRules:
 // validationFrequency, syncs nothing while backupSyncPeriod is zero, and
 // syncs once it is set.
 func TestVeleroLocationYAML(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -372,6 +374,7 @@ func (c *cluster) checkedAfter(t *testing.T, location string, since metav1.Time)
 // (Velero's) leaves unsynced the locations that set no backupSyncPeriod,
 // while checking them as before; a location's own period overrides it.
 func TestServerBackupSyncPeriod(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--backup-sync-period", "0s")

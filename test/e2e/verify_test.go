@@ -30,6 +30,7 @@ import (
 // written by Velero (no manifest) is verified as far as it can be, and
 // says so; a hostile tarball fails to read whole.
 func TestVerifyBackup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -160,6 +161,7 @@ func TestVerifyBackup(t *testing.T) {
 // A target namespace that exists already refuses the test restore before
 // anything is created.
 func TestTestRestore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)
@@ -274,6 +276,7 @@ func (c *cluster) finalizeNamespace(t *testing.T, name string) {
 // backup and every Nth after it once each ends, and test-restores them
 // when given a prefix; the others are left alone.
 func TestScheduleVerify(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t)

@@ -146,6 +146,7 @@ func treeSums(t *testing.T, dir string) map[string]string {
 }
 
 func TestVolumeSnapshotWithProgressResources(t *testing.T) {
+	t.Parallel()
 	// About 5 s for the 1 GiB volume, so the progress can be watched.
 	c, minio, cfg, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(200<<20), "--item-operation-sync-frequency", "1s")
 	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
@@ -495,6 +496,7 @@ func getTable(t *testing.T, c *cluster, path string) map[string]any {
 // the restored volume gets a name of its own, its claim in the new
 // namespace is bound to it, and the original is untouched.
 func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "", "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 1<<20)
 	want := treeSums(t, data)
@@ -535,6 +537,7 @@ func TestRestoreVolumeBesideTheOriginal(t *testing.T) {
 // does), the original volume is left as it is, and the restore says so in
 // a warning instead of ending Completed with nothing to show for it.
 func TestClaimCopiedWithoutItsVolumeIsAWarning(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "")
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orig"}})
 	c.create(t, hostPathVolume("orig-pv", t.TempDir(), "orig", "claim")...)
@@ -617,6 +620,7 @@ func TestCancelledRestoreEndsItsVolumes(t *testing.T) {
 // example plugins (one asks for every pod's claims): what the backup's
 // filters leave out stays out, whoever asks for it.
 func TestLabelSelectedPodBringsItsClaim(t *testing.T) {
+	t.Parallel()
 	c, _, cfg, _ := withLocalVolumes(t, "", "--plugin-dir", t.TempDir())
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
 	c.create(t, hostPathVolume("shop-pv", volume(t, 2, 1<<10), "shop", "data")...)
@@ -657,6 +661,7 @@ func TestLabelSelectedPodBringsItsClaim(t *testing.T) {
 // them (and so the volume) out. Run with no plugin, so only Salvor can
 // bring them.
 func TestLabelSelectedRestoreBringsThePodsClaimAndVolume(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "", "--plugin-dir", t.TempDir())
 	data := volume(t, 3, 1<<10)
 	want := treeSums(t, data)
@@ -720,6 +725,7 @@ func TestLabelSelectedRestoreBringsThePodsClaimAndVolume(t *testing.T) {
 // made from its snapshot either, with a warning; once it has gone, a
 // restore makes it, with the backed-up data.
 func TestRestoreInPlaceKeepsTheLiveVolume(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "")
 	ctx := context.Background()
 	data := volume(t, 2, 1<<10)
@@ -784,6 +790,7 @@ func TestRestoreInPlaceKeepsTheLiveVolume(t *testing.T) {
 // made but every item of its restore failed on the label, and describe
 // could not list the volumes.
 func TestLongNamesBackUpAndRestore(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "", "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 1<<20)
 	want := treeSums(t, data)
@@ -838,6 +845,7 @@ func TestLongNamesBackUpAndRestore(t *testing.T) {
 // snapshots through it, not the default; one that does not exist, or two,
 // fail validation before anything is taken.
 func TestBackupNamesItsSnapshotLocation(t *testing.T) {
+	t.Parallel()
 	c, _, _, defaultDir := withLocalVolumes(t, "")
 	secondDir := t.TempDir()
 	// With a credential (Velero's spec.credential): the server reads the
@@ -903,6 +911,7 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 // policy's resource lists leave ConfigMaps out. Policies Salvor cannot
 // carry out as written fail validation saying what to fix.
 func TestResourcePoliciesDecideSnapshots(t *testing.T) {
+	t.Parallel()
 	c, _, cfg, snapshots := withLocalVolumes(t, "")
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pol"}})
 	scratch := hostPathVolume("pol-scratch", volume(t, 2, 1<<10), "pol", "scratch")
@@ -985,6 +994,7 @@ includeExcludePolicy:
 // the one it ran with, its own policies decide first, the global ones the
 // rest; once the ConfigMap is broken, backups fail validation saying so.
 func TestGlobalVolumePolicies(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	if out, err := c.salvor(t, "server", "--global-backup-volume-policies-configmap", "nowhere"); err == nil ||
 		!strings.Contains(out, "--global-backup-volume-policies-configmap: global backup volume policies configmap salvor/nowhere does not exist: create it in the server's namespace") {
