@@ -126,16 +126,20 @@ func (s *BackupStore) GetTarball(ctx context.Context, name string) (io.ReadClose
 	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, TarballFile))
 }
 
-func gzipJSON(v any) ([]byte, error) {
+// putGzipJSON writes v as gzip'd JSON at key; file names it in errors.
+func (s *BackupStore) putGzipJSON(ctx context.Context, key, file string, v any) error {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	if err := json.NewEncoder(gz).Encode(v); err != nil {
-		return nil, err
+		return fmt.Errorf("encoding %s: %w", file, err)
 	}
 	if err := gz.Close(); err != nil {
-		return nil, err
+		return fmt.Errorf("encoding %s: %w", file, err)
 	}
-	return buf.Bytes(), nil
+	if err := s.store.PutObject(ctx, s.bucket, key, bytes.NewReader(buf.Bytes())); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
 }
 
 // Finish holds what is written after the tarball.
@@ -228,14 +232,7 @@ func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) e
 		}
 		return nil
 	}
-	b, err := gzipJSON(v)
-	if err != nil {
-		return fmt.Errorf("encoding %s%s: %w", name, f, err)
-	}
-	if err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, f), bytes.NewReader(b)); err != nil {
-		return fmt.Errorf("writing %s%s: %w", name, f, err)
-	}
-	return nil
+	return s.putGzipJSON(ctx, s.BackupFile(name, f), name+f.Suffix(), v)
 }
 
 // PutMetadata writes the Backup as salvor-backup.json and, shaped for
@@ -532,14 +529,7 @@ func (s *BackupStore) RestoreFile(name string, f File) string {
 
 // PutRestoreJSON writes one of a restore's gzip'd JSON files.
 func (s *BackupStore) PutRestoreJSON(ctx context.Context, name string, f File, v any) error {
-	b, err := gzipJSON(v)
-	if err != nil {
-		return fmt.Errorf("encoding restore-%s%s: %w", name, f, err)
-	}
-	if err := s.store.PutObject(ctx, s.bucket, s.RestoreFile(name, f), bytes.NewReader(b)); err != nil {
-		return fmt.Errorf("writing restore-%s%s: %w", name, f, err)
-	}
-	return nil
+	return s.putGzipJSON(ctx, s.RestoreFile(name, f), "restore-"+name+f.Suffix(), v)
 }
 
 // PutRestoreLogs writes a restore's gzip'd log (best effort).

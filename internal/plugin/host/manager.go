@@ -374,9 +374,7 @@ func configHash(config map[string]string) string {
 // Restarts reports how many times the process serving a binary's stateless
 // plugins has been restarted.
 func (m *Manager) Restarts(binary string) int {
-	m.mu.Lock()
-	proc := m.processes[binary]
-	m.mu.Unlock()
+	proc := m.process(binary)
 	if proc == nil {
 		return 0
 	}
@@ -388,11 +386,15 @@ func (m *Manager) Restarts(binary string) int {
 // PID reports the process ID currently serving a binary's stateless plugins
 // (0 if none is running), so tests and operators can find it.
 func (m *Manager) PID(binary string) int {
-	m.mu.Lock()
-	proc := m.processes[binary]
-	m.mu.Unlock()
-	if proc == nil {
-		return 0
+	if proc := m.process(binary); proc != nil {
+		return proc.pid()
 	}
-	return proc.pid()
+	return 0
+}
+
+// process is the process serving a binary's stateless plugins, if started.
+func (m *Manager) process(binary string) *process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.processes[binary]
 }

@@ -231,21 +231,13 @@ func (s *Store) ListCommonPrefixes(bucket, prefix, delimiter string) ([]string, 
 }
 
 func (s *Store) ListCommonPrefixesWithContext(ctx context.Context, bucket, prefix, delimiter string) ([]string, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	var out []string
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: &delimiter})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, err)
-		}
-		for _, cp := range page.CommonPrefixes {
-			out = append(out, aws.ToString(cp.Prefix))
-		}
-	}
-	return out, nil
+	return s.list(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: &delimiter},
+		func(page *s3.ListObjectsV2Output, out []string) []string {
+			for _, cp := range page.CommonPrefixes {
+				out = append(out, aws.ToString(cp.Prefix))
+			}
+			return out
+		})
 }
 
 func (s *Store) ListObjects(bucket, prefix string) ([]string, error) {
@@ -253,19 +245,28 @@ func (s *Store) ListObjects(bucket, prefix string) ([]string, error) {
 }
 
 func (s *Store) ListObjectsWithContext(ctx context.Context, bucket, prefix string) ([]string, error) {
+	return s.list(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix},
+		func(page *s3.ListObjectsV2Output, out []string) []string {
+			for _, o := range page.Contents {
+				out = append(out, aws.ToString(o.Key))
+			}
+			return out
+		})
+}
+
+// list reads every page of a listing, keeping what pick takes from each.
+func (s *Store) list(ctx context.Context, in *s3.ListObjectsV2Input, pick func(*s3.ListObjectsV2Output, []string) []string) ([]string, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	var out []string
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix})
+	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("listing s3://%s/%s: %w", bucket, prefix, err)
+			return nil, fmt.Errorf("listing s3://%s/%s: %w", aws.ToString(in.Bucket), aws.ToString(in.Prefix), err)
 		}
-		for _, o := range page.Contents {
-			out = append(out, aws.ToString(o.Key))
-		}
+		out = pick(page, out)
 	}
 	return out, nil
 }
