@@ -160,19 +160,12 @@ func TestAsyncOperationSurvivesPluginRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new process answers for the old one's operation, until it ends.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		p, err = a.Progress(ctx(t), res.OperationID, backup)
-		if err != nil {
-			t.Fatalf("Progress after a restart: %v", err)
-		}
-		if p.Completed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation never completed: %+v", p)
-		}
-		time.Sleep(100 * time.Millisecond)
+	err = wait.PollUntilContextTimeout(ctx(t), 100*time.Millisecond, time.Minute, true, func(c context.Context) (bool, error) {
+		p, err = a.Progress(c, res.OperationID, backup)
+		return err == nil && p.Completed, err
+	})
+	if err != nil {
+		t.Fatalf("operation after a restart: %v (last progress %+v)", err, p)
 	}
 	if p.Err != "" || p.NCompleted != 2 || p.Description != "done" {
 		t.Errorf("final progress %+v", p)
@@ -439,29 +432,27 @@ func TestDirectorySnapshotterV2(t *testing.T) {
 func waitDone(t *testing.T, vs host.VolumeSnapshotter, id string) []int64 {
 	t.Helper()
 	var seen []int64
-	deadline := time.Now().Add(time.Minute)
-	for {
-		p, err := vs.Progress(ctx(t), id)
-		if err != nil {
-			t.Fatalf("Progress(%s): %v", id, err)
+	var p api.OperationProgress
+	err := wait.PollUntilContextTimeout(ctx(t), 50*time.Millisecond, time.Minute, true, func(c context.Context) (bool, error) {
+		var err error
+		if p, err = vs.Progress(c, id); err != nil {
+			return false, err
 		}
 		if p.OperationUnits != "bytes" || (p.NTotal != 0 && p.NTotal != 3<<20) {
-			t.Fatalf("Progress(%s) = %+v", id, p)
+			return false, fmt.Errorf("unexpected progress %+v", p)
 		}
 		if len(seen) == 0 || seen[len(seen)-1] != p.NCompleted {
 			seen = append(seen, p.NCompleted)
 		}
-		if p.Completed {
-			if p.Err != "" || p.NCompleted != 3<<20 {
-				t.Fatalf("copy %s ended with %+v", id, p)
-			}
-			return seen
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("copy %s did not finish: %+v", id, p)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return p.Completed, nil
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v (last progress %+v)", id, err, p)
 	}
+	if p.Err != "" || p.NCompleted != 3<<20 {
+		t.Fatalf("copy %s ended with %+v", id, p)
+	}
+	return seen
 }
 
 func TestDirectorySnapshotterV1(t *testing.T) {

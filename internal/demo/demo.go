@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -346,18 +347,9 @@ func (d *demo) snapshot(ctx context.Context, k ref) (map[string]any, error) {
 }
 
 func (d *demo) eventually(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return nil
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
 }
 
 func (d *demo) startServer() error {
@@ -395,11 +387,15 @@ func (d *demo) stopServer() {
 }
 
 func (d *demo) waitLocation(ctx context.Context) error {
-	return d.eventually(ctx, time.Minute, func() bool {
+	err := d.eventually(ctx, time.Minute, func() bool {
 		bsl := &salvorv1.BackupStorageLocation{}
 		err := d.c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "default"}, bsl)
 		return err == nil && bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable
 	})
+	if err != nil {
+		return fmt.Errorf("backup storage location default did not become Available: %w", err)
+	}
+	return nil
 }
 
 // salvor runs the CLI, showing the command and its output.

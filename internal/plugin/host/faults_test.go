@@ -279,12 +279,9 @@ func storePID(t *testing.T, m *Manager) int {
 // leader turns zombie). Between two calls there is always that moment.
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d did not die", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	gone := func(context.Context) (bool, error) { return syscall.Kill(pid, 0) != nil, nil }
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, gone); err != nil {
+		t.Fatalf("process %d did not die: %v", pid, err)
 	}
 }
 
@@ -326,34 +323,30 @@ func TestPluginLogsAreReemitted(t *testing.T) {
 	if _, err := biaV2(t, m).Execute(ctxT(t), configMap("l", do("log")), backup); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rec, attrs, ok := logs.find("a warning from the plugin")
-		if ok {
-			if rec.Level != slog.LevelWarn || attrs["plugin_binary"] != "testplugin" || attrs["detail"] != "42" {
-				t.Errorf("re-emitted record: level %v attrs %v", rec.Level, attrs)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plugin's log line never reached the host's logger")
-		}
-		time.Sleep(20 * time.Millisecond)
+	rec, attrs := waitLog(t, logs, "a warning from the plugin")
+	if rec.Level != slog.LevelWarn || attrs["plugin_binary"] != "testplugin" || attrs["detail"] != "42" {
+		t.Errorf("re-emitted record: level %v attrs %v", rec.Level, attrs)
 	}
 	// The SDK's per-plugin logger names the plugin.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		if _, attrs, ok := logs.find("executing"); ok {
-			if attrs["plugin"] != "test.salvor.dev/bia-v2" || attrs["item"] != "l" {
-				t.Errorf("plugin log attrs %v", attrs)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plugin's info line never reached the host's logger")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if _, attrs := waitLog(t, logs, "executing"); attrs["plugin"] != "test.salvor.dev/bia-v2" || attrs["item"] != "l" {
+		t.Errorf("plugin log attrs %v", attrs)
 	}
+}
+
+// waitLog waits for a plugin's log line to reach the host's logger (the
+// plugin's stderr is read apart from its gRPC answers, so it may come later).
+func waitLog(t *testing.T, logs *records, msg string) (slog.Record, map[string]string) {
+	t.Helper()
+	var rec slog.Record
+	var attrs map[string]string
+	found := func(context.Context) (ok bool, _ error) {
+		rec, attrs, ok = logs.find(msg)
+		return ok, nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, found); err != nil {
+		t.Fatalf("the plugin's log line %q never reached the host's logger: %v", msg, err)
+	}
+	return rec, attrs
 }
 
 func TestDuplicatePluginsAreRejected(t *testing.T) {
