@@ -126,17 +126,35 @@ func (s *BackupStore) GetTarball(ctx context.Context, name string) (io.ReadClose
 	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, TarballFile))
 }
 
-// putGzipJSON writes v as gzip'd JSON at key; file names it in errors.
+// putGzipJSON writes v as gzip'd JSON at key, streaming a JSONWriter;
+// file names it in errors.
 func (s *BackupStore) putGzipJSON(ctx context.Context, key, file string, v any) error {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(gz).Encode(v); err != nil {
-		return fmt.Errorf("encoding %s: %w", file, err)
+	var body io.Reader
+	if jw, ok := v.(JSONWriter); ok {
+		pr, pw := io.Pipe()
+		go func() {
+			gz := gzip.NewWriter(pw)
+			err := jw.WriteJSON(gz)
+			if err == nil {
+				err = gz.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		// The store may stop reading early (a failed upload): end the writer.
+		defer pr.CloseWithError(io.ErrClosedPipe)
+		body = pr
+	} else {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		if err := json.NewEncoder(gz).Encode(v); err != nil {
+			return fmt.Errorf("encoding %s: %w", file, err)
+		}
+		if err := gz.Close(); err != nil {
+			return fmt.Errorf("encoding %s: %w", file, err)
+		}
+		body = bytes.NewReader(buf.Bytes())
 	}
-	if err := gz.Close(); err != nil {
-		return fmt.Errorf("encoding %s: %w", file, err)
-	}
-	if err := s.store.PutObject(ctx, s.bucket, key, bytes.NewReader(buf.Bytes())); err != nil {
+	if err := s.store.PutObject(ctx, s.bucket, key, body); err != nil {
 		return fmt.Errorf("writing %s: %w", file, err)
 	}
 	return nil
@@ -214,24 +232,6 @@ type JSONWriter interface {
 // PutJSON writes one of a backup's gzip'd JSON files; a JSONWriter is
 // streamed to the location.
 func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) error {
-	if jw, ok := v.(JSONWriter); ok {
-		pr, pw := io.Pipe()
-		go func() {
-			gz := gzip.NewWriter(pw)
-			err := jw.WriteJSON(gz)
-			if err == nil {
-				err = gz.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		err := s.store.PutObject(ctx, s.bucket, s.BackupFile(name, f), pr)
-		// The store may stop reading early (a failed upload): end the writer.
-		pr.CloseWithError(io.ErrClosedPipe)
-		if err != nil {
-			return fmt.Errorf("writing %s%s: %w", name, f, err)
-		}
-		return nil
-	}
 	return s.putGzipJSON(ctx, s.BackupFile(name, f), name+f.Suffix(), v)
 }
 
