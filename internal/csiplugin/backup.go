@@ -127,16 +127,32 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		return nil, nil, "", nil, fmt.Errorf("snapshotting claim %s/%s (driver %s, class %s): %w", ns, claim.GetName(), plan.Driver, plan.Class, err)
 	}
 	a.progressResource(ctx, b, created, volume, plan, itemoperation.PhaseNew, sdk.OperationProgress{})
+	// The snapshot is an item the claim needs, backed up now rather than
+	// left to the backup's listing, which may have passed its namespace's
+	// snapshots before it was made (or never takes them, under a label
+	// selector): so it comes with its CRD and its line in the resource
+	// list. Its content comes too once the storage has cut it (before, it
+	// may not exist). Both are read again when the operation ends.
+	snap := sdk.ResourceIdentifier{GroupResource: snapshot, Namespace: ns, Name: name}
+	// The snapshot controller names a snapshot's content after the
+	// snapshot's UID.
+	content := sdk.ResourceIdentifier{GroupResource: contents, Name: "snapcontent-" + string(created.GetUID())}
+	additional := []sdk.ResourceIdentifier{snap}
 	if why := waitCut(ctx, dyn, ns, name); why != "" {
 		a.log.Warn("returning before the snapshot is taken: the claim's pod's post hooks may run before it", "snapshot", ns+"/"+name, "why", why)
+	} else {
+		additional = append(additional, content)
 	}
 	// Where Velero records it: an annotation, and a label when the name
-	// fits in one.
+	// fits in one. Velero's annotation asks the backup to take the
+	// snapshot whatever its filters say, as the claim cannot be restored
+	// from it otherwise.
 	annotations := claim.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations[salvorv1.VolumeSnapshotNameLabel] = name
+	annotations[salvorv1.VeleroMustIncludeAdditionalItemsAnnotation] = "true"
 	claim.SetAnnotations(annotations)
 	if len(validation.IsValidLabelValue(name)) == 0 {
 		labels := claim.GetLabels()
@@ -146,13 +162,7 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		labels[salvorv1.VolumeSnapshotNameLabel] = name
 		claim.SetLabels(labels)
 	}
-	// The snapshot controller names a snapshot's content after the
-	// snapshot's UID.
-	post := []sdk.ResourceIdentifier{
-		{GroupResource: snapshot, Namespace: ns, Name: name},
-		{GroupResource: contents, Name: "snapcontent-" + string(created.GetUID())},
-	}
-	return claim, nil, ns + "/" + name, post, nil
+	return claim, additional, ns + "/" + name, []sdk.ResourceIdentifier{snap, content}, nil
 }
 
 // waitCut waits until the storage has taken a snapshot — its status has a

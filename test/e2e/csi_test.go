@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -491,6 +492,60 @@ func TestCSIClaimsNotSnapshotted(t *testing.T) {
 		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "elsewhere", Name: claim}, &corev1.PersistentVolumeClaim{}); err != nil {
 			t.Errorf("claim elsewhere/%s: %v", claim, err)
 		}
+	}
+}
+
+// TestCSISnapshotOfSelectedClaimKeepsItsCRD backs up a claim chosen by a
+// label selector its VolumeSnapshot does not match, so the backup never
+// lists the snapshot: it must still come in the first pass, as an item the
+// claim needs, with its CustomResourceDefinition (a namespace backup keeps
+// the CRDs of its custom resources) and its line in the resource list.
+// Listing is also how a snapshot taken slowly, after the backup listed its
+// namespace's snapshots, was missed: it came in only when the backup was
+// finalized, without its CRD, and a restore into a cluster without the
+// snapshot API would have failed on it.
+func TestCSISnapshotOfSelectedClaimKeepsItsCRD(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, cfg := csiCluster(t)
+	db := csiClaim("sel", "db", csi.StorageClass)
+	db.Labels = map[string]string{"app": "db"}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sel"}}, db, csiClaim("sel", "cache", csi.StorageClass))
+	for _, claim := range []string{"db", "cache"} {
+		c.boundVolume(t, "sel", claim)
+	}
+
+	c.mustSalvor(t, "backup", "create", "sel", "--include-namespaces", "sel", "--selector", "app=db")
+	b := c.waitBackup(t, "sel", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 || b.Status.Warnings != 0 {
+		t.Fatalf("backup status %+v\n%s", b.Status, c.mustSalvor(t, "backup", "describe", "sel", "--details"))
+	}
+	store := openStore(t, cfg)
+	items := tarball(t, store, "sel")
+	if items["persistentvolumeclaims/sel/cache"] != nil {
+		t.Errorf("the selector leaves out claim cache, yet the tarball holds it")
+	}
+	pvc := items["persistentvolumeclaims/sel/db"]
+	if pvc == nil {
+		t.Fatalf("tarball lacks claim db: %v", keysOf(items))
+	}
+	vsName := pvc.GetAnnotations()[salvorv1.VolumeSnapshotNameLabel]
+	vs := items["volumesnapshots.snapshot.storage.k8s.io/sel/"+vsName]
+	if vs == nil {
+		t.Fatalf("tarball lacks claim db's VolumeSnapshot %q: %v", vsName, keysOf(items))
+	}
+	content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
+	if content == "" || items["volumesnapshotcontents.snapshot.storage.k8s.io//"+content] == nil {
+		t.Errorf("tarball lacks the VolumeSnapshotContent %q of snapshot %s: %v", content, vsName, keysOf(items))
+	}
+	if items["customresourcedefinitions.apiextensions.k8s.io//volumesnapshots.snapshot.storage.k8s.io"] == nil {
+		t.Errorf("tarball lacks the VolumeSnapshot CRD: %v", keysOf(items))
+	}
+	list, err := store.GetResourceList(context.Background(), "sel")
+	if err != nil || !slices.Contains(list["snapshot.storage.k8s.io/v1/VolumeSnapshot"], "sel/"+vsName) {
+		t.Errorf("the resource list does not name VolumeSnapshot sel/%s: %v, %v", vsName, list, err)
+	}
+	if !slices.Contains(list["snapshot.storage.k8s.io/v1/VolumeSnapshotContent"], content) {
+		t.Errorf("the resource list does not name VolumeSnapshotContent %s: %v", content, list)
 	}
 }
 
