@@ -29,7 +29,11 @@ type BackupItemActionV2 interface {
 	AppliesTo() (ResourceSelector, error)
 	// Execute returns the updated item, additional items, an operation ID
 	// (empty when nothing runs on) and the items to back up again once the
-	// operation has ended.
+	// operation has ended. Items to back up again are re-read, as Velero's
+	// are, to update copies the backup already holds: an item the action
+	// makes (a snapshot, say) belongs in the additional items too, so it
+	// comes with the item, the CRD its resource needs and its line in the
+	// resource list, whether or not the backup's listing comes across it.
 	Execute(item runtime.Unstructured, backup *Backup) (runtime.Unstructured, []ResourceIdentifier, string, []ResourceIdentifier, error)
 	// Progress reports on an operation Execute started. It must work from the
 	// operation ID alone: the plugin's process may have been restarted since.
