@@ -82,8 +82,9 @@ func StartCSI(t testing.TB, kubeconfig string, cfg *rest.Config) *CSI {
 		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,namespace-controller")
 	// The snapshot CRDs are established by now; the group snapshot ones are
 	// never installed, and the controller would wait its default 30 s for
-	// them before it handles any snapshot.
-	start("snapshot-controller", "--kubeconfig", kubeconfig, "--leader-election=false", "--retry-crd-interval-max=2s")
+	// them before it handles any snapshot. It exits when even the snapshot
+	// CRDs cannot be listed in that time: 5 s leaves a loaded machine room.
+	start("snapshot-controller", "--kubeconfig", kubeconfig, "--leader-election=false", "--retry-crd-interval-max=5s")
 	sidecar := []string{"--csi-address", socket, "--kubeconfig", kubeconfig, "--leader-election=false", "--extra-create-metadata"}
 	start("csi-snapshotter", sidecar...)
 	start("csi-provisioner", sidecar...)
