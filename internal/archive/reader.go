@@ -103,6 +103,29 @@ func Read(r io.Reader, fn func(Entry) error) (string, error) {
 	return version, nil
 }
 
+// Misfiled says why an entry's JSON names another object than its path
+// does, "" when they agree. Filters, policies and mappings judge an item by
+// its path, and the API server acts on the name in its JSON: a backup is
+// untrusted, so an item whose two names differ is not one whose judgement
+// can be trusted, and is not restored. A namespaced item's JSON may leave
+// its namespace out (the path gives it); a cluster-scoped item's may not
+// name one.
+func (e Entry) Misfiled() string {
+	if e.Object == nil {
+		return ""
+	}
+	if name := e.Object.GetName(); name != e.Name {
+		return fmt.Sprintf("entry %s holds an object named %q, not %q as its path says", e.Path, name, e.Name)
+	}
+	if ns := e.Object.GetNamespace(); ns != "" && ns != e.Namespace {
+		if e.Namespace == "" {
+			return fmt.Sprintf("entry %s is filed as cluster-scoped but holds an object in namespace %q", e.Path, ns)
+		}
+		return fmt.Sprintf("entry %s holds an object in namespace %q, not %q as its path says", e.Path, ns, e.Namespace)
+	}
+	return ""
+}
+
 func supported(version string) bool {
 	return strings.HasPrefix(version, "1.")
 }

@@ -64,7 +64,7 @@ func (s *BackupStore) ReadJournal(ctx context.Context, name string) ([]JournalEn
 	var out []JournalEntry
 	for _, k := range keys {
 		var e JournalEntry
-		if err := s.getJSON(ctx, k, false, &e); err != nil {
+		if err := s.getJSON(ctx, k, false, journalEntryLimit, &e); err != nil {
 			return nil, err
 		}
 		if (e.Kind != JournalOperation && e.Kind != JournalSnapshot) || e.ID == "" || strings.ContainsAny(e.ID, "\x00") {

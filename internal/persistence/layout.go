@@ -60,3 +60,36 @@ func (f File) Suffix() string {
 
 // String is the suffix, for messages.
 func (f File) String() string { return f.Suffix() }
+
+// readLimit is the most of a file Salvor reads from a location: bytes
+// (decompressed) and JSON values. The bucket is untrusted: a few KiB of
+// gzip can hold GiBs of JSON, and decoded whole it would take the server's
+// memory (and every restart would read it again). Each bound is far above
+// what Salvor or Velero write there: a Backup object (etcd keeps objects
+// under 1.5 MiB), a journal entry of an ID, a resource list or a manifest
+// of a million items (the manifest read piece by piece), records of tens of
+// thousands of volumes or operations.
+type readLimit struct{ bytes, values int64 }
+
+var (
+	metadataLimit     = readLimit{4 << 20, 100_000}
+	journalEntryLimit = readLimit{64 << 10, 1_000}
+)
+
+var readLimits = map[File]readLimit{
+	ResultsFile:             {32 << 20, 1_000_000},
+	ResourceListFile:        {64 << 20, 4_000_000},
+	ItemOperationsFile:      {32 << 20, 250_000},
+	VolumeSnapshotsFile:     {16 << 20, 250_000},
+	VolumePluginBackupsFile: {16 << 20, 250_000},
+	ManifestFile:            {256 << 20, 8_000_000},
+	VolumeInfoFile:          {16 << 20, 250_000},
+	PodVolumeBackupsFile:    {16 << 20, 250_000},
+}
+
+func (f File) readLimit() readLimit {
+	if n, ok := readLimits[f]; ok {
+		return n
+	}
+	return metadataLimit
+}

@@ -278,7 +278,10 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	return nil
 }
 
-func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, v any) error {
+// getJSON reads the JSON file key into v, reading no more of it than
+// limit: the bucket is untrusted, and a few KiB of gzip can hold GiBs of
+// JSON that would take the server's memory.
+func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, limit readLimit, v any) error {
 	rc, err := s.store.GetObject(ctx, s.bucket, key)
 	if err != nil {
 		return err
@@ -293,14 +296,72 @@ func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, v any) e
 		defer zr.Close()
 		r = zr
 	}
-	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
+	dec := json.NewDecoder(&bounded{r: r, limit: limit, key: key})
 	if sd, ok := v.(streamDecoder); ok {
 		err = sd.decodeFrom(dec)
 	} else {
 		err = dec.Decode(v)
 	}
+	if errors.Is(err, ErrTooLarge) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%s is not valid JSON: %w", key, err)
+	}
+	return nil
+}
+
+// ErrTooLarge: a file in the location is larger than what Salvor writes
+// there could be; it is not read.
+var ErrTooLarge = errors.New("salvor: file too large")
+
+// bounded reads r, failing once more than limit.bytes came out of it, or
+// more than limit.values JSON values (each '{', '[' and ',' outside
+// strings starts one): a decoded value costs far more memory than its
+// bytes (an empty object in a file becomes a whole struct), so bytes
+// alone do not bound what decoding takes.
+type bounded struct {
+	r     io.Reader
+	limit readLimit
+	key   string
+	n     readLimit // read so far
+	// inString and escaped carry the scan across reads.
+	inString, escaped bool
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if err := b.over(); err != nil {
+		return 0, err
+	}
+	if left := b.limit.bytes - b.n.bytes; int64(len(p)) > left+1 {
+		p = p[:left+1]
+	}
+	n, err := b.r.Read(p)
+	b.n.bytes += int64(n)
+	for _, c := range p[:n] {
+		switch {
+		case b.escaped:
+			b.escaped = false
+		case b.inString && c == '\\':
+			b.escaped = true
+		case c == '"':
+			b.inString = !b.inString
+		case !b.inString && (c == '{' || c == '[' || c == ','):
+			b.n.values++
+		}
+	}
+	if over := b.over(); over != nil {
+		return n, over
+	}
+	return n, err
+}
+
+func (b *bounded) over() error {
+	switch {
+	case b.n.bytes > b.limit.bytes:
+		return fmt.Errorf("%w: %s holds more than %d bytes (decompressed), more than Salvor writes there; not read", ErrTooLarge, b.key, b.limit.bytes)
+	case b.n.values > b.limit.values:
+		return fmt.Errorf("%w: %s holds more than %d JSON values, more than Salvor writes there; not read", ErrTooLarge, b.key, b.limit.values)
 	}
 	return nil
 }
@@ -326,7 +387,7 @@ func (s *BackupStore) GetBackup(ctx context.Context, name string) (*salvorv1.Bac
 	if ok, _ := s.store.ObjectExists(ctx, s.bucket, key); !ok {
 		key = s.key("backups", name, MetadataFile)
 	}
-	if err := s.getJSON(ctx, key, false, b); err != nil {
+	if err := s.getJSON(ctx, key, false, metadataLimit, b); err != nil {
 		return nil, err
 	}
 	b.APIVersion, b.Kind = salvorv1.GroupVersion.String(), "Backup"
@@ -336,18 +397,18 @@ func (s *BackupStore) GetBackup(ctx context.Context, name string) (*salvorv1.Bac
 // GetResults reads a backup's results.
 func (s *BackupStore) GetResults(ctx context.Context, name string) (*Results, error) {
 	r := &Results{}
-	return r, s.getJSON(ctx, s.BackupFile(name, ResultsFile), true, r)
+	return r, s.getJSON(ctx, s.BackupFile(name, ResultsFile), true, ResultsFile.readLimit(), r)
 }
 
 // GetResourceList reads a backup's resource list.
 func (s *BackupStore) GetResourceList(ctx context.Context, name string) (map[string][]string, error) {
 	var r map[string][]string
-	return r, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, &r)
+	return r, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, ResourceListFile.readLimit(), &r)
 }
 
 // GetItemOperations reads a backup's item operations into v.
 func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any) error {
-	return s.getJSON(ctx, s.BackupFile(name, ItemOperationsFile), true, v)
+	return s.getJSON(ctx, s.BackupFile(name, ItemOperationsFile), true, ItemOperationsFile.readLimit(), v)
 }
 
 // AppendLog adds lines (JSON lines, as the run's log has them) to the end
@@ -539,7 +600,7 @@ func (s *BackupStore) PutRestoreLogs(ctx context.Context, name string, r io.Read
 
 // GetRestoreJSON reads one of a restore's gzip'd JSON files into v.
 func (s *BackupStore) GetRestoreJSON(ctx context.Context, name string, f File, v any) error {
-	return s.getJSON(ctx, s.RestoreFile(name, f), true, v)
+	return s.getJSON(ctx, s.RestoreFile(name, f), true, f.readLimit(), v)
 }
 
 // GetVolumeSnapshots reads a backup's volume snapshots into v; a backup
@@ -550,7 +611,7 @@ func (s *BackupStore) GetVolumeSnapshots(ctx context.Context, name string, v any
 
 // GetBackupJSON reads one of a backup's gzip'd JSON files into v.
 func (s *BackupStore) GetBackupJSON(ctx context.Context, name string, f File, v any) error {
-	return s.getJSON(ctx, s.BackupFile(name, f), true, v)
+	return s.getJSON(ctx, s.BackupFile(name, f), true, f.readLimit(), v)
 }
 
 // ListedNamespaces are the namespaces a backup's resource list holds items
@@ -624,5 +685,5 @@ func (l *ListSummary) decodeFrom(dec *json.Decoder) error {
 // GetListSummary reads a backup's resource list as a ListSummary.
 func (s *BackupStore) GetListSummary(ctx context.Context, name string) (*ListSummary, error) {
 	sum := newListSummary()
-	return sum, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, sum)
+	return sum, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, ResourceListFile.readLimit(), sum)
 }

@@ -258,6 +258,14 @@ func (r *run) existing(ctx context.Context, ri dynamic.ResourceInterface, gr sch
 	}
 	patch := obj.DeepCopy()
 	unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
+	if gr == pvResource.GroupResource() {
+		// A live volume is never handed to another claim: a claimRef from
+		// the bucket would give its data to whoever can make that claim.
+		unstructured.RemoveNestedField(patch.Object, "spec", "claimRef")
+		if claimOfVolume(gr, live) != claimOfVolume(gr, obj) {
+			r.rec.Warning(ns, fmt.Sprintf("%s: its claimRef is left as the cluster has it: a restore never rebinds a live volume", what))
+		}
+	}
 	body, err := json.Marshal(patch.Object)
 	if err != nil {
 		r.rec.Error(ns, fmt.Sprintf("%s: %v", what, err))

@@ -126,6 +126,11 @@ func (r *run) read(tarball io.Reader) error {
 			}
 			unserved[gr] = seen
 		}
+		if why := e.Misfiled(); why != "" {
+			r.rec.Error(r.targetNamespace(e.Namespace), fmt.Sprintf("%s: %s: not restored, as the restore's filters, policies and mappings judged it by its path", describe(gr, e.Namespace, e.Name), why))
+			r.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunWouldFail, why)
+			return nil
+		}
 		if gr == crdResource {
 			group, _, _ := unstructured.NestedString(e.Object.Object, "spec", "group")
 			plural, _, _ := unstructured.NestedString(e.Object.Object, "spec", "names", "plural")

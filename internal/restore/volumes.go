@@ -121,11 +121,22 @@ func namespaceOf(claim string) string {
 // volume the cluster still has, bound to the claim this restore makes, is
 // not left out: it is that claim's own, live. pv's claim reference is
 // already mapped.
+//
+// A volume without a snapshot that comes only because a restored claim
+// needs it (the restore does not select persistent volumes itself) is left
+// out too, whatever its reclaim policy: made as the backup says, its source
+// — a host path, NFS, iSCSI, another team's CSI volume handle — is whatever
+// whoever wrote to the bucket chose, handed to every pod of the claim's
+// namespace. Only a restore that selects persistent volumes (a whole-cluster
+// restore, or one that sets includeClusterResources) makes them from the
+// backup's source.
 func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Unstructured, what string) bool {
 	if r.snapshotted[it.name] {
 		return false
 	}
-	if policy, _, _ := unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy"); policy != "Delete" {
+	policy, _, _ := unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
+	forClaim := r.onlyForClaim(it)
+	if policy != "Delete" && !forClaim {
 		return false
 	}
 	claimNS, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
@@ -138,19 +149,60 @@ func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Uns
 		if ns == claimNS && name == claim {
 			return false
 		}
+	case !apierrors.IsNotFound(err) && forClaim:
+		r.rec.Warning(claimNS, fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); not made from the backup's source, its claim is provisioned anew", what, err))
 	case !apierrors.IsNotFound(err):
 		r.rec.Warning("", fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); restored as it was backed up", what, err))
 		return false
 	}
 	r.anew.Store(it.name, true)
 	why := "no snapshot, and its reclaim policy is Delete: its storage went with its claim"
+	if policy != "Delete" {
+		why = fmt.Sprintf("no snapshot or moved data, and it comes only with its claim: a restore that does not select persistentvolumes makes no volume from the source a backup names (%s); set includeClusterResources to restore it as backed up", volumeSource(pv))
+	}
 	if claim != "" {
 		why += ", so claim " + claimNS + "/" + claim + " is provisioned anew"
+	}
+	if policy != "Delete" {
+		// Not what the backup's owner may expect: said, not only logged.
+		r.rec.Warning(claimNS, fmt.Sprintf("%s: not restored: %s", what, why))
 	}
 	r.log.Info("not restored: "+why, "item", what)
 	r.restored.Add(1)
 	r.dry.record(describe(it.kind.gr, "", it.name), salvorv1.DryRunSkipped, why)
 	return true
+}
+
+// onlyForClaim tells whether a volume is restored only because a restored
+// claim needs it, not because the restore's filters select it.
+func (r *run) onlyForClaim(it *entry) bool {
+	if icr := r.restore.Spec.IncludeClusterResources; icr != nil && *icr {
+		return false // asked for: the cluster-scoped items as the backup has them
+	}
+	if !it.selected {
+		return true // brought by restoreRelated
+	}
+	_, needed := r.needed[it.kind.gr.String()+"/"+it.name]
+	return needed
+}
+
+// volumeSource names the kind of source a persistent volume's spec names:
+// "hostPath", "nfs", "csi driver X", ...
+func volumeSource(pv *unstructured.Unstructured) string {
+	spec, _, _ := unstructured.NestedMap(pv.Object, "spec")
+	for k, v := range spec {
+		switch k {
+		case "accessModes", "capacity", "claimRef", "mountOptions", "nodeAffinity", "persistentVolumeReclaimPolicy", "storageClassName", "volumeMode", "volumeAttributesClassName":
+			continue
+		}
+		if k == "csi" {
+			if m, ok := v.(map[string]any); ok {
+				return fmt.Sprintf("csi driver %v", m["driver"])
+			}
+		}
+		return k
+	}
+	return "no source"
 }
 
 // warnUnbindable warns that a restored claim will not bind to the volume

@@ -29,7 +29,7 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 	e, _ := testEngine(t)
 	dyn := e.Dynamic
 	web := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-	no := false
+	no, yes := false, true
 
 	for i, tc := range []struct {
 		name string
@@ -38,8 +38,15 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 		// volumeOf is the claim the volume names, when not the pod's.
 		volumeOf, warning string
 	}{
-		{"by label", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim", "volume"}, "", ""},
-		{"by label in the namespace", salvorv1.RestoreSpec{LabelSelector: web, IncludedNamespaces: []string{"src-1"}}, []string{"pod", "claim", "volume"}, "", ""},
+		// A volume without a snapshot that only a claim brings is not made
+		// from the source the backup names (a host path here): its claim
+		// is provisioned anew, unless the restore asks for cluster
+		// resources.
+		{"by label", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim"}, "",
+			"persistentvolumes pv-0: not restored: no snapshot or moved data, and it comes only with its claim: a restore that does not select persistentvolumes makes no volume from the source a backup names (hostPath)"},
+		{"by label in the namespace", salvorv1.RestoreSpec{LabelSelector: web, IncludedNamespaces: []string{"src-1"}}, []string{"pod", "claim"}, "",
+			"persistentvolumes pv-1: not restored: no snapshot or moved data, and it comes only with its claim"},
+		{"by label with cluster resources", salvorv1.RestoreSpec{LabelSelector: web, IncludeClusterResources: &yes}, []string{"pod", "claim", "volume"}, "", ""},
 		{"no cluster resources", salvorv1.RestoreSpec{LabelSelector: web, IncludeClusterResources: &no}, []string{"pod", "claim"}, "", ""},
 		{"claims excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"persistentvolumeclaims"}}, []string{"pod"}, "", ""},
 		{"volumes excluded", salvorv1.RestoreSpec{LabelSelector: web, ExcludedResources: []string{"pv"}}, []string{"pod", "claim"}, "", ""},
@@ -48,11 +55,11 @@ func TestRelatedItemsFollowTheSelectedOnes(t *testing.T) {
 		// A backup is untrusted: a volume that does not name the claim
 		// back would be free for a claim elsewhere to bind.
 		{"volume of another claim", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim"}, "victim/data",
-			"persistentvolumeclaims src-7/data: its volume pv-7 names claim victim/data, not this one: not restored with it"},
-		{"volume of another claim, in the namespace", salvorv1.RestoreSpec{IncludedNamespaces: []string{"src-8"}}, []string{"pod", "claim", "configmap"}, "victim/data",
 			"persistentvolumeclaims src-8/data: its volume pv-8 names claim victim/data, not this one: not restored with it"},
+		{"volume of another claim, in the namespace", salvorv1.RestoreSpec{IncludedNamespaces: []string{"src-9"}}, []string{"pod", "claim", "configmap"}, "victim/data",
+			"persistentvolumeclaims src-9/data: its volume pv-9 names claim victim/data, not this one: not restored with it"},
 		{"volume of no claim", salvorv1.RestoreSpec{LabelSelector: web}, []string{"pod", "claim"}, "/",
-			"persistentvolumeclaims src-9/data: its volume pv-9 names no claim, not this one: not restored with it"},
+			"persistentvolumeclaims src-10/data: its volume pv-10 names no claim, not this one: not restored with it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns, pv := fmt.Sprintf("src-%d", i), fmt.Sprintf("pv-%d", i)

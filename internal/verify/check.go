@@ -185,6 +185,9 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 			r.Items++ // its other copies are the same item at a version
 		}
 		seen[e.Path] = true
+		if why := e.Misfiled(); why != "" {
+			addProblem("%s: a restore refuses it", why)
+		}
 		if want != nil {
 			h := sha256.Sum256(e.Raw)
 			switch sum, ok := expected[e.Path]; {

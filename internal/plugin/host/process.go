@@ -160,7 +160,11 @@ func (p *process) start() error {
 		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
 		GRPCDialOptions: wire.DialOptions(),
 	})
-	rpc, err := p.client.Client()
+	var rpc goplugin.ClientProtocol
+	err := startTied(p.execCmd, func() (err error) {
+		rpc, err = p.client.Client()
+		return err
+	})
 	if err != nil {
 		p.client.Kill()
 		return fmt.Errorf("starting plugin binary %s: %w%s", p.cmd, err, p.stderr.suffix())

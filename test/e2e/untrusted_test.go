@@ -1,0 +1,331 @@
+package e2e
+
+// The named tests of docs/security.md's "What a bucket writer cannot do":
+// each plants its case in a real bucket, or kills the server as a crash
+// would, and asserts that nothing was created, patched, deleted or left
+// running.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// children lists the processes whose parent is pid.
+func children(t testing.TB, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, p := range stats {
+		if ppid, _, ok := procStat(p); ok && ppid == pid {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			kids = append(kids, n)
+		}
+	}
+	return kids
+}
+
+// procStat reads a /proc/<pid>/stat file's parent and state.
+func procStat(path string) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, "", false
+	}
+	// The command's name, in parentheses, may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
+}
+
+// running tells whether pid is a live process (a zombie is dead).
+func running(pid int) bool {
+	_, state, ok := procStat(fmt.Sprintf("/proc/%d/stat", pid))
+	return ok && state != "Z" && state != "X"
+}
+
+// TestPluginsDieWithAKilledServer: a server killed with SIGKILL alone (not
+// its process group, as a container's OOM kill or a crashed node agent
+// would leave it) takes its plugin processes with it, and the next server
+// runs its own, once.
+func TestPluginsDieWithAKilledServer(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	s := c.startServer(t)
+	c.mustSalvor(t, "backup-location", "create", "default", "--provider", "salvor.dev/filesystem", "--bucket", "backups",
+		"--config", "root="+t.TempDir(), "--default")
+	c.waitLocation(t, "default", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.mustSalvor(t, "backup", "create", "first", "--include-namespaces", "salvor", "--wait")
+	plugins := children(t, s.cmd.Process.Pid)
+	if len(plugins) == 0 {
+		t.Fatal("the server runs no plugin process after a backup")
+	}
+	if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+	eventually(t, "the killed server's plugin processes exited", time.Minute, func() (bool, string) {
+		var alive []int
+		for _, pid := range plugins {
+			if running(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		return len(alive) == 0, fmt.Sprintf("still running: %v of %v", alive, plugins)
+	})
+	s2 := c.startServer(t)
+	c.mustSalvor(t, "backup", "create", "second", "--include-namespaces", "salvor", "--wait")
+	for _, pid := range children(t, s2.cmd.Process.Pid) {
+		for _, old := range plugins {
+			if pid == old {
+				t.Errorf("process %d of the killed server is a child of the new one", pid)
+			}
+		}
+	}
+}
+
+// TestMisfiledItemIsNotRestored: a file app/allowed.json whose JSON names
+// victim, planted in the bucket, is refused with an error naming the entry;
+// the live victim is not patched, even with existingResourcePolicy update,
+// and the rest of the backup is restored.
+func TestMisfiledItemIsNotRestored(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "victim"}, Data: map[string]string{"k": "original"}})
+
+	cm := func(name, value string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"app"},"data":{"k":%q}}`, name, value)
+	}
+	planted := tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/app/allowed.json", cm("victim", "planted")},
+		{"resources/configmaps/namespaces/app/sneaky.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sneaky","namespace":"kube-system"},"data":{"k":"planted"}}`},
+		{"resources/configmaps/namespaces/app/honest.json", cm("honest", "fine")},
+	})
+	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(planted)); err != nil {
+		t.Fatal(err)
+	}
+	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []string{"app"}, "storageLocation": "default"},
+		"status":   map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+
+	out, err := c.salvor(t, "restore", "create", "misfiled", "--from-backup", "planted", "--include-namespaces", "app",
+		"--existing-resource-policy", "update", "--wait")
+	if err == nil {
+		t.Errorf("a restore with misfiled items exited 0:\n%s", out)
+	}
+	rs := c.getRestore(t, "misfiled")
+	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed {
+		t.Errorf("restore: %s, want PartiallyFailed", rs.Status.Phase)
+	}
+	details := c.mustSalvor(t, "restore", "describe", "misfiled", "--details")
+	for _, want := range []string{`app/allowed.json holds an object named "victim"`, `app/sneaky.json holds an object in namespace "kube-system"`} {
+		if !strings.Contains(details, want) {
+			t.Errorf("describe does not say %q:\n%s", want, details)
+		}
+	}
+	victim := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "victim"}, victim); err != nil || victim.Data["k"] != "original" {
+		t.Errorf("the live ConfigMap victim was changed through a misfiled entry: %v %v", victim.Data, err)
+	}
+	for _, key := range []client.ObjectKey{{Namespace: "kube-system", Name: "sneaky"}, {Namespace: "app", Name: "sneaky"}, {Namespace: "app", Name: "allowed"}} {
+		if err := c.client.Get(ctx, key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s was made from a misfiled entry: %v", key, err)
+		}
+	}
+	honest := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "honest"}, honest); err != nil || honest.Data["k"] != "fine" {
+		t.Errorf("the backup's other item was not restored: %v %v", honest.Data, err)
+	}
+	// verify says the same of the backup.
+	if out, err := c.salvor(t, "backup", "verify", "planted"); err == nil || !strings.Contains(out, "allowed.json") {
+		t.Errorf("verify of a backup with misfiled items: %v\n%s", err, out)
+	}
+}
+
+// TestClaimBringsNoVolumeFromTheBucket: a one-namespace restore of a claim
+// whose volume the backup names with a host path of / (and one whose name
+// is a live volume of another claim) makes no volume from the bucket: each
+// claim is provisioned anew, with a warning naming the volume; and a
+// restore that does select volumes, with existingResourcePolicy update,
+// never moves a live volume's claimRef.
+func TestClaimBringsNoVolumeFromTheBucket(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	live := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-live"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: t.TempDir()}},
+		ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "other", Name: "keep"},
+	}}
+	c.create(t, live)
+
+	claim := func(name, pv string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":%q,"namespace":"app"},`+
+			`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"volumeName":%q}}`, name, pv)
+	}
+	volume := func(name, source, claim string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":%q},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],`+
+			`"persistentVolumeReclaimPolicy":"Retain",%s,"claimRef":{"kind":"PersistentVolumeClaim","namespace":"app","name":%q}}}`, name, source, claim)
+	}
+	planted := tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/namespaces/cluster/app.json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"app"}}`},
+		{"resources/persistentvolumeclaims/namespaces/app/data.json", claim("data", "pv-host")},
+		{"resources/persistentvolumeclaims/namespaces/app/grab.json", claim("grab", "pv-live")},
+		{"resources/persistentvolumes/cluster/pv-host.json", volume("pv-host", `"hostPath":{"path":"/"}`, "data")},
+		// The live volume's own source (a source cannot change), another claim.
+		{"resources/persistentvolumes/cluster/pv-live.json", volume("pv-live", fmt.Sprintf(`"hostPath":{"path":%q}`, live.Spec.HostPath.Path), "grab")},
+	})
+	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(planted)); err != nil {
+		t.Fatal(err)
+	}
+	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []string{"app"}, "storageLocation": "default"},
+		"status":   map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+
+	c.mustSalvor(t, "restore", "create", "one-namespace", "--from-backup", "planted", "--include-namespaces", "app", "--wait")
+	desc := c.mustSalvor(t, "restore", "describe", "one-namespace", "--details")
+	if !strings.Contains(desc, "persistentvolumes pv-host: not restored: no snapshot or moved data, and it comes only with its claim") ||
+		!strings.Contains(desc, "(hostPath)") || !strings.Contains(desc, "so claim app/data is provisioned anew") {
+		t.Errorf("describe does not say why pv-host was not restored:\n%s", desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "pv-host"}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a host path volume was made from the bucket for a one-namespace restore: %v", err)
+	}
+	for _, name := range []string{"data", "grab"} {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: name}, pvc); err != nil || pvc.Spec.VolumeName != "" {
+			t.Errorf("claim %s: want it restored unbound, to be provisioned anew: volumeName %q, %v", name, pvc.Spec.VolumeName, err)
+		}
+	}
+
+	// Volumes selected, existing ones updated: pv-live stays its claim's.
+	c.mustSalvor(t, "restore", "create", "update", "--from-backup", "planted", "--include-cluster-resources",
+		"--include-resources", "persistentvolumes", "--existing-resource-policy", "update", "--wait")
+	got := &corev1.PersistentVolume{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "pv-live"}, got); err != nil || got.Spec.ClaimRef == nil ||
+		got.Spec.ClaimRef.Namespace != "other" || got.Spec.ClaimRef.Name != "keep" {
+		t.Errorf("the live volume's claimRef was moved by a restore: %+v, %v", got.Spec.ClaimRef, err)
+	}
+	if desc := c.mustSalvor(t, "restore", "describe", "update", "--details"); !strings.Contains(desc, "persistentvolumes pv-live: its claimRef is left as the cluster has it") {
+		t.Errorf("describe does not say the claimRef was kept:\n%s", desc)
+	}
+}
+
+// TestMemoryBombSideFiles: side files planted in the bucket that decode
+// into GiBs — an 8 MiB velero-backup.json, read on every sync, and a
+// volume-info file of a few KiB of gzip holding millions of empty records
+// (611 MiB of heap before they were bounded) — are refused while read,
+// naming the file: the sync skips the one backup and keeps going, the
+// restore says Velero's volume records could not be read, and the
+// server's peak memory stays far under the chart's 1 GiB limit.
+func TestMemoryBombSideFiles(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	s := c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	raw := openObjectStore(t, cfg)
+	put := func(key string, body []byte) {
+		t.Helper()
+		if err := raw.PutObject(ctx, "backups", key, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup", "metadata": map[string]any{"name": name, "namespace": "velero"},
+			"spec": map[string]any{"includedNamespaces": []string{"bomb"}, "storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}}
+	}
+	tarball := tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/bomb/cfg.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"bomb"},"data":{"k":"v"}}`},
+	})
+	// The metadata file: 8 MiB of one label.
+	put("backups/big-meta/velero-backup.json", []byte(`{"apiVersion":"velero.io/v1","kind":"Backup","metadata":{"name":"big-meta","labels":{"a":"`+strings.Repeat("x", 8<<20)+`"}},"status":{"phase":"Completed"}}`))
+	// Velero's volume info: 20 M empty records, 60 MB of JSON in a few KiB.
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	_, _ = zw.Write([]byte("["))
+	chunk := []byte(strings.Repeat("{},", 1<<16))
+	for range 20 << 4 {
+		_, _ = zw.Write(chunk)
+	}
+	_, _ = zw.Write([]byte("{}]"))
+	_ = zw.Close()
+	t.Logf("volume info bomb: %d bytes of gzip", bomb.Len())
+	if err := openStore(t, cfg).PutTarball(ctx, "big-volumeinfo", bytes.NewReader(tarball)); err != nil {
+		t.Fatal(err)
+	}
+	put("backups/big-volumeinfo/big-volumeinfo-volumeinfo.json.gz", bomb.Bytes())
+	putVeleroMetadata(t, cfg, "big-volumeinfo", meta("big-volumeinfo"))
+
+	c.waitBackup(t, "big-volumeinfo", salvorv1.BackupPhaseCompleted)
+	eventually(t, "the location saying big-meta cannot be synced", time.Minute, func() (bool, string) {
+		bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+		return strings.Contains(bsl.Status.Message, "big-meta") && strings.Contains(bsl.Status.Message, "more than 4194304 bytes"), bsl.Status.Message
+	})
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "big-meta"}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a backup with an 8 MiB metadata file was synced: %v", err)
+	}
+
+	out, err := c.salvor(t, "restore", "create", "from-bomb", "--from-backup", "big-volumeinfo", "--wait")
+	if err == nil {
+		t.Errorf("a restore that could not read Velero's volume records exited 0:\n%s", out)
+	}
+	desc := c.mustSalvor(t, "restore", "describe", "from-bomb", "--details")
+	if !strings.Contains(desc, "big-volumeinfo-volumeinfo.json.gz holds more than 250000 JSON values") {
+		t.Errorf("describe does not name the volume-info file:\n%s", desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "bomb", Name: "cfg"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the backup's objects were not restored: %v", err)
+	}
+	// The server kept working, and its memory stayed small.
+	c.mustSalvor(t, "backup", "create", "after", "--include-namespaces", "bomb", "--wait")
+	if peak := peakRSS(t, s.cmd.Process.Pid); peak > 512<<20 {
+		t.Errorf("the server's peak memory reached %d MiB", peak>>20)
+	} else {
+		t.Logf("server peak RSS: %d MiB", peak>>20)
+	}
+}
