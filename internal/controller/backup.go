@@ -449,6 +449,13 @@ func (r *BackupReconciler) recoverJournal(ctx context.Context, store *persistenc
 	}
 	plugins := backupActions(r.Locations.Plugins, b)
 	for _, e := range entries {
+		if !e.Authentic {
+			// Not written with this server's journal key: anyone with
+			// write access to the bucket may have put it there.
+			log.Warn("a journal entry not written by this cluster's server is left alone: nothing it names is cancelled or deleted",
+				"kind", e.Kind, "plugin", e.Plugin, "id", e.ID, "item", e.Item, "keySecret", r.Locations.Namespace+"/"+JournalKeySecret)
+			continue
+		}
 		switch e.Kind {
 		case persistence.JournalOperation:
 			if err := plugins.Cancel(ctx, e.Plugin, e.ID); err != nil {

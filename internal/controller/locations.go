@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,9 @@ type Locations struct {
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
+	// jkey is the journal key, once read (journalKey).
+	keyMu sync.Mutex
+	jkey  []byte
 }
 
 // Provider turns a location's provider into a plugin name: a name with a
@@ -203,7 +207,13 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if bsl.Spec.ReadOnly() {
 		return persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch), nil
 	}
-	return persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix), nil
+	s := persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix)
+	// Without the key (the server may not make Secrets), journal entries
+	// go unauthenticated, and none is acted on after a restart.
+	if key, err := l.journalKey(ctx); err == nil {
+		s.SetJournalKey(key)
+	}
+	return s, nil
 }
 
 func (l *Locations) stagingDir() string {

@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +27,31 @@ type JournalEntry struct {
 	ID string `json:"id"`
 	// Item names the item or volume, for messages.
 	Item string `json:"item,omitempty"`
+	// MAC authenticates the entry for its backup and location with the
+	// server's journal key: whoever can write to the bucket can write a
+	// journal entry, and one acted on would cancel or delete whatever it
+	// names.
+	MAC string `json:"mac,omitempty"`
+	// Authentic is set by ReadJournal for an entry whose MAC this store's
+	// journal key made.
+	Authentic bool `json:"-"`
+}
+
+// SetJournalKey gives the store the key that authenticates the journal
+// entries it writes and reads (kept in the cluster, never in the bucket).
+// Without one, entries are written without a MAC and none read is
+// authentic.
+func (s *BackupStore) SetJournalKey(key []byte) { s.journalKey = key }
+
+// journalMAC binds an entry to its backup and to this store's bucket and
+// prefix, so that an entry copied from another backup or location is not
+// authentic either.
+func (s *BackupStore) journalMAC(name string, e JournalEntry) string {
+	m := hmac.New(sha256.New, s.journalKey)
+	for _, f := range []string{s.bucket, s.prefix, name, e.Kind, e.Plugin, e.Location, e.ID, e.Item} {
+		fmt.Fprintf(m, "%d:%s", len(f), f)
+	}
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Journal kinds.
@@ -41,6 +67,10 @@ func (s *BackupStore) journalPrefix(name string) string {
 // Journal records an entry for backup name: one small object each, so
 // concurrent workers never rewrite each other's.
 func (s *BackupStore) Journal(ctx context.Context, name string, e JournalEntry) error {
+	e.MAC = ""
+	if s.journalKey != nil {
+		e.MAC = s.journalMAC(name, e)
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -55,7 +85,8 @@ func (s *BackupStore) Journal(ctx context.Context, name string, e JournalEntry) 
 
 // ReadJournal returns backup name's journal. An entry that does not parse
 // is an error: the bucket is not trusted, and a guess could cancel or
-// delete someone else's work.
+// delete someone else's work. Only an entry marked Authentic was written
+// with this store's journal key; no other may be acted on.
 func (s *BackupStore) ReadJournal(ctx context.Context, name string) ([]JournalEntry, error) {
 	keys, err := s.store.ListObjects(ctx, s.bucket, s.journalPrefix(name))
 	if err != nil {
@@ -70,6 +101,7 @@ func (s *BackupStore) ReadJournal(ctx context.Context, name string) ([]JournalEn
 		if (e.Kind != JournalOperation && e.Kind != JournalSnapshot) || e.ID == "" || strings.ContainsAny(e.ID, "\x00") {
 			return nil, fmt.Errorf("journal entry %s of backup %s is not one Salvor writes", k, name)
 		}
+		e.Authentic = s.journalKey != nil && e.MAC != "" && hmac.Equal([]byte(e.MAC), []byte(s.journalMAC(name, e)))
 		out = append(out, e)
 	}
 	return out, nil

@@ -35,6 +35,8 @@ type BackupStore struct {
 	prefix string
 	// written holds the digests of the tarballs this store wrote.
 	written tarballDigests
+	// journalKey authenticates journal entries (SetJournalKey).
+	journalKey []byte
 }
 
 // New returns the store for a bucket and prefix.

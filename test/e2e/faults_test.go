@@ -684,7 +684,9 @@ func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
 // first pass that has started a plugin operation. The operation was
 // journaled in the location as it started, so the next attempt cancels it
 // before it starts its own, instead of leaving it running for a backup
-// attempt that no longer exists.
+// attempt that no longer exists. A journal entry planted in the bucket
+// beside it, naming another operation of the same plugin, is left alone:
+// only entries this cluster's server authenticated are acted on.
 func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 	state := t.TempDir()
 	c := startCluster(t)
@@ -701,16 +703,22 @@ func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "journal", "--include-namespaces", "journal")
 
 	store := openStore(t, cfg)
-	var lost string
+	var lost, plugin string
 	eventually(t, "the operation journaled", time.Minute, func() (bool, string) {
 		entries, err := store.ReadJournal(context.Background(), "journal")
 		if err != nil || len(entries) == 0 {
 			return false, errString(err)
 		}
-		lost = entries[0].ID
+		lost, plugin = entries[0].ID, entries[0].Plugin
 		return true, ""
 	})
 	s.kill()
+	// An ID of the plugin's own form, for an operation nobody started.
+	forgedID := "1-600000-0-configmaps.forged"
+	forged := fmt.Sprintf(`{"kind":"operation","plugin":%q,"id":%q,"item":"configmaps journal/op","mac":"%064d"}`, plugin, forgedID, 0)
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/journal/journal/operation-planted.json", strings.NewReader(forged)); err != nil {
+		t.Fatal(err)
+	}
 	if b := c.getBackup(t, "journal"); b.Status.Phase != salvorv1.BackupPhaseInProgress {
 		t.Fatalf("the first pass ended (%s) before the server was killed: the test needs it under way", b.Status.Phase)
 	}
@@ -722,6 +730,9 @@ func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, lost+".cancelled")); err != nil {
 		t.Errorf("the lost attempt's operation %s was not cancelled: %v", lost, err)
+	}
+	if _, err := os.Stat(filepath.Join(state, forgedID+".cancelled")); !os.IsNotExist(err) {
+		t.Errorf("the operation a planted journal entry names was cancelled: %v", err)
 	}
 	ops := storedOps(t, cfg, "journal")
 	if len(ops) != 1 || ops[0].Spec.OperationID == lost {
