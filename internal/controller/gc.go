@@ -288,7 +288,15 @@ func (r *GCReconciler) runDeleteActions(ctx context.Context, b *salvorv1.Backup,
 
 // cancelOperations cancels the plugin operations a deleted backup was still
 // waiting for: they would run on for a backup that is gone.
+//
+// A backup synced from its location ran elsewhere (or never ran): its
+// operation IDs come from the bucket alone, which anyone with write access
+// to it may have written, so none is handed to a plugin's Cancel.
 func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) {
+	if from := b.Annotations[salvorv1.SyncedAnnotation]; from != "" {
+		r.Log.Info("a synced backup's operations are not cancelled: their IDs come from the bucket alone", "backup", b.Name, "location", from)
+		return
+	}
 	var ops []itemoperation.BackupOperation
 	if err := store.GetItemOperations(ctx, b.Name, &ops); err != nil {
 		return // none recorded (or a Velero backup's): nothing runs

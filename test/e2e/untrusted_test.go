@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -327,5 +328,46 @@ func TestMemoryBombSideFiles(t *testing.T) {
 		t.Errorf("the server's peak memory reached %d MiB", peak>>20)
 	} else {
 		t.Logf("server peak RSS: %d MiB", peak>>20)
+	}
+}
+
+// TestSyncedBackupsOperationIDsAreNotCancelled: deleting a backup synced
+// from the bucket, whose item operations file names a running operation of
+// a plugin this server has, hands no operation ID to the plugin's Cancel:
+// the ID came from the bucket alone.
+func TestSyncedBackupsOperationIDsAreNotCancelled(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	c := startCluster(t)
+	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	store := openStore(t, cfg)
+	if err := store.PutTarball(ctx, "planted", bytes.NewReader(tarballOf([][2]string{{"metadata/version", "1.1.0\n"}}))); err != nil {
+		t.Fatal(err)
+	}
+	// An ID of the plugin's own form, for an operation nobody started.
+	const id = "1-600000-0-configmaps.planted"
+	ops := []map[string]any{{
+		"spec": map[string]any{"backupName": "planted", "backupUID": "u", "backupItemAction": "example.io/async-operation", "operationID": id,
+			"resourceIdentifier": map[string]any{"resource": "configmaps", "namespace": "app", "name": "victim"}},
+		"status": map[string]any{"phase": "InProgress"},
+	}}
+	if err := store.PutJSON(ctx, "planted", persistence.ItemOperationsFile, ops); err != nil {
+		t.Fatal(err)
+	}
+	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
+		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	c.mustSalvor(t, "backup", "delete", "planted", "--confirm")
+	eventually(t, "the synced backup deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "planted"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
+	if _, err := os.Stat(filepath.Join(state, id+".cancelled")); !os.IsNotExist(err) {
+		t.Errorf("an operation ID from a synced backup's files was cancelled: %v", err)
 	}
 }
