@@ -138,7 +138,7 @@ func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, 
 			problems = append(problems, err.Error())
 		}
 		if cmp != nil {
-			tr.Compared, tr.Identical, tr.NotRestored, tr.Differing = cmp.Compared, cmp.Identical, cmp.NotRestored, cmp.Differing
+			tr.Compared, tr.Identical, tr.NotRestored, tr.Differing, tr.Neutralized = cmp.Compared, cmp.Identical, cmp.NotRestored, cmp.Differing, cmp.Neutralized
 		}
 	}
 	left := verify.Cleanup(ctx, r.Client, rs.Name, tr.Namespaces)

@@ -252,9 +252,23 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	} else if len(applied) > 0 {
 		r.log.Info("changed by resource modifier rules", "item", what, "resourceModifierRules", applied)
 	}
+	if r.inert() {
+		changed, drop := Inert(it.kind.gr, obj)
+		if len(changed) > 0 {
+			r.log.Info("made inert for the test restore", "item", what, "change", changed)
+		}
+		if drop {
+			r.restored.Add(1)
+			r.record(r.dryName(it, obj), salvorv1.DryRunSkipped, changed[0])
+			return
+		}
+	}
 	status := obj.Object["status"] // for restoreStatus, once the item is made
 	Clean(obj, r.restore.Spec.BackupName, r.restore.Name, r.preserveNodePorts())
 	r.create(ctx, it, obj, status, what, target)
+	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
+		r.fence(ctx, obj.GetName())
+	}
 }
 
 // lookup finds an additional item in the backup. Plugins see items in

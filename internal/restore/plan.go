@@ -442,6 +442,8 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		case err != nil && !apierrors.IsAlreadyExists(err):
 			r.rec.Error(target, fmt.Sprintf("creating namespace %s: %v", target, err))
 			r.record(describe(gvr.GroupResource(), "", target), salvorv1.DryRunWouldFail, err.Error())
+		default:
+			r.fence(ctx, target)
 		}
 	}
 	return nil

@@ -45,6 +45,10 @@ func Targets(list map[string][]string, prefix string) (map[string]string, error)
 type Comparison struct {
 	Compared, Identical, NotRestored int
 	Differing                        []string
+	// Neutralized says what the test restore changed or left out to make
+	// its copies inert (restore.Inert), item by item (at most 50 lines).
+	Neutralized []string
+	neutralized int
 }
 
 // Compare reads the backup's tarball and compares every namespaced item of
@@ -70,6 +74,9 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 		live, err := ri.Get(ctx, e.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
+			if changed, drop := restore.Inert(schema.GroupResource{Group: e.Group, Resource: e.Resource}, e.Object.DeepCopy()); drop {
+				c.neutralize(what + ": " + strings.Join(changed, ", "))
+			}
 			c.NotRestored++
 			return nil
 		case err != nil:
@@ -78,17 +85,22 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 			return nil
 		}
 		c.Compared++
+		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
 		want := e.Object.DeepCopy()
 		want.SetNamespace(target)
-		restore.Adjust(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want, func(ns string) string {
+		restore.Adjust(gr, want, func(ns string) string {
 			if to, ok := mapping[ns]; ok {
 				return to
 			}
 			return ns
 		})
-		if _, err := mappings.Apply(schema.GroupResource{Group: e.Group, Resource: e.Resource}, want); err != nil {
+		if _, err := mappings.Apply(gr, want); err != nil {
 			c.differ(fmt.Sprintf("%s: %v", what, err))
 			return nil
+		}
+		// As the test restore made it: inert.
+		if changed, _ := restore.Inert(gr, want); len(changed) > 0 {
+			c.neutralize(what + ": " + strings.Join(changed, ", "))
 		}
 		restore.Clean(want, backupName, restoreName, false)
 		// The copy beside the original gets node ports of its own.
@@ -101,8 +113,22 @@ func Compare(ctx context.Context, dyn dynamic.Interface, tarball io.Reader, back
 		return nil
 	})
 	sort.Strings(c.Differing)
+	sort.Strings(c.Neutralized)
+	if n := c.neutralized - len(c.Neutralized); n > 0 {
+		c.Neutralized = append(c.Neutralized, fmt.Sprintf("and %d more", n))
+	}
 	return c, err
 }
+
+func (c *Comparison) neutralize(s string) {
+	c.neutralized++
+	if len(c.Neutralized) < maxFailures {
+		c.Neutralized = append(c.Neutralized, s)
+	}
+}
+
+// NeutralizedCount is how many items the test restore made inert.
+func (c *Comparison) NeutralizedCount() int { return c.neutralized }
 
 func (c *Comparison) differ(s string) {
 	if len(c.Differing) < maxFailures {

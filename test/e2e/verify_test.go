@@ -11,7 +11,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,7 +185,17 @@ func TestTestRestore(t *testing.T) {
 		// with a volume of reclaim policy Delete and no snapshot: both
 		// compare identical.
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "shop"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
-			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30081}}, Selector: map[string]string{"app": "web"}}})
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30081}}, Selector: map[string]string{"app": "web"}}},
+		// Production's traffic and schedules, which the drill's copies must
+		// not take or run.
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "public", Namespace: "shop"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Port: 443}}, Selector: map[string]string{"app": "web"}, ExternalIPs: []string{"192.0.2.10"}}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop"}, Spec: batchv1.CronJobSpec{Schedule: "@daily",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "job", Image: "example.io/job:1"}}}}}}}},
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "www", Namespace: "shop"}, Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: ptr(networkingv1.PathTypePrefix),
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}})
 	cache := hostPathVolume("shop-cache", t.TempDir(), "shop", "cache")
 	cache[0].(*corev1.PersistentVolume).Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
 	c.create(t, cache...)
@@ -191,7 +203,10 @@ func TestTestRestore(t *testing.T) {
 	before := versionsIn(t, c, "shop")
 
 	out := c.mustSalvor(t, "backup", "verify", "shop-1", "--restore-into-prefix", "drill")
-	for _, want := range []string{"Verification: Passed", "Test restore: shop-1-verify-", "into drill-shop", "7 objects compared, 7 identical to the backup, 0 differ", "Cleaned up"} {
+	for _, want := range []string{"Verification: Passed", "Test restore: shop-1-verify-", "into drill-shop", "9 objects compared, 9 identical to the backup, 0 differ", "Cleaned up",
+		"Made inert: a deny-all NetworkPolicy in each namespace", "deployments.apps drill-shop/web: scaled to 0 replicas", "cronjobs.batch drill-shop/nightly: suspended",
+		"services drill-shop/edge: made ClusterIP (was NodePort)", "services drill-shop/public: made ClusterIP (was LoadBalancer), external IPs dropped",
+		"ingresses.networking.k8s.io drill-shop/www: not restored: its hosts would take live traffic"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("test restore output lacks %q:\n%s", want, out)
 		}
@@ -201,7 +216,7 @@ func TestTestRestore(t *testing.T) {
 		t.Fatalf("status.verification: %+v", v)
 	}
 	tr := v.TestRestore
-	if tr.Prefix != "drill" || tr.RestorePhase != "Completed" || tr.Compared != 7 || tr.Identical != 7 || !tr.CleanedUp || len(tr.Namespaces) != 1 || tr.Namespaces[0] != "drill-shop" {
+	if tr.Prefix != "drill" || tr.RestorePhase != "Completed" || tr.Compared != 9 || tr.Identical != 9 || !tr.CleanedUp || len(tr.Namespaces) != 1 || tr.Namespaces[0] != "drill-shop" {
 		t.Errorf("status.verification.testRestore: %+v", tr)
 	}
 	rs := c.getRestore(t, tr.Restore)
@@ -213,6 +228,26 @@ func TestTestRestore(t *testing.T) {
 	ns := &corev1.Namespace{}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: "drill-shop"}, ns); err != nil || ns.DeletionTimestamp == nil {
 		t.Fatalf("drill-shop after the test restore: deleting %v, %v", ns.DeletionTimestamp, err)
+	}
+	// What the drill made (still there until its namespace is finalized)
+	// runs nothing and takes no traffic.
+	dep, svc, cron := &appsv1.Deployment{}, &corev1.Service{}, &batchv1.CronJob{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "drill-shop", Name: "web"}, dep); err != nil || dep.Spec.Replicas == nil || *dep.Spec.Replicas != 0 {
+		t.Errorf("the drill's deployment: replicas %v, %v; want 0", dep.Spec.Replicas, err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "drill-shop", Name: "public"}, svc); err != nil || svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Spec.ExternalIPs) != 0 {
+		t.Errorf("the drill's load balancer: %s %v, %v", svc.Spec.Type, svc.Spec.ExternalIPs, err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "drill-shop", Name: "nightly"}, cron); err != nil || cron.Spec.Suspend == nil || !*cron.Spec.Suspend {
+		t.Errorf("the drill's cron job: suspend %v, %v", cron.Spec.Suspend, err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "drill-shop", Name: "www"}, &networkingv1.Ingress{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the drill's ingress was made: %v", err)
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "drill-shop", Name: "salvor-test-restore-deny-all"}, np); err != nil ||
+		len(np.Spec.PolicyTypes) != 2 || len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 0 || len(np.Spec.PodSelector.MatchLabels) != 0 {
+		t.Errorf("the drill's deny-all policy: %+v, %v", np.Spec, err)
 	}
 	c.finalizeNamespace(t, "drill-shop")
 	if after := versionsIn(t, c, "shop"); !maps.Equal(before, after) {

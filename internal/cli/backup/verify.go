@@ -147,6 +147,15 @@ func DescribeVerification(w io.Writer, v *salvorv1.BackupVerification) {
 		for _, d := range tr.Differing {
 			fmt.Fprintf(w, "    differs: %s\n", d)
 		}
+		if tr.RestorePhase != "" {
+			fmt.Fprintln(w, "    Made inert: a deny-all NetworkPolicy in each namespace, and")
+			if len(tr.Neutralized) == 0 {
+				fmt.Fprintln(w, "      no workload, schedule, load balancer, node port, external IP or ingress to neutralize")
+			}
+			for _, n := range tr.Neutralized {
+				fmt.Fprintf(w, "      %s\n", n)
+			}
+		}
 		if tr.CleanedUp {
 			fmt.Fprintln(w, "    Cleaned up: its namespaces were deleted")
 		}

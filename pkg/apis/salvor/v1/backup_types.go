@@ -380,6 +380,13 @@ type TestRestoreOutcome struct {
 	// results say why.
 	// +optional
 	NotRestored int `json:"notRestored,omitempty"`
+	// Neutralized says what the test restore changed or left out so that
+	// its copies run nothing and take no traffic: workloads scaled to zero
+	// or suspended, load balancers, node ports and external IPs dropped,
+	// ingresses not restored (at most 50 lines); each namespace also gets a
+	// deny-all NetworkPolicy.
+	// +optional
+	Neutralized []string `json:"neutralized,omitempty"`
 	// CleanedUp tells whether the namespaces were deleted.
 	// +optional
 	CleanedUp bool `json:"cleanedUp,omitempty"`
