@@ -342,6 +342,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		return
 	}
 	volumes.Elsewhere, volumes.ElsewhereUnread = store.VeleroOnlyVolumes(ctx, b.Name)
+	volumes.Synced = b.Annotations[salvorv1.SyncedAnnotation] != ""
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, fmt.Sprintf("reading backup %s from location %s: %v", b.Name, bsl.Name, err))

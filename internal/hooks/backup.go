@@ -127,9 +127,13 @@ func annotated(annotations map[string]string, phase Phase) (Exec, []string, bool
 	}
 	if t := annotations[prefix+annotationTimeout]; t != "" {
 		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
+		switch {
+		case err != nil || d <= 0:
 			warnings = append(warnings, fmt.Sprintf("%s%s is %q, not a positive duration such as 90s or 5m: the hook has the default timeout, %s", prefix, annotationTimeout, t, DefaultTimeout))
-		} else {
+		case d > MaxTimeout:
+			warnings = append(warnings, fmt.Sprintf("%s%s is %q, longer than the most a hook may take (%s): it has %s", prefix, annotationTimeout, t, MaxTimeout, MaxTimeout))
+			e.Timeout = MaxTimeout
+		default:
 			e.Timeout = d
 		}
 	}
@@ -173,8 +177,8 @@ func ValidateBackup(h *salvorv1.BackupHooks) []string {
 				}
 				if p := commandProblem(at, e.Command, e.OnError, `["/sbin/fsfreeze", "--freeze", "/data"]`); p != "" {
 					problems = append(problems, p)
-				} else if e.Timeout.Duration < 0 {
-					problems = append(problems, at+".exec.timeout must not be negative")
+				} else if e.Timeout.Duration < 0 || e.Timeout.Duration > MaxTimeout {
+					problems = append(problems, fmt.Sprintf("%s.exec.timeout must be between 0 and %s", at, MaxTimeout))
 				}
 			}
 		}

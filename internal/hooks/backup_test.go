@@ -115,7 +115,7 @@ func TestValidateBackup(t *testing.T) {
 		"hooks.resources[2] (bad).pre[0]: has no exec",
 		"hooks.resources[2] (bad).pre[1].exec.command is empty",
 		`hooks.resources[2] (bad).pre[2].exec.onError is "Maybe": use Continue or Fail`,
-		"hooks.resources[2] (bad).post[0].exec.timeout must not be negative",
+		"hooks.resources[2] (bad).post[0].exec.timeout must be between 0 and 4h0m0s",
 		"hooks.resources[3] (idle): has neither pre nor post hooks",
 	} {
 		if !strings.Contains(got, want) {

@@ -37,6 +37,11 @@ const (
 	defaultRestoreHookName = restoreAnnotationCmd
 )
 
+// MaxTimeout bounds every hook's command and every wait for a restored
+// pod's container: a hook holds up its backup or restore, and its timeouts
+// may come from a pod's annotations, so from the bucket.
+const MaxTimeout = 4 * time.Hour
+
 // DefaultWait bounds the wait for a restored pod's container to come up
 // when its hooks give no waitTimeout (Velero bounds it by its resource
 // timeout, 10m by default).
@@ -53,6 +58,9 @@ type RestoreExec struct {
 // Restore is a restore's exec hooks, compiled once per restore.
 type Restore struct {
 	hooks []restoreHook
+	// Annotations: a pod no spec hook selects runs the command its
+	// annotations ask for.
+	Annotations bool
 }
 
 type restoreHook struct {
@@ -117,16 +125,19 @@ func Selector(rh salvorv1.RestoreResourceHookSpec) (resources.ActionSelector, er
 // say what of its annotations could not be read, and what was used
 // instead.
 func (r *Restore) For(pods resources.Resource, pod *unstructured.Unstructured) ([]RestoreExec, []string) {
-	if e, warnings, ok := restoreAnnotated(pod.GetAnnotations()); ok {
-		return []RestoreExec{e}, warnings
-	}
 	var out []RestoreExec
 	for _, h := range r.hooks {
 		if h.selector.Applies(pods, pod.GetNamespace(), labels.Set(pod.GetLabels())) {
 			out = append(out, h.execs...)
 		}
 	}
-	return out, nil
+	if len(out) > 0 || !r.Annotations {
+		return out, nil
+	}
+	if e, warnings, ok := restoreAnnotated(pod.GetAnnotations()); ok {
+		return []RestoreExec{e}, warnings
+	}
+	return nil, nil
 }
 
 // restoreAnnotated reads the command a restored pod's annotations ask for.
@@ -152,9 +163,13 @@ func restoreAnnotated(a map[string]string) (RestoreExec, []string, bool) {
 		if v == "" {
 			continue
 		}
-		if t, err := time.ParseDuration(v); err != nil || t <= 0 {
+		switch t, err := time.ParseDuration(v); {
+		case err != nil || t <= 0:
 			warnings = append(warnings, fmt.Sprintf("%s is %q, not a positive duration such as 90s or 5m: the hook has the default, %s", d.key, v, d.dflt))
-		} else {
+		case t > MaxTimeout:
+			warnings = append(warnings, fmt.Sprintf("%s is %q, longer than the most a hook may take or wait (%s): it has %s", d.key, v, MaxTimeout, MaxTimeout))
+			*d.into = MaxTimeout
+		default:
 			*d.into = t
 		}
 	}
@@ -196,10 +211,10 @@ func ValidateRestore(h *salvorv1.RestoreHooks) []string {
 				problems = append(problems, at+": has both exec and init: give each its own entry")
 			case p != "":
 				problems = append(problems, p)
-			case e.ExecTimeout.Duration < 0:
-				problems = append(problems, at+".exec.execTimeout must not be negative")
-			case e.WaitTimeout.Duration < 0:
-				problems = append(problems, at+".exec.waitTimeout must not be negative")
+			case e.ExecTimeout.Duration < 0 || e.ExecTimeout.Duration > MaxTimeout:
+				problems = append(problems, fmt.Sprintf("%s.exec.execTimeout must be between 0 and %s", at, MaxTimeout))
+			case e.WaitTimeout.Duration < 0 || e.WaitTimeout.Duration > MaxTimeout:
+				problems = append(problems, fmt.Sprintf("%s.exec.waitTimeout must be between 0 and %s", at, MaxTimeout))
 			}
 		}
 	}

@@ -34,6 +34,11 @@ func TestRestoreFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Annotations = true
+	strict, err := CompileRestore(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name        string
 		pod         map[string]string // labels
@@ -45,11 +50,16 @@ func TestRestoreFor(t *testing.T) {
 			"promote:[promote] pg Continue 1m0s wait 5m0s ready | promote:[warm] | all:[sync]", ""},
 		{"label does not match", map[string]string{"app": "web"}, "db-1", nil, "all:[sync]", ""},
 		{"namespace excluded", nil, "kube-system", nil, "", ""},
-		{"annotation replaces the spec's", map[string]string{"app": "pg"}, "db-1", map[string]string{
+		{"the spec's win over an annotation", map[string]string{"app": "pg"}, "db-1", map[string]string{"post.hook.restore.velero.io/command": "planted"},
+			"promote:[promote] pg Continue 1m0s wait 5m0s ready | promote:[warm] | all:[sync]", ""},
+		{"an annotation where no spec hook applies", nil, "kube-system", map[string]string{
 			"post.hook.restore.velero.io/command": `["/bin/sh", "-c", "echo hi"]`, "post.hook.restore.velero.io/container": "c",
 			"post.hook.restore.velero.io/on-error": "Continue", "post.hook.restore.velero.io/exec-timeout": "2m",
 			"post.hook.restore.velero.io/wait-timeout": "90s", "post.hook.restore.velero.io/wait-for-ready": "true"},
 			"post.hook.restore.velero.io/command:[/bin/sh -c echo hi] c Continue 2m0s wait 1m30s ready", ""},
+		{"timeouts past the bound", nil, "kube-system", map[string]string{"post.hook.restore.velero.io/command": "x",
+			"post.hook.restore.velero.io/exec-timeout": "1000h", "post.hook.restore.velero.io/wait-timeout": "87600h"},
+			"post.hook.restore.velero.io/command:[x]   4h0m0s wait 4h0m0s", `exec-timeout is "1000h", longer than the most a hook may take or wait (4h0m0s)|wait-timeout is "87600h", longer`},
 		{"not JSON is one word", nil, "kube-system", map[string]string{"post.hook.restore.velero.io/command": "[not json"},
 			"post.hook.restore.velero.io/command:[[not json]", ""},
 		{"bad values are warnings", nil, "kube-system", map[string]string{"post.hook.restore.velero.io/command": "x",
@@ -63,6 +73,14 @@ func TestRestoreFor(t *testing.T) {
 		{"an empty command is none", nil, "kube-system", map[string]string{"post.hook.restore.velero.io/command": ""}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Where annotations are not honoured, only the spec's hooks run.
+			if execs, _ := strict.For(pods, pod(tc.ns, tc.pod, tc.annotations)); len(tc.annotations) > 0 {
+				for _, e := range execs {
+					if strings.HasPrefix(e.Hook, "post.hook") {
+						t.Errorf("annotations not honoured, but their hook %v runs", e.Command)
+					}
+				}
+			}
 			execs, warns := r.For(pods, pod(tc.ns, tc.pod, tc.annotations))
 			var got []string
 			for _, e := range execs {
@@ -114,8 +132,8 @@ func TestValidateRestore(t *testing.T) {
 		"hooks.resources[2] (bad).postHooks[0]: has neither exec nor init",
 		"hooks.resources[2] (bad).postHooks[1].exec.command is empty",
 		`hooks.resources[2] (bad).postHooks[2].exec.onError is "Maybe": use Continue or Fail`,
-		"hooks.resources[2] (bad).postHooks[3].exec.execTimeout must not be negative",
-		"hooks.resources[2] (bad).postHooks[4].exec.waitTimeout must not be negative",
+		"hooks.resources[2] (bad).postHooks[3].exec.execTimeout must be between 0 and 4h0m0s",
+		"hooks.resources[2] (bad).postHooks[4].exec.waitTimeout must be between 0 and 4h0m0s",
 		"hooks.resources[2] (bad).postHooks[5]: has both exec and init",
 		"hooks.resources[3] (idle): has no postHooks",
 	} {

@@ -79,9 +79,13 @@ type VolumeRestorer interface {
 	RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (restored *unstructured.Unstructured, ok bool, err error)
 }
 
-// Volumes is what a restore knows of the backup's volume data besides its
-// items.
+// Volumes is what a restore knows of the backup besides its items: its
+// volume data, and where the backup came from.
 type Volumes struct {
+	// Synced tells that the backup was synced from its location, not made
+	// by this cluster: its pods' annotation hooks run only if the restore
+	// asks (spec.annotationHooks).
+	Synced bool
 	// Restorer recreates snapshotted persistent volumes (nil: none).
 	Restorer VolumeRestorer
 	// Snapshotted are the persistent volumes, by name, that the backup
@@ -135,7 +139,10 @@ type run struct {
 	// execHooks are the spec's exec hooks; hookRuns the pods' runs of
 	// them, each beside the restore, and hooksRun and hooksFailed count
 	// them.
-	execHooks             *hooks.Restore
+	execHooks *hooks.Restore
+	// annotationHooks: restored pods' hook annotations are honoured
+	// (spec.annotationHooks, Volumes.Synced).
+	annotationHooks       bool
 	hookRuns              sync.WaitGroup
 	hooksRun, hooksFailed atomic.Int64
 	hookAccessByNS        sync.Map // namespace → func() string (hookAccess)
@@ -250,12 +257,17 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	} else {
 		r.list = &restoredList{}
 	}
+	r.annotationHooks = !volumes.Synced
+	if ah := rs.Spec.AnnotationHooks; ah != nil {
+		r.annotationHooks = *ah
+	}
 	if r.hooks, err = podHooks(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	if r.execHooks, err = hooks.CompileRestore(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
+	r.execHooks.Annotations = r.annotationHooks
 	if err := r.loadModifiers(ctx); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}

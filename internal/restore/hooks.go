@@ -116,20 +116,32 @@ func podHooks(h *salvorv1.RestoreHooks) ([]podHook, error) {
 // its hook writes it.
 func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 	var add []any
-	if c, ok := annotatedInitHook(pod); ok {
-		add = append(add, c)
-	} else {
-		pods, _ := r.served(podResource)
-		for _, h := range r.hooks {
-			if h.selector.Applies(pods, target, labels.Set(pod.GetLabels())) {
-				for _, c := range h.containers {
-					add = append(add, runtime.DeepCopyJSONValue(c))
-				}
+	pods, _ := r.served(podResource)
+	for _, h := range r.hooks {
+		if h.selector.Applies(pods, target, labels.Set(pod.GetLabels())) {
+			for _, c := range h.containers {
+				add = append(add, runtime.DeepCopyJSONValue(c))
 			}
 		}
 	}
+	// The spec's hooks win; a pod's annotations ask only where the restore
+	// honours them (spec.annotationHooks).
+	if c, ok := annotatedInitHook(pod); ok && len(add) == 0 && r.annotationHooks {
+		add = append(add, c)
+	}
 	if len(add) == 0 {
 		return nil
+	}
+	// Hook containers' images are mapped as the pod's own are: they run
+	// in the same cluster, from the same registries.
+	if r.mappings != nil && r.mappings.images != nil {
+		for _, c := range add {
+			if m, ok := c.(map[string]any); ok {
+				if image, _ := m["image"].(string); image != "" {
+					m["image"] = r.mappings.images.mapImage(image)
+				}
+			}
+		}
 	}
 	existing, _, err := unstructured.NestedSlice(pod.Object, "spec", "initContainers")
 	if err != nil {

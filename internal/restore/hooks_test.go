@@ -26,10 +26,10 @@ func hookOf(containers ...string) []runtime.RawExtension {
 }
 
 // TestInitRestoreHooks restores pods with Velero's init restore hooks on a
-// real API server: the container a pod's annotations ask for goes after
-// Velero's restore-wait container and before the pod's own init
-// containers; a pod without them gets the containers of the restore's
-// resource hooks that select it in the namespace it is restored to; other
+// real API server: a pod gets the containers of the restore's resource
+// hooks that select it in the namespace it is restored to; one no hook
+// selects gets the container its annotations ask for, after Velero's
+// restore-wait container and before the pod's own init containers; other
 // pods are as they were.
 func TestInitRestoreHooks(t *testing.T) {
 	e, cfg := testEngine(t)
@@ -46,9 +46,11 @@ func TestInitRestoreHooks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pod("annotated", `"labels":{"app":"web"},"annotations":{"init.hook.restore.velero.io/container-image":"busybox:1","init.hook.restore.velero.io/container-name":"prep","init.hook.restore.velero.io/command":"[\"sh\",\"-c\",\"echo ready\"]"}`,
+	pod("annotated", `"labels":{"app":"cache"},"annotations":{"init.hook.restore.velero.io/container-image":"busybox:1","init.hook.restore.velero.io/container-name":"prep","init.hook.restore.velero.io/command":"[\"sh\",\"-c\",\"echo ready\"]"}`,
 		`{"name":"restore-wait","image":"velero/restore-helper"},{"name":"own","image":"own:1"}`)
 	pod("labelled", `"labels":{"app":"web"}`, "")
+	// The spec's hooks win over a pod's annotations.
+	pod("both", `"labels":{"app":"web"},"annotations":{"init.hook.restore.velero.io/container-image":"planted:1"}`, "")
 	pod("other", `"labels":{"app":"db"}`, `{"name":"own","image":"own:1"}`)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -69,12 +71,13 @@ func TestInitRestoreHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Results.Errors.Count() != 0 || out.Progress.ItemsRestored != 3 {
+	if out.Results.Errors.Count() != 0 || out.Progress.ItemsRestored != 4 {
 		t.Fatalf("%+v, errors %v, warnings %v", out.Progress, out.Results.Errors, out.Results.Warnings)
 	}
 	for name, want := range map[string]string{
 		"annotated": "restore-wait prep own",
 		"labelled":  "warm check",
+		"both":      "warm check",
 		"other":     "own",
 	} {
 		p, err := cs.CoreV1().Pods("hooked-copy").Get(context.Background(), name, metav1.GetOptions{})

@@ -371,3 +371,43 @@ func TestSyncedBackupsOperationIDsAreNotCancelled(t *testing.T) {
 		t.Errorf("an operation ID from a synced backup's files was cancelled: %v", err)
 	}
 }
+
+// TestAnnotationHooksOnlyWhereAsked: a pod in a backup synced from the
+// bucket whose annotations ask for an init container gets none from a
+// plain restore; with --annotation-hooks it gets it, its image mapped as
+// the pod's own images are.
+func TestAnnotationHooksOnlyWhereAsked(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t, "--plugin-dir", t.TempDir())
+	cfg := c.s3Location(t, minio, "primary", "backups", true)
+	ctx := context.Background()
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"app","annotations":{` +
+		`"init.hook.restore.velero.io/container-image":"registry.a/miner:1","init.hook.restore.velero.io/container-name":"planted",` +
+		`"init.hook.restore.velero.io/command":"[\"sh\",\"-c\",\"mine\"]"}},"spec":{"containers":[{"name":"web","image":"registry.a/web:1"}]}}`
+	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(tarballOf([][2]string{
+		{"metadata/version", "1.1.0\n"},
+		{"resources/pods/namespaces/app/web.json", pod},
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
+		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: "salvor",
+		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
+		Data: map[string]string{"registry": "registry.a,mirror.b"}})
+
+	c.mustSalvor(t, "restore", "create", "plain", "--from-backup", "planted", "--wait")
+	got := &corev1.Pod{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, got); err != nil || len(got.Spec.InitContainers) != 0 {
+		t.Errorf("a synced backup's pod got the init containers its annotations ask for, unasked: %+v, %v", got.Spec.InitContainers, err)
+	}
+	c.mustSalvor(t, "restore", "create", "asked", "--from-backup", "planted", "--namespace-mappings", "app:asked", "--annotation-hooks", "--wait")
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "asked", Name: "web"}, got); err != nil || len(got.Spec.InitContainers) != 1 ||
+		got.Spec.InitContainers[0].Name != "planted" || got.Spec.InitContainers[0].Image != "mirror.b/miner:1" || got.Spec.Containers[0].Image != "mirror.b/web:1" {
+		t.Errorf("with --annotation-hooks: init containers %+v, containers %+v, %v; want the annotated one, its image mapped", got.Spec.InitContainers, got.Spec.Containers, err)
+	}
+}

@@ -40,6 +40,7 @@ type createOptions struct {
 	mappings                             []string
 	existing                             string
 	restoreVolumes                       string
+	annotationHooks                      string
 	includeClusterResources              string
 	itemOperationTimeout                 time.Duration
 	wait                                 bool
@@ -134,6 +135,13 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 				rs.Spec.RestorePVs = &v
 			}
+			if o.annotationHooks != "" {
+				v := o.annotationHooks == "true"
+				if o.annotationHooks != "true" && o.annotationHooks != "false" {
+					return fmt.Errorf("--annotation-hooks=%q: want true or false", o.annotationHooks)
+				}
+				rs.Spec.AnnotationHooks = &v
+			}
 			if o.allowPartiallyFailed && o.schedule == "" {
 				return fmt.Errorf("--allow-partially-failed is for --from-schedule: a backup given with --from-backup is restored whether Completed or PartiallyFailed")
 			}
@@ -199,6 +207,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")
 	f.StringVar(&o.restoreVolumes, "restore-volumes", "", "recreate volumes from their snapshots: true or false (default: true)")
 	f.Lookup("restore-volumes").NoOptDefVal = "true"
+	f.StringVar(&o.annotationHooks, "annotation-hooks", "", "run the hooks restored pods' annotations ask for, for pods no hook of spec.hooks selects: true or false (default: only for backups this cluster made, not for backups synced from their location)")
+	f.Lookup("annotation-hooks").NoOptDefVal = "true"
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the restore to finish, showing its progress")
 	f.BoolVar(&o.dryRun, "dry-run", false, "run the whole restore but send every write as a server-side dry run: nothing is written, and describe --details says what each item would do")

@@ -104,12 +104,19 @@ type RestoreSpec struct {
 	// Hooks are Velero's restore hooks for the pods the restore makes:
 	// init containers, put before the pod's own, and commands run in the
 	// pod's containers once they are up (the server needs the right to
-	// run them: salvor install --exec-hooks). A pod's annotations
-	// (init.hook.restore.velero.io/*, post.hook.restore.velero.io/*) win
-	// over the spec's hooks of their kind.
+	// run them: salvor install --exec-hooks). The spec's hooks win over a
+	// pod's annotations (init.hook.restore.velero.io/*,
+	// post.hook.restore.velero.io/*) of their kind; see AnnotationHooks.
 	// +optional
 	// +nullable
 	Hooks *RestoreHooks `json:"hooks,omitempty"`
+	// AnnotationHooks says whether the hooks restored pods' annotations
+	// ask for run (for a pod no hook of the spec selects): true always,
+	// false never; unset, only for backups this cluster made, not for
+	// backups synced from their location, whose annotations anyone who can
+	// write to the bucket may have written.
+	// +optional
+	AnnotationHooks *bool `json:"annotationHooks,omitempty"`
 	// ResourceModifier names a ConfigMap in the restore's namespace whose
 	// one key holds resource modifier rules in Velero's format (version v1):
 	// JSON, merge or strategic merge patches applied to the items each

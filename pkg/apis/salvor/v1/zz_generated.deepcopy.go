@@ -1044,6 +1044,11 @@ func (in *RestoreSpec) DeepCopyInto(out *RestoreSpec) {
 		*out = new(RestoreHooks)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.AnnotationHooks != nil {
+		in, out := &in.AnnotationHooks, &out.AnnotationHooks
+		*out = new(bool)
+		**out = **in
+	}
 	if in.ResourceModifier != nil {
 		in, out := &in.ResourceModifier, &out.ResourceModifier
 		*out = new(corev1.TypedLocalObjectReference)
