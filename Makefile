@@ -16,7 +16,7 @@ HELM_VERSION := v4.2.4
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml
 
-.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean
+.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
 
 all: build
 
@@ -153,7 +153,16 @@ test-compat:
 	cd test/compat && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/compat/velero && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-test: testbed check-generated vet lint cross test-unit test-e2e test-compat
+# fuzz runs every fuzz target over bucket content (the tarball reader, the
+# side files' readers) for FUZZTIME each: a parser of what an attacker may
+# have written must not panic on anything.
+FUZZTIME ?= 15s
+FUZZ_TARGETS := ./internal/archive:FuzzRead ./internal/persistence:FuzzSideFiles
+fuzz:
+	@for t in $(FUZZ_TARGETS); do echo "fuzzing $${t#*:} in $${t%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%:*} || exit 1; done
+
+test: testbed check-generated vet lint cross test-unit fuzz test-e2e test-compat
 
 bench:
 	hack/bench.sh
