@@ -50,7 +50,8 @@ func TestRestoreExecHooks(t *testing.T) {
 	pg := map[string]string{"app": "pg"}
 	c.hookPod(t, nil, "db", "pg", pg, nil, "sidecar", "pg")
 	c.hookPod(t, nil, "web", "pg-elsewhere", pg, nil, "pg")
-	c.hookPod(t, nil, "db", "annotated", pg, map[string]string{
+	// No spec hook selects it (the spec's would win over its annotations).
+	c.hookPod(t, nil, "db", "annotated", map[string]string{"app": "solo"}, map[string]string{
 		"post.hook.restore.velero.io/command":  `["sh", "-c", "echo restored > annotated"]`,
 		"post.hook.restore.velero.io/on-error": "Continue",
 	}, "main")
@@ -153,7 +154,7 @@ spec:
 		}
 	}
 	// The spec's hooks ran in order in the named container; the annotated
-	// pod ran its own, not the spec's; the cache's once it was ready;
+	// pod, which no spec hook selects, ran its own; the cache's once it was ready;
 	// flaky's second never.
 	for _, f := range []struct{ pod, container, file, want string }{
 		{"annotated", "main", "annotated", "restored"}, {"annotated", "main", "state", ""},
@@ -253,7 +254,7 @@ spec:
 	rs = c.waitRestore(t, "bad-hooks", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed)
 	for _, want := range []string{
 		"hooks.resources[0] (both).postHooks[0]: has both exec and init: give each its own entry",
-		"hooks.resources[1] (negative).postHooks[0].exec.waitTimeout must not be negative",
+		"hooks.resources[1] (negative).postHooks[0].exec.waitTimeout must be between 0 and 4h0m0s",
 		"hooks.resources[2] (empty).postHooks[0].exec.command is empty",
 		"hooks.resources[3] (nothing): has no postHooks",
 		`hooks.resources[4] (typo).includedResources: "podz"`,
