@@ -1,13 +1,17 @@
 package persistence
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/salvor-dev/salvor/internal/archive"
 )
 
 // gzipBomb is a gzip'd JSON array of n copies of elem: a few KiB in the
@@ -84,3 +88,29 @@ func TestSideFilesAreBoundedWhileDecoded(t *testing.T) {
 		t.Errorf("an 8 MiB metadata file: %v", err)
 	}
 }
+
+// TestDigestTarballBoundsEntries: hashing a tarball reads each entry with
+// the bound a restore reads it with, so a planted entry of GiBs is refused,
+// not held in memory.
+func TestDigestTarballBoundsEntries(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	size := int64(archive.MaxEntrySize + 1)
+	if err := tw.WriteHeader(&tar.Header{Name: "resources/configmaps/namespaces/n/big.json", Size: size, Mode: 0o644, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(tw, zeros{}, size); err != nil {
+		t.Fatal(err)
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	_, err := DigestTarball("b.tar.gz", &buf)
+	if !errors.Is(err, archive.ErrInvalid) || !strings.Contains(err.Error(), "big.json is larger than") {
+		t.Errorf("a %d-byte entry: %v", size, err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

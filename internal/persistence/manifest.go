@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/salvor-dev/salvor/internal/archive"
 )
 
 // ManifestVersion is the version of the manifest's format.
@@ -216,9 +218,17 @@ func digestItems(r io.Reader, items *ItemDigests) error {
 		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(path.Clean(hdr.Name), "resources/") {
 			continue
 		}
+		// Bounded as a restore reads entries: the tarball may be one
+		// planted in the bucket, its entries of any size.
+		if hdr.Size > archive.MaxEntrySize {
+			return fmt.Errorf("%w: entry %s is larger than %d bytes", archive.ErrInvalid, hdr.Name, archive.MaxEntrySize)
+		}
 		body.Reset()
-		if _, err := body.ReadFrom(tr); err != nil {
+		if _, err := body.ReadFrom(io.LimitReader(tr, archive.MaxEntrySize+1)); err != nil {
 			return fmt.Errorf("reading %s: %w", hdr.Name, err)
+		}
+		if body.Len() > archive.MaxEntrySize {
+			return fmt.Errorf("%w: entry %s is larger than %d bytes", archive.ErrInvalid, hdr.Name, archive.MaxEntrySize)
 		}
 		if err := items.Observe(hdr.Name, body.Bytes()); err != nil {
 			return err
