@@ -305,27 +305,19 @@ func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup,
 }
 
 // deleteSnapshots deletes the backup's volume snapshots through their
-// snapshotter: those this cluster recorded the backup taking, each in a
-// VolumePluginBackup written as it was taken. The list in the location
-// proves nothing — whoever can write there could name any snapshot the
-// snapshotter reaches — so a snapshot it alone names is kept, with a
-// warning. A backup synced from the location (another cluster's, or one
-// this cluster sees again after losing it) has no record that counts: its
-// VolumePluginBackups were made from the location's files too.
+// snapshotter: those this cluster recorded the backup taking
+// (takenSnapshots). A snapshot the location's list alone names is kept,
+// with a warning; so is every snapshot of a backup synced from the
+// location (another cluster's, or one this cluster sees again after losing
+// it).
 func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
 	var snaps []backup.VolumeSnapshot
 	if ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil || !ok {
 		return err
 	}
-	vpbs := &salvorv1.VolumePluginBackupList{}
-	if err := r.Client.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}); err != nil {
-		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
-	}
-	taken := map[[2]string]bool{}
-	for _, v := range vpbs.Items {
-		if b.Annotations[salvorv1.SyncedAnnotation] == "" && v.Spec.Backup == b.Name && v.Status.SnapshotID != "" {
-			taken[[2]string{v.Spec.Plugin, v.Status.SnapshotID}] = true
-		}
+	taken, vpbs, err := takenSnapshots(ctx, r.Client, b)
+	if err != nil {
+		return err
 	}
 	for _, s := range snaps {
 		if !taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {

@@ -35,6 +35,11 @@ type volumeRestorer struct {
 	locations *Locations
 	timeout   time.Duration
 
+	// taken are the snapshots this cluster recorded the backup taking
+	// (takenSnapshots): the only ones made into volumes unless the restore
+	// trusts the backup's snapshots.
+	taken map[[2]string]bool
+
 	mu          sync.Mutex
 	snapshotter map[string]*backup.Snapshotter
 }
@@ -61,6 +66,14 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	s, ok := v.snaps[pv.GetName()]
 	if !ok || s.Status.Phase != "Completed" {
 		return nil, false, nil
+	}
+	if !v.restore.Spec.TrustBackupSnapshots && !v.taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {
+		why := "this cluster holds no record of backup " + v.backup.Name + " taking it"
+		if from := v.backup.Annotations[salvorv1.SyncedAnnotation]; from != "" {
+			why = "backup " + v.backup.Name + " was synced from location " + from + ", so only the location's files name it"
+		}
+		return nil, false, fmt.Errorf("snapshot %s (%s) not made into a volume: %s, and whoever can write to the bucket can name any snapshot there; "+
+			"restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to it", s.Status.ProviderSnapshotID, s.Spec.Provider, why)
 	}
 	snap, err := v.snapshotterOf(ctx, s)
 	if err != nil {

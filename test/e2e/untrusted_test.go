@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,8 +23,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/archive"
+	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -410,4 +414,90 @@ func TestAnnotationHooksOnlyWhereAsked(t *testing.T) {
 		got.Spec.InitContainers[0].Name != "planted" || got.Spec.InitContainers[0].Image != "mirror.b/miner:1" || got.Spec.Containers[0].Image != "mirror.b/web:1" {
 		t.Errorf("with --annotation-hooks: init containers %+v, containers %+v, %v; want the annotated one, its image mapped", got.Spec.InitContainers, got.Spec.Containers, err)
 	}
+}
+
+// TestPlantedSnapshotIDIsNotRestored: a backup planted in the bucket names
+// another team's snapshot (taken by this cluster for its own backup) as
+// the data of a claim in the attacker's namespace. A restore of it makes
+// no volume from the snapshot, and says so naming it; only with
+// --trust-backup-snapshots, the opt-in for a bucket no one else can write,
+// is the volume made from it. The team's own backup restores its volume
+// without the opt-in: this cluster recorded taking its snapshot.
+func TestPlantedSnapshotIDIsNotRestored(t *testing.T) {
+	t.Parallel()
+	c, _, cfg, _ := withLocalVolumes(t, "")
+	ctx := context.Background()
+	data := volume(t, 3, 1<<10)
+	want := treeSums(t, data)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+	c.create(t, hostPathVolume("team-pv", data, "team", "data")...)
+	c.mustSalvor(t, "backup", "create", "team", "--include-namespaces", "team", "--wait")
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.client.List(ctx, vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 || vpbs.Items[0].Status.SnapshotID == "" {
+		t.Fatalf("the team's snapshot: %+v, %v", vpbs.Items, err)
+	}
+	vpb := vpbs.Items[0]
+
+	store := openStore(t, cfg)
+	if err := store.PutJSON(ctx, "loot", persistence.VolumeSnapshotsFile, []backup.VolumeSnapshot{{
+		Spec:   backup.VolumeSnapshotSpec{BackupName: "loot", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "loot-pv"},
+		Status: backup.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	plantBackup(t, store, "loot", func(w *archive.Writer) error {
+		objs := hostPathVolume("loot-pv", "/nowhere", "attacker", "loot")
+		for _, o := range []struct {
+			gvr      schema.GroupVersionResource
+			ns, name string
+			obj      any
+		}{
+			{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "attacker",
+				map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "attacker"}}},
+			{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, "", "loot-pv", typed(objs[0], "PersistentVolume")},
+			{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "attacker", "loot", typed(objs[1], "PersistentVolumeClaim")},
+		} {
+			b, err := json.Marshal(o.obj)
+			if err != nil {
+				return err
+			}
+			if err := w.WriteItem(o.gvr, o.ns, o.name, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c.waitBackup(t, "loot", salvorv1.BackupPhaseCompleted)
+
+	out, err := c.salvor(t, "restore", "create", "plain", "--from-backup", "loot", "--wait")
+	if err == nil {
+		t.Errorf("a restore whose volume was not made exited 0:\n%s", out)
+	}
+	desc := c.mustSalvor(t, "restore", "describe", "plain", "--details")
+	if !strings.Contains(desc, "snapshot "+vpb.Status.SnapshotID+" (salvor.dev/local-volume) not made into a volume: backup loot was synced from location primary") ||
+		!strings.Contains(desc, "--trust-backup-snapshots") {
+		t.Errorf("describe does not say why the volume was not made:\n%s", desc)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: "loot-pv"}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a volume was made from another backup's snapshot named in the bucket: %v", err)
+	}
+
+	// The opt-in: the bucket's snapshot IDs are trusted.
+	c.mustSalvor(t, "restore", "create", "trusted", "--from-backup", "loot", "--namespace-mappings", "attacker:trusted", "--trust-backup-snapshots", "--wait")
+	c.checkClaimData(t, "trusted", "loot", want)
+
+	// The team's own backup needs no opt-in.
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data"}}, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "team-pv"}})
+	c.mustSalvor(t, "restore", "create", "own", "--from-backup", "team", "--wait")
+	c.checkClaimData(t, "team", "data", want)
+}
+
+// typed is a typed object as a backup holds it: with its kind and
+// apiVersion.
+func typed(o any, kind string) map[string]any {
+	b, _ := json.Marshal(o)
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	m["apiVersion"], m["kind"] = "v1", kind
+	return m
 }

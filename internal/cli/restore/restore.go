@@ -41,6 +41,7 @@ type createOptions struct {
 	existing                             string
 	restoreVolumes                       string
 	annotationHooks                      string
+	trustSnapshots                       bool
 	includeClusterResources              string
 	itemOperationTimeout                 time.Duration
 	wait                                 bool
@@ -135,6 +136,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 				rs.Spec.RestorePVs = &v
 			}
+			rs.Spec.TrustBackupSnapshots = o.trustSnapshots
 			if o.annotationHooks != "" {
 				v := o.annotationHooks == "true"
 				if o.annotationHooks != "true" && o.annotationHooks != "false" {
@@ -207,6 +209,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")
 	f.StringVar(&o.restoreVolumes, "restore-volumes", "", "recreate volumes from their snapshots: true or false (default: true)")
 	f.Lookup("restore-volumes").NoOptDefVal = "true"
+	f.BoolVar(&o.trustSnapshots, "trust-backup-snapshots", false, "make volumes from the snapshots the backup's files name even when this cluster holds no record of taking them (a backup synced from its location: another cluster's, or Velero's); whoever can write to the bucket can name any snapshot there, so only for a bucket no one else can write")
 	f.StringVar(&o.annotationHooks, "annotation-hooks", "", "run the hooks restored pods' annotations ask for, for pods no hook of spec.hooks selects: true or false (default: only for backups this cluster made, not for backups synced from their location)")
 	f.Lookup("annotation-hooks").NoOptDefVal = "true"
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")

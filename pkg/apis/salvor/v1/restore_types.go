@@ -92,6 +92,15 @@ type RestoreSpec struct {
 	// +optional
 	// +nullable
 	RestorePVs *bool `json:"restorePVs,omitempty"`
+	// TrustBackupSnapshots makes volumes from the snapshots a backup's
+	// files name even when this cluster holds no record of taking them: a
+	// backup synced from its location (another cluster's, or Velero's).
+	// Whoever can write to the bucket can name there any snapshot the
+	// snapshotter reaches, another team's included: set it only for a
+	// location whose bucket no one else can write. Without it, such a
+	// volume is not made, and the restore says so, naming it.
+	// +optional
+	TrustBackupSnapshots bool `json:"trustBackupSnapshots,omitempty"`
 	// PreserveNodePorts keeps every Service node port the backup holds
 	// (Velero's field). Unset or false keeps only the ports someone set
 	// (kubectl apply's last-applied configuration, or a field manager that
