@@ -115,6 +115,26 @@ func TestPluginsDieWithAKilledServer(t *testing.T) {
 	}
 }
 
+// plantVeleroBackup writes into the location, as Velero (or anyone who can
+// write to the bucket) would, a backup of the given tarball entries (path,
+// JSON; metadata/version added) with its velero-backup.json, its other
+// files written by before (may be nil) first, and waits until the server
+// has synced it.
+func (c *cluster) plantVeleroBackup(t *testing.T, cfg map[string]string, name string, entries [][2]string, before func(*persistence.BackupStore)) {
+	t.Helper()
+	store := openStore(t, cfg)
+	if err := store.PutTarball(context.Background(), name, bytes.NewReader(tarballOf(append([][2]string{{"metadata/version", "1.1.0\n"}}, entries...)))); err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		before(store)
+	}
+	putVeleroMetadata(t, cfg, name, map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": name, "namespace": "velero"},
+		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, name, salvorv1.BackupPhaseCompleted)
+}
+
 // TestMisfiledItemIsNotRestored: a file app/allowed.json whose JSON names
 // victim, planted in the bucket, is refused with an error naming the entry;
 // the live victim is not patched, even with existingResourcePolicy update,
@@ -132,20 +152,11 @@ func TestMisfiledItemIsNotRestored(t *testing.T) {
 	cm := func(name, value string) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"app"},"data":{"k":%q}}`, name, value)
 	}
-	planted := tarballOf([][2]string{
-		{"metadata/version", "1.1.0\n"},
+	c.plantVeleroBackup(t, cfg, "planted", [][2]string{
 		{"resources/configmaps/namespaces/app/allowed.json", cm("victim", "planted")},
 		{"resources/configmaps/namespaces/app/sneaky.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sneaky","namespace":"kube-system"},"data":{"k":"planted"}}`},
 		{"resources/configmaps/namespaces/app/honest.json", cm("honest", "fine")},
-	})
-	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(planted)); err != nil {
-		t.Fatal(err)
-	}
-	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
-		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
-		"spec":     map[string]any{"includedNamespaces": []string{"app"}, "storageLocation": "default"},
-		"status":   map[string]any{"phase": "Completed", "version": 1}})
-	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	}, nil)
 
 	out, err := c.salvor(t, "restore", "create", "misfiled", "--from-backup", "planted", "--include-namespaces", "app",
 		"--existing-resource-policy", "update", "--wait")
@@ -211,23 +222,14 @@ func TestClaimBringsNoVolumeFromTheBucket(t *testing.T) {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":%q},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],`+
 			`"persistentVolumeReclaimPolicy":"Retain",%s,"claimRef":{"kind":"PersistentVolumeClaim","namespace":"app","name":%q}}}`, name, source, claim)
 	}
-	planted := tarballOf([][2]string{
-		{"metadata/version", "1.1.0\n"},
+	c.plantVeleroBackup(t, cfg, "planted", [][2]string{
 		{"resources/namespaces/cluster/app.json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"app"}}`},
 		{"resources/persistentvolumeclaims/namespaces/app/data.json", claim("data", "pv-host")},
 		{"resources/persistentvolumeclaims/namespaces/app/grab.json", claim("grab", "pv-live")},
 		{"resources/persistentvolumes/cluster/pv-host.json", volume("pv-host", `"hostPath":{"path":"/"}`, "data")},
 		// The live volume's own source (a source cannot change), another claim.
 		{"resources/persistentvolumes/cluster/pv-live.json", volume("pv-live", fmt.Sprintf(`"hostPath":{"path":%q}`, live.Spec.HostPath.Path), "grab")},
-	})
-	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(planted)); err != nil {
-		t.Fatal(err)
-	}
-	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
-		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
-		"spec":     map[string]any{"includedNamespaces": []string{"app"}, "storageLocation": "default"},
-		"status":   map[string]any{"phase": "Completed", "version": 1}})
-	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	}, nil)
 
 	c.mustSalvor(t, "restore", "create", "one-namespace", "--from-backup", "planted", "--include-namespaces", "app", "--wait")
 	desc := c.mustSalvor(t, "restore", "describe", "one-namespace", "--details")
@@ -348,10 +350,6 @@ func TestSyncedBackupsOperationIDsAreNotCancelled(t *testing.T) {
 	c.startServer(t)
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	ctx := context.Background()
-	store := openStore(t, cfg)
-	if err := store.PutTarball(ctx, "planted", bytes.NewReader(tarballOf([][2]string{{"metadata/version", "1.1.0\n"}}))); err != nil {
-		t.Fatal(err)
-	}
 	// An ID of the plugin's own form, for an operation nobody started.
 	const id = "1-600000-0-configmaps.planted"
 	ops := []map[string]any{{
@@ -359,13 +357,11 @@ func TestSyncedBackupsOperationIDsAreNotCancelled(t *testing.T) {
 			"resourceIdentifier": map[string]any{"resource": "configmaps", "namespace": "app", "name": "victim"}},
 		"status": map[string]any{"phase": "InProgress"},
 	}}
-	if err := store.PutJSON(ctx, "planted", persistence.ItemOperationsFile, ops); err != nil {
-		t.Fatal(err)
-	}
-	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
-		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
-		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
-	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	c.plantVeleroBackup(t, cfg, "planted", nil, func(store *persistence.BackupStore) {
+		if err := store.PutJSON(ctx, "planted", persistence.ItemOperationsFile, ops); err != nil {
+			t.Fatal(err)
+		}
+	})
 	c.mustSalvor(t, "backup", "delete", "planted", "--confirm")
 	eventually(t, "the synced backup deleted", time.Minute, func() (bool, string) {
 		err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "planted"}, &salvorv1.Backup{})
@@ -390,16 +386,7 @@ func TestAnnotationHooksOnlyWhereAsked(t *testing.T) {
 	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"app","annotations":{` +
 		`"init.hook.restore.velero.io/container-image":"registry.a/miner:1","init.hook.restore.velero.io/container-name":"planted",` +
 		`"init.hook.restore.velero.io/command":"[\"sh\",\"-c\",\"mine\"]"}},"spec":{"containers":[{"name":"web","image":"registry.a/web:1"}]}}`
-	if err := openStore(t, cfg).PutTarball(ctx, "planted", bytes.NewReader(tarballOf([][2]string{
-		{"metadata/version", "1.1.0\n"},
-		{"resources/pods/namespaces/app/web.json", pod},
-	}))); err != nil {
-		t.Fatal(err)
-	}
-	putVeleroMetadata(t, cfg, "planted", map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
-		"metadata": map[string]any{"name": "planted", "namespace": "velero"},
-		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
-	c.waitBackup(t, "planted", salvorv1.BackupPhaseCompleted)
+	c.plantVeleroBackup(t, cfg, "planted", [][2]string{{"resources/pods/namespaces/app/web.json", pod}}, nil)
 	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: "salvor",
 		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
 		Data: map[string]string{"registry": "registry.a,mirror.b"}})
