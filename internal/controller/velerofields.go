@@ -24,9 +24,16 @@ import (
 
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects or does, with what to do instead. Salvor's
-// BackupSpec has every such field of Velero 1.18's; one Velero adds goes
-// here until it does.
-var backupRefused = map[string]string{}
+// BackupSpec has every such field of Velero 1.18's but those asking for
+// volume data Salvor does not yet keep: a backup that asks for it must not
+// end Completed without it (a runbook's alerting would stay green with no
+// volume data).
+var backupRefused = map[string]string{
+	"defaultVolumesToFsBackup": "Salvor has no file-system backup yet, so this backup would end without the volume data it asks for: " +
+		"remove it (or set it false); volumes are snapshotted where a volume snapshot location or a CSI snapshot class serves them",
+	"snapshotMoveData": "Salvor does not yet move snapshot data into the bucket, so this backup's CSI snapshots would stay only in the storage system: " +
+		"remove it (or set it false) to back up with snapshots that stay there",
+}
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes. Salvor's RestoreSpec has
@@ -80,10 +87,10 @@ func judgeUnknown(extra map[string]any, refused map[string]string, prefix string
 	sort.Strings(keys)
 	for _, k := range keys {
 		why, refuse := refused[k]
-		switch {
-		case !refuse:
+		switch v := extra[k]; {
+		case !refuse, v == false: // false asks for nothing: Velero's tools write it
 			ignored = append(ignored, k)
-		case !empty(extra[k]):
+		case !empty(v):
 			problems = append(problems, fmt.Sprintf("%s%s: %s", prefix, k, why))
 		}
 	}
