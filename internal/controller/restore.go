@@ -209,6 +209,17 @@ func (r *RestoreReconciler) pickScheduleBackup(ctx context.Context, rs *salvorv1
 		backups = append(backups, list.Items...)
 	}
 	newest := salvorv1.NewestBackup(backups, salvorv1.BackupPhaseCompleted)
+	if newest == nil && len(backups) == 0 {
+		// A schedule of another cluster's (or Velero's) has backups here
+		// but no Schedule: only with neither is the name wrong.
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.ScheduleName}, &salvorv1.Schedule{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("schedule %q does not exist, and no backup names it as its schedule (salvor schedule get lists the schedules)", rs.Spec.ScheduleName), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 	if newest == nil {
 		return fmt.Sprintf("schedule %q has no Completed backup to restore (salvor backup get -l %s=%s lists its backups)",
 			rs.Spec.ScheduleName, salvorv1.ScheduleNameLabel, rs.Spec.ScheduleName), nil

@@ -864,8 +864,18 @@ func TestRestoreFromSchedule(t *testing.T) {
 
 	_, _ = c.salvor(t, "restore", "create", "none", "--from-schedule", "weekly")
 	if rs := c.waitRestore(t, "none", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
-		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "; "), `schedule "weekly" has no Completed backup to restore`) {
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "; "), `schedule "weekly" does not exist, and no backup names it as its schedule`) {
+		t.Errorf("restore from a schedule that does not exist: %+v", rs.Status)
+	}
+	c.mustSalvor(t, "schedule", "create", "idle", "--schedule", "@yearly", "--skip-immediately")
+	_, _ = c.salvor(t, "restore", "create", "from-idle", "--from-schedule", "idle")
+	if rs := c.waitRestore(t, "from-idle", salvorv1.RestorePhaseFailedValidation, salvorv1.RestorePhaseCompleted); rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "; "), `schedule "idle" has no Completed backup to restore`) {
 		t.Errorf("restore from a schedule without backups: %+v", rs.Status)
+	}
+	if out, err := c.salvor(t, "restore", "create", "neither"); err == nil ||
+		!strings.Contains(out, "say what to restore: --from-backup BACKUP (salvor backup get lists them) or --from-schedule SCHEDULE") {
+		t.Errorf("neither a backup nor a schedule: %v\n%s", err, out)
 	}
 	if out, err := c.salvor(t, "restore", "create", "both", "--from-schedule", "nightly", "--from-backup", "nightly-1"); err == nil ||
 		!strings.Contains(out, "give --from-backup (the backup to restore) or --from-schedule") {

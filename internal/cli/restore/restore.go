@@ -68,7 +68,10 @@ func newCreate(k *kube.Options) *cobra.Command {
   salvor restore create --from-backup nightly --dry-run --wait`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (o.backup == "") == (o.schedule == "") {
+			switch {
+			case o.backup == "" && o.schedule == "":
+				return fmt.Errorf("say what to restore: --from-backup BACKUP (salvor backup get lists them) or --from-schedule SCHEDULE (its newest Completed backup)")
+			case o.backup != "" && o.schedule != "":
 				return fmt.Errorf("give --from-backup (the backup to restore) or --from-schedule (restore its newest Completed backup), not both")
 			}
 			mapping := map[string]string{}
