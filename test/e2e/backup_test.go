@@ -301,8 +301,15 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"backup finished"`) || !strings.Contains(logs, `"phase":"Completed"`) {
 		t.Errorf("backup logs:\n%s", logs)
 	}
-	if out, err := c.salvor(t, "backup", "logs", "nope", "--timeout", "20s"); err == nil || !strings.Contains(out, "backup nope") {
+	if out, err := c.salvor(t, "backup", "logs", "nope", "--timeout", "20s"); err == nil || !strings.Contains(out, "backup nope does not exist in namespace salvor") {
 		t.Errorf("logs of a missing backup: %v\n%s", err, out)
+	}
+	// A backup that never ran has no log: said so, not "not in the location".
+	_, _ = c.salvor(t, "backup", "create", "typo", "--storage-location", "no-such-location")
+	c.waitBackup(t, "typo", salvorv1.BackupPhaseFailedValidation)
+	if out, err := c.salvor(t, "backup", "logs", "typo", "--timeout", "20s"); err == nil ||
+		!strings.Contains(out, "backup typo never ran: it failed validation, so it has no log (salvor backup describe typo says why)") {
+		t.Errorf("logs of a backup that failed validation: %v\n%s", err, out)
 	}
 	var body string
 	eventually(t, "metrics for the reader", 30*time.Second, func() (bool, string) {

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	agecrypt "filippo.io/age"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +38,9 @@ backup's storage location through a short-lived URL the server signs.`,
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if why := noLog(ctx, c, k.Namespace, args[0]); why != "" {
+				return errors.New(why)
+			}
 			rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupLog, args[0], trust)
 			if err != nil {
 				return err
@@ -48,6 +53,26 @@ backup's storage location through a short-lived URL the server signs.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the server")
 	trust.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// noLog says why a backup has no log to download, "" when it may have one
+// (or the Backup cannot be read, and the server is asked anyway): a backup
+// that never ran has none, and "not in the location" would send its user
+// looking for a file instead of at why it never ran.
+func noLog(ctx context.Context, c client.Client, namespace, name string) string {
+	b := &salvorv1.Backup{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("backup %s does not exist in namespace %s (salvor backup get lists the backups)", name, namespace)
+	case err != nil:
+		return ""
+	case b.Status.Phase == salvorv1.BackupPhaseFailedValidation:
+		return fmt.Sprintf("backup %s never ran: it failed validation, so it has no log (salvor backup describe %s says why)", name, name)
+	case b.Status.Phase == "" || b.Status.Phase == salvorv1.BackupPhaseNew:
+		return fmt.Sprintf("backup %s has not started yet (phase New), so it has no log yet (salvor backup describe %s shows its state)", name, name)
+	}
+	return ""
 }
 
 // Download asks the server for a backup file's URL and opens it, gunzipped.
