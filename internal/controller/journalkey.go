@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,12 @@ import (
 // is kept in the cluster, never in the bucket.
 const JournalKeySecret = "salvor-journal-key"
 
+// journalKeyRetry is how long a failure to read or make the journal key
+// stands before it is tried again: every store a location opens asks for
+// the key, and a server without the right to read Secrets would otherwise
+// ask the API server each time.
+const journalKeyRetry = time.Minute
+
 // journalKey returns the journal key, made at random on first use.
 func (l *Locations) journalKey(ctx context.Context) ([]byte, error) {
 	l.keyMu.Lock()
@@ -25,13 +32,25 @@ func (l *Locations) journalKey(ctx context.Context) ([]byte, error) {
 	if l.jkey != nil {
 		return l.jkey, nil
 	}
+	if l.jkeyErr != nil && time.Since(l.jkeyFailed) < journalKeyRetry {
+		return nil, l.jkeyErr
+	}
+	k, err := l.readOrMakeJournalKey(ctx)
+	if err != nil {
+		l.jkeyErr, l.jkeyFailed = err, time.Now()
+		return nil, err
+	}
+	l.jkey, l.jkeyErr = k, nil
+	return k, nil
+}
+
+func (l *Locations) readOrMakeJournalKey(ctx context.Context) ([]byte, error) {
 	key := client.ObjectKey{Namespace: l.Namespace, Name: JournalKeySecret}
 	for range 2 {
 		secret := &corev1.Secret{}
 		err := l.Secrets.Get(ctx, key, secret)
 		if err == nil {
 			if k := secret.Data["key"]; len(k) >= 32 {
-				l.jkey = k
 				return k, nil
 			}
 			return nil, fmt.Errorf("secret %s: its key is missing or shorter than 32 bytes; delete it to have a new one made", key)
@@ -48,7 +67,6 @@ func (l *Locations) journalKey(ctx context.Context) ([]byte, error) {
 			Data:       map[string][]byte{"key": k},
 		})
 		if err == nil {
-			l.jkey = k
 			return k, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

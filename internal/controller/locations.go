@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,9 +39,12 @@ type Locations struct {
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
-	// jkey is the journal key, once read (journalKey).
-	keyMu sync.Mutex
-	jkey  []byte
+	// jkey is the journal key, once read; jkeyErr why it could not be,
+	// at jkeyFailed (journalKey).
+	keyMu      sync.Mutex
+	jkey       []byte
+	jkeyErr    error
+	jkeyFailed time.Time
 }
 
 // Provider turns a location's provider into a plugin name: a name with a

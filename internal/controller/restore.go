@@ -460,29 +460,6 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	return v, nil
 }
 
-// takenSnapshots are the snapshots, by provider and ID, this cluster
-// recorded backup b taking: each in a VolumePluginBackup written as it was
-// taken. A backup synced from its location has none that count: its
-// VolumePluginBackups were made from the location's files. The bucket's
-// own list proves nothing — whoever can write there could name any
-// snapshot the snapshotter reaches — so only these are deleted with the
-// backup or, unless a restore trusts the backup's snapshots, made into
-// volumes.
-// It returns the backup's VolumePluginBackups too.
-func takenSnapshots(ctx context.Context, c client.Client, b *salvorv1.Backup) (map[[2]string]bool, *salvorv1.VolumePluginBackupList, error) {
-	vpbs := &salvorv1.VolumePluginBackupList{}
-	if err := c.List(ctx, vpbs, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}); err != nil {
-		return nil, nil, fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
-	}
-	taken := map[[2]string]bool{}
-	for _, v := range vpbs.Items {
-		if b.Annotations[salvorv1.SyncedAnnotation] == "" && v.Spec.Backup == b.Name && v.Status.SnapshotID != "" {
-			taken[[2]string{v.Spec.Plugin, v.Status.SnapshotID}] = true
-		}
-	}
-	return taken, vpbs, nil
-}
-
 // observeRestoreEnd counts a restore that has ended.
 func observeRestoreEnd(rs *salvorv1.Restore) {
 	phase := string(rs.Status.Phase)

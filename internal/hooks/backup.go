@@ -125,19 +125,39 @@ func annotated(annotations map[string]string, phase Phase) (Exec, []string, bool
 	default:
 		warnings = append(warnings, fmt.Sprintf("%s%s is %q, neither Continue nor Fail: the hook fails as with Fail", prefix, annotationOnError, mode))
 	}
-	if t := annotations[prefix+annotationTimeout]; t != "" {
-		d, err := time.ParseDuration(t)
-		switch {
-		case err != nil || d <= 0:
-			warnings = append(warnings, fmt.Sprintf("%s%s is %q, not a positive duration such as 90s or 5m: the hook has the default timeout, %s", prefix, annotationTimeout, t, DefaultTimeout))
-		case d > MaxTimeout:
-			warnings = append(warnings, fmt.Sprintf("%s%s is %q, longer than the most a hook may take (%s): it has %s", prefix, annotationTimeout, t, MaxTimeout, MaxTimeout))
-			e.Timeout = MaxTimeout
-		default:
-			e.Timeout = d
-		}
+	if w := annotatedDuration(prefix+annotationTimeout, annotations[prefix+annotationTimeout], "the default timeout, "+DefaultTimeout.String(), &e.Timeout); w != "" {
+		warnings = append(warnings, w)
 	}
 	return e, warnings, true
+}
+
+// annotatedDuration reads a hook's duration annotation key, of value v,
+// into into (left as it is when v is empty or not a positive duration), and
+// says what was wrong with it: an annotation is the bucket's word on a
+// restore, so a duration past MaxTimeout is cut to it.
+func annotatedDuration(key, v, dflt string, into *time.Duration) (warning string) {
+	if v == "" {
+		return ""
+	}
+	switch d, err := time.ParseDuration(v); {
+	case err != nil || d <= 0:
+		return fmt.Sprintf("%s is %q, not a positive duration such as 90s or 5m: the hook has %s", key, v, dflt)
+	case d > MaxTimeout:
+		*into = MaxTimeout
+		return fmt.Sprintf("%s is %q, longer than the most a hook may take or wait (%s): it has %s", key, v, MaxTimeout, MaxTimeout)
+	default:
+		*into = d
+		return ""
+	}
+}
+
+// durationProblem says what is wrong with a spec's hook duration field:
+// negative, or longer than MaxTimeout.
+func durationProblem(field string, d time.Duration) string {
+	if d < 0 || d > MaxTimeout {
+		return fmt.Sprintf("%s must be between 0 and %s", field, MaxTimeout)
+	}
+	return ""
 }
 
 // parseCommand reads a command annotation as Velero does: a JSON array of
@@ -177,8 +197,8 @@ func ValidateBackup(h *salvorv1.BackupHooks) []string {
 				}
 				if p := commandProblem(at, e.Command, e.OnError, `["/sbin/fsfreeze", "--freeze", "/data"]`); p != "" {
 					problems = append(problems, p)
-				} else if e.Timeout.Duration < 0 || e.Timeout.Duration > MaxTimeout {
-					problems = append(problems, fmt.Sprintf("%s.exec.timeout must be between 0 and %s", at, MaxTimeout))
+				} else if p := durationProblem(at+".exec.timeout", e.Timeout.Duration); p != "" {
+					problems = append(problems, p)
 				}
 			}
 		}

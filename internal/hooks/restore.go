@@ -58,9 +58,6 @@ type RestoreExec struct {
 // Restore is a restore's exec hooks, compiled once per restore.
 type Restore struct {
 	hooks []restoreHook
-	// Annotations: a pod no spec hook selects runs the command its
-	// annotations ask for.
-	Annotations bool
 }
 
 type restoreHook struct {
@@ -119,19 +116,19 @@ func Selector(rh salvorv1.RestoreResourceHookSpec) (resources.ActionSelector, er
 }
 
 // For returns the commands to run in a pod the restore made, in order:
-// the one its annotations ask for, else those of every spec hook that
-// selects it, by the namespace it was restored into (pods is the
-// cluster's pods resource, for the hooks' resource lists). The warnings
-// say what of its annotations could not be read, and what was used
-// instead.
-func (r *Restore) For(pods resources.Resource, pod *unstructured.Unstructured) ([]RestoreExec, []string) {
+// those of every spec hook that selects it, by the namespace it was
+// restored into (pods is the cluster's pods resource, for the hooks'
+// resource lists), else, when the restore honours annotations, the one its
+// annotations ask for. The warnings say what of its annotations could not
+// be read, and what was used instead.
+func (r *Restore) For(pods resources.Resource, pod *unstructured.Unstructured, annotations bool) ([]RestoreExec, []string) {
 	var out []RestoreExec
 	for _, h := range r.hooks {
 		if h.selector.Applies(pods, pod.GetNamespace(), labels.Set(pod.GetLabels())) {
 			out = append(out, h.execs...)
 		}
 	}
-	if len(out) > 0 || !r.Annotations {
+	if len(out) > 0 || !annotations {
 		return out, nil
 	}
 	if e, warnings, ok := restoreAnnotated(pod.GetAnnotations()); ok {
@@ -159,18 +156,8 @@ func restoreAnnotated(a map[string]string) (RestoreExec, []string, bool) {
 		into *time.Duration
 		dflt string
 	}{{restoreExecTimeout, &e.Timeout, DefaultTimeout.String()}, {restoreWaitTimeout, &e.WaitTimeout, "the server's --restore-hook-wait-timeout"}} {
-		v := a[d.key]
-		if v == "" {
-			continue
-		}
-		switch t, err := time.ParseDuration(v); {
-		case err != nil || t <= 0:
-			warnings = append(warnings, fmt.Sprintf("%s is %q, not a positive duration such as 90s or 5m: the hook has the default, %s", d.key, v, d.dflt))
-		case t > MaxTimeout:
-			warnings = append(warnings, fmt.Sprintf("%s is %q, longer than the most a hook may take or wait (%s): it has %s", d.key, v, MaxTimeout, MaxTimeout))
-			*d.into = MaxTimeout
-		default:
-			*d.into = t
+		if w := annotatedDuration(d.key, a[d.key], "the default, "+d.dflt, d.into); w != "" {
+			warnings = append(warnings, w)
 		}
 	}
 	if v := a[restoreWaitForReady]; v != "" {
@@ -206,15 +193,16 @@ func ValidateRestore(h *salvorv1.RestoreHooks) []string {
 				}
 				continue
 			}
+			execTimeout, waitTimeout := durationProblem(at+".exec.execTimeout", e.ExecTimeout.Duration), durationProblem(at+".exec.waitTimeout", e.WaitTimeout.Duration)
 			switch p := commandProblem(at, e.Command, e.OnError, `["/bin/sh", "-c", "pg_ctl promote"]`); {
 			case hook.Init != nil:
 				problems = append(problems, at+": has both exec and init: give each its own entry")
 			case p != "":
 				problems = append(problems, p)
-			case e.ExecTimeout.Duration < 0 || e.ExecTimeout.Duration > MaxTimeout:
-				problems = append(problems, fmt.Sprintf("%s.exec.execTimeout must be between 0 and %s", at, MaxTimeout))
-			case e.WaitTimeout.Duration < 0 || e.WaitTimeout.Duration > MaxTimeout:
-				problems = append(problems, fmt.Sprintf("%s.exec.waitTimeout must be between 0 and %s", at, MaxTimeout))
+			case execTimeout != "":
+				problems = append(problems, execTimeout)
+			case waitTimeout != "":
+				problems = append(problems, waitTimeout)
 			}
 		}
 	}

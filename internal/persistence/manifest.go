@@ -462,7 +462,7 @@ func (s *BackupStore) GetManifest(ctx context.Context, name string) (*Manifest, 
 	}
 	m := &Manifest{}
 	read := manifestReader{m: m, item: func(d ItemDigest) error { m.Items = append(m.Items, d); return nil }}
-	if err := s.getJSON(ctx, key, true, ManifestFile.readLimit(), read); err != nil {
+	if err := s.GetBackupJSON(ctx, name, ManifestFile, read); err != nil {
 		return nil, true, err
 	}
 	if err := m.check(key, name); err != nil {
@@ -571,7 +571,7 @@ func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
 	}
 	defer items.Close()
 	m := &Manifest{}
-	if err := s.getJSON(ctx, key, true, ManifestFile.readLimit(), manifestReader{m: m, item: items.add}); err != nil {
+	if err := s.GetBackupJSON(ctx, name, ManifestFile, manifestReader{m: m, item: items.add}); err != nil {
 		return err
 	}
 	if err := m.check(key, name); err != nil {

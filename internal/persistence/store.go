@@ -399,18 +399,18 @@ func (s *BackupStore) GetBackup(ctx context.Context, name string) (*salvorv1.Bac
 // GetResults reads a backup's results.
 func (s *BackupStore) GetResults(ctx context.Context, name string) (*Results, error) {
 	r := &Results{}
-	return r, s.getJSON(ctx, s.BackupFile(name, ResultsFile), true, ResultsFile.readLimit(), r)
+	return r, s.GetBackupJSON(ctx, name, ResultsFile, r)
 }
 
 // GetResourceList reads a backup's resource list.
 func (s *BackupStore) GetResourceList(ctx context.Context, name string) (map[string][]string, error) {
 	var r map[string][]string
-	return r, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, ResourceListFile.readLimit(), &r)
+	return r, s.GetBackupJSON(ctx, name, ResourceListFile, &r)
 }
 
 // GetItemOperations reads a backup's item operations into v.
 func (s *BackupStore) GetItemOperations(ctx context.Context, name string, v any) error {
-	return s.getJSON(ctx, s.BackupFile(name, ItemOperationsFile), true, ItemOperationsFile.readLimit(), v)
+	return s.GetBackupJSON(ctx, name, ItemOperationsFile, v)
 }
 
 // AppendLog adds lines (JSON lines, as the run's log has them) to the end
@@ -687,5 +687,5 @@ func (l *ListSummary) decodeFrom(dec *json.Decoder) error {
 // GetListSummary reads a backup's resource list as a ListSummary.
 func (s *BackupStore) GetListSummary(ctx context.Context, name string) (*ListSummary, error) {
 	sum := newListSummary()
-	return sum, s.getJSON(ctx, s.BackupFile(name, ResourceListFile), true, ResourceListFile.readLimit(), sum)
+	return sum, s.GetBackupJSON(ctx, name, ResourceListFile, sum)
 }

@@ -117,5 +117,5 @@ func (s *BackupStore) getOptionalJSON(ctx context.Context, name string, f File, 
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, s.getJSON(ctx, key, true, f.readLimit(), v)
+	return true, s.GetBackupJSON(ctx, name, f, v)
 }

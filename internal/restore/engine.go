@@ -267,7 +267,6 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.execHooks, err = hooks.CompileRestore(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
-	r.execHooks.Annotations = r.annotationHooks
 	if err := r.loadModifiers(ctx); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}

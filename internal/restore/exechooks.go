@@ -24,7 +24,7 @@ import (
 func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured, what string) string {
 	ns := pod.GetNamespace()
 	pods, _ := r.served(podResource)
-	execs, warnings := r.execHooks.For(pods, pod)
+	execs, warnings := r.execHooks.For(pods, pod, r.annotationHooks)
 	for _, w := range warnings {
 		r.rec.Warning(ns, fmt.Sprintf("%s: %s", what, w))
 	}

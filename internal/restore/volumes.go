@@ -135,37 +135,37 @@ func (r *run) provisionAnew(ctx context.Context, it *entry, pv *unstructured.Uns
 		return false
 	}
 	policy, _, _ := unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
-	forClaim := r.onlyForClaim(it)
-	if policy != "Delete" && !forClaim {
+	// Left out because its source is only the bucket's word, not because
+	// its storage went with its claim.
+	unsourced := policy != "Delete"
+	if unsourced && !r.onlyForClaim(it) {
 		return false
 	}
-	claimNS, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
-	claim, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
+	claim := claimOfVolume(pvResource.GroupResource(), pv)
 	live, err := r.e.Dynamic.Resource(pvResource).Get(ctx, it.name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		ns, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "namespace")
-		name, _, _ := unstructured.NestedString(live.Object, "spec", "claimRef", "name")
-		if ns == claimNS && name == claim {
+		if claimOfVolume(pvResource.GroupResource(), live) == claim {
 			return false
 		}
-	case !apierrors.IsNotFound(err) && forClaim:
-		r.rec.Warning(claimNS, fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); not made from the backup's source, its claim is provisioned anew", what, err))
-	case !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+	case unsourced:
+		r.rec.Warning(namespaceOf(claim), fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); not made from the backup's source, its claim is provisioned anew", what, err))
+	default:
 		r.rec.Warning("", fmt.Sprintf("%s: could not tell whether the cluster still has it (%v); restored as it was backed up", what, err))
 		return false
 	}
 	r.anew.Store(it.name, true)
 	why := "no snapshot, and its reclaim policy is Delete: its storage went with its claim"
-	if policy != "Delete" {
+	if unsourced {
 		why = fmt.Sprintf("no snapshot or moved data, and it comes only with its claim: a restore that does not select persistentvolumes makes no volume from the source a backup names (%s); set includeClusterResources to restore it as backed up", volumeSource(pv))
 	}
 	if claim != "" {
-		why += ", so claim " + claimNS + "/" + claim + " is provisioned anew"
+		why += ", so claim " + claim + " is provisioned anew"
 	}
-	if policy != "Delete" {
+	if unsourced {
 		// Not what the backup's owner may expect: said, not only logged.
-		r.rec.Warning(claimNS, fmt.Sprintf("%s: not restored: %s", what, why))
+		r.rec.Warning(namespaceOf(claim), fmt.Sprintf("%s: not restored: %s", what, why))
 	}
 	r.log.Info("not restored: "+why, "item", what)
 	r.restored.Add(1)

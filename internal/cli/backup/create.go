@@ -56,7 +56,9 @@ type createOptions struct {
 	format       output.Format
 }
 
-func optionalBool(flag, v string) (*bool, error) {
+// OptionalBool reads a flag whose unset value means "the default":
+// "" is nil, else true or false.
+func OptionalBool(flag, v string) (*bool, error) {
 	if v == "" {
 		return nil, nil
 	}
@@ -192,10 +194,10 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 	if spec.OrderedResources, err = parseOrdered(o.orderedResources); err != nil {
 		return spec, err
 	}
-	if spec.IncludeClusterResources, err = optionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
+	if spec.IncludeClusterResources, err = OptionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
 		return spec, err
 	}
-	if spec.SnapshotVolumes, err = optionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
+	if spec.SnapshotVolumes, err = OptionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
 		return spec, err
 	}
 	spec.LabelSelector, spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector)

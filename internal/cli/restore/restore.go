@@ -109,13 +109,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if rs.Spec.LabelSelector, rs.Spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector); err != nil {
 				return err
 			}
-			switch o.includeClusterResources {
-			case "":
-			case "true", "false":
-				v := o.includeClusterResources == "true"
-				rs.Spec.IncludeClusterResources = &v
-			default:
-				return fmt.Errorf("--include-cluster-resources=%q: want true or false", o.includeClusterResources)
+			if rs.Spec.IncludeClusterResources, err = clibackup.OptionalBool("include-cluster-resources", o.includeClusterResources); err != nil {
+				return err
 			}
 			if o.preserveNodePorts {
 				rs.Spec.PreserveNodePorts = &o.preserveNodePorts
@@ -132,20 +127,12 @@ func newCreate(k *kube.Options) *cobra.Command {
 			case len(o.statusExclude) > 0:
 				return fmt.Errorf("--status-exclude-resources narrows --status-include-resources, which is not given: name the resources whose status to restore (\"*\" for all)")
 			}
-			if o.restoreVolumes != "" {
-				v := o.restoreVolumes == "true"
-				if o.restoreVolumes != "true" && o.restoreVolumes != "false" {
-					return fmt.Errorf("--restore-volumes=%q: want true or false", o.restoreVolumes)
-				}
-				rs.Spec.RestorePVs = &v
+			if rs.Spec.RestorePVs, err = clibackup.OptionalBool("restore-volumes", o.restoreVolumes); err != nil {
+				return err
 			}
 			rs.Spec.TrustBackupSnapshots = o.trustSnapshots
-			if o.annotationHooks != "" {
-				v := o.annotationHooks == "true"
-				if o.annotationHooks != "true" && o.annotationHooks != "false" {
-					return fmt.Errorf("--annotation-hooks=%q: want true or false", o.annotationHooks)
-				}
-				rs.Spec.AnnotationHooks = &v
+			if rs.Spec.AnnotationHooks, err = clibackup.OptionalBool("annotation-hooks", o.annotationHooks); err != nil {
+				return err
 			}
 			if o.allowPartiallyFailed && o.schedule == "" {
 				return fmt.Errorf("--allow-partially-failed is for --from-schedule: a backup given with --from-backup is restored whether Completed or PartiallyFailed")
