@@ -100,8 +100,9 @@ $(BIN)/staticcheck:
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck
 
-# testbed builds kube-apiserver, etcd and MinIO from the Go module proxy into
-# bin/testbed (once; later runs reuse them). Tests start them as real servers.
+# testbed builds the testbed (kube-apiserver, etcd, kube-controller-manager,
+# kube-scheduler, the CSI stack, MinIO and the testbed node) into bin/testbed
+# (once; later runs reuse them). Tests start them as real servers.
 testbed:
 	hack/testbed/build.sh
 
@@ -123,6 +124,7 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'ed: $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
+	cd hack/testbed/node && $(GO) vet ./...
 
 # lint runs staticcheck (pinned above) over the main module.
 lint: $(BIN)/staticcheck
@@ -133,6 +135,7 @@ lint: $(BIN)/staticcheck
 # subprocesses, but the code under test is in the test binary).
 test-unit:
 	$(GO) test -race -count=1 -p 2 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+	cd hack/testbed/node && $(GO) test -count=1 ./...
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed. E2E_PARALLEL tests run at once (each has its own

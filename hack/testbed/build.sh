@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the testbed's binaries from the Go module proxy into bin/testbed/,
-# once: a binary already there is kept. Every test needs kube-apiserver, etcd
+# once: a binary already there is kept (testbed-node, Salvor's own code, is
+# rebuilt when its source changed). Every test needs kube-apiserver, etcd
 # and MinIO; the CSI tests also run kube-controller-manager, the CSI
-# snapshot controller and the csi-snapshotter and csi-provisioner sidecars
-# (their versions are pinned in the wrapper modules beside this script,
-# which repeat each module's non-local replace lines, since `go install`
-# refuses a module that has them). `hack/testbed/build.sh --regen` rewrites
-# the Kubernetes module's go.mod from Kubernetes' own (its staging modules
+# snapshot controller and the csi-snapshotter and csi-provisioner sidecars,
+# and the tests that run pods kube-scheduler and testbed-node (hack/testbed/node,
+# a module of its own: virtual-kubelet pins a newer client-go than Salvor's).
+# The versions are pinned in the wrapper modules beside this script, which
+# repeat each module's non-local replace lines, since `go install` refuses
+# a module that has them. `hack/testbed/build.sh --regen` rewrites the
+# Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
@@ -46,6 +49,16 @@ fi
 if [ ! -x "$out/kube-controller-manager" ]; then
   echo "building kube-controller-manager $KUBERNETES_VERSION (3-5 minutes the first time)"
   (cd "$here/kubernetes" && go build -o "$out/kube-controller-manager" ./kube-controller-manager)
+fi
+if [ ! -x "$out/kube-scheduler" ]; then
+  echo "building kube-scheduler $KUBERNETES_VERSION (1-3 minutes the first time)"
+  (cd "$here/kubernetes" && go build -o "$out/kube-scheduler" ./kube-scheduler)
+fi
+# The testbed node is rebuilt whenever its source is newer than the binary:
+# it is Salvor's own code, not a pinned upstream release.
+if [ ! -x "$out/testbed-node" ] || [ -n "$(find "$here/node" -newer "$out/testbed-node" -type f | head -1)" ]; then
+  echo "building testbed-node (1-2 minutes the first time)"
+  (cd "$here/node" && go build -o "$out/testbed-node" .)
 fi
 for tool in snapshot-controller csi-snapshotter; do
   if [ ! -x "$out/$tool" ]; then

@@ -3,7 +3,6 @@ package testbed
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -23,6 +22,7 @@ import (
 type CSI struct {
 	Driver       *csidriver.Driver
 	StorageClass string // provisions volumes with Driver, bound at once
+	Socket       string // the driver's unix socket (its node service too)
 }
 
 // CSIDriverName is the testbed CSI driver's name, a StorageClass's provisioner.
@@ -57,26 +57,7 @@ func StartCSI(t testing.TB, kubeconfig string, cfg *rest.Config) *CSI {
 	t.Cleanup(func() { cancel(); <-served })
 
 	logs := t.TempDir()
-	start := func(name string, args ...string) {
-		cmd := exec.Command(Binary(t, name), args...)
-		f, err := os.Create(filepath.Join(logs, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			f.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(f.Name())
-				t.Logf("%s log (last 4 KiB):\n%s", name, last(b, 4096))
-			}
-		})
-	}
+	start := func(name string, args ...string) { startProcess(t, logs, name, args...) }
 	start("kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0",
 		// The namespace controller too, so a test can delete a namespace.
 		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,namespace-controller")
@@ -103,7 +84,7 @@ func StartCSI(t testing.TB, kubeconfig string, cfg *rest.Config) *CSI {
 	if _, err := cs.StorageV1().StorageClasses().Create(context.Background(), sc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the CSI storage class: %v", err)
 	}
-	return &CSI{Driver: d, StorageClass: sc.Name}
+	return &CSI{Driver: d, StorageClass: sc.Name, Socket: socket}
 }
 
 func last(b []byte, n int) []byte {

@@ -1,7 +1,8 @@
-// Package csidriver is a CSI driver for the testbed, which has no kubelet
-// and no storage system: it serves only CSI's Identity and Controller
-// services, keeps volumes as directories and snapshots as copies of them,
-// and so lets the real csi-provisioner, csi-snapshotter and snapshot
-// controller provision, snapshot and restore volumes whose files a test
-// can read and check.
+// Package csidriver is a CSI driver for the testbed, which has no storage
+// system: it keeps volumes as directories and snapshots as copies of them,
+// serves CSI's Identity and Controller services to the real
+// csi-provisioner, csi-snapshotter and snapshot controller, and its Node
+// service to the testbed node (hack/testbed/node), which stages and
+// publishes a volume by bind mounts where a pod's container sees it — so
+// a test can read and check the files a pod wrote.
 package csidriver

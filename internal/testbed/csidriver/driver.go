@@ -26,13 +26,15 @@ import (
 // DefaultCapacity is a volume's size when its claim asks for none.
 const DefaultCapacity = 1 << 30
 
-// Driver is a controller-only CSI driver whose volumes are directories
-// under Root/volumes and whose snapshots are copies under Root/snapshots.
+// Driver is a CSI driver whose volumes are directories under Root/volumes
+// and whose snapshots are copies under Root/snapshots; its node service
+// (node.go) mounts a volume's directory where a pod's container sees it.
 // Everything it knows is in those directories, so a new Driver on the same
 // Root carries on where an old one stopped.
 type Driver struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedControllerServer
+	csi.UnimplementedNodeServer
 
 	Name string
 	Root string
@@ -41,6 +43,8 @@ type Driver struct {
 	delay    time.Duration
 	cutDelay time.Duration
 	failure  string
+
+	nodeCalls []NodeCall
 }
 
 // SetCutDelay makes CreateSnapshot wait d before it cuts a new snapshot,
@@ -103,6 +107,7 @@ func (d *Driver) Serve(ctx context.Context, socket string) error {
 	s := grpc.NewServer()
 	csi.RegisterIdentityServer(s, d)
 	csi.RegisterControllerServer(s, d)
+	csi.RegisterNodeServer(s, d)
 	go func() { <-ctx.Done(); s.Stop() }()
 	return s.Serve(l)
 }

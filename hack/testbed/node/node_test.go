@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestImageName(t *testing.T) {
+	for image, want := range map[string]string{
+		"salvor":                                    "salvor",
+		"ghcr.io/salvor-dev/salvor:v1.2":            "salvor",
+		"registry:5000/team/salvor@sha256:0123abcd": "salvor",
+		"localhost:5000/busybox:1.36":               "busybox",
+		"docker.io/library/busybox":                 "busybox",
+	} {
+		if got := imageName(image); got != want {
+			t.Errorf("imageName(%q) = %q, want %q", image, got, want)
+		}
+	}
+	c := &config{images: map[string]string{"salvor": "/bin/salvor", "ghcr.io/x/tool:1": "/bin/exact"}}
+	for image, want := range map[string]string{"quay.io/a/salvor:2": "/bin/salvor", "ghcr.io/x/tool:1": "/bin/exact", "ghcr.io/x/tool:2": ""} {
+		if got, _ := c.binary(image); got != want {
+			t.Errorf("binary(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+// resolve keeps every mount point inside the container's root, however
+// the links on the way point.
+func TestResolveStaysInsideTheRoot(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"run", "usr/bin", "real"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{"var-run": "/run", "bin": "usr/bin", "up": "../../../..", "abs": "/real/../run"}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, want := range map[string]string{
+		"/var-run/secrets/token": "run/secrets/token",
+		"/bin/sh":                "usr/bin/sh",
+		"/up/etc/passwd":         "etc/passwd",
+		"/abs/x":                 "run/x",
+		"/../../etc":             "etc",
+		"/real":                  "real",
+	} {
+		got, err := resolve(root, p)
+		if err != nil {
+			t.Fatalf("resolve(%s): %v", p, err)
+		}
+		if got != filepath.Join(root, want) {
+			t.Errorf("resolve(%s) = %s, want ROOT/%s", p, got, want)
+		}
+	}
+	if err := os.Symlink("loop", filepath.Join(root, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolve(root, "/loop/x"); err == nil {
+		t.Error("a link to itself resolved")
+	}
+}
