@@ -178,4 +178,3 @@ func startProcess(t testing.TB, dir, name string, args ...string) {
 		}
 	})
 }
-

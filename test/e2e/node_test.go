@@ -114,7 +114,7 @@ func TestTestbedNode(t *testing.T) {
 					{Name: "FROM_CONFIG", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "colour"}}},
 					{Name: "MY_POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 				},
-				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "settings", MountPath: "/settings"}, {Name: "creds", MountPath: "/creds"}, {Name: "scratch", MountPath: "/scratch"}},
 			}},
 			Volumes: []corev1.Volume{

@@ -8,8 +8,8 @@ import (
 
 func TestImageName(t *testing.T) {
 	for image, want := range map[string]string{
-		"salvor":                                    "salvor",
-		"ghcr.io/salvor-dev/salvor:v1.2":            "salvor",
+		"salvor":                         "salvor",
+		"ghcr.io/salvor-dev/salvor:v1.2": "salvor",
 		"registry:5000/team/salvor@sha256:0123abcd": "salvor",
 		"localhost:5000/busybox:1.36":               "busybox",
 		"docker.io/library/busybox":                 "busybox",
