@@ -23,6 +23,9 @@ import (
 var WorkloadControllers = []string{
 	"job-controller", "daemonset-controller", "replicaset-controller", "deployment-controller",
 	"garbage-collector-controller", "serviceaccount-controller",
+	// The API server taints a new Node not-ready (TaintNodesByCondition);
+	// the node lifecycle controller lifts it once the node reports Ready.
+	"node-lifecycle-controller",
 }
 
 // StartScheduling runs kube-scheduler and kube-controller-manager's

@@ -126,7 +126,7 @@ func TestTestbedNode(t *testing.T) {
 		c.create(t, pod)
 		p := waitPod(t, cs, n, "reader", corev1.PodSucceeded, corev1.PodFailed)
 		logs := podLogs(t, cs, n, "reader", "read", nil)
-		u, _ := c.restConfig.Host, 0
+		u := strings.TrimSuffix(c.restConfig.Host, "/")
 		want := strings.Join([]string{"blue", "hunter2", "scratch", "env hunter2 blue reader large", n, "token",
 			"host-read-only", "configmap-read-only", strings.TrimPrefix(u, "https://")}, "\n") + "\n"
 		if p.Status.Phase != corev1.PodSucceeded || logs != want {
@@ -212,6 +212,15 @@ func TestTestbedNode(t *testing.T) {
 			_, err := os.Stat(filepath.Join(dir, "started"))
 			return err == nil, fmt.Sprint(err)
 		})
+		// virtual-kubelet removes a pod whose containers the API server
+		// does not yet see running at once (docs/testbed.md).
+		eventually(t, "pod long's container running in the API", time.Minute, func() (bool, string) {
+			p, err := cs.CoreV1().Pods(n).Get(context.Background(), "long", metav1.GetOptions{})
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return false, fmt.Sprint(err)
+			}
+			return p.Status.ContainerStatuses[0].State.Running != nil, fmt.Sprintf("%+v", p.Status.ContainerStatuses[0].State)
+		})
 		if err := cs.CoreV1().Pods(n).Delete(context.Background(), "long", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +270,7 @@ func waitPod(t testing.TB, cs kubernetes.Interface, ns, name string, phases ...c
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("%s %s", p.Status.Phase, p.Status.Message)
+		return false, fmt.Sprintf("%s %q on node %q, conditions %+v, containers %+v", p.Status.Phase, p.Status.Message, p.Spec.NodeName, p.Status.Conditions, p.Status.ContainerStatuses)
 	})
 	return p
 }

@@ -288,7 +288,9 @@ func (c *config) describe(n *corev1.Node, port int) {
 	}
 	n.Spec.Taints = c.taints
 	n.Status.Capacity, n.Status.Allocatable = c.capacity, c.capacity
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: c.address}, {Type: corev1.NodeHostName, Address: c.nodeName}}
+	// No Hostname address: the API server prefers it for reaching the
+	// kubelet port, and a node name need not resolve.
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: c.address}}
 	n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}}
 	n.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
 		KubeletVersion: "v1.36.3-testbed", ContainerRuntimeVersion: "testbed://local-processes"}

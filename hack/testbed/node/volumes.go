@@ -307,10 +307,13 @@ func keyValues(m map[string]string) string {
 // token asks the API server for a token bound to the pod (the TokenRequest
 // API, as a kubelet does) and writes it.
 func (r *podRun) token(ctx context.Context, dir string, t *corev1.ServiceAccountTokenProjection) error {
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: t.ExpirationSeconds,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: r.pod.Name, UID: r.pod.UID},
-	}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: t.ExpirationSeconds}}
+	// The API server binds a token to a pod only when the pod names the
+	// account; without the ServiceAccount admission plugin (off on envtest)
+	// nothing fills in "default", and the token is the account's alone.
+	if r.pod.Spec.ServiceAccountName != "" {
+		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: r.pod.Name, UID: r.pod.UID}
+	}
 	if t.Audience != "" {
 		req.Spec.Audiences = []string{t.Audience}
 	}
