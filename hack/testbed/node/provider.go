@@ -16,20 +16,20 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // provider runs the pods bound to the node as local processes
 // (virtual-kubelet's PodLifecycleHandler and the kubelet API's logs and
 // exec).
 type provider struct {
-	nodeutil.Provider // what the testbed does not serve (attach, port-forward, stats) fails as unimplemented
-
 	cfg    *config
 	client kubernetes.Interface
 	res    nodeutil.ProviderConfig
@@ -709,3 +709,24 @@ func (e exitError) ExitStatus() int { return e.ExitCode() }
 func (e exitError) Exited() bool    { return true }
 func (e exitError) Code() int       { return e.ExitCode() }
 func (e exitError) String() string  { return e.Error() }
+
+// What the testbed node does not serve says so (an embedded nil Provider
+// would panic instead).
+
+func (p *provider) AttachToContainer(_ context.Context, namespace, name, container string, _ api.AttachIO) error {
+	return errdefs.InvalidInputf("the testbed node does not attach to containers (%s/%s %s): use logs --follow or exec", namespace, name, container)
+}
+
+func (p *provider) PortForward(_ context.Context, namespace, name string, port int32, _ io.ReadWriteCloser) error {
+	return errdefs.InvalidInputf("the testbed node does not forward ports (%s/%s:%d): its pods share the host's network, dial 127.0.0.1", namespace, name, port)
+}
+
+func (p *provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return nil, errdefs.NotFound("the testbed node keeps no stats")
+}
+
+func (p *provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, errdefs.NotFound("the testbed node keeps no metrics")
+}
+
+var _ nodeutil.Provider = (*provider)(nil)

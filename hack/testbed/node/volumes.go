@@ -90,7 +90,6 @@ func (r *podRun) pluginDir(plugin, name string) (string, error) {
 }
 
 func (r *podRun) setupVolume(ctx context.Context, v corev1.Volume) (volume, error) {
-	ns := r.pod.Namespace
 	switch {
 	case v.EmptyDir != nil:
 		d, err := r.pluginDir("kubernetes.io~empty-dir", v.Name)
@@ -146,7 +145,6 @@ func (r *podRun) setupVolume(ctx context.Context, v corev1.Volume) (volume, erro
 	case v.CSI != nil:
 		return volume{}, errors.New("inline CSI volumes are not supported by the testbed node; use a persistentVolumeClaim")
 	}
-	_ = ns
 	return volume{}, errors.New("the testbed node supports emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim volumes")
 }
 
