@@ -1,0 +1,107 @@
+package kopiarepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kopia/kopia/repo"
+	"github.com/kopia/kopia/repo/blob"
+	"github.com/kopia/kopia/repo/content"
+)
+
+// Velero's repositories are used as user "default" at host "default"; so
+// are Salvor's, so snapshots and maintenance ownership match.
+const (
+	user = "default"
+	host = "default"
+)
+
+// ErrWrongPassword is returned when a repository exists but the password
+// does not open it.
+var ErrWrongPassword = errors.New("salvor: the repository password does not open this kopia repository")
+
+// ErrNoRepository is returned when Open is not allowed to create and the
+// storage holds no repository.
+var ErrNoRepository = errors.New("salvor: no kopia repository here")
+
+// Options say how to open a repository.
+type Options struct {
+	// Password opens (or makes) the repository; it encrypts and
+	// authenticates everything in it.
+	Password string
+	// WorkDir keeps the connection's config and caches (a mover pod's
+	// emptyDir); it is made if missing and only its owner can read it.
+	WorkDir string
+	// Create makes the repository when the storage has none.
+	Create bool
+	// ReadOnly opens it for reads only (a ReadOnly location).
+	ReadOnly bool
+	// CacheBytes bounds the content cache (0: 512 MiB).
+	CacheBytes int64
+}
+
+// Repository is an open kopia repository.
+type Repository struct {
+	rep repo.Repository
+}
+
+// Open connects to the repository in st (closed with the repository),
+// making it first when allowed and missing.
+func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error) {
+	if opt.Password == "" {
+		return nil, errors.New("kopia repository: empty password")
+	}
+	if err := os.MkdirAll(opt.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("kopia work directory: %w", err)
+	}
+	configFile := filepath.Join(opt.WorkDir, "repository.config")
+	cacheBytes := opt.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = 512 << 20
+	}
+	connect := &repo.ConnectOptions{
+		ClientOptions: repo.ClientOptions{Hostname: host, Username: user, ReadOnly: opt.ReadOnly, Description: "salvor"},
+		CachingOptions: content.CachingOptions{
+			CacheDirectory:         filepath.Join(opt.WorkDir, "cache"),
+			ContentCacheSizeBytes:  cacheBytes,
+			MetadataCacheSizeBytes: cacheBytes,
+		},
+	}
+	err := repo.Connect(ctx, configFile, st, opt.Password, connect)
+	if errors.Is(err, repo.ErrRepositoryNotInitialized) {
+		if !opt.Create {
+			st.Close(ctx) //nolint:errcheck
+			return nil, ErrNoRepository
+		}
+		// Another mover may make it at the same moment: whoever loses
+		// the race connects to the winner's.
+		if err := repo.Initialize(ctx, st, &repo.NewRepositoryOptions{}, opt.Password); err != nil && !errors.Is(err, repo.ErrAlreadyInitialized) {
+			st.Close(ctx) //nolint:errcheck
+			return nil, fmt.Errorf("making kopia repository: %w", err)
+		}
+		err = repo.Connect(ctx, configFile, st, opt.Password, connect)
+	}
+	if err != nil {
+		st.Close(ctx) //nolint:errcheck
+		if errors.Is(err, repo.ErrInvalidPassword) {
+			return nil, ErrWrongPassword
+		}
+		return nil, fmt.Errorf("connecting to kopia repository: %w", err)
+	}
+	// Connect kept its own storage; the one it was given is done.
+	st.Close(ctx) //nolint:errcheck
+	rep, err := repo.Open(ctx, configFile, opt.Password, &repo.Options{})
+	if err != nil {
+		if errors.Is(err, repo.ErrInvalidPassword) {
+			return nil, ErrWrongPassword
+		}
+		return nil, fmt.Errorf("opening kopia repository: %w", err)
+	}
+	return &Repository{rep: rep}, nil
+}
+
+// Close closes the repository.
+func (r *Repository) Close(ctx context.Context) error { return r.rep.Close(ctx) }

@@ -1,0 +1,283 @@
+package kopiarepo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+)
+
+func TestPrefixIsVeleros(t *testing.T) {
+	for _, c := range []struct{ prefix, ns, want string }{
+		{"", "app", "kopia/app/"},
+		{"velero", "app", "velero/kopia/app/"},
+		{"/a/b/", "team-a", "a/b/kopia/team-a/"},
+	} {
+		got, err := Prefix(c.prefix, c.ns)
+		if err != nil || got != c.want {
+			t.Errorf("Prefix(%q, %q) = %q, %v; want %q", c.prefix, c.ns, got, err, c.want)
+		}
+	}
+	for _, ns := range []string{"", "../other", "a/b", "UPPER"} {
+		if _, err := Prefix("p", ns); err == nil {
+			t.Errorf("Prefix(p, %q) was accepted", ns)
+		}
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	for p, want := range map[string]Kind{"aws": S3, "velero.io/aws": S3, "salvor.dev/s3": S3, "salvor.dev/filesystem": Filesystem} {
+		if got, err := KindOf(p); err != nil || got != want {
+			t.Errorf("KindOf(%q) = %v, %v; want %v", p, got, err, want)
+		}
+	}
+	if _, err := KindOf("velero.io/gcp"); err == nil || !strings.Contains(err.Error(), "velero.io/gcp") {
+		t.Errorf("KindOf(velero.io/gcp) = %v; want an error naming it", err)
+	}
+}
+
+// locations are the two kinds of location, each on real storage: MinIO
+// for S3, a directory for the filesystem store.
+func locations(t *testing.T) map[string]Location {
+	minio := testbed.StartMinIO(t, "volumes")
+	return map[string]Location{
+		"s3": {Provider: "salvor.dev/s3", Config: map[string]string{
+			"bucket": "volumes", "prefix": "backups", "region": "minio", "s3Url": minio.Endpoint, "credentialsFile": minio.CredentialsFile(t)}},
+		"filesystem": {Provider: "salvor.dev/filesystem", Config: map[string]string{"root": t.TempDir(), "bucket": "volumes"}},
+	}
+}
+
+func open(t *testing.T, loc Location, ns, password string, create bool) (*Repository, error) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := Storage(ctx, loc, ns, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, st, Options{Password: password, WorkDir: t.TempDir(), Create: create})
+	if err == nil {
+		t.Cleanup(func() { r.Close(ctx) })
+	}
+	return r, err
+}
+
+func mustOpen(t *testing.T, loc Location, ns, password string, create bool) *Repository {
+	t.Helper()
+	r, err := open(t, loc, ns, password, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// volume writes a tree with what a volume holds: nested files, modes,
+// a symlink, an empty directory, an empty file.
+func volume(t *testing.T) string {
+	dir := t.TempDir()
+	write := func(name string, data []byte, mode os.FileMode) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := make([]byte, 3<<20)
+	rand.Read(big)
+	write("data/big.bin", big, 0o644)
+	write("data/nested/deep/small.txt", []byte("hello"), 0o600)
+	write("run.sh", []byte("#!/bin/sh\n"), 0o755)
+	write("empty", nil, 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, "lost+found"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("data/nested/deep/small.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// tree describes every entry under dir: type, mode, content hash or
+// link target.
+func tree(t *testing.T, dir string) map[string]string {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		desc := info.Mode().String()
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			desc += " -> " + target
+		case info.Mode().IsRegular():
+			data, _ := os.ReadFile(p)
+			sum := sha256.Sum256(data)
+			desc += " " + hex.EncodeToString(sum[:])
+		}
+		if rel != "." {
+			out[rel] = desc
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestBackupAndRestoreKeepEveryFile(t *testing.T) {
+	for name, loc := range locations(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			r := mustOpen(t, loc, "app", "secret-1", true)
+			src := volume(t)
+			var reports []Progress
+			res, err := r.Backup(ctx, src, Source{Requester: DataMover, Name: "app/data", Tags: map[string]string{"velero.io/async-operation-id": "du-1"}}, func(p Progress) { reports = append(reports, p) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.SnapshotID == "" || res.TotalBytes != 3<<20+5+10 || res.IncrementalBytes < 3<<20 || res.Parent != "" {
+				t.Fatalf("backup = %+v; want a snapshot of %d bytes, all of it uploaded, no parent", res, 3<<20+15)
+			}
+			if last := reports[len(reports)-1]; last.BytesDone != res.TotalBytes || last.TotalBytes != res.TotalBytes {
+				t.Errorf("last progress %+v; want %d of %d", last, res.TotalBytes, res.TotalBytes)
+			}
+
+			// Another connection (a restore's mover pod) reads it back.
+			r2 := mustOpen(t, loc, "app", "secret-1", false)
+			snaps, err := r2.Snapshots(ctx)
+			if err != nil || len(snaps) != 1 || snaps[0].ID != res.SnapshotID || snaps[0].Path != "snapshot-data-upload-download/kopia/app/data" ||
+				snaps[0].Tags["snapshot-requester"] != DataMover || snaps[0].Tags["snapshot-uploader"] != "kopia" || snaps[0].Tags["velero.io/async-operation-id"] != "du-1" {
+				t.Fatalf("snapshots = %+v, %v; want the one backup under Velero's names and tags", snaps, err)
+			}
+			dest := filepath.Join(t.TempDir(), "restored")
+			n, err := r2.Restore(ctx, res.SnapshotID, dest, nil)
+			if err != nil || n != res.TotalBytes {
+				t.Fatalf("restore = %d, %v; want %d bytes", n, err, res.TotalBytes)
+			}
+			want, got := tree(t, src), tree(t, dest)
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: restored %q, want %q", k, got[k], v)
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: restored but not in the volume", k)
+				}
+			}
+		})
+	}
+}
+
+func TestIncrementalMovesOnlyChanges(t *testing.T) {
+	loc := locations(t)["s3"]
+	ctx := context.Background()
+	r := mustOpen(t, loc, "app", "pw", true)
+	src := t.TempDir()
+	files := make([][]byte, 32)
+	for i := range files {
+		files[i] = make([]byte, 1<<20)
+		rand.Read(files[i])
+		if err := os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i%26))+string(rune('0'+i/26))), files[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source := Source{Requester: DataMover, Name: "app/data"}
+	first, err := r.Backup(ctx, src, source, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.IncrementalBytes < 32<<20 {
+		t.Fatalf("first backup wrote %d bytes; want all 32 MiB (random data does not compress)", first.IncrementalBytes)
+	}
+	// 64 KiB of one file change: the next backup writes that file's
+	// chunks and metadata, not the volume.
+	changed := bytes.Clone(files[3])
+	rand.Read(changed[1000 : 1000+64<<10])
+	if err := os.WriteFile(filepath.Join(src, "fd0"), changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Backup(ctx, src, source, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Parent != first.SnapshotID || second.TotalBytes != 32<<20 {
+		t.Fatalf("second backup = %+v; want 32 MiB against parent %s", second, first.SnapshotID)
+	}
+	if second.IncrementalBytes > 3<<19 || second.IncrementalBytes == 0 {
+		t.Fatalf("second backup wrote %d bytes; want the changed 1 MiB file and metadata (under 1.5 MiB), not more", second.IncrementalBytes)
+	}
+	// Another requester's snapshot of the same name is no parent.
+	other, err := r.Backup(ctx, src, Source{Requester: PodVolume, Name: "app/data"}, nil)
+	if err != nil || other.Parent != "" {
+		t.Fatalf("pod-volume backup = %+v, %v; want no parent", other, err)
+	}
+}
+
+func TestRepositoryRefusals(t *testing.T) {
+	loc := locations(t)["s3"]
+	ctx := context.Background()
+	if _, err := open(t, loc, "nothing-here", "pw", false); !errors.Is(err, ErrNoRepository) {
+		t.Fatalf("opening a missing repository without create = %v; want ErrNoRepository", err)
+	}
+	r := mustOpen(t, loc, "app", "right", true)
+	if _, err := open(t, loc, "app", "wrong", false); !errors.Is(err, ErrWrongPassword) {
+		t.Fatalf("wrong password = %v; want ErrWrongPassword", err)
+	}
+	// Each namespace has a repository of its own.
+	if _, err := open(t, loc, "other", "right", false); !errors.Is(err, ErrNoRepository) {
+		t.Fatalf("other namespace = %v; want ErrNoRepository", err)
+	}
+	for _, id := range []string{"", "k0123456789abcdef0123456789abcdef", "../../etc", strings.Repeat("a", 200)} {
+		if _, err := r.Restore(ctx, id, t.TempDir(), nil); !errors.Is(err, ErrNoSnapshot) {
+			t.Errorf("restore of snapshot %q = %v; want ErrNoSnapshot", id, err)
+		}
+	}
+	if err := r.Forget(ctx, "k0123456789abcdef0123456789abcdef"); err != nil {
+		t.Errorf("forgetting a snapshot that is not there = %v; want nil", err)
+	}
+}
+
+func TestForgetThenMaintain(t *testing.T) {
+	loc := locations(t)["filesystem"]
+	ctx := context.Background()
+	r := mustOpen(t, loc, "app", "pw", true)
+	res, err := r.Backup(ctx, volume(t), Source{Requester: DataMover, Name: "app/data"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Forget(ctx, res.SnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	if snaps, err := r.Snapshots(ctx); err != nil || len(snaps) != 0 {
+		t.Fatalf("snapshots after forget = %+v, %v; want none", snaps, err)
+	}
+	if _, err := r.Restore(ctx, res.SnapshotID, t.TempDir(), nil); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("restore of a forgotten snapshot = %v; want ErrNoSnapshot", err)
+	}
+	for _, full := range []bool{false, true} {
+		if err := r.Maintain(ctx, full); err != nil {
+			t.Fatalf("maintenance (full %v): %v", full, err)
+		}
+	}
+}
