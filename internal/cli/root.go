@@ -9,6 +9,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/cli/backup"
 	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
+	"github.com/salvor-dev/salvor/internal/cli/datamover"
 	"github.com/salvor-dev/salvor/internal/cli/debug"
 	"github.com/salvor-dev/salvor/internal/cli/install"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -45,6 +46,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		plugin.NewCommand(k),
 		server.NewCommand(k),
 		runplugins.NewCommand(),
+		datamover.NewCommand(k),
 		version.NewCommand(k),
 		clientconfig.NewCommand(),
 		debug.NewCommand(k, func(ctx context.Context, args ...string) (string, error) {

@@ -25,6 +25,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/hooks"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
@@ -260,9 +261,34 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 	case bsl.Spec.ReadOnly():
 		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
 	default:
-		return problems, bsl, nil
+		return append(problems, dataMoverProblems(spec, bsl)...), bsl, nil
 	}
 	return problems, nil, nil
+}
+
+// dataMoverProblems is what keeps a spec's snapshotMoveData from being
+// done as asked: another data mover, or a location kopia cannot write to
+// from a mover pod.
+func dataMoverProblems(spec salvorv1.BackupSpec, bsl *salvorv1.BackupStorageLocation) []string {
+	var problems []string
+	switch spec.DataMover {
+	case "", "salvor", "velero":
+	default:
+		problems = append(problems, fmt.Sprintf("spec.datamover %q: Salvor moves data with its own mover only; leave it empty (or salvor, or Velero's velero)", spec.DataMover))
+	}
+	if spec.SnapshotMoveData == nil || !*spec.SnapshotMoveData {
+		return problems
+	}
+	kind, err := kopiarepo.KindOf(bsl.Spec.Provider)
+	switch {
+	case err != nil:
+		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s: %v", bsl.Name, err))
+	case kind == kopiarepo.Filesystem:
+		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s is a filesystem location, whose directory is on the server's disk where mover pods cannot write: move data into an S3-compatible location", bsl.Name))
+	case bsl.Spec.Encryption != nil:
+		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s is encrypted, and Salvor does not yet bind the volume data's repository password to the location's key: move data into an unencrypted location (kopia still encrypts it with the repository password), or back up without snapshotMoveData", bsl.Name))
+	}
+	return problems
 }
 
 // configMaps reads ConfigMaps with reader, straight from the API server:

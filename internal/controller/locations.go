@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/encryption"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -225,4 +226,15 @@ func (l *Locations) stagingDir() string {
 		return l.StagingDir
 	}
 	return filepath.Join(os.TempDir(), "salvor-staging")
+}
+
+// RepositoryLocation is where a location keeps its kopia repositories,
+// as the server reaches them: its object store's config, with the
+// server's own file of the location's credential.
+func (l *Locations) RepositoryLocation(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (kopiarepo.Location, error) {
+	config, err := l.config(ctx, bsl)
+	if err != nil {
+		return kopiarepo.Location{}, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	return kopiarepo.Location{Provider: bsl.Spec.Provider, Config: config}, nil
 }

@@ -24,15 +24,13 @@ import (
 
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects or does, with what to do instead. Salvor's
-// BackupSpec has every such field of Velero 1.18's but those asking for
-// volume data Salvor does not yet keep: a backup that asks for it must not
+// BackupSpec has every such field of Velero 1.18's but the one asking for
+// volume data Salvor does not yet keep (file-system backup): a backup that asks for it must not
 // end Completed without it (a runbook's alerting would stay green with no
 // volume data).
 var backupRefused = map[string]string{
 	"defaultVolumesToFsBackup": "Salvor has no file-system backup yet, so this backup would end without the volume data it asks for: " +
 		"remove it (or set it false); volumes are snapshotted where a volume snapshot location or a CSI snapshot class serves them",
-	"snapshotMoveData": "Salvor does not yet move snapshot data into the bucket, so this backup's CSI snapshots would stay only in the storage system: " +
-		"remove it (or set it false) to back up with snapshots that stay there",
 }
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change

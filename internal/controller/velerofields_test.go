@@ -46,13 +46,13 @@ func TestJudgeUnknown(t *testing.T) {
 		{"an empty refused field", map[string]any{"gadgets": map[string]any{"list": []any{}}}, refused, "[]", "[]"},
 		{"a refused field with something", map[string]any{"gadgets": map[string]any{"list": []any{map[string]any{"name": "freeze"}}}}, refused,
 			"[spec.gadgets: Salvor has no gadgets]", "[]"},
-		{"tuning is ignored, sorted", map[string]any{"snapshotMoveData": false, "csiSnapshotTimeout": "10m", "datamover": "velero"}, backupRefused,
-			"[]", "[csiSnapshotTimeout datamover snapshotMoveData]"},
+		{"tuning is ignored, sorted", map[string]any{"uploaderConfig": map[string]any{}, "csiSnapshotTimeout": "10m"}, backupRefused,
+			"[]", "[csiSnapshotTimeout uploaderConfig]"},
 		// Volume data Salvor does not keep yet: asked for, refused.
-		{"volume data asked for", map[string]any{"snapshotMoveData": true, "defaultVolumesToFsBackup": true}, backupRefused,
-			"[spec.defaultVolumesToFsBackup: " + backupRefused["defaultVolumesToFsBackup"] + " spec.snapshotMoveData: " + backupRefused["snapshotMoveData"] + "]", "[]"},
-		{"volume data not asked for", map[string]any{"snapshotMoveData": false, "defaultVolumesToFsBackup": false}, backupRefused,
-			"[]", "[defaultVolumesToFsBackup snapshotMoveData]"},
+		{"volume data asked for", map[string]any{"defaultVolumesToFsBackup": true}, backupRefused,
+			"[spec.defaultVolumesToFsBackup: " + backupRefused["defaultVolumesToFsBackup"] + "]", "[]"},
+		{"volume data not asked for", map[string]any{"defaultVolumesToFsBackup": false}, backupRefused,
+			"[]", "[defaultVolumesToFsBackup]"},
 		{"a restore's uploader config ignored", map[string]any{"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused, "[]", "[uploaderConfig]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -162,7 +162,18 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		labels[salvorv1.VolumeSnapshotNameLabel] = name
 		claim.SetLabels(labels)
 	}
-	return claim, additional, ns + "/" + name, []sdk.ResourceIdentifier{snap, content}, nil
+	update := []sdk.ResourceIdentifier{snap, content}
+	if movesData(b) {
+		// The upload is backed up with the claim and written again when
+		// it ends, with the kopia snapshot that holds the data.
+		du, err := a.startUpload(ctx, b, claim, name, plan.Driver, plan.Class)
+		if err != nil {
+			return nil, nil, "", nil, err
+		}
+		additional = append(additional, du)
+		update = append(update, du)
+	}
+	return claim, additional, ns + "/" + name, update, nil
 }
 
 // waitCut waits until the storage has taken a snapshot — its status has a
@@ -272,6 +283,19 @@ func (a *BackupAction) ProgressWithContext(ctx context.Context, id string, b *sd
 		p.Completed, p.NCompleted = true, size
 		p.Description = fmt.Sprintf("snapshot %s ready (driver %s)", handle, driver)
 		phase = itemoperation.PhaseCompleted
+		if movesData(b) {
+			// The snapshot stays in the storage too: Salvor restores from
+			// it until restores from the moved data land.
+			if p, err = a.uploadProgress(ctx, b, name, p); err != nil {
+				return sdk.OperationProgress{}, err
+			}
+			switch {
+			case p.Err != "":
+				phase = itemoperation.PhaseFailed
+			case !p.Completed:
+				phase = itemoperation.PhaseInProgress
+			}
+		}
 	}
 	a.progressResource(ctx, b, vs, "", csi.Plan{}, phase, p)
 	return p, nil
@@ -349,6 +373,11 @@ func (a *BackupAction) CancelWithContext(ctx context.Context, id string, b *sdk.
 	}
 	if vs.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 		return fmt.Errorf("VolumeSnapshot %s is not backup %s's; not deleting it", id, b.Name)
+	}
+	if movesData(b) {
+		if err := a.cancelUpload(ctx, b, name); err != nil {
+			return err
+		}
 	}
 	if content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName"); content != "" {
 		patch := map[string]any{"spec": map[string]any{"deletionPolicy": "Delete"}}

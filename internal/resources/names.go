@@ -48,5 +48,6 @@ var NotRestored = []string{
 	"backups.salvor.dev", "restores.salvor.dev", "backupstoragelocations.salvor.dev",
 	"downloadrequests.salvor.dev", "serverstatusrequests.salvor.dev",
 	"volumepluginbackups.salvor.dev", "volumepluginrestores.salvor.dev",
+	"datauploads.salvor.dev", "datadownloads.salvor.dev", "datauploads.velero.io", "datadownloads.velero.io",
 	"backups.velero.io", "restores.velero.io", "backuprepositories.velero.io", "resticrepositories.velero.io",
 }

@@ -120,7 +120,7 @@ spec:
 	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Progress == nil || b.Status.Progress.ItemsBackedUp != 2 {
 		t.Fatalf("the Velero backup: %s %q, items %+v (want the web ConfigMap and its namespace)", b.Status.Phase, b.Status.ValidationErrors, b.Status.Progress)
 	}
-	if got := fmt.Sprint(b.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup snapshotMoveData]" {
+	if got := fmt.Sprint(b.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup]" {
 		t.Errorf("ignored fields %s", got)
 	}
 	// The server's own writes to the backup (its finalizer, location
@@ -133,7 +133,7 @@ spec:
 	if v, found, _ := unstructured.NestedString(stored.Object, "spec", "csiSnapshotTimeout"); !found || v != "10m0s" || len(stored.GetFinalizers()) == 0 {
 		t.Errorf("stored backup spec %v, finalizers %v: csiSnapshotTimeout lost", stored.Object["spec"], stored.GetFinalizers())
 	}
-	if out := c.mustSalvor(t, "backup", "describe", "velero-style"); !strings.Contains(out, "Ignored:      csiSnapshotTimeout, defaultVolumesToFsBackup, snapshotMoveData (Velero's") {
+	if out := c.mustSalvor(t, "backup", "describe", "velero-style"); !strings.Contains(out, "Ignored:      csiSnapshotTimeout, defaultVolumesToFsBackup (Velero's") {
 		t.Errorf("backup describe does not list the ignored fields:\n%s", out)
 	}
 
@@ -188,17 +188,17 @@ spec:
 	c.mustSalvor(t, "backup", "create", "by-flags", "--include-namespaces", "shop", "--selector", "app=web",
 		"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup=false", "--snapshot-move-data=false", "--wait")
 	if b := c.getBackup(t, "by-flags"); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
-		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout defaultVolumesToFsBackup snapshotMoveData]" {
+		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout defaultVolumesToFsBackup]" || b.Spec.SnapshotMoveData == nil || *b.Spec.SnapshotMoveData {
 		t.Errorf("backup by Velero's flags: %s, ignored %v", b.Status.Phase, b.Status.IgnoredFields)
 	}
-	// Volume data Salvor does not keep yet, asked for as a Velero runbook
-	// asks: the backup fails validation saying why, and the CLI exits
-	// non-zero, never Completed without the data.
+	// Volume data Salvor does not keep yet, or another data mover, asked
+	// for as a Velero runbook asks: the backup fails validation saying
+	// why, and the CLI exits non-zero, never Completed without the data.
 	for flag, why := range map[string]string{
 		"--default-volumes-to-fs-backup": "spec.defaultVolumesToFsBackup: Salvor has no file-system backup yet",
-		"--snapshot-move-data":           "spec.snapshotMoveData: Salvor does not yet move snapshot data into the bucket",
+		"--data-mover=acme":              `spec.datamover "acme": Salvor moves data with its own mover only`,
 	} {
-		name := "asks" + strings.ReplaceAll(flag, "-", "")
+		name := "asks" + strings.NewReplacer("-", "", "=", "").Replace(flag)
 		out, err := c.salvor(t, "backup", "create", name, "--include-namespaces", "shop", flag, "--wait")
 		b := c.getBackup(t, name)
 		if err == nil || b.Status.Phase != salvorv1.BackupPhaseFailedValidation || !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"), why) {
@@ -215,13 +215,14 @@ spec:
 	c.mustSalvor(t, "schedule", "create", "by-flags", "--schedule", "@daily", "--include-namespaces", "shop", "--snapshot-move-data=false", "--skip-immediately")
 	eventually(t, "the schedule made with Velero's flags judged", 30*time.Second, func() (bool, string) {
 		s := c.schedule(t, "by-flags")
-		return s.Status.Phase == salvorv1.SchedulePhaseEnabled && fmt.Sprint(s.Status.IgnoredFields) == "[snapshotMoveData]", fmt.Sprintf("%+v", s.Status)
+		return s.Status.Phase == salvorv1.SchedulePhaseEnabled && len(s.Status.IgnoredFields) == 0 &&
+			s.Spec.Template.SnapshotMoveData != nil && !*s.Spec.Template.SnapshotMoveData, fmt.Sprintf("%+v", s.Status)
 	})
-	c.mustSalvor(t, "schedule", "create", "moves-data", "--schedule", "@daily", "--include-namespaces", "shop", "--snapshot-move-data", "--skip-immediately")
-	eventually(t, "a schedule asking to move snapshot data refused", 30*time.Second, func() (bool, string) {
-		s := c.schedule(t, "moves-data")
+	c.mustSalvor(t, "schedule", "create", "other-mover", "--schedule", "@daily", "--include-namespaces", "shop", "--snapshot-move-data", "--data-mover", "acme", "--skip-immediately")
+	eventually(t, "a schedule asking for another data mover refused", 30*time.Second, func() (bool, string) {
+		s := c.schedule(t, "other-mover")
 		return s.Status.Phase == salvorv1.SchedulePhaseFailedValidation &&
-			strings.Contains(strings.Join(s.Status.ValidationErrors, "\n"), "spec.template.snapshotMoveData: Salvor does not yet move snapshot data"), fmt.Sprintf("%+v", s.Status)
+			strings.Contains(strings.Join(s.Status.ValidationErrors, "\n"), `datamover "acme"`), fmt.Sprintf("%+v", s.Status)
 	})
 	if out, err := c.salvor(t, "backup", "create", "from-it", "--from-schedule", "by-flags", "--data-mover", "x"); err == nil || !strings.Contains(out, "leave out --data-mover") {
 		t.Errorf("--from-schedule with a Velero flag: %v\n%s", err, out)

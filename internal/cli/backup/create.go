@@ -39,6 +39,8 @@ type SpecFlags struct {
 	storageLocation                    string
 	ttl, itemOperationTimeout, timeout time.Duration
 	snapshotVolumes                    string
+	snapshotMoveData                   string
+	dataMover                          string
 	volumeSnapshotLocations            []string
 	strict                             bool
 	resourcePolicies                   string
@@ -140,6 +142,9 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole backup (default: none)")
 	f.StringVar(&o.snapshotVolumes, "snapshot-volumes", "", "snapshot persistent volumes: true or false (default: true)")
 	f.Lookup("snapshot-volumes").NoOptDefVal = "true"
+	f.StringVar(&o.snapshotMoveData, "snapshot-move-data", "", "move the data of the backup's CSI snapshots into the backup storage location (kopia, by mover pods), so volumes are restored from the bucket alone: true or false (default: false)")
+	f.Lookup("snapshot-move-data").NoOptDefVal = "true"
+	f.StringVar(&o.dataMover, "data-mover", "", `the data mover for --snapshot-move-data: empty or "salvor" (Velero's "velero" means the same)`)
 	f.StringSliceVar(&o.volumeSnapshotLocations, "volume-snapshot-locations", nil, "the volume snapshot location to snapshot volumes through (default: the one marked default, or the only one)")
 	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): volume policies that skip or snapshot volumes, resource lists merged under the backup's, filter policies choosing items per resource and per namespace")
 	f.StringVar(&o.orderedResources, "ordered-resources", "", `back up these items of a resource one after another, in this order, each with what it brings along (Velero's flag): "pods=ns/db-0,ns/db-1;persistentvolumeclaims=ns/data-db-0"; a name alone for a cluster-scoped resource`)
@@ -152,7 +157,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 // specFlagNames are the flags AddFlags binds.
 var specFlagNames = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
 	"include-cluster-resources", "include-namespace-scoped-resources", "exclude-namespace-scoped-resources",
-	"include-cluster-scoped-resources", "exclude-cluster-scoped-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes",
+	"include-cluster-scoped-resources", "exclude-cluster-scoped-resources", "selector", "or-selector", "storage-location", "ttl", "item-operation-timeout", "timeout", "snapshot-volumes", "snapshot-move-data", "data-mover",
 	"volume-snapshot-locations", "resource-policies-configmap", "ordered-resources", "strict"}
 
 // Changed names the spec flags given on the command line.
@@ -200,6 +205,10 @@ func (o *SpecFlags) Spec() (salvorv1.BackupSpec, error) {
 	if spec.SnapshotVolumes, err = OptionalBool("snapshot-volumes", o.snapshotVolumes); err != nil {
 		return spec, err
 	}
+	if spec.SnapshotMoveData, err = OptionalBool("snapshot-move-data", o.snapshotMoveData); err != nil {
+		return spec, err
+	}
+	spec.DataMover = o.dataMover
 	spec.LabelSelector, spec.OrLabelSelectors, err = veleroflag.Selectors(o.selector, o.orSelector)
 	return spec, err
 }

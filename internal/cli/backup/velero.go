@@ -9,10 +9,6 @@ var veleroFlags = []veleroflag.Flag{
 		Usage: "Velero's; Salvor bounds CSI snapshots by --item-operation-timeout (kept, listed as ignored)"},
 	{Name: "default-volumes-to-fs-backup", Path: []string{"defaultVolumesToFsBackup"}, Value: veleroflag.Bool, Bool: true,
 		Usage: "Velero's; Salvor has no file-system backup yet: true fails validation, saying why (false is kept, listed as ignored)"},
-	{Name: "snapshot-move-data", Path: []string{"snapshotMoveData"}, Value: veleroflag.Bool, Bool: true,
-		Usage: "Velero's; Salvor has no data mover yet: true fails validation, saying why (false is kept, listed as ignored)"},
-	{Name: "data-mover", Path: []string{"datamover"}, Value: veleroflag.Text,
-		Usage: "Velero's; Salvor has no data mover (kept, listed as ignored)"},
 	{Name: "parallel-files-upload", Path: []string{"uploaderConfig", "parallelFilesUpload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
 }

@@ -20,9 +20,9 @@ func TestVeleroFields(t *testing.T) {
 		err  string
 	}{
 		{nil, map[string]any{}, ""},
-		{[]string{"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--snapshot-move-data=false", "--parallel-files-upload", "4", "--data-mover", "velero"},
-			map[string]any{"csiSnapshotTimeout": "10m0s", "defaultVolumesToFsBackup": true, "snapshotMoveData": false,
-				"uploaderConfig.parallelFilesUpload": int64(4), "datamover": "velero"}, ""},
+		{[]string{"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup", "--parallel-files-upload", "4"},
+			map[string]any{"csiSnapshotTimeout": "10m0s", "defaultVolumesToFsBackup": true,
+				"uploaderConfig.parallelFilesUpload": int64(4)}, ""},
 		{[]string{"--csi-snapshot-timeout", "soon"}, nil, `--csi-snapshot-timeout="soon"`},
 		{[]string{"--parallel-files-upload", "many"}, nil, `--parallel-files-upload="many"`},
 	} {

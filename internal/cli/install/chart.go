@@ -37,6 +37,7 @@ func ChartFiles() (map[string][]byte, error) {
 	}
 	roles, err := yaml.Marshal(struct {
 		Namespace     []rbacv1.PolicyRule `json:"namespace"`
+		Mover         []rbacv1.PolicyRule `json:"mover"`
 		Viewer        []rbacv1.PolicyRule `json:"viewer"`
 		Operator      []rbacv1.PolicyRule `json:"operator"`
 		MetricsReader []rbacv1.PolicyRule `json:"metricsReader"`
@@ -45,7 +46,7 @@ func ChartFiles() (map[string][]byte, error) {
 		TestRestores  []rbacv1.PolicyRule `json:"testRestores"`
 		ExecHooks     []rbacv1.PolicyRule `json:"execHooks"`
 		NotRestored   []string            `json:"notRestored"`
-	}{NamespaceRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, ExecHookRules, resources.NotRestored})
+	}{NamespaceRules, MoverRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, ExecHookRules, resources.NotRestored})
 	if err != nil {
 		return nil, err
 	}

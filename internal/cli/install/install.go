@@ -145,6 +145,21 @@ var NamespaceRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	// The data mover's pods and their claims (restored from snapshot
+	// copies), made, watched and removed here only.
+	{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+}
+
+// MoverAccount is the ServiceAccount of the data mover's pods, and
+// MoverRules all it may do: read the DataUpload or DataDownload it moves
+// and the location it writes to, and report progress on their status.
+// The location's credentials and the repository password come to the pod
+// as Secret volumes and env the server names, so it reads no Secret.
+const MoverAccount = "salvor-data-mover"
+
+var MoverRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads", "datadownloads", "backupstoragelocations"}, Verbs: []string{"get"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads/status", "datadownloads/status"}, Verbs: []string{"patch"}},
 }
 
 // The server's default resources: its peak memory stays near 100 MiB for
@@ -225,6 +240,11 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "salvor-server"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels}},
+		&rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels}, Rules: MoverRules},
+		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: MoverAccount},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: MoverAccount, Namespace: ns}}},
 		&appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: metav1.ObjectMeta{Name: "salvor", Namespace: ns, Labels: labels},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: &o.Replicas,

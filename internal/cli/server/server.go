@@ -29,6 +29,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
 	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/controller"
+	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
@@ -71,6 +72,11 @@ type options struct {
 	pageSize             int64
 	terminatingTimeout   time.Duration
 	hookWait             time.Duration
+	moverImage           string
+	moverAccount         string
+	moverConcurrency     int
+	moverNodeSelector    map[string]string
+	moverCache           string
 }
 
 // NewCommand returns `salvor server`.
@@ -103,6 +109,12 @@ process, restarted if it dies.`,
 			}
 			if o.hookWait <= 0 {
 				return fmt.Errorf("--restore-hook-wait-timeout %s: must be positive", o.hookWait)
+			}
+			if o.moverConcurrency <= 0 {
+				return fmt.Errorf("--data-mover-concurrency %d: must be positive", o.moverConcurrency)
+			}
+			if q, err := resource.ParseQuantity(o.moverCache); err != nil || q.Sign() <= 0 {
+				return fmt.Errorf("--data-mover-cache-size %q: want a size such as 1Gi", o.moverCache)
 			}
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
@@ -148,6 +160,11 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.hookWait, "restore-hook-wait-timeout", hooks.DefaultWait, "how long a restore waits for a restored pod's container to be up to run its exec hooks when the hooks give no waitTimeout (post.hook.restore.velero.io/wait-timeout); the restore ends when every such wait has")
 	f.IntVar(&o.restoreWorkers, "restore-workers", 0, "items created at once per restore tier (default: 32 per CPU)")
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
+	f.StringVar(&o.moverImage, "data-mover-image", "ghcr.io/salvor-dev/salvor:latest", "the image of the pods that move volume data (backups with snapshotMoveData): Salvor's own, whose entrypoint is salvor")
+	f.StringVar(&o.moverAccount, "data-mover-service-account", "salvor-data-mover", "the ServiceAccount mover pods run as (salvor install makes it, with only what movers use)")
+	f.IntVar(&o.moverConcurrency, "data-mover-concurrency", 4, "volume uploads and downloads that run at once, across the cluster's nodes")
+	f.StringToStringVar(&o.moverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on, e.g. kubernetes.io/os=linux")
+	f.StringVar(&o.moverCache, "data-mover-cache-size", "1Gi", "the size of a mover pod's emptyDir for kopia's caches")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
@@ -337,6 +354,12 @@ func (o *options) run(ctx context.Context) error {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
 			FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
+		},
+		&datamover.UploadReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Dynamic: dyn, Namespace: o.kube.Namespace, Log: logger,
+			Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCache},
+			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
+			Repositories: &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace},
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,

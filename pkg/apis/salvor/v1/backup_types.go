@@ -96,6 +96,19 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	SnapshotVolumes *bool `json:"snapshotVolumes,omitempty"`
+	// SnapshotMoveData moves the data of the backup's CSI snapshots into
+	// the backup storage location (Velero's field): each claim's snapshot
+	// is read by a mover pod and uploaded into the location's kopia
+	// repository for its namespace, then the snapshot is deleted, so the
+	// volume is restored from the bucket alone. Unset means false.
+	// +optional
+	// +nullable
+	SnapshotMoveData *bool `json:"snapshotMoveData,omitempty"`
+	// DataMover names the data mover (Velero's field): empty or "salvor"
+	// is Salvor's built-in one ("velero" is taken as the same, so
+	// Velero's specs apply unchanged); another name fails validation.
+	// +optional
+	DataMover string `json:"datamover,omitempty"`
 	// ResourcePolicy names a ConfigMap in the backup's namespace whose one
 	// key holds resource policies in Velero's format (version v1, Velero's
 	// field; kind "configmap"): volumePolicies, whose first match for a

@@ -23,6 +23,10 @@ const (
 	// VeleroScheduleNameLabel is Velero's name for ScheduleNameLabel, set
 	// too: Velero's tooling reads it.
 	VeleroScheduleNameLabel = "velero.io/schedule-name"
+	// VeleroAsyncOperationIDLabel tags a moved volume's kopia snapshot
+	// with its upload's operation (Velero's tag, which Velero's restore
+	// and deletion look for).
+	VeleroAsyncOperationIDLabel = "velero.io/async-operation-id"
 	// LocationLabel names the BackupStorageLocation a Backup is stored in.
 	LocationLabel = "salvor.dev/storage-location"
 

@@ -27,6 +27,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&VolumePluginRestore{}, &VolumePluginRestoreList{},
 		&Schedule{}, &ScheduleList{},
 		&ServerStatusRequest{}, &ServerStatusRequestList{},
+		&DataUpload{}, &DataUploadList{},
+		&DataDownload{}, &DataDownloadList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -1,0 +1,121 @@
+package datamover
+
+import (
+	"path"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// PasswordSecret and PasswordKey hold the kopia repositories' password
+// in the server's namespace (Velero keeps its in velero-repo-credentials,
+// under the same key).
+const (
+	PasswordSecret = "salvor-repo-credentials"
+	PasswordKey    = "repository-password"
+	// PasswordEnv passes it to the mover.
+	PasswordEnv = "SALVOR_REPO_PASSWORD"
+)
+
+// Paths inside a mover pod.
+const (
+	VolumePath      = "/data"
+	WorkPath        = "/work"
+	CredentialsPath = "/credentials"
+)
+
+// Pods is how mover pods are made: what the server was told
+// (salvor server --data-mover-*).
+type Pods struct {
+	// Image is Salvor's image; its entrypoint is salvor.
+	Image           string
+	ImagePullPolicy corev1.PullPolicy
+	// ServiceAccount may read DataUploads and DataDownloads and patch
+	// their status in the server's namespace, and nothing else.
+	ServiceAccount string
+	NodeSelector   map[string]string
+	Tolerations    []corev1.Toleration
+	Resources      corev1.ResourceRequirements
+	// CacheSize bounds the emptyDir of kopia's caches.
+	CacheSize string
+}
+
+// UploadPod is the pod that uploads du's claim: attempt counts the pods
+// made for it (so each retry is a new name, and the old one can finish
+// terminating). The location's credential Secret, when it names one, is
+// mounted as a file; the repository password comes from its Secret; the
+// pod gets no other Secret and no host path.
+func (p Pods) UploadPod(du *salvorv1.DataUpload, bsl *salvorv1.BackupStorageLocation, attempt int) *corev1.Pod {
+	args := []string{"data-mover", "backup", "--data-upload", du.Name, "--namespace", du.Namespace,
+		"--source", VolumePath, "--work-dir", WorkPath}
+	pod := p.pod(du.Name, attempt, labels(du), args, bsl)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: du.Name, ReadOnly: true}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: VolumePath, ReadOnly: true})
+	// Reading every file whatever its owner and mode: DAC_OVERRIDE, the
+	// one capability the pod holds (Pod Security baseline allows it;
+	// restricted allows none, and a mover without it would skip files).
+	c.SecurityContext.Capabilities.Add = []corev1.Capability{"DAC_OVERRIDE"}
+	return pod
+}
+
+// PodName is the name of attempt n's pod.
+func PodName(name string, attempt int) string {
+	base := name
+	if len(base) > 240 {
+		base = base[:240]
+	}
+	return base + "-" + strconv.Itoa(attempt)
+}
+
+func (p Pods) pod(name string, attempt int, l map[string]string, args []string, bsl *salvorv1.BackupStorageLocation) *corev1.Pod {
+	no, yes, root := false, true, int64(0)
+	cache := p.CacheSize
+	if cache == "" {
+		cache = "1Gi"
+	}
+	limit := resourceQuantity(cache)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(name, attempt), Namespace: bsl.Namespace, Labels: l},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			ServiceAccountName:           p.ServiceAccount,
+			AutomountServiceAccountToken: &yes,
+			NodeSelector:                 p.NodeSelector,
+			Tolerations:                  p.Tolerations,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser: &root, RunAsNonRoot: &no,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}},
+			Containers: []corev1.Container{{
+				Name:            "mover",
+				Image:           p.Image,
+				ImagePullPolicy: p.ImagePullPolicy,
+				Args:            args,
+				Env: []corev1.EnvVar{{Name: PasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: PasswordSecret}, Key: PasswordKey}}}},
+				Resources:    p.Resources,
+				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: WorkPath}},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+	if c := bsl.Spec.Credential; c != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: c.Name, Items: []corev1.KeyToPath{{Key: c.Key, Path: "credentials"}}}}})
+		ct := &pod.Spec.Containers[0]
+		ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: "credentials", MountPath: CredentialsPath, ReadOnly: true})
+		ct.Args = append(ct.Args, "--credentials-file", path.Join(CredentialsPath, "credentials"))
+	}
+	return pod
+}

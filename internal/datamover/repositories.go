@@ -1,0 +1,70 @@
+package datamover
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Repositories makes the kopia repositories of the server's locations,
+// one at a time: two movers making one repository at once would each
+// write its own format blob, and neither could read the other's data.
+type Repositories struct {
+	// Locate is how the server reaches a location (its config, with the
+	// server's file of its credential).
+	Locate    func(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (kopiarepo.Location, error)
+	Reader    ctrl.Reader
+	Namespace string
+
+	mu    sync.Mutex
+	known map[string]bool // location UID/namespace of repositories seen
+}
+
+// Ensure makes namespace ns's repository in bsl when it has none.
+func (r *Repositories) Ensure(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string) error {
+	key := string(bsl.UID) + "/" + ns
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.known[key] {
+		return nil
+	}
+	if bsl.Spec.ReadOnly() {
+		return fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
+	}
+	loc, err := r.Locate(ctx, bsl)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
+		return fmt.Errorf("the kopia repositories' password (Secret %s/%s): %w", r.Namespace, PasswordSecret, err)
+	}
+	st, err := kopiarepo.Storage(ctx, loc, ns, true)
+	if err != nil {
+		return fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	dir, err := os.MkdirTemp("", "salvor-kopia-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[PasswordKey]), WorkDir: dir, Create: true, CacheBytes: 1 << 20})
+	if err != nil {
+		return fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
+	}
+	if err := repo.Close(ctx); err != nil {
+		return err
+	}
+	if r.known == nil {
+		r.known = map[string]bool{}
+	}
+	r.known[key] = true
+	return nil
+}

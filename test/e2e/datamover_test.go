@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
+	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// moverCluster is a CSI cluster whose testbed node runs pods (Salvor's
+// image is bin/salvor), with the server installed as `salvor install`
+// makes it and a location whose credentials are a Secret, as a mover pod
+// gets them.
+func moverCluster(t *testing.T) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
+	t.Helper()
+	c := startCluster(t)
+	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
+	testbed.StartScheduling(t, c.kubeconfig)
+	node := testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{CSI: csi, Images: map[string]string{"salvor": salvorBin}})
+	minio := testbed.StartMinIO(t, "backups")
+	c.mustSalvor(t, "install")
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	eventually(t, "the installed role in force", 30*time.Second, func() (bool, string) {
+		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
+			&authorizationv1.ResourceAttributes{Verb: "delete", Namespace: "salvor", Resource: "pods"}, nil), "denied"
+	})
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t, "--item-operation-sync-frequency", "1s",
+		"--data-mover-image", "ghcr.io/salvor-dev/salvor:e2e")
+	creds, err := os.ReadFile(minio.CredentialsFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "minio"}, Data: map[string][]byte{"cloud": creds}})
+	c.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--default")
+	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.create(t, snapshotClass("testbed-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.CSISnapshotClassLabel: "true"}))
+	return c, csi, minio, node
+}
+
+// TestDataMoverBackup: a backup with --snapshot-move-data puts the claim's
+// data into the location's kopia repository for its namespace, moved by
+// a mover pod the scheduler put on the testbed node, which reads a claim
+// restored from a copy of the snapshot; what the mover made is gone after;
+// a second backup of a volume that changed a little moves only a little.
+func TestDataMoverBackup(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, node := moverCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "app", "data")
+	dir := csi.Driver.VolumeDir(pv)
+	big := make([]byte, 8<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	want := fillVolume(t, csi, pv, 20)
+
+	c.mustSalvor(t, "backup", "create", "moved", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
+	b := c.getBackup(t, "moved")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Fatalf("backup %s, %d operations completed\n%s", b.Status.Phase, b.Status.BackupItemOperationsCompleted, c.mustSalvor(t, "backup", "describe", "moved", "--details"))
+	}
+	first := onlyUpload(t, c, "moved")
+	if first.Status.Phase != salvorv1.DataMoverPhaseCompleted || first.Status.SnapshotID == "" || first.Status.Node != node.Name ||
+		first.Spec.SourcePVC != "data" || first.Spec.SourceNamespace != "app" || first.Spec.BackupStorageLocation != "primary" ||
+		first.Status.Path != "snapshot-data-upload-download/kopia/app/data" || first.Status.Progress.TotalBytes < 8<<20 ||
+		first.Status.IncrementalBytes < 8<<20 {
+		t.Fatalf("DataUpload %s: %+v\n%+v", first.Name, first.Spec, first.Status)
+	}
+	assertMoverGone(t, c, first)
+
+	// The data is in the bucket: the repository under the location's
+	// prefix, opened with the password the server made, holds every file.
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	repo := openMovedRepo(t, c, bsl, minio, "app")
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := repo.Restore(context.Background(), first.Status.SnapshotID, restored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := treeSums(t, restored); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the moved data differs from the volume:\n got %v\nwant %v", got, want)
+	}
+	// The upload is in the backup, with its result, where a restore reads it.
+	store := persistence.New(openObjectStore(t, map[string]string{"region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true",
+		"credentialsFile": minio.CredentialsFile(t), "bucket": "backups"}), "backups", "cluster-a")
+	items := tarball(t, store, "moved")
+	if du := items["datauploads.salvor.dev/salvor/"+first.Name]; du == nil || du.Object["status"].(map[string]any)["snapshotID"] != first.Status.SnapshotID {
+		t.Errorf("the backup's DataUpload: %v (items %v)", du, keysOf(items))
+	}
+
+	// A little changes; the next backup moves about that much.
+	if err := os.WriteFile(filepath.Join(dir, "sub", "f3"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup", "create", "moved-again", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
+	second := onlyUpload(t, c, "moved-again")
+	if second.Status.Phase != salvorv1.DataMoverPhaseCompleted || second.Status.SnapshotID == first.Status.SnapshotID ||
+		second.Status.IncrementalBytes == 0 || second.Status.IncrementalBytes > first.Status.IncrementalBytes/20 {
+		t.Fatalf("second upload moved %d bytes of %d (first moved %d): want under 5%%\n%+v", second.Status.IncrementalBytes,
+			second.Status.Progress.TotalBytes, first.Status.IncrementalBytes, second.Status)
+	}
+	desc := c.mustSalvor(t, "backup", "describe", "moved-again", "--details")
+	if !strings.Contains(desc, "data moved into location primary") {
+		t.Errorf("describe --details does not say where the data went:\n%s", desc)
+	}
+}
+
+func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {
+	t.Helper()
+	list := &salvorv1.DataUploadList{}
+	if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: backup}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("DataUploads of backup %s: %+v, %v", backup, list.Items, err)
+	}
+	return &list.Items[0]
+}
+
+// assertMoverGone: no mover pod, claim or snapshot copy of du is left.
+func assertMoverGone(t *testing.T, c *cluster, du *salvorv1.DataUpload) {
+	t.Helper()
+	eventually(t, "the mover's pods and claim removed", time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		claims := &corev1.PersistentVolumeClaimList{}
+		sel := client.MatchingLabels{datamover.UploadUIDLabel: string(du.UID)}
+		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		if err := c.client.List(context.Background(), claims, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items)+len(claims.Items) == 0, fmt.Sprintf("%d pods, %d claims", len(pods.Items), len(claims.Items))
+	})
+	for _, kind := range []struct{ kind, ns, name string }{{"VolumeSnapshot", "salvor", du.Name}, {"VolumeSnapshotContent", "", "salvor-du-" + string(du.UID)}} {
+		eventually(t, kind.kind+" copy removed", time.Minute, func() (bool, string) {
+			_, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", kind.kind, kind.ns, kind.name)
+			return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+		})
+	}
+}
+
+// openMovedRepo opens namespace ns's repository in the location as a
+// restore's mover would, with the password the server made.
+func openMovedRepo(t *testing.T, c *cluster, bsl *salvorv1.BackupStorageLocation, minio *testbed.MinIO, ns string) *kopiarepo.Repository {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, secret); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := kopiarepo.Storage(ctx, datamover.Location(bsl, minio.CredentialsFile(t)), ns, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[datamover.PasswordKey]), WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close(ctx) })
+	return repo
+}
