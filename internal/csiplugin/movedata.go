@@ -121,4 +121,3 @@ func (a *BackupAction) cancelUpload(ctx context.Context, b *sdk.Backup, name str
 	}
 	return nil
 }
-
