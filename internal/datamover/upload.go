@@ -405,7 +405,7 @@ func EnsurePassword(ctx context.Context, c ctrl.Client, reader ctrl.Reader, ns s
 	err := reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: PasswordSecret}, s)
 	if err == nil {
 		if len(s.Data[PasswordKey]) == 0 {
-			return fmt.Errorf("Secret %s/%s has no key %s: the kopia repositories cannot be opened", ns, PasswordSecret, PasswordKey)
+			return fmt.Errorf("the kopia repositories' password Secret %s/%s has no key %s: they cannot be opened", ns, PasswordSecret, PasswordKey)
 		}
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/kopia/kopia/repo/blob"
@@ -148,19 +147,4 @@ func s3Options(ctx context.Context, cfg map[string]string) (*s3.Options, error) 
 	}
 	opt.AccessKeyID, opt.SecretAccessKey, opt.SessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
 	return opt, nil
-}
-
-// counted counts the bytes written through a storage: what a backup
-// really moved into the bucket, metadata included.
-type counted struct {
-	blob.Storage
-	put atomic.Int64
-}
-
-func (c *counted) PutBlob(ctx context.Context, id blob.ID, data blob.Bytes, opts blob.PutOptions) error {
-	err := c.Storage.PutBlob(ctx, id, data, opts)
-	if err == nil {
-		c.put.Add(int64(data.Length()))
-	}
-	return err
 }
