@@ -19,6 +19,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -39,6 +40,9 @@ type GCReconciler struct {
 	// APIReader reads Salvor's namespace and the Backup CRD as they are
 	// now (the cache holds neither); nil reads through Client.
 	APIReader client.Reader
+	// MovedData forgets the kopia snapshots of a deleted backup's
+	// DataUploads (nil: they are kept).
+	MovedData *datamover.Repositories
 	// Events records, on the deleted Backup, each snapshot kept (nil:
 	// the log only). The Backup object goes, but its events stay a while,
 	// where `kubectl get events` shows them.
@@ -200,6 +204,9 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 			return err
 		}
 		if err := r.deleteSnapshots(ctx, b, store); err != nil {
+			return err
+		}
+		if err := r.forgetMovedData(ctx, b, bsl); err != nil {
 			return err
 		}
 		// A whole backup's files are all its own (ownsFiles). Under a name
@@ -392,4 +399,44 @@ func (r *GCReconciler) retainedByLocation(ctx context.Context, b *salvorv1.Backu
 	}
 	until := b.Status.CompletionTimestamp.Add(bsl.Spec.Immutability.RetainFor.Duration)
 	return until, time.Now().Before(until)
+}
+
+// forgetMovedData deletes the kopia snapshots the backup's DataUploads
+// made, and the uploads: those of this Backup (its UID on them), recorded
+// in the cluster when they completed — the backup's files in the bucket
+// prove nothing of what it moved. A synced backup has none here, so its
+// moved data stays (and the log says so).
+func (r *GCReconciler) forgetMovedData(ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) error {
+	if r.MovedData == nil {
+		return nil
+	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	list := &salvorv1.DataUploadList{}
+	if err := reader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupUIDLabel: string(b.UID)}); err != nil {
+		return fmt.Errorf("deleting backup %s: its DataUploads: %w", b.Name, err)
+	}
+	if len(list.Items) == 0 && b.Annotations[salvorv1.SyncedAnnotation] != "" && b.Spec.SnapshotMoveData != nil && *b.Spec.SnapshotMoveData {
+		r.Log.Warn("a synced backup's moved volume data is not recorded in this cluster; its kopia snapshots are kept", "backup", b.Name, "location", bsl.Name)
+	}
+	byNamespace := map[string][]string{}
+	for _, du := range list.Items {
+		if du.Status.SnapshotID != "" && du.Spec.BackupStorageLocation == bsl.Name {
+			byNamespace[du.Spec.SourceNamespace] = append(byNamespace[du.Spec.SourceNamespace], du.Status.SnapshotID)
+		}
+	}
+	for ns, ids := range byNamespace {
+		if err := r.MovedData.Forget(ctx, bsl, ns, ids); err != nil {
+			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
+		}
+		r.Log.Info("forgot a backup's moved volume data", "backup", b.Name, "location", bsl.Name, "namespace", ns, "snapshots", len(ids))
+	}
+	for i := range list.Items {
+		if err := r.Client.Delete(ctx, &list.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting backup %s: DataUpload %s: %w", b.Name, list.Items[i].Name, err)
+		}
+	}
+	return nil
 }

@@ -37,7 +37,8 @@ func (a *BackupAction) startUpload(ctx context.Context, b *sdk.Backup, claim *un
 	du := &salvorv1.DataUpload{
 		TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: "DataUpload"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: map[string]string{
-			salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name), salvorv1.VeleroAsyncOperationIDLabel: salvorv1.LabelValue(name)}},
+			salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name), salvorv1.BackupUIDLabel: string(b.UID),
+			salvorv1.VeleroAsyncOperationIDLabel: salvorv1.LabelValue(name)}},
 		Spec: salvorv1.DataUploadSpec{
 			SnapshotType:          salvorv1.SnapshotTypeCSI,
 			CSISnapshot:           &salvorv1.CSISnapshotSpec{VolumeSnapshot: name, StorageClass: storageClass, SnapshotClass: class, Driver: driver},

@@ -2,6 +2,7 @@ package datamover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -27,6 +28,53 @@ type Repositories struct {
 	known map[string]bool // location UID/namespace of repositories seen
 }
 
+// open opens namespace ns's repository in bsl, made first when create.
+func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, create bool) (*kopiarepo.Repository, func(), error) {
+	loc, err := r.Locate(ctx, bsl)
+	if err != nil {
+		return nil, nil, err
+	}
+	secret := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
+		return nil, nil, fmt.Errorf("the kopia repositories' password (Secret %s/%s): %w", r.Namespace, PasswordSecret, err)
+	}
+	st, err := kopiarepo.Storage(ctx, loc, ns, create)
+	if err != nil {
+		return nil, nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	dir, err := os.MkdirTemp("", "salvor-kopia-")
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[PasswordKey]), WorkDir: dir, Create: create, CacheBytes: 1 << 20})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
+	}
+	return repo, func() { repo.Close(context.WithoutCancel(ctx)); os.RemoveAll(dir) }, nil
+}
+
+// Forget deletes kopia snapshots from namespace ns's repository in bsl
+// (their data goes at the repository's next full maintenance).
+func (r *Repositories) Forget(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, ids []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	repo, done, err := r.open(ctx, bsl, ns, false)
+	if errors.Is(err, kopiarepo.ErrNoRepository) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
+	for _, id := range ids {
+		if err := repo.Forget(ctx, id); err != nil {
+			return fmt.Errorf("backup storage location %s, repository of namespace %s: forgetting snapshot %s: %w", bsl.Name, ns, id, err)
+		}
+	}
+	return nil
+}
+
 // Ensure makes namespace ns's repository in bsl when it has none.
 func (r *Repositories) Ensure(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string) error {
 	key := string(bsl.UID) + "/" + ns
@@ -38,30 +86,11 @@ func (r *Repositories) Ensure(ctx context.Context, bsl *salvorv1.BackupStorageLo
 	if bsl.Spec.ReadOnly() {
 		return fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
 	}
-	loc, err := r.Locate(ctx, bsl)
+	_, done, err := r.open(ctx, bsl, ns, true)
 	if err != nil {
 		return err
 	}
-	secret := &corev1.Secret{}
-	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
-		return fmt.Errorf("the kopia repositories' password (Secret %s/%s): %w", r.Namespace, PasswordSecret, err)
-	}
-	st, err := kopiarepo.Storage(ctx, loc, ns, true)
-	if err != nil {
-		return fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
-	}
-	dir, err := os.MkdirTemp("", "salvor-kopia-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[PasswordKey]), WorkDir: dir, Create: true, CacheBytes: 1 << 20})
-	if err != nil {
-		return fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
-	}
-	if err := repo.Close(ctx); err != nil {
-		return err
-	}
+	done()
 	if r.known == nil {
 		r.known = map[string]bool{}
 	}

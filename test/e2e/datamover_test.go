@@ -144,6 +144,29 @@ func TestDataMoverBackup(t *testing.T) {
 	if !strings.Contains(desc, "data moved into location primary") {
 		t.Errorf("describe --details does not say where the data went:\n%s", desc)
 	}
+
+	// Deleting the first backup forgets its kopia snapshot and its
+	// upload; the second backup's stays, and restores whole.
+	c.mustSalvor(t, "backup", "delete", "moved", "--confirm")
+	eventually(t, "backup moved deleted", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "moved"}, &salvorv1.Backup{})
+		return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+	})
+	snaps, err := openMovedRepo(t, c, bsl, minio, "app").Snapshots(context.Background())
+	if err != nil || len(snaps) != 1 || snaps[0].ID != second.Status.SnapshotID {
+		t.Fatalf("the repository's snapshots after deleting backup moved: %+v, %v; want only %s", snaps, err, second.Status.SnapshotID)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(first), &salvorv1.DataUpload{}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("the deleted backup's DataUpload: %v", err)
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	if _, err := openMovedRepo(t, c, bsl, minio, "app").Restore(context.Background(), second.Status.SnapshotID, again, nil); err != nil {
+		t.Fatal(err)
+	}
+	want["sub/f3"] = treeSums(t, dir)["sub/f3"]
+	if got := treeSums(t, again); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the second backup's data:\n got %v\nwant %v", got, want)
+	}
 }
 
 func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {

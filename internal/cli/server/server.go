@@ -319,6 +319,9 @@ func (o *options) run(ctx context.Context) error {
 		return err
 	}
 	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers, PageSize: pageSize, Hooks: hookRunner}
+	// One maker of kopia repositories for the uploads and the deletions,
+	// so that they take turns.
+	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -333,7 +336,7 @@ func (o *options) run(ctx context.Context) error {
 			GlobalVolumePolicies: o.globalPolicies,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval, SyncPeriod: o.syncPeriod},
-		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
+		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MovedData: repositories, Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
 		&controller.ServerStatusReconciler{Client: mgr.GetClient(), Plugins: func() []salvorv1.PluginInfo {
 			var out []salvorv1.PluginInfo
 			for _, p := range plugins.List() {
@@ -359,7 +362,7 @@ func (o *options) run(ctx context.Context) error {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Dynamic: dyn, Namespace: o.kube.Namespace, Log: logger,
 			Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCache},
 			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
-			Repositories: &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace},
+			Repositories: repositories,
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,

@@ -23,6 +23,10 @@ const (
 	// VeleroScheduleNameLabel is Velero's name for ScheduleNameLabel, set
 	// too: Velero's tooling reads it.
 	VeleroScheduleNameLabel = "velero.io/schedule-name"
+	// BackupUIDLabel is the UID of the Backup that made a DataUpload:
+	// deleting the backup forgets the moved data only of uploads that
+	// carry its UID, never of an earlier backup's of the same name.
+	BackupUIDLabel = "salvor.dev/backup-uid"
 	// VeleroAsyncOperationIDLabel tags a moved volume's kopia snapshot
 	// with its upload's operation (Velero's tag, which Velero's restore
 	// and deletion look for).
