@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/salvor-dev/salvor/internal/csi"
+	"github.com/salvor-dev/salvor/internal/metrics"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -312,7 +313,17 @@ func (r *UploadReconciler) end(ctx context.Context, du *salvorv1.DataUpload, pha
 	if phase == salvorv1.DataMoverPhaseCompleted {
 		du.Status.Progress.BytesDone = du.Status.Progress.TotalBytes
 	}
-	return r.Client.Status().Patch(ctx, du, patch)
+	if err := r.Client.Status().Patch(ctx, du, patch); err != nil {
+		return err
+	}
+	metrics.DataMoves.WithLabelValues("upload", string(phase)).Inc()
+	if phase == salvorv1.DataMoverPhaseCompleted {
+		metrics.DataMoved.WithLabelValues("upload").Add(float64(du.Status.Progress.TotalBytes))
+	}
+	if du.Status.StartTimestamp != nil {
+		metrics.DataMoveDuration.WithLabelValues("upload", string(phase)).Observe(now.Sub(du.Status.StartTimestamp.Time).Seconds())
+	}
+	return nil
 }
 
 // cleanup deletes what the upload made, each only if its labels say it

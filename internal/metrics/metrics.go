@@ -149,6 +149,24 @@ var (
 	}, []string{"outcome", "kind"})
 )
 
+var (
+	// DataMoved counts the bytes of volume data moved, by direction
+	// (upload: what a completed upload's volume held; new bytes written
+	// into the bucket are on its DataUpload, incrementalBytes).
+	DataMoved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_data_moved_bytes_total", Help: "Bytes of volume data moved by completed data mover runs, by direction.",
+	}, []string{"direction"})
+	// DataMoves counts data mover runs that ended, by direction and phase.
+	DataMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "salvor_data_moves_total", Help: "Data mover runs (DataUploads) that ended, by direction and final phase.",
+	}, []string{"direction", "phase"})
+	// DataMoveDuration is how long data mover runs took.
+	DataMoveDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "salvor_data_move_duration_seconds", Help: "Time from a data mover run's start to its end, by direction and final phase.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+	}, []string{"direction", "phase"})
+)
+
 // All are Salvor's metrics, registered with controller-runtime's registry
 // (served on --metrics-address); the monitoring files may use only these.
 var All = []prometheus.Collector{
@@ -174,6 +192,9 @@ var All = []prometheus.Collector{
 	LocationLastSuccess,
 	OperationOldest,
 	Verifications,
+	DataMoved,
+	DataMoves,
+	DataMoveDuration,
 }
 
 func init() { crmetrics.Registry.MustRegister(All...) }
