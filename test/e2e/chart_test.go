@@ -126,7 +126,8 @@ func TestHelmChart(t *testing.T) {
 				"--config", "region=minio,s3ForcePathStyle=true,s3Url=" + minio.Endpoint, "--secret-file", creds,
 				"--sa-annotations", "eks.amazonaws.com/role-arn=arn:aws:iam::1:role/backup", "--pod-labels", "team=platform",
 				"--pod-annotations", "example.io/note=hi", "--snapshot-location-config", "region=minio",
-				"--server-priority-class-name", "salvor-critical", "--concurrent-backups", "3", "--schedule-skip-immediately"},
+				"--server-priority-class-name", "salvor-critical", "--concurrent-backups", "3", "--schedule-skip-immediately",
+				"--data-mover-concurrency", "6", "--data-mover-node-selector", "disk=ssd,zone=a", "--data-mover-cache-size", "5Gi"},
 			helm: []string{"-f", writeValues(t, map[string]any{
 				"image": map[string]any{"repository": "example.io/salvor", "tag": "v9"}, "plugins": []string{"example.io/a:1", "example.io/b:2"},
 				"serviceAccount": map[string]any{"name": "backup-sa", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/backup"}},
@@ -134,6 +135,7 @@ func TestHelmChart(t *testing.T) {
 				"volumeSnapshotLocation": map[string]any{"provider": "salvor.dev/s3", "config": map[string]any{"region": "minio"}},
 				"replicas":               2, "leaderElection": false,
 				"priorityClassName": "salvor-critical", "concurrentBackups": 3, "scheduleSkipImmediately": true,
+				"dataMover":    map[string]any{"concurrency": 6, "nodeSelector": map[string]any{"disk": "ssd", "zone": "a"}, "cacheSize": "5Gi"},
 				"resources":    map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"cpu": "2", "memory": "2Gi"}},
 				"spool":        map[string]any{"sizeLimit": "20Gi"},
 				"testRestores": map[string]any{"enabled": true},

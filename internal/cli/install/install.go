@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,6 +66,11 @@ type Options struct {
 	PriorityClassName  string
 	ConcurrentBackups  int  // 0: the server's default
 	ScheduleSkip       bool // the server's --schedule-skip-immediately
+	// The server's --data-mover-* flags (zero: its defaults); the mover
+	// image is always the server's own.
+	MoverConcurrency  int
+	MoverNodeSelector map[string]string
+	MoverCacheSize    string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
 	// the cluster's discovery).
 	ServerRules []rbacv1.PolicyRule
@@ -130,6 +137,9 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec) and watch pods, which the exec hooks of backups (spec.hooks, pre.hook.backup.velero.io/command) and restores (spec.hooks postHooks exec, post.hook.restore.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
+	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once (its --data-mover-concurrency; default 4)")
+	f.StringToStringVar(&o.MoverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on (the server's --data-mover-node-selector)")
+	f.StringVar(&o.MoverCacheSize, "data-mover-cache-size", "", "the size of a mover pod's kopia cache volume (the server's --data-mover-cache-size; default 1Gi)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")
@@ -212,6 +222,20 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	}
 	if o.ScheduleSkip {
 		args = append(args, "--schedule-skip-immediately")
+	}
+	// Mover pods run the server's image (salvor data-mover).
+	args = append(args, "--data-mover-image", o.Image)
+	if o.MoverConcurrency > 0 {
+		args = append(args, "--data-mover-concurrency", fmt.Sprint(o.MoverConcurrency))
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.MoverNodeSelector)) {
+		args = append(args, "--data-mover-node-selector", k+"="+o.MoverNodeSelector[k])
+	}
+	if o.MoverCacheSize != "" {
+		if _, err := resource.ParseQuantity(o.MoverCacheSize); err != nil {
+			return nil, fmt.Errorf("--data-mover-cache-size %q: want a size such as 1Gi", o.MoverCacheSize)
+		}
+		args = append(args, "--data-mover-cache-size", o.MoverCacheSize)
 	}
 	scratch := &corev1.EmptyDirVolumeSource{}
 	if o.SpoolSize != "" {
