@@ -221,3 +221,72 @@ func openMovedRepo(t *testing.T, c *cluster, bsl *salvorv1.BackupStorageLocation
 	t.Cleanup(func() { repo.Close(ctx) })
 	return repo
 }
+
+// TestDataMoverCancelAndLostPod holds the mover pods before they can read
+// their claim (the node cannot publish it), then: cancelling the backup
+// cancels its upload, and the pod, the claim and the snapshot copy go; a
+// mover pod lost before it finished is made again, and once the node
+// publishes again the upload completes.
+func TestDataMoverCancelAndLostPod(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, node := moverCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	want := fillVolume(t, csi, c.boundVolume(t, "app", "data"), 5)
+	csi.Driver.FailPublish("the node's storage path is down")
+
+	waitMoverPod := func(backup string, attempt int) *salvorv1.DataUpload {
+		t.Helper()
+		var du *salvorv1.DataUpload
+		eventually(t, fmt.Sprintf("backup %s's mover pod %d waiting for its claim", backup, attempt), 2*time.Minute, func() (bool, string) {
+			list := &salvorv1.DataUploadList{}
+			if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: backup}); err != nil || len(list.Items) != 1 {
+				return false, fmt.Sprintf("%d uploads, %v", len(list.Items), err)
+			}
+			du = &list.Items[0]
+			pod := &corev1.Pod{}
+			err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(du.Name, attempt)}, pod)
+			return err == nil && pod.Spec.NodeName == node.Name && pod.Status.Phase == corev1.PodPending, fmt.Sprintf("%s %v", pod.Status.Phase, err)
+		})
+		return du
+	}
+
+	c.mustSalvor(t, "backup", "create", "cancelled", "--include-namespaces", "app", "--snapshot-move-data")
+	du := waitMoverPod("cancelled", 1)
+	c.mustSalvor(t, "backup", "cancel", "cancelled")
+	b := c.waitBackup(t, "cancelled", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseFailed {
+		t.Fatalf("cancelled backup ended %s", b.Status.Phase)
+	}
+	eventually(t, "the cancelled upload Canceled", time.Minute, func() (bool, string) {
+		got := &salvorv1.DataUpload{}
+		err := c.client.Get(context.Background(), client.ObjectKeyFromObject(du), got)
+		return err == nil && got.Status.Phase == salvorv1.DataMoverPhaseCanceled, fmt.Sprintf("%s %v", got.Status.Phase, err)
+	})
+	assertMoverGone(t, c, du)
+
+	c.mustSalvor(t, "backup", "create", "lost", "--include-namespaces", "app", "--snapshot-move-data")
+	du = waitMoverPod("lost", 1)
+	if err := c.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.PodName(du.Name, 1)}},
+		client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitMoverPod("lost", 2)
+	csi.Driver.FailPublish("")
+	b = c.waitBackup(t, "lost", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
+	got := onlyUpload(t, c, "lost")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || got.Status.Phase != salvorv1.DataMoverPhaseCompleted || got.Annotations[datamover.AttemptsAnnotation] != "2" {
+		t.Fatalf("backup %s; upload %s after %s attempts: %s", b.Status.Phase, got.Status.Phase, got.Annotations[datamover.AttemptsAnnotation], got.Status.Message)
+	}
+	assertMoverGone(t, c, got)
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := openMovedRepo(t, c, bsl, minio, "app").Restore(context.Background(), got.Status.SnapshotID, restored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sums := treeSums(t, restored); fmt.Sprint(sums) != fmt.Sprint(want) {
+		t.Fatalf("the moved data:\n got %v\nwant %v", sums, want)
+	}
+}

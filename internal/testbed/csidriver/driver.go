@@ -43,6 +43,8 @@ type Driver struct {
 	delay    time.Duration
 	cutDelay time.Duration
 	failure  string
+	// publishFailure makes NodePublishVolume fail (FailPublish).
+	publishFailure string
 
 	nodeCalls []NodeCall
 }
@@ -61,6 +63,15 @@ func (d *Driver) FailSnapshots(msg string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.failure = msg
+}
+
+// FailPublish makes NodePublishVolume fail with msg from now on ("" stops
+// it), as a node whose storage path is down would: pods that mount the
+// driver's volumes wait, and their kubelet tries again.
+func (d *Driver) FailPublish(msg string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.publishFailure = msg
 }
 
 // SetSnapshotDelay makes snapshots taken from now on report ready only d

@@ -77,6 +77,9 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	if !mounted(req.StagingTargetPath) {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.VolumeId, req.StagingTargetPath)
 	}
+	if d.publishFailure != "" {
+		return nil, status.Errorf(codes.Unavailable, "publishing volume %s: %s", req.VolumeId, d.publishFailure)
+	}
 	if err := bind(req.StagingTargetPath, req.TargetPath, req.Readonly); err != nil {
 		return nil, status.Errorf(codes.Internal, "publishing volume %s: %v", req.VolumeId, err)
 	}
