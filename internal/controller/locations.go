@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,7 +192,12 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}
-	store, err := host.Get(ctx, l.Plugins, host.ObjectStores, l.Provider(bsl.Spec.Provider), config)
+	provider := l.Provider(bsl.Spec.Provider)
+	store, err := host.Get(ctx, l.Plugins, host.ObjectStores, provider, config)
+	if errors.Is(err, host.ErrPluginNotFound) && provider == "velero.io/aws" {
+		// Velero's habit: its AWS plugin is not installed here.
+		err = fmt.Errorf("%w; Salvor's built-in S3 store takes the same config: set the provider to salvor.dev/s3 (salvor backup-location create NAME --provider salvor.dev/s3 ...), or install Velero's AWS plugin (salvor install --plugins velero/velero-plugin-for-aws:TAG)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}

@@ -129,6 +129,14 @@ func TestDataMoverBackup(t *testing.T) {
 		t.Errorf("the backup's DataUpload: %v (items %v)", du, keysOf(items))
 	}
 
+	// Velero's habit, --provider aws, without Velero's AWS plugin: the
+	// location says what to use instead.
+	c.mustSalvor(t, "backup-location", "create", "velero-habit", "--provider", "aws", "--bucket", "backups",
+		"--config", "region=minio,s3Url="+minio.Endpoint)
+	if got := c.waitLocation(t, "velero-habit", salvorv1.BackupStorageLocationPhaseUnavailable); !strings.Contains(got.Status.Message, "set the provider to salvor.dev/s3") {
+		t.Errorf("location with Velero's provider name: %q", got.Status.Message)
+	}
+
 	// A little changes; the next backup moves about that much.
 	if err := os.WriteFile(filepath.Join(dir, "sub", "f3"), []byte("changed\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -326,6 +327,15 @@ func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
 	b := c.waitBackup(t, "byhand", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
 	if b.Labels[salvorv1.ScheduleNameLabel] != "slow" || fmt.Sprint(b.Spec.IncludedNamespaces) != "[slow]" {
 		t.Errorf("backup from schedule: labels %v, spec %+v", b.Labels, b.Spec)
+	}
+	// Without a name, as Velero's runbooks write it: SCHEDULE-<timestamp>.
+	out := c.mustSalvor(t, "backup", "create", "--from-schedule", "slow")
+	m := regexp.MustCompile(`Backup "(slow-\d{14})" submitted`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("backup create --from-schedule without a name:\n%s", out)
+	}
+	if b := c.waitBackup(t, m[1], salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed); b.Labels[salvorv1.ScheduleNameLabel] != "slow" {
+		t.Errorf("the unnamed run %s: labels %v", m[1], b.Labels)
 	}
 }
 

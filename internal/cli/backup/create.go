@@ -71,17 +71,41 @@ func OptionalBool(flag, v string) (*bool, error) {
 	return &b, nil
 }
 
+// backupName is the backup's name: the one given, or, for a run of a
+// schedule given none, SCHEDULE-<UTC timestamp> as Velero names it.
+func backupName(args []string, fromSchedule string, now time.Time) (string, error) {
+	switch {
+	case len(args) == 1:
+		return args[0], nil
+	case fromSchedule != "":
+		return fromSchedule + "-" + now.UTC().Format("20060102150405"), nil
+	}
+	return "", fmt.Errorf("name the backup (salvor backup create NAME), or give --from-schedule SCHEDULE, which names it SCHEDULE-<timestamp>")
+}
+
 func newCreate(k *kube.Options) *cobra.Command {
 	o := &createOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME",
+		Use:   "create [NAME]",
 		Short: "Create a backup",
 		Example: `  salvor backup create nightly --include-namespaces app,db --ttl 72h --wait
   salvor backup create web --include-resources deployments.apps,configmaps --selector app=web
   salvor backup create everything --storage-location s3 --item-operation-timeout 30m
-  salvor backup create apps --include-namespaces shop --resource-policies-configmap skip-scratch`,
-		Args: cobra.ExactArgs(1),
+  salvor backup create apps --include-namespaces shop --resource-policies-configmap skip-scratch
+  salvor backup create --from-schedule nightly   # named nightly-<timestamp>`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
+				return err
+			}
+			_, err := backupName(args, o.fromSchedule, time.Now())
+			return err
+		},
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
+			name, err := backupName(args, o.fromSchedule, time.Now())
+			if err != nil {
+				return err
+			}
+			args = []string{name}
 			b, err := o.backup(cmd.Context(), c, args[0], k.Namespace)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -34,6 +35,27 @@ func TestProgressBarsEndOnTheirLastFigures(t *testing.T) {
 	for _, wrong := range []string{"12 / 12 seconds", "7 / 7 seconds", "3 / 3 seconds", "45 / 45 seconds"} {
 		if strings.Contains(got, wrong) {
 			t.Errorf("a bar ends on %q, figures nobody reported:\n%s", wrong, got)
+		}
+	}
+}
+
+// A run of a schedule needs no name, as with Velero; anything else does.
+func TestBackupName(t *testing.T) {
+	now := time.Date(2026, 12, 2, 1, 2, 3, 0, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		args     []string
+		schedule string
+		want     string
+		err      bool
+	}{
+		{[]string{"mine"}, "", "mine", false},
+		{[]string{"mine"}, "hourly", "mine", false},
+		{nil, "hourly", "hourly-20261202000203", false},
+		{nil, "", "", true},
+	} {
+		got, err := backupName(tc.args, tc.schedule, now)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("backupName(%v, %q) = %q, %v; want %q (error %v)", tc.args, tc.schedule, got, err, tc.want, tc.err)
 		}
 	}
 }
