@@ -114,6 +114,9 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 		"spec": map[string]any{"volumeSnapshotClassName": plan.Class,
 			"source": map[string]any{"persistentVolumeClaimName": claim.GetName()}},
 	}}
+	if movesData(b) {
+		vs.SetAnnotations(map[string]string{salvorv1.DataUploadAnnotation: name})
+	}
 	created, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Create(ctx, vs, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// A call sent again after the plugin restarted: the snapshot is
@@ -153,6 +156,9 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	}
 	annotations[salvorv1.VolumeSnapshotNameLabel] = name
 	annotations[salvorv1.VeleroMustIncludeAdditionalItemsAnnotation] = "true"
+	if movesData(b) {
+		annotations[salvorv1.DataUploadAnnotation] = name
+	}
 	claim.SetAnnotations(annotations)
 	if len(validation.IsValidLabelValue(name)) == 0 {
 		labels := claim.GetLabels()

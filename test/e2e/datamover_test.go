@@ -128,6 +128,9 @@ func TestDataMoverBackup(t *testing.T) {
 	if du := items["datauploads.salvor.dev/salvor/"+first.Name]; du == nil || du.Object["status"].(map[string]any)["snapshotID"] != first.Status.SnapshotID {
 		t.Errorf("the backup's DataUpload: %v (items %v)", du, keysOf(items))
 	}
+	if claim := items["persistentvolumeclaims/app/data"]; claim == nil || claim.GetAnnotations()[salvorv1.DataUploadAnnotation] != first.Name {
+		t.Errorf("the backed-up claim does not name its DataUpload: %v", claim)
+	}
 
 	// Velero's habit, --provider aws, without Velero's AWS plugin: the
 	// location says what to use instead.

@@ -27,6 +27,12 @@ const (
 	// deleting the backup forgets the moved data only of uploads that
 	// carry its UID, never of an earlier backup's of the same name.
 	BackupUIDLabel = "salvor.dev/backup-uid"
+	// DataUploadAnnotation, on a backed-up claim and its VolumeSnapshot,
+	// names the DataUpload that moved the claim's data into the location
+	// (the kopia snapshot carries it as its async-operation-id tag): what
+	// a restore from the moved data looks the snapshot up by, in the
+	// repository, whose contents the bucket's writer cannot forge.
+	DataUploadAnnotation = "salvor.dev/data-upload"
 	// VeleroAsyncOperationIDLabel tags a moved volume's kopia snapshot
 	// with its upload's operation (Velero's tag, which Velero's restore
 	// and deletion look for).
