@@ -148,6 +148,12 @@ func runDoc(t *testing.T, cmds []testbin.DocCommand) {
 func docScene(t *testing.T, c *cluster, minio *testbed.MinIO, d testbin.DocCommand, scene map[string]bool) {
 	t.Helper()
 	line := strings.Join(d.Args, " ")
+	if strings.Contains(line, "--snapshot-move-data") && !scene["moves-data"] {
+		// Moved data goes to an S3 location, the default from here on.
+		scene["moves-data"] = true
+		c.s3Location(t, minio, "offsite", "backups", false)
+		c.mustSalvor(t, "backup-location", "set", "offsite", "--default")
+	}
 	switch {
 	case d.File == "docs/troubleshooting.md" && line == "backup describe nightly --details":
 		// "A backup waits for plugin operations for a long time."
