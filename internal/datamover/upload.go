@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	runtimectrl "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,6 +29,11 @@ import (
 
 // AttemptsAnnotation counts the mover pods made for an upload.
 const AttemptsAnnotation = "salvor.dev/data-mover-attempts"
+
+// CleanupFinalizer keeps a DataUpload until what it made is deleted, so
+// that deleting one (its backup deleted while it ran) leaves no mover pod,
+// claim or snapshot copy behind.
+const CleanupFinalizer = "salvor.dev/data-mover-cleanup"
 
 // UploadReconciler moves DataUploads in the server's namespace through
 // their phases: New (waiting for the source snapshot and a free slot) →
@@ -75,8 +81,22 @@ func (r *UploadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if du.Namespace != r.Namespace {
 		return reconcile.Result{}, nil
 	}
+	if !du.DeletionTimestamp.IsZero() {
+		if err := r.cleanup(ctx, du); err != nil {
+			return reconcile.Result{}, err
+		}
+		if controllerutil.RemoveFinalizer(du, CleanupFinalizer) {
+			return reconcile.Result{}, r.Client.Update(ctx, du)
+		}
+		return reconcile.Result{}, nil
+	}
 	if du.Status.Phase.Ended() {
 		return reconcile.Result{}, r.cleanup(ctx, du)
+	}
+	if controllerutil.AddFinalizer(du, CleanupFinalizer) {
+		if err := r.Client.Update(ctx, du); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if du.Spec.Cancel {
 		if err := r.cleanup(ctx, du); err != nil {
@@ -204,6 +224,19 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload) 
 	return err
 }
 
+// untilTimeout is how long until du's operationTimeout ends it (a minute
+// at most, so a missed event costs no more).
+func (r *UploadReconciler) untilTimeout(du *salvorv1.DataUpload) time.Duration {
+	timeout := du.Spec.OperationTimeout.Duration
+	if timeout == 0 {
+		timeout = r.DefaultTimeout
+	}
+	if timeout <= 0 || du.Status.StartTimestamp == nil {
+		return time.Minute
+	}
+	return min(max(time.Until(du.Status.StartTimestamp.Add(timeout)), time.Second), time.Minute)
+}
+
 func cmpOr(v, def int) int {
 	if v == 0 {
 		return def
@@ -265,7 +298,8 @@ func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) 
 	case pod.Status.Phase == corev1.PodFailed:
 		why = fmt.Sprintf("mover pod %s failed: %s", pod.Name, podFailure(pod, du))
 	default:
-		return reconcile.Result{}, nil // the pod's changes bring us back
+		// The pod's changes bring us back; the timeout, at the latest.
+		return reconcile.Result{RequeueAfter: r.untilTimeout(du)}, nil
 	}
 	if attempt >= cmpOr(r.Attempts, 3) {
 		if err := r.cleanup(ctx, du); err != nil {

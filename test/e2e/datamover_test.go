@@ -167,9 +167,10 @@ func TestDataMoverBackup(t *testing.T) {
 	if err != nil || len(snaps) != 1 || snaps[0].ID != second.Status.SnapshotID {
 		t.Fatalf("the repository's snapshots after deleting backup moved: %+v, %v; want only %s", snaps, err, second.Status.SnapshotID)
 	}
-	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(first), &salvorv1.DataUpload{}); err == nil || !strings.Contains(err.Error(), "not found") {
-		t.Errorf("the deleted backup's DataUpload: %v", err)
-	}
+	eventually(t, "the deleted backup's DataUpload gone", time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKeyFromObject(first), &salvorv1.DataUpload{})
+		return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+	})
 	again := filepath.Join(t.TempDir(), "again")
 	if _, err := openMovedRepo(t, c, bsl, minio, "app").Restore(context.Background(), second.Status.SnapshotID, again, nil); err != nil {
 		t.Fatal(err)
