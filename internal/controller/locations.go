@@ -98,15 +98,7 @@ func (l *Locations) Get(ctx context.Context, name string) (*salvorv1.BackupStora
 
 // locationConfig is what a location's object store is initialised with.
 func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (map[string]string, error) {
-	config := map[string]string{}
-	for k, v := range bsl.Spec.Config {
-		config[k] = v
-	}
-	// Velero passes these to every object store; plugins expect them.
-	config["bucket"] = bsl.Spec.ObjectStorage.Bucket
-	if bsl.Spec.ObjectStorage.Prefix != "" {
-		config["prefix"] = bsl.Spec.ObjectStorage.Prefix
-	}
+	config := bsl.Spec.StoreConfig()
 	if im := bsl.Spec.Immutability; im != nil {
 		// The object store applies the retention (salvor.dev/s3 knows
 		// these keys; a store that does not refuses them at Init, and the
@@ -116,9 +108,6 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 			config["objectLockMode"] = "GOVERNANCE"
 		}
 		config["objectLockRetainFor"] = im.RetainFor.Duration.String()
-	}
-	if ca := bsl.Spec.CACert(); ca != "" {
-		config["caCert"] = ca
 	}
 	return config, l.addCredential(ctx, config, bsl.Spec.Credential)
 }

@@ -10,17 +10,7 @@ import (
 // Velero passes to every object store, and the credentials file the
 // mover pod has mounted (empty: the SDK's default chain).
 func Location(bsl *salvorv1.BackupStorageLocation, credentialsFile string) kopiarepo.Location {
-	cfg := map[string]string{}
-	for k, v := range bsl.Spec.Config {
-		cfg[k] = v
-	}
-	cfg["bucket"] = bsl.Spec.ObjectStorage.Bucket
-	if bsl.Spec.ObjectStorage.Prefix != "" {
-		cfg["prefix"] = bsl.Spec.ObjectStorage.Prefix
-	}
-	if ca := bsl.Spec.CACert(); ca != "" {
-		cfg["caCert"] = ca
-	}
+	cfg := bsl.Spec.StoreConfig()
 	delete(cfg, "credentialsFile")
 	if credentialsFile != "" {
 		cfg["credentialsFile"] = credentialsFile

@@ -176,6 +176,24 @@ type BackupStorageLocationList struct {
 // CACert is the CA bundle the location's object store is reached with:
 // config caCert, else objectStorage.caCert (Velero's field); "" for the
 // system's roots. The server's plugin and the CLI's downloads both use it.
+// StoreConfig is the config a location's object store is initialised
+// with: the spec's config, with the bucket, prefix and CA Velero passes
+// to every object store.
+func (s BackupStorageLocationSpec) StoreConfig() map[string]string {
+	config := map[string]string{}
+	for k, v := range s.Config {
+		config[k] = v
+	}
+	config["bucket"] = s.ObjectStorage.Bucket
+	if s.ObjectStorage.Prefix != "" {
+		config["prefix"] = s.ObjectStorage.Prefix
+	}
+	if ca := s.CACert(); ca != "" {
+		config["caCert"] = ca
+	}
+	return config
+}
+
 func (s BackupStorageLocationSpec) CACert() string {
 	if ca := s.Config["caCert"]; ca != "" {
 		return ca
