@@ -269,8 +269,10 @@ func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) 
 	if attempt == 0 {
 		return reconcile.Result{}, r.launch(ctx, du)
 	}
+	// Read live: the cache may not have the pod just made, and taking it
+	// for gone would start a second mover beside it.
 	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: du.Namespace, Name: PodName(du.Name, attempt)}, pod)
+	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: du.Namespace, Name: PodName(du.Name, attempt)}, pod)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
