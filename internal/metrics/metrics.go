@@ -197,4 +197,13 @@ var All = []prometheus.Collector{
 	DataMoveDuration,
 }
 
-func init() { crmetrics.Registry.MustRegister(All...) }
+func init() {
+	crmetrics.Registry.MustRegister(All...)
+	// The data mover's series exist from the start, so the dashboard's
+	// rates read 0 rather than nothing before a first upload.
+	DataMoved.WithLabelValues("upload")
+	for _, phase := range []string{"Completed", "Failed", "Canceled"} {
+		DataMoves.WithLabelValues("upload", phase)
+		DataMoveDuration.WithLabelValues("upload", phase)
+	}
+}
