@@ -128,11 +128,3 @@ func Claim(du *salvorv1.DataUpload, src Source) *corev1.PersistentVolumeClaim {
 	}
 	return pvc
 }
-
-func resourceQuantity(s string) resource.Quantity {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return resource.MustParse("1Gi")
-	}
-	return q
-}

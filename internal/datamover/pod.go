@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -39,8 +40,8 @@ type Pods struct {
 	NodeSelector   map[string]string
 	Tolerations    []corev1.Toleration
 	Resources      corev1.ResourceRequirements
-	// CacheSize bounds the emptyDir of kopia's caches.
-	CacheSize string
+	// CacheSize bounds the emptyDir of kopia's caches (zero: no bound).
+	CacheSize resource.Quantity
 }
 
 // UploadPod is the pod that uploads du's claim: attempt counts the pods
@@ -74,11 +75,6 @@ func PodName(name string, attempt int) string {
 
 func (p Pods) pod(name string, attempt int, l map[string]string, args []string, bsl *salvorv1.BackupStorageLocation) *corev1.Pod {
 	no, yes, root := false, true, int64(0)
-	cache := p.CacheSize
-	if cache == "" {
-		cache = "1Gi"
-	}
-	limit := resourceQuantity(cache)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(name, attempt), Namespace: bsl.Namespace, Labels: l},
 		Spec: corev1.PodSpec{
@@ -91,7 +87,7 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 				RunAsUser: &root, RunAsNonRoot: &no,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}},
+			Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: p.cache()}}},
 			Containers: []corev1.Container{{
 				Name:            "mover",
 				Image:           p.Image,
@@ -118,4 +114,12 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 		ct.Args = append(ct.Args, "--credentials-file", path.Join(CredentialsPath, "credentials"))
 	}
 	return pod
+}
+
+func (p Pods) cache() *corev1.EmptyDirVolumeSource {
+	if p.CacheSize.IsZero() {
+		return &corev1.EmptyDirVolumeSource{}
+	}
+	limit := p.CacheSize.DeepCopy()
+	return &corev1.EmptyDirVolumeSource{SizeLimit: &limit}
 }

@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -105,11 +106,7 @@ func (r *UploadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseCanceled, "cancelled: the mover pod and what it made were removed")
 	}
 	if du.Status.StartTimestamp != nil {
-		timeout := du.Spec.OperationTimeout.Duration
-		if timeout == 0 {
-			timeout = r.DefaultTimeout
-		}
-		if timeout > 0 && time.Since(du.Status.StartTimestamp.Time) > timeout {
+		if timeout := r.timeout(du); timeout > 0 && time.Since(du.Status.StartTimestamp.Time) > timeout {
 			if err := r.cleanup(ctx, du); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -145,7 +142,7 @@ func (r *UploadReconciler) start(ctx context.Context, du *salvorv1.DataUpload) (
 			running++
 		}
 	}
-	if running >= cmpOr(r.Concurrency, 4) {
+	if running >= cmp.Or(r.Concurrency, 4) {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	now := metav1.Now()
@@ -220,32 +217,26 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload) 
 	if err := r.createTyped(ctx, Claim(du, src), du); err != nil {
 		return err
 	}
-	_, err = r.newPod(ctx, du, bsl)
-	return err
+	return r.newPod(ctx, du, bsl)
 }
 
 // untilTimeout is how long until du's operationTimeout ends it (a minute
 // at most, so a missed event costs no more).
 func (r *UploadReconciler) untilTimeout(du *salvorv1.DataUpload) time.Duration {
-	timeout := du.Spec.OperationTimeout.Duration
-	if timeout == 0 {
-		timeout = r.DefaultTimeout
-	}
+	timeout := r.timeout(du)
 	if timeout <= 0 || du.Status.StartTimestamp == nil {
 		return time.Minute
 	}
 	return min(max(time.Until(du.Status.StartTimestamp.Add(timeout)), time.Second), time.Minute)
 }
 
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
+// timeout bounds du: its operationTimeout, else the server's default.
+func (r *UploadReconciler) timeout(du *salvorv1.DataUpload) time.Duration {
+	return cmp.Or(du.Spec.OperationTimeout.Duration, r.DefaultTimeout)
 }
 
 // newPod makes the next attempt's mover pod.
-func (r *UploadReconciler) newPod(ctx context.Context, du *salvorv1.DataUpload, bsl *salvorv1.BackupStorageLocation) (int, error) {
+func (r *UploadReconciler) newPod(ctx context.Context, du *salvorv1.DataUpload, bsl *salvorv1.BackupStorageLocation) error {
 	attempt, _ := strconv.Atoi(du.Annotations[AttemptsAnnotation])
 	attempt++
 	patch := ctrl.MergeFromWithOptions(du.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
@@ -256,10 +247,9 @@ func (r *UploadReconciler) newPod(ctx context.Context, du *salvorv1.DataUpload, 
 	// Counted before the pod exists: a crash between the two costs an
 	// attempt, never makes two pods of one number.
 	if err := r.Client.Patch(ctx, du, patch); err != nil {
-		return 0, err
+		return err
 	}
-	pod := r.Pods.UploadPod(du, bsl, attempt)
-	return attempt, r.createTyped(ctx, pod, du)
+	return r.createTyped(ctx, r.Pods.UploadPod(du, bsl, attempt), du)
 }
 
 // follow watches the mover pod: done when it succeeded with a snapshot
@@ -303,11 +293,11 @@ func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) 
 		// The pod's changes bring us back; the timeout, at the latest.
 		return reconcile.Result{RequeueAfter: r.untilTimeout(du)}, nil
 	}
-	if attempt >= cmpOr(r.Attempts, 3) {
+	if attempt >= cmp.Or(r.Attempts, 3) {
 		if err := r.cleanup(ctx, du); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s (attempt %d of %d)", why, attempt, cmpOr(r.Attempts, 3)))
+		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s (attempt %d of %d)", why, attempt, cmp.Or(r.Attempts, 3)))
 	}
 	r.Log.Warn("data upload: trying again with a new mover pod", "dataUpload", du.Name, "why", why, "attempt", attempt+1)
 	if !gone {

@@ -77,6 +77,7 @@ type options struct {
 	moverConcurrency     int
 	moverNodeSelector    map[string]string
 	moverCache           string
+	moverCacheSize       resource.Quantity
 }
 
 // NewCommand returns `salvor server`.
@@ -113,9 +114,11 @@ process, restarted if it dies.`,
 			if o.moverConcurrency <= 0 {
 				return fmt.Errorf("--data-mover-concurrency %d: must be positive", o.moverConcurrency)
 			}
-			if q, err := resource.ParseQuantity(o.moverCache); err != nil || q.Sign() <= 0 {
+			q, err := resource.ParseQuantity(o.moverCache)
+			if err != nil || q.Sign() <= 0 {
 				return fmt.Errorf("--data-mover-cache-size %q: want a size such as 1Gi", o.moverCache)
 			}
+			o.moverCacheSize = q
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
 			}
@@ -360,7 +363,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&datamover.UploadReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Dynamic: dyn, Namespace: o.kube.Namespace, Log: logger,
-			Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCache},
+			Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize},
 			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
 			Repositories: repositories,
 		},
