@@ -169,6 +169,22 @@ func TestBackupAndRestoreKeepEveryFile(t *testing.T) {
 				snaps[0].Tags["snapshot-requester"] != DataMover || snaps[0].Tags["snapshot-uploader"] != "kopia" || snaps[0].Tags["velero.io/async-operation-id"] != "du-1" {
 				t.Fatalf("snapshots = %+v, %v; want the one backup under Velero's names and tags", snaps, err)
 			}
+			// A restore finds it by what it is, not by an ID from the bucket.
+			for _, f := range []struct {
+				src  Source
+				want error
+			}{
+				{Source{Requester: DataMover, Name: "app/data", Tags: map[string]string{"velero.io/async-operation-id": "du-1"}}, nil},
+				{Source{Requester: DataMover, Name: "app/data"}, nil},
+				{Source{Requester: DataMover, Name: "app/data", Tags: map[string]string{"velero.io/async-operation-id": "du-2"}}, ErrNoSnapshot},
+				{Source{Requester: DataMover, Name: "app/other", Tags: map[string]string{"velero.io/async-operation-id": "du-1"}}, ErrNoSnapshot},
+				{Source{Requester: PodVolume, Name: "app/data", Tags: map[string]string{"velero.io/async-operation-id": "du-1"}}, ErrNoSnapshot},
+			} {
+				got, err := r2.Find(ctx, f.src)
+				if !errors.Is(err, f.want) || (f.want == nil && got.ID != res.SnapshotID) {
+					t.Errorf("Find(%+v) = %+v, %v; want %v", f.src, got, err, f.want)
+				}
+			}
 			dest := filepath.Join(t.TempDir(), "restored")
 			n, err := r2.Restore(ctx, res.SnapshotID, dest, nil)
 			if err != nil || n != res.TotalBytes {

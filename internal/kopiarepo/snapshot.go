@@ -348,3 +348,52 @@ func (r *Repository) Maintain(ctx context.Context, full bool) error {
 		return snapshotmaintenance.Run(ctx, w, mode, true, maintenance.SafetyFull)
 	})
 }
+
+// ErrAmbiguous is returned when more than one snapshot answers a Find.
+var ErrAmbiguous = errors.New("salvor: more than one kopia snapshot matches")
+
+// Find returns the complete snapshot of src whose tags include every one
+// of src.Tags, made for src.Requester: how a restore finds the data of a
+// backup's volume inside the repository, whose manifests the password
+// authenticates, rather than trusting an ID read from the bucket.
+func (r *Repository) Find(ctx context.Context, src Source) (Snapshot, error) {
+	si := src.info()
+	list, err := snapshot.ListSnapshots(ctx, r.rep, si)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("listing snapshots of %s: %w", si.Path, err)
+	}
+	var found []Snapshot
+	for _, m := range list {
+		if m.IncompleteReason != "" || m.Tags[requesterTag] != src.Requester {
+			continue
+		}
+		match := true
+		for k, v := range src.Tags {
+			if m.Tags[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			found = append(found, Snapshot{ID: string(m.ID), Path: si.Path, Requester: src.Requester, Tags: m.Tags,
+				StartTime: m.StartTime.ToTime(), TotalBytes: m.Stats.TotalFileSize})
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Snapshot{}, fmt.Errorf("%s tagged %v: %w", si.Path, src.Tags, ErrNoSnapshot)
+	case 1:
+		return found[0], nil
+	}
+	return Snapshot{}, fmt.Errorf("%s tagged %v: %d snapshots: %w", si.Path, src.Tags, len(found), ErrAmbiguous)
+}
+
+// Describe returns snapshot id, as Snapshots lists it.
+func (r *Repository) Describe(ctx context.Context, id string) (Snapshot, error) {
+	m, err := r.load(ctx, id)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return Snapshot{ID: string(m.ID), Path: m.Source.Path, Requester: m.Tags[requesterTag], Tags: m.Tags,
+		StartTime: m.StartTime.ToTime(), TotalBytes: m.Stats.TotalFileSize}, nil
+}
