@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -145,5 +146,119 @@ func TestLocation(t *testing.T) {
 	}
 	if loc := Location(bsl, ""); loc.Config["credentialsFile"] != "" {
 		t.Errorf("a server-side credentials file reached the mover: %+v", loc)
+	}
+}
+
+func download() *salvorv1.DataDownload {
+	return &salvorv1.DataDownload{
+		ObjectMeta: metav1.ObjectMeta{Name: "r-1a2b3c4d5e6f", Namespace: "salvor", UID: types.UID("uid-d"),
+			Labels:      map[string]string{salvorv1.BackupNameLabel: "nightly"},
+			Annotations: map[string]string{salvorv1.DataUploadAnnotation: "salvor-nightly-data-1234", salvorv1.SourceClaimAnnotation: "data"}},
+		Spec: salvorv1.DataDownloadSpec{TargetVolume: salvorv1.TargetVolumeSpec{PVC: "data", Namespace: "app-copy"},
+			BackupStorageLocation: "primary", SourceNamespace: "app"},
+	}
+}
+
+// A download names the data it restores by what it is: the backed-up
+// claim in its original namespace, the upload and the backup. A download
+// that cannot say so is refused before anything is made.
+func TestDownloadSourceAndCheck(t *testing.T) {
+	src := DownloadSource(download())
+	if src.Name != "app/data" || src.Requester != kopiarepo.DataMover || src.Tags[salvorv1.VeleroAsyncOperationIDLabel] != "salvor-nightly-data-1234" ||
+		src.Tags[salvorv1.BackupNameLabel] != "nightly" {
+		t.Errorf("DownloadSource = %+v", src)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*salvorv1.DataDownload)
+		want   string
+	}{
+		{"complete", func(*salvorv1.DataDownload) {}, ""},
+		{"no target", func(d *salvorv1.DataDownload) { d.Spec.TargetVolume.PVC = "" }, "targetVolume"},
+		{"no source namespace", func(d *salvorv1.DataDownload) { d.Spec.SourceNamespace = "" }, "sourceNamespace"},
+		{"no location", func(d *salvorv1.DataDownload) { d.Spec.BackupStorageLocation = "" }, "backupStorageLocation"},
+		{"no upload", func(d *salvorv1.DataDownload) { delete(d.Annotations, salvorv1.DataUploadAnnotation) }, salvorv1.DataUploadAnnotation},
+		{"no source claim", func(d *salvorv1.DataDownload) { delete(d.Annotations, salvorv1.SourceClaimAnnotation) }, salvorv1.SourceClaimAnnotation},
+		{"no backup", func(d *salvorv1.DataDownload) { d.Labels = nil }, salvorv1.BackupNameLabel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dd := download()
+			tc.change(dd)
+			if got := CheckDownload(dd); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("CheckDownload = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Only the claim the restore made to wait for this download's volume is
+// filled: never one that waits for another, is bound elsewhere, or has no
+// class to make a volume in.
+func TestTargetProblem(t *testing.T) {
+	class := "fast"
+	waiting := func() *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "app-copy"},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{DownloadLabel: "r-1a2b3c4d5e6f"}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.PersistentVolumeClaim)
+		volume string // the download's written volume, if any
+		want   string
+	}{
+		{"waiting", func(*corev1.PersistentVolumeClaim) {}, "", ""},
+		{"no selector", func(c *corev1.PersistentVolumeClaim) { c.Spec.Selector = nil }, "", "not waiting"},
+		{"another download's", func(c *corev1.PersistentVolumeClaim) { c.Spec.Selector.MatchLabels[DownloadLabel] = "other" }, "", "not waiting"},
+		{"bound elsewhere", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pv-other" }, "", "bound to volume pv-other"},
+		{"bound to the written volume", func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeName = "pv-1" }, "pv-1", ""},
+		{"no class", func(c *corev1.PersistentVolumeClaim) { c.Spec.StorageClassName = nil }, "", "no storage class"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dd, claim := download(), waiting()
+			if tc.volume != "" {
+				dd.Annotations[RestoredVolumeAnnotation] = tc.volume
+			}
+			tc.change(claim)
+			if got := TargetProblem(dd, claim); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("TargetProblem = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The mover's claim is like the restored one (class, size, modes) but in
+// the server's namespace and the download's; the pod writes into it and
+// holds only the capabilities that keep files' owners and modes.
+func TestDownloadClaimAndPod(t *testing.T) {
+	class, block := "fast", corev1.PersistentVolumeBlock
+	target := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "app-copy"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, VolumeMode: &block, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("3Gi")}}}}
+	dd := download()
+	claim := DownloadClaim(dd, target)
+	if claim.Namespace != "salvor" || claim.Name != dd.Name || *claim.Spec.StorageClassName != "fast" || *claim.Spec.VolumeMode != block ||
+		claim.Spec.Resources.Requests.Storage().Cmp(resource.MustParse("3Gi")) != 0 || claim.Spec.DataSource != nil || !Ours(claim, dd) {
+		t.Errorf("DownloadClaim = %+v", claim)
+	}
+	if Ours(claim, upload()) {
+		t.Error("an upload takes a download's claim for its own")
+	}
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
+	pod := Pods{ServiceAccount: "salvor-data-mover"}.DownloadPod(dd, bsl, 1)
+	c := pod.Spec.Containers[0]
+	if got := strings.Join(c.Args, " "); got != "data-mover restore --data-download r-1a2b3c4d5e6f --namespace salvor --target /data --work-dir /work" {
+		t.Errorf("args %q", got)
+	}
+	if got := c.SecurityContext.Capabilities.Add; len(got) != 3 || got[0] != "CHOWN" || got[1] != "DAC_OVERRIDE" || got[2] != "FOWNER" {
+		t.Errorf("capabilities %v", got)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name == "data" && (m.ReadOnly || m.MountPath != VolumePath) {
+			t.Errorf("data mount %+v: want it writable at %s", m, VolumePath)
+		}
+	}
+	if pod.Labels[DownloadLabel] == "" || pod.Labels[DownloadUIDLabel] != "uid-d" {
+		t.Errorf("pod labels %v", pod.Labels)
 	}
 }

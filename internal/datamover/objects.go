@@ -58,14 +58,31 @@ func SourceOf(vs, vsc *unstructured.Unstructured) (src Source, ready bool, err e
 	return src, true, nil
 }
 
-// labels are an upload's objects' labels.
-func labels(du *salvorv1.DataUpload) map[string]string {
-	return map[string]string{UploadLabel: salvorv1.LabelValue(du.Name), UploadUIDLabel: string(du.UID), ComponentLabel: Component}
+// Labels on what a download makes: its pod, its claim, the volume it wrote.
+const (
+	DownloadLabel    = salvorv1.DataDownloadLabel
+	DownloadUIDLabel = "salvor.dev/data-download-uid"
+)
+
+// labels are the labels of what a DataUpload or DataDownload makes.
+func labels(owner metav1.Object) map[string]string {
+	if _, ok := owner.(*salvorv1.DataDownload); ok {
+		return map[string]string{DownloadLabel: salvorv1.LabelValue(owner.GetName()), DownloadUIDLabel: string(owner.GetUID()), ComponentLabel: Component}
+	}
+	return map[string]string{UploadLabel: salvorv1.LabelValue(owner.GetName()), UploadUIDLabel: string(owner.GetUID()), ComponentLabel: Component}
 }
 
-// Ours says an object was made for this very upload.
-func Ours(obj metav1.Object, du *salvorv1.DataUpload) bool {
-	return obj.GetLabels()[UploadUIDLabel] == string(du.UID) && du.UID != ""
+// uidLabel is the label that carries owner's UID on what it makes.
+func uidLabel(owner metav1.Object) string {
+	if _, ok := owner.(*salvorv1.DataDownload); ok {
+		return DownloadUIDLabel
+	}
+	return UploadUIDLabel
+}
+
+// Ours says an object was made for this very upload or download.
+func Ours(obj, owner metav1.Object) bool {
+	return owner.GetUID() != "" && obj.GetLabels()[uidLabel(owner)] == string(owner.GetUID())
 }
 
 // contentName is the snapshot copy's content: cluster-scoped, so named
@@ -127,4 +144,20 @@ func Claim(du *salvorv1.DataUpload, src Source) *corev1.PersistentVolumeClaim {
 		pvc.Spec.StorageClassName = &class
 	}
 	return pvc
+}
+
+// DownloadClaim is the claim a download's mover writes into, in the
+// server's namespace: like the restored claim (its class, size, access
+// modes and volume mode), so that the volume it gets is one the restored
+// claim can bind.
+func DownloadClaim(dd *salvorv1.DataDownload, target *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: dd.Name, Namespace: dd.Namespace, Labels: labels(dd)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      target.Spec.AccessModes,
+			Resources:        corev1.VolumeResourceRequirements{Requests: target.Spec.Resources.Requests},
+			StorageClassName: target.Spec.StorageClassName,
+			VolumeMode:       target.Spec.VolumeMode,
+		},
+	}
 }

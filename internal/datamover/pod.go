@@ -64,6 +64,22 @@ func (p Pods) UploadPod(du *salvorv1.DataUpload, bsl *salvorv1.BackupStorageLoca
 	return pod
 }
 
+// DownloadPod is the pod that writes dd's data into the mover's claim,
+// mounted read-write. It holds the capabilities that writing every file
+// back as it was takes (owners, modes, files whatever their mode), and
+// no other.
+func (p Pods) DownloadPod(dd *salvorv1.DataDownload, bsl *salvorv1.BackupStorageLocation, attempt int) *corev1.Pod {
+	args := []string{"data-mover", "restore", "--data-download", dd.Name, "--namespace", dd.Namespace,
+		"--target", VolumePath, "--work-dir", WorkPath}
+	pod := p.pod(dd.Name, attempt, labels(dd), args, bsl)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: dd.Name}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: VolumePath})
+	c.SecurityContext.Capabilities.Add = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER"}
+	return pod
+}
+
 // PodName is the name of attempt n's pod.
 func PodName(name string, attempt int) string {
 	base := name

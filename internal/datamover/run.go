@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,75 +42,149 @@ func (m *Mover) Upload(ctx context.Context) error {
 	if err != nil {
 		// Said on the status too: the reconciler reports it if this was
 		// the last attempt.
-		_ = m.patch(context.WithoutCancel(ctx), map[string]any{"message": err.Error()})
+		_ = m.patch(context.WithoutCancel(ctx), &salvorv1.DataUpload{}, map[string]any{"message": err.Error()})
 	}
 	return err
 }
 
 func (m *Mover) upload(ctx context.Context, du *salvorv1.DataUpload) error {
-	if m.Password == "" {
-		return fmt.Errorf("no repository password (%s, from Secret %s key %s)", PasswordEnv, PasswordSecret, PasswordKey)
-	}
-	bsl := &salvorv1.BackupStorageLocation{}
-	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: du.Spec.BackupStorageLocation}, bsl); err != nil {
-		return fmt.Errorf("backup storage location %s: %w", du.Spec.BackupStorageLocation, err)
-	}
-	if bsl.Spec.ReadOnly() {
-		return fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
-	}
-	// The server made the repository before this pod (Repositories).
-	st, err := kopiarepo.Storage(ctx, Location(bsl, m.CredentialsFile), du.Spec.SourceNamespace, false)
+	repo, _, err := m.open(ctx, du.Spec.BackupStorageLocation, du.Spec.SourceNamespace, false)
 	if err != nil {
-		return fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
-	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: m.Password, WorkDir: m.WorkDir})
-	if err != nil {
-		return fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, du.Spec.SourceNamespace, err)
+		return err
 	}
 	defer repo.Close(context.WithoutCancel(ctx))
-
-	var mu sync.Mutex
-	var last time.Time
-	every := m.Every
-	if every == 0 {
-		every = 2 * time.Second
-	}
-	progress := func(p kopiarepo.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if time.Since(last) < every {
-			return
-		}
-		last = time.Now()
-		_ = m.patch(ctx, map[string]any{"progress": map[string]any{"totalBytes": p.TotalBytes, "bytesDone": p.BytesDone}})
-	}
 	src := kopiarepo.Source{Requester: kopiarepo.DataMover, Name: du.Spec.SourceNamespace + "/" + du.Spec.SourcePVC,
 		Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: du.Name, salvorv1.BackupNameLabel: du.Labels[salvorv1.BackupNameLabel]}}
-	res, err := repo.Backup(ctx, m.Dir, src, progress)
+	report, stop := m.progress(ctx, &salvorv1.DataUpload{})
+	res, err := repo.Backup(ctx, m.Dir, src, report)
+	stop() // no progress after the result
 	if err != nil {
 		return fmt.Errorf("claim %s/%s: %w", du.Spec.SourceNamespace, du.Spec.SourcePVC, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	last = time.Now().Add(time.Hour) // no progress after the result
-	return m.patch(ctx, map[string]any{
+	return m.patch(ctx, &salvorv1.DataUpload{}, map[string]any{
 		"snapshotID": res.SnapshotID, "path": src.Requester + "/kopia/" + src.Name,
 		"incrementalBytes": res.IncrementalBytes, "message": "",
 		"progress": map[string]any{"totalBytes": res.TotalBytes, "bytesDone": res.TotalBytes},
 	})
 }
 
-// patch merges fields into the DataUpload's status.
-func (m *Mover) patch(ctx context.Context, status map[string]any) error {
+// patch merges fields into the status of the DataUpload or DataDownload
+// (obj) this mover serves.
+func (m *Mover) patch(ctx context.Context, obj client.Object, status map[string]any) error {
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
-	if err := m.Client.Status().Patch(ctx, du, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("DataUpload %s/%s status: %w", m.Namespace, m.Name, err)
+	obj.SetNamespace(m.Namespace)
+	obj.SetName(m.Name)
+	if err := m.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("%s status: %w", describeOwner(obj), err)
 	}
 	return nil
+}
+
+// progress returns a progress callback that writes at most every m.Every
+// (2s by default), and a stop that ends its writes.
+func (m *Mover) progress(ctx context.Context, obj client.Object) (report func(kopiarepo.Progress), stop func()) {
+	var mu sync.Mutex
+	var last time.Time
+	stopped := false
+	every := m.Every
+	if every == 0 {
+		every = 2 * time.Second
+	}
+	report = func(p kopiarepo.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || time.Since(last) < every {
+			return
+		}
+		last = time.Now()
+		_ = m.patch(ctx, obj, map[string]any{"progress": map[string]any{"totalBytes": p.TotalBytes, "bytesDone": p.BytesDone}})
+	}
+	return report, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+	}
+}
+
+// DownloadSource is what a download restores, found inside the
+// repository by what it is — the backed-up claim, the upload that moved
+// it, the backup — so that an ID written into the bucket cannot point a
+// restore at other data.
+func DownloadSource(dd *salvorv1.DataDownload) kopiarepo.Source {
+	return kopiarepo.Source{Requester: kopiarepo.DataMover, Name: dd.Spec.SourceNamespace + "/" + dd.Annotations[salvorv1.SourceClaimAnnotation],
+		Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: dd.Annotations[salvorv1.DataUploadAnnotation],
+			salvorv1.BackupNameLabel: dd.Labels[salvorv1.BackupNameLabel]}}
+}
+
+// Download writes the data of DataDownload Name into the volume at Dir.
+// The download's phase is the reconciler's to move: the mover writes
+// only progress, and why it failed.
+func (m *Mover) Download(ctx context.Context) error {
+	dd := &salvorv1.DataDownload{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, dd); err != nil {
+		return fmt.Errorf("DataDownload %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	err := m.download(ctx, dd)
+	if err != nil {
+		_ = m.patch(context.WithoutCancel(ctx), &salvorv1.DataDownload{}, map[string]any{"message": err.Error()})
+	}
+	return err
+}
+
+func (m *Mover) download(ctx context.Context, dd *salvorv1.DataDownload) error {
+	if problem := CheckDownload(dd); problem != "" {
+		return errors.New(problem)
+	}
+	repo, bsl, err := m.open(ctx, dd.Spec.BackupStorageLocation, dd.Spec.SourceNamespace, true)
+	if err != nil {
+		return err
+	}
+	defer repo.Close(context.WithoutCancel(ctx))
+	src := DownloadSource(dd)
+	claim := dd.Spec.SourceNamespace + "/" + dd.Annotations[salvorv1.SourceClaimAnnotation]
+	snap, err := repo.Find(ctx, src)
+	if err != nil {
+		return fmt.Errorf("the data of claim %s (backup %s, DataUpload %s) in location %s: %w", claim, dd.Labels[salvorv1.BackupNameLabel],
+			dd.Annotations[salvorv1.DataUploadAnnotation], bsl.Name, err)
+	}
+	if dd.Spec.SnapshotID != "" && dd.Spec.SnapshotID != snap.ID {
+		return fmt.Errorf("spec.snapshotID %s is not the data of claim %s in backup %s (that is snapshot %s): refusing to restore it", dd.Spec.SnapshotID, claim, dd.Labels[salvorv1.BackupNameLabel], snap.ID)
+	}
+	report, stop := m.progress(ctx, &salvorv1.DataDownload{})
+	n, err := repo.Restore(ctx, snap.ID, m.Dir, report)
+	stop()
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", claim, err)
+	}
+	return m.patch(ctx, &salvorv1.DataDownload{}, map[string]any{"message": "", "progress": map[string]any{"totalBytes": n, "bytesDone": n}})
+}
+
+// open opens namespace ns's repository in location name; readOnly for
+// restores, which a ReadOnly location allows.
+func (m *Mover) open(ctx context.Context, name, ns string, readOnly bool) (*kopiarepo.Repository, *salvorv1.BackupStorageLocation, error) {
+	if m.Password == "" {
+		return nil, nil, fmt.Errorf("no repository password (%s, from Secret %s key %s)", PasswordEnv, PasswordSecret, PasswordKey)
+	}
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, bsl); err != nil {
+		return nil, nil, fmt.Errorf("backup storage location %s: %w", name, err)
+	}
+	if !readOnly && bsl.Spec.ReadOnly() {
+		return nil, nil, fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
+	}
+	// The server made the repository before any upload's pod.
+	st, err := kopiarepo.Storage(ctx, Location(bsl, m.CredentialsFile), ns, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+	}
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: m.Password, WorkDir: m.WorkDir, ReadOnly: readOnly})
+	if err != nil {
+		return nil, nil, fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
+	}
+	return repo, bsl, nil
 }
 
 // WriteTermination writes err where Kubernetes reads a container's

@@ -288,7 +288,7 @@ func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) 
 		}
 		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseCompleted, "")
 	case pod.Status.Phase == corev1.PodFailed:
-		why = fmt.Sprintf("mover pod %s failed: %s", pod.Name, podFailure(pod, du))
+		why = fmt.Sprintf("mover pod %s failed: %s", pod.Name, failure(pod, du.Status.Message))
 	default:
 		// The pod's changes bring us back; the timeout, at the latest.
 		return reconcile.Result{RequeueAfter: r.untilTimeout(du)}, nil
@@ -308,24 +308,21 @@ func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) 
 	return reconcile.Result{}, r.launch(ctx, du)
 }
 
-// podFailure is why a mover pod failed: its termination message, or the
-// message the mover wrote on the upload.
-func podFailure(pod *corev1.Pod, du *salvorv1.DataUpload) string {
+// failure is why a mover pod failed: its termination message, or the
+// message the mover wrote on its upload or download (msg).
+func failure(pod *corev1.Pod, msg string) string {
 	for _, s := range pod.Status.ContainerStatuses {
 		if t := s.State.Terminated; t != nil {
 			if t.Message != "" {
 				return t.Message
 			}
-			if du.Status.Message != "" {
-				return du.Status.Message
+			if msg != "" {
+				return msg
 			}
 			return fmt.Sprintf("exit code %d (%s)", t.ExitCode, t.Reason)
 		}
 	}
-	if du.Status.Message != "" {
-		return du.Status.Message
-	}
-	return pod.Status.Message
+	return cmp.Or(msg, pod.Status.Message)
 }
 
 // end records a final phase.
@@ -398,21 +395,47 @@ func (r *UploadReconciler) cleanup(ctx context.Context, du *salvorv1.DataUpload)
 	return errors.Join(errs...)
 }
 
-// createTyped creates obj; one already there is fine only if it is this
-// upload's.
-func (r *UploadReconciler) createTyped(ctx context.Context, obj ctrl.Object, du *salvorv1.DataUpload) error {
-	err := r.Client.Create(ctx, obj)
+// createTyped creates obj; one already there is fine only if it is
+// owner's (the DataUpload or DataDownload it is made for).
+func createTyped(ctx context.Context, c ctrl.Client, reader ctrl.Reader, obj ctrl.Object, owner ctrl.Object) error {
+	err := c.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
 		live := obj.DeepCopyObject().(ctrl.Object)
-		if err := r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(obj), live); err != nil {
+		if err := reader.Get(ctx, ctrl.ObjectKeyFromObject(obj), live); err != nil {
 			return err
 		}
-		if !Ours(live, du) {
-			return fmt.Errorf("%s %s/%s exists and is not DataUpload %s's", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), du.Name)
+		if !Ours(live, owner) {
+			return fmt.Errorf("%s %s/%s exists and is not %s's", kindOf(obj), obj.GetNamespace(), obj.GetName(), describeOwner(owner))
 		}
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("making %s %s/%s for %s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), describeOwner(owner), err)
+	}
+	return nil
+}
+
+// kindOf names a typed object's kind for messages.
+func kindOf(obj ctrl.Object) string {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return "pod"
+	case *corev1.PersistentVolumeClaim:
+		return "claim"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// describeOwner names a DataUpload or DataDownload for messages.
+func describeOwner(owner ctrl.Object) string {
+	if _, ok := owner.(*salvorv1.DataDownload); ok {
+		return "DataDownload " + owner.GetName()
+	}
+	return "DataUpload " + owner.GetName()
+}
+
+func (r *UploadReconciler) createTyped(ctx context.Context, obj ctrl.Object, du *salvorv1.DataUpload) error {
+	return createTyped(ctx, r.Client, r.APIReader, obj, du)
 }
 
 func (r *UploadReconciler) createDynamic(ctx context.Context, gvr schema.GroupVersionResource, ns string, obj *unstructured.Unstructured, du *salvorv1.DataUpload) error {

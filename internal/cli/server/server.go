@@ -165,7 +165,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.restoreMemory, "restore-memory-budget", "256Mi", "bytes of items a restore holds in flight at once (an item costs about five times its size); items wait for budget, so large items cannot exhaust memory")
 	f.StringVar(&o.moverImage, "data-mover-image", "ghcr.io/salvor-dev/salvor:latest", "the image of the pods that move volume data (backups with snapshotMoveData): Salvor's own, whose entrypoint is salvor")
 	f.StringVar(&o.moverAccount, "data-mover-service-account", "salvor-data-mover", "the ServiceAccount mover pods run as (salvor install makes it, with only what movers use)")
-	f.IntVar(&o.moverConcurrency, "data-mover-concurrency", 4, "volume uploads and downloads that run at once, across the cluster's nodes")
+	f.IntVar(&o.moverConcurrency, "data-mover-concurrency", 4, "volume uploads that run at once across the cluster's nodes, and as many downloads")
 	f.StringToStringVar(&o.moverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on, e.g. kubernetes.io/os=linux")
 	f.StringVar(&o.moverCache, "data-mover-cache-size", "1Gi", "the size of a mover pod's emptyDir for kopia's caches")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
@@ -325,6 +325,9 @@ func (o *options) run(ctx context.Context) error {
 	// One maker of kopia repositories for the uploads and the deletions,
 	// so that they take turns.
 	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace}
+	// Mover pods are the same for uploads and downloads: one image, account and
+	// placement.
+	moverPods := datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -363,9 +366,14 @@ func (o *options) run(ctx context.Context) error {
 		},
 		&datamover.UploadReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Dynamic: dyn, Namespace: o.kube.Namespace, Log: logger,
-			Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize},
+			Pods:        moverPods,
 			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
 			Repositories: repositories,
+		},
+		&datamover.DownloadReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
+			Pods:        moverPods,
+			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
 		},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,

@@ -33,6 +33,21 @@ const (
 	// a restore from the moved data looks the snapshot up by, in the
 	// repository, whose contents the bucket's writer cannot forge.
 	DataUploadAnnotation = "salvor.dev/data-upload"
+	// SourceClaimAnnotation, on a DataDownload, names the claim whose
+	// moved data it restores, as it was backed up (the claim's name in
+	// the DataDownload's sourceNamespace): with DataUploadAnnotation and
+	// the backup's name, what the mover looks the kopia snapshot up by.
+	SourceClaimAnnotation = "salvor.dev/source-claim"
+	// RestoredVolumeAnnotation, on a DataDownload, names the volume its
+	// mover wrote once it has; ReclaimPolicyAnnotation the reclaim policy
+	// that volume gets back once the restored claim has it (it is Retain
+	// meanwhile, so that deleting the mover's claim keeps the data).
+	RestoredVolumeAnnotation = "salvor.dev/restored-volume"
+	ReclaimPolicyAnnotation  = "salvor.dev/reclaim-policy"
+	// DataDownloadLabel, on a claim a restore makes from moved data (as
+	// its selector) and on the volume a DataDownload wrote, pairs the two:
+	// the claim binds to that volume and is provisioned no other.
+	DataDownloadLabel = "salvor.dev/data-download"
 	// VeleroAsyncOperationIDLabel tags a moved volume's kopia snapshot
 	// with its upload's operation (Velero's tag, which Velero's restore
 	// and deletion look for).
