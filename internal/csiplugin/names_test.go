@@ -58,3 +58,20 @@ func TestContentName(t *testing.T) {
 		t.Errorf("ContentName: %q and %q", a, b)
 	}
 }
+
+func TestDownloadName(t *testing.T) {
+	r := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("r", 70), UID: "u1"}}
+	name := DownloadName(r, "app", "data")
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > 63 {
+		t.Errorf("DownloadName = %q (%d characters): %v", name, len(name), errs)
+	}
+	if DownloadName(r, "app", "data") != name {
+		t.Error("DownloadName is not stable")
+	}
+	for _, other := range []string{DownloadName(r, "app", "logs"), DownloadName(r, "other", "data"),
+		DownloadName(&salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: r.Name, UID: "u2"}}, "app", "data")} {
+		if other == name {
+			t.Errorf("two claims or restores share DataDownload %s", name)
+		}
+	}
+}

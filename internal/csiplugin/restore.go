@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +68,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 	item := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
 	switch item.GroupVersionKind().GroupKind() {
 	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
-		return a.claim(ctx, item, in.Restore)
+		return a.claim(ctx, item, in)
 	case schema.GroupKind{Group: csi.Group, Kind: "VolumeSnapshot"}:
 		return a.snapshot(ctx, item, in.Restore)
 	case schema.GroupKind{Group: csi.Group, Kind: "VolumeSnapshotContent"}:
@@ -83,7 +84,8 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 // its volume, so there is nothing to provision and no operation to follow
 // (one would report the live claim as restored from the snapshot). A dry
 // run starts no operation either.
-func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructured, r *sdk.Restore) (*sdk.RestoreItemActionExecuteOutput, error) {
+func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructured, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	r := in.Restore
 	vs := csi.SnapshotOfClaim(claim)
 	if vs == "" || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
@@ -95,6 +97,9 @@ func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructu
 	if live != nil {
 		a.log.Info("claim is in the cluster; not restored from its snapshot", "claim", claim.GetNamespace()+"/"+claim.GetName(), "restore", r.Name)
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
+	}
+	if du := claim.GetAnnotations()[salvorv1.DataUploadAnnotation]; du != "" {
+		return a.fromMovedData(ctx, claim, in, du)
 	}
 	source := map[string]any{"apiGroup": csi.Group, "kind": "VolumeSnapshot", "name": vs}
 	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSource")
@@ -140,6 +145,11 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 	if b := vs.GetLabels()[salvorv1.BackupNameLabel]; b != "" && b != salvorv1.LabelValue(r.Spec.BackupName) {
 		// Another backup's snapshot, backed up with the namespace: that
 		// backup's restores bring it back.
+		return sdk.NewRestoreItemActionExecuteOutput(vs).WithoutRestore(), nil
+	}
+	if vs.GetAnnotations()[salvorv1.DataUploadAnnotation] != "" {
+		// Its data was moved into the location: its claim is restored
+		// from there, and the storage-side snapshot is not needed.
 		return sdk.NewRestoreItemActionExecuteOutput(vs).WithoutRestore(), nil
 	}
 	handle := vs.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]
@@ -273,6 +283,9 @@ func (a *RestoreAction) AreAdditionalItemsReadyWithContext(ctx context.Context, 
 // ProgressWithContext follows a restored claim until it is bound to the
 // volume provisioned from its snapshot.
 func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *sdk.Restore) (sdk.OperationProgress, error) {
+	if name, ok := strings.CutPrefix(id, downloadOp); ok {
+		return a.downloadProgress(ctx, r, name)
+	}
 	dyn, ns, name, err := a.kube.target(id)
 	if err != nil {
 		return sdk.OperationProgress{}, err
@@ -304,7 +317,7 @@ func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *s
 				}
 			}
 		}
-		a.progressResource(ctx, r, claim, volume, p)
+		a.progressResource(ctx, r, ns, name, ns+"/"+csi.SnapshotOfClaim(claim), volume, p)
 	}
 	return p, nil
 }
@@ -330,28 +343,33 @@ func (a *RestoreAction) snapshotProblem(ctx context.Context, ns, name string) st
 }
 
 // CancelWithContext leaves the claim: what a cancelled restore created
-// stays, as with any other item, and the provisioner finishes or not.
-func (a *RestoreAction) CancelWithContext(context.Context, string, *sdk.Restore) error { return nil }
+// stays, as with any other item, and the provisioner finishes or not. A
+// claim's data being restored from the location is stopped.
+func (a *RestoreAction) CancelWithContext(ctx context.Context, id string, r *sdk.Restore) error {
+	if name, ok := strings.CutPrefix(id, downloadOp); ok {
+		return a.cancelDownload(ctx, r, name)
+	}
+	return nil
+}
 
-// progressResource writes the claim's VolumePluginRestore in the restore's
-// namespace; the operation's status, which the server keeps, is what
-// counts, so a failure here is only logged.
-func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, claim *unstructured.Unstructured, volume string, p api.OperationProgress) {
+// progressResource writes the VolumePluginRestore of claim ns/name in
+// the restore's namespace; the operation's status, which the server
+// keeps, is what counts, so a failure here is only logged.
+func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, ns, claim, snapshotID, volume string, p api.OperationProgress) {
 	dyn, err := a.kube.client()
 	if err != nil {
 		return
 	}
 	res := dyn.Resource(vprGVR).Namespace(r.Namespace)
-	vs := csi.SnapshotOfClaim(claim)
-	name := ContentName(r, claim.GetNamespace(), claim.GetName())
+	name := ContentName(r, ns, claim)
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginRestore",
 		"metadata": map[string]any{"name": name, "namespace": r.Namespace, "labels": map[string]any{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name)}},
-		"spec": map[string]any{"snapshotID": claim.GetNamespace() + "/" + vs, "backup": r.Spec.BackupName, "plugin": Name,
-			"pluginSpecific": map[string]any{"claim": claim.GetNamespace() + "/" + claim.GetName()}},
+		"spec": map[string]any{"snapshotID": snapshotID, "backup": r.Spec.BackupName, "plugin": Name,
+			"pluginSpecific": map[string]any{"claim": ns + "/" + claim}},
 	}}
 	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		a.log.Warn("creating a VolumePluginRestore", "restore", r.Name, "claim", claim.GetName(), "error", err)
+		a.log.Warn("creating a VolumePluginRestore", "restore", r.Name, "claim", claim, "error", err)
 		return
 	}
 	phase := itemoperation.PhaseInProgress
@@ -369,6 +387,10 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, cl
 	if !p.Started.IsZero() {
 		st["startTimestamp"] = p.Started.UTC().Format(time.RFC3339)
 	}
+	if p.NTotal > 0 {
+		st["progress"] = map[string]any{"totalBytes": p.NTotal, "bytesDone": p.NCompleted}
+		st["percent"] = int(100 * p.NCompleted / p.NTotal)
+	}
 	if p.Completed {
 		st["completionTimestamp"] = now
 		if p.Err == "" {
@@ -377,6 +399,6 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, cl
 	}
 	body, _ := json.Marshal(map[string]any{"status": st})
 	if _, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		a.log.Warn("updating a VolumePluginRestore", "restore", r.Name, "claim", claim.GetName(), "error", err)
+		a.log.Warn("updating a VolumePluginRestore", "restore", r.Name, "claim", claim, "error", err)
 	}
 }

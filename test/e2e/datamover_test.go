@@ -179,6 +179,66 @@ func TestDataMoverBackup(t *testing.T) {
 	if got := treeSums(t, again); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the second backup's data:\n got %v\nwant %v", got, want)
 	}
+	restoreMovedData(t, c, csi, "moved-again", second, want)
+}
+
+// restoreMovedData restores backup's namespace app as app-copy: the claim
+// gets a new, empty volume of its class (no snapshot as its source) that
+// a mover pod fills from the bucket; the DataDownload completes, what the
+// mover made is gone, and the volume keeps its class's reclaim policy.
+func restoreMovedData(t *testing.T, c *cluster, csi *testbed.CSI, backup string, du *salvorv1.DataUpload, want map[string]string) {
+	t.Helper()
+	c.mustSalvor(t, "restore", "create", "moved-back", "--from-backup", backup, "--namespace-mappings", "app:app-copy", "--wait")
+	r := &salvorv1.Restore{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "moved-back"}, r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.RestoreItemOperationsCompleted != 1 {
+		t.Fatalf("restore %s, %d operations completed\n%s", r.Status.Phase, r.Status.RestoreItemOperationsCompleted,
+			c.mustSalvor(t, "restore", "describe", "moved-back", "--details"))
+	}
+	list := &salvorv1.DataDownloadList{}
+	if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.RestoreNameLabel: "moved-back"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("DataDownloads of restore moved-back: %+v, %v", list.Items, err)
+	}
+	dd := list.Items[0]
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "data"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if dd.Status.Phase != salvorv1.DataMoverPhaseCompleted || dd.Annotations[salvorv1.DataUploadAnnotation] != du.Name ||
+		dd.Annotations[salvorv1.RestoredVolumeAnnotation] != pvc.Spec.VolumeName || dd.Status.Progress.BytesDone < 8<<20 {
+		t.Fatalf("DataDownload %s: %+v %+v (claim bound to %s)", dd.Name, dd.Annotations, dd.Status, pvc.Spec.VolumeName)
+	}
+	if pvc.Spec.DataSource != nil || pvc.Spec.DataSourceRef != nil {
+		t.Errorf("the restored claim was made from %v: want its data from the bucket alone", pvc.Spec.DataSource)
+	}
+	dir := csi.Driver.VolumeDir(pvc.Spec.VolumeName)
+	if got := treeSums(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the restored volume:\n got %v\nwant %v", got, want)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "big.bin")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("big.bin restored as %v, %v: want mode 0640", fi, err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		t.Errorf("the restored volume's reclaim policy is %s: want its class's (Delete) back", pv.Spec.PersistentVolumeReclaimPolicy)
+	}
+	eventually(t, "the download's pods and claim removed", time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		claims := &corev1.PersistentVolumeClaimList{}
+		sel := client.MatchingLabels{datamover.DownloadUIDLabel: string(dd.UID)}
+		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		if err := c.client.List(context.Background(), claims, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items)+len(claims.Items) == 0, fmt.Sprintf("%d pods, %d claims", len(pods.Items), len(claims.Items))
+	})
 }
 
 func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {
