@@ -5,7 +5,10 @@
 // and a DeleteItemAction that deletes the storage-side snapshot with its
 // backup — only one the cluster records the backup taking (its content,
 // or the handle on its VolumePluginBackup), never one the bucket alone
-// names.
+// names. With snapshotMoveData the backup action also makes a DataUpload
+// per claim, and the restore action restores such a claim from the bucket
+// through a DataDownload instead of from the snapshot (package datamover
+// moves the data).
 //
 // A snapshot is recorded as Velero records its CSI snapshots (the names
 // are in package salvorv1), so Salvor restores Velero's CSI backups and

@@ -137,7 +137,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec) and watch pods, which the exec hooks of backups (spec.hooks, pre.hook.backup.velero.io/command) and restores (spec.hooks postHooks exec, post.hook.restore.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
-	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once (its --data-mover-concurrency; default 4)")
+	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once, and as many downloads (its --data-mover-concurrency; default 4)")
 	f.StringToStringVar(&o.MoverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on (the server's --data-mover-node-selector)")
 	f.StringVar(&o.MoverCacheSize, "data-mover-cache-size", "", "the size of a mover pod's kopia cache volume (the server's --data-mover-cache-size; default 1Gi)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
