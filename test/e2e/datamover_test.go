@@ -182,12 +182,25 @@ func TestDataMoverBackup(t *testing.T) {
 	restoreMovedData(t, c, csi, "moved-again", second, want)
 }
 
-// restoreMovedData restores backup's namespace app as app-copy: the claim
-// gets a new, empty volume of its class (no snapshot as its source) that
-// a mover pod fills from the bucket; the DataDownload completes, what the
-// mover made is gone, and the volume keeps its class's reclaim policy.
+// restoreMovedData loses the storage side — namespace app and its volume
+// deleted, every snapshot gone from the driver — then restores backup's
+// namespace app as app-copy: the claim gets a new, empty volume of its
+// class (no snapshot as its source) that a mover pod fills from the
+// bucket; the DataDownload completes, what the mover made is gone, and
+// the volume keeps its class's reclaim policy.
 func restoreMovedData(t *testing.T, c *cluster, csi *testbed.CSI, backup string, du *salvorv1.DataUpload, want map[string]string) {
 	t.Helper()
+	original := c.boundVolume(t, "app", "data")
+	if err := c.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the original volume deleted by its driver", 2*time.Minute, func() (bool, string) {
+		_, err := os.Stat(csi.Driver.VolumeDir(original))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if err := csi.Driver.LoseSnapshots(); err != nil {
+		t.Fatal(err)
+	}
 	c.mustSalvor(t, "restore", "create", "moved-back", "--from-backup", backup, "--namespace-mappings", "app:app-copy", "--wait")
 	r := &salvorv1.Restore{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "moved-back"}, r); err != nil {

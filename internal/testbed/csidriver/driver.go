@@ -307,6 +307,22 @@ func (d *Driver) Snapshots() ([]*Record, error) {
 	return d.list("snapshots")
 }
 
+// LoseSnapshots deletes every snapshot the driver holds behind
+// Kubernetes' back, as a storage system that is lost loses them: what
+// still names them points at nothing.
+func (d *Driver) LoseSnapshots() error {
+	recs, err := d.Snapshots()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := d.remove("snapshots", r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Volumes lists the volumes the driver holds, by ID.
 func (d *Driver) Volumes() ([]*Record, error) {
 	return d.list("volumes")
