@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kopia/kopia/fs"
 	"github.com/kopia/kopia/fs/localfs"
 	"github.com/kopia/kopia/repo"
 	"github.com/kopia/kopia/repo/maintenance"
@@ -278,14 +279,14 @@ func (r *Repository) Restore(ctx context.Context, id, dest string, progress func
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return 0, fmt.Errorf("restore target %s: %w", dest, err)
 	}
-	out := &restore.FilesystemOutput{
+	out := &mountOutput{FilesystemOutput: &restore.FilesystemOutput{
 		TargetPath:           filepath.Clean(dest),
 		OverwriteDirectories: true,
 		OverwriteFiles:       true,
 		OverwriteSymlinks:    true,
 		WriteFilesAtomically: true,
 		FlushFiles:           true,
-	}
+	}}
 	if err := out.Init(ctx); err != nil {
 		return 0, fmt.Errorf("restore target %s: %w", dest, err)
 	}
@@ -396,4 +397,43 @@ func (r *Repository) Describe(ctx context.Context, id string) (Snapshot, error) 
 	}
 	return Snapshot{ID: string(m.ID), Path: m.Source.Path, Requester: m.Tags[requesterTag], Tags: m.Tags,
 		StartTime: m.StartTime.ToTime(), TotalBytes: m.Stats.TotalFileSize}, nil
+}
+
+// mountOutput writes a snapshot into a directory that may be a volume's
+// mount point. kopia's FilesystemOutput, when it finishes a directory,
+// removes a placeholder beside it (name.kopia-entry, left by its shallow
+// restores); for the root that is in the mount point's parent, which on a
+// mover pod's read-only root filesystem fails even when there is nothing
+// to remove. The root is given its owner, mode and times here instead,
+// as kopia gives them to every other directory.
+type mountOutput struct {
+	*restore.FilesystemOutput
+}
+
+func (o *mountOutput) FinishDirectory(ctx context.Context, relativePath string, e fs.Directory) error {
+	if relativePath != "" {
+		return o.FilesystemOutput.FinishDirectory(ctx, relativePath, e)
+	}
+	path := o.TargetPath
+	local, err := localfs.NewEntry(path)
+	if err != nil {
+		return fmt.Errorf("restore target %s: %w", path, err)
+	}
+	// Windows has no owners to give (kopia records none there either).
+	if owner := e.Owner(); runtime.GOOS != "windows" && local.Owner() != owner {
+		if err := os.Chown(path, int(owner.UserID), int(owner.GroupID)); err != nil {
+			return fmt.Errorf("restore target %s: owner: %w", path, err)
+		}
+	}
+	if local.Mode()&fs.ModBits != e.Mode()&fs.ModBits {
+		if err := os.Chmod(path, e.Mode()&fs.ModBits); err != nil {
+			return fmt.Errorf("restore target %s: mode: %w", path, err)
+		}
+	}
+	if !local.ModTime().Equal(e.ModTime()) {
+		if err := os.Chtimes(path, e.ModTime(), e.ModTime()); err != nil {
+			return fmt.Errorf("restore target %s: times: %w", path, err)
+		}
+	}
+	return nil
 }
