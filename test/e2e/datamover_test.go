@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/datamover"
@@ -240,18 +241,7 @@ func restoreMovedData(t *testing.T, c *cluster, csi *testbed.CSI, backup string,
 	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		t.Errorf("the restored volume's reclaim policy is %s: want its class's (Delete) back", pv.Spec.PersistentVolumeReclaimPolicy)
 	}
-	eventually(t, "the download's pods and claim removed", time.Minute, func() (bool, string) {
-		pods := &corev1.PodList{}
-		claims := &corev1.PersistentVolumeClaimList{}
-		sel := client.MatchingLabels{datamover.DownloadUIDLabel: string(dd.UID)}
-		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), sel); err != nil {
-			return false, err.Error()
-		}
-		if err := c.client.List(context.Background(), claims, client.InNamespace("salvor"), sel); err != nil {
-			return false, err.Error()
-		}
-		return len(pods.Items)+len(claims.Items) == 0, fmt.Sprintf("%d pods, %d claims", len(pods.Items), len(claims.Items))
-	})
+	assertMoverPodsGone(t, c, datamover.DownloadUIDLabel, dd.UID)
 }
 
 func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {
@@ -266,10 +256,23 @@ func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {
 // assertMoverGone: no mover pod, claim or snapshot copy of du is left.
 func assertMoverGone(t *testing.T, c *cluster, du *salvorv1.DataUpload) {
 	t.Helper()
+	assertMoverPodsGone(t, c, datamover.UploadUIDLabel, du.UID)
+	for _, kind := range []struct{ kind, ns, name string }{{"VolumeSnapshot", "salvor", du.Name}, {"VolumeSnapshotContent", "", "salvor-du-" + string(du.UID)}} {
+		eventually(t, kind.kind+" copy removed", time.Minute, func() (bool, string) {
+			_, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", kind.kind, kind.ns, kind.name)
+			return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+		})
+	}
+}
+
+// assertMoverPodsGone: no mover pod or claim of the upload or download
+// whose UID label is uid is left.
+func assertMoverPodsGone(t *testing.T, c *cluster, label string, uid types.UID) {
+	t.Helper()
 	eventually(t, "the mover's pods and claim removed", time.Minute, func() (bool, string) {
 		pods := &corev1.PodList{}
 		claims := &corev1.PersistentVolumeClaimList{}
-		sel := client.MatchingLabels{datamover.UploadUIDLabel: string(du.UID)}
+		sel := client.MatchingLabels{label: string(uid)}
 		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), sel); err != nil {
 			return false, err.Error()
 		}
@@ -278,12 +281,6 @@ func assertMoverGone(t *testing.T, c *cluster, du *salvorv1.DataUpload) {
 		}
 		return len(pods.Items)+len(claims.Items) == 0, fmt.Sprintf("%d pods, %d claims", len(pods.Items), len(claims.Items))
 	})
-	for _, kind := range []struct{ kind, ns, name string }{{"VolumeSnapshot", "salvor", du.Name}, {"VolumeSnapshotContent", "", "salvor-du-" + string(du.UID)}} {
-		eventually(t, kind.kind+" copy removed", time.Minute, func() (bool, string) {
-			_, err := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", kind.kind, kind.ns, kind.name)
-			return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
-		})
-	}
 }
 
 // openMovedRepo opens namespace ns's repository in the location as a
@@ -374,4 +371,43 @@ func TestDataMoverCancelAndLostPod(t *testing.T) {
 	if sums := treeSums(t, restored); fmt.Sprint(sums) != fmt.Sprint(want) {
 		t.Fatalf("the moved data:\n got %v\nwant %v", sums, want)
 	}
+
+	// The same faults while a restore brings the data back: a download's
+	// mover pod lost is made again; cancelling the restore cancels the
+	// download, and its pods and claim go.
+	csi.Driver.FailPublish("the node's storage path is down")
+	c.mustSalvor(t, "restore", "create", "held", "--from-backup", "lost", "--namespace-mappings", "app:held")
+	waitDownloadPod := func(attempt int) *salvorv1.DataDownload {
+		t.Helper()
+		var dd *salvorv1.DataDownload
+		eventually(t, fmt.Sprintf("restore held's mover pod %d waiting for its claim", attempt), 2*time.Minute, func() (bool, string) {
+			list := &salvorv1.DataDownloadList{}
+			if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.RestoreNameLabel: "held"}); err != nil || len(list.Items) != 1 {
+				return false, fmt.Sprintf("%d downloads, %v", len(list.Items), err)
+			}
+			dd = &list.Items[0]
+			pod := &corev1.Pod{}
+			err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(dd.Name, attempt)}, pod)
+			return err == nil && pod.Spec.NodeName == node.Name && pod.Status.Phase == corev1.PodPending, fmt.Sprintf("%s %v", pod.Status.Phase, err)
+		})
+		return dd
+	}
+	dd := waitDownloadPod(1)
+	if err := c.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.PodName(dd.Name, 1)}},
+		client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitDownloadPod(2)
+	c.mustSalvor(t, "restore", "cancel", "held")
+	eventually(t, "the cancelled download Canceled", time.Minute, func() (bool, string) {
+		got := &salvorv1.DataDownload{}
+		err := c.client.Get(context.Background(), client.ObjectKeyFromObject(dd), got)
+		return err == nil && got.Status.Phase == salvorv1.DataMoverPhaseCanceled, fmt.Sprintf("%s %v", got.Status.Phase, err)
+	})
+	eventually(t, "the restore ended", time.Minute, func() (bool, string) {
+		rs := &salvorv1.Restore{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "held"}, rs)
+		return err == nil && rs.Status.Phase == salvorv1.RestorePhaseFailed, fmt.Sprint(rs.Status.Phase, err)
+	})
+	assertMoverPodsGone(t, c, datamover.DownloadUIDLabel, dd.UID)
 }
