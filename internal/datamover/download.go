@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimectrl "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/salvor-dev/salvor/internal/metrics"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -39,34 +33,13 @@ const (
 // written volume handed over to the restored claim → Completed; or
 // Failed or Canceled, with what it made deleted.
 type DownloadReconciler struct {
-	Client ctrl.Client
-	// APIReader reads what the cache holds not (the restored claim, in
-	// its own namespace; volumes) straight from the API server.
-	APIReader ctrl.Reader
-	Namespace string
-	Pods      Pods
-	// Concurrency is how many downloads run at once (0: 4).
-	Concurrency int
-	// Attempts is how many mover pods a download gets (0: 3).
-	Attempts int
-	Log      *slog.Logger
-	// DefaultTimeout bounds downloads whose spec sets no operationTimeout.
-	DefaultTimeout time.Duration
+	Movers
 }
 
 // SetupWithManager registers the reconciler: DataDownloads, and the mover
 // pods they own.
 func (r *DownloadReconciler) SetupWithManager(mgr runtimectrl.Manager) error {
-	return runtimectrl.NewControllerManagedBy(mgr).Named("datadownload").
-		For(&salvorv1.DataDownload{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
-			name := o.GetLabels()[DownloadLabel]
-			if name == "" || o.GetLabels()[ComponentLabel] != Component {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		})).
-		Complete(r)
+	return r.setup(mgr, "datadownload", &salvorv1.DataDownload{}, DownloadLabel, r)
 }
 
 func (r *DownloadReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -77,78 +50,41 @@ func (r *DownloadReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if dd.Namespace != r.Namespace {
 		return reconcile.Result{}, nil
 	}
-	if !dd.DeletionTimestamp.IsZero() {
-		if err := r.cleanup(ctx, dd); err != nil {
-			return reconcile.Result{}, err
-		}
-		if controllerutil.RemoveFinalizer(dd, CleanupFinalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, dd)
-		}
-		return reconcile.Result{}, nil
-	}
-	if dd.Status.Phase.Ended() {
-		return reconcile.Result{}, r.cleanup(ctx, dd)
-	}
-	if controllerutil.AddFinalizer(dd, CleanupFinalizer) {
-		if err := r.Client.Update(ctx, dd); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	handingOver := dd.Annotations[RestoredVolumeAnnotation] != ""
-	if dd.Spec.Cancel && !handingOver {
-		if err := r.cleanup(ctx, dd); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseCanceled, "cancelled: the mover pod and what it made were removed")
-	}
-	if dd.Status.StartTimestamp != nil && !handingOver {
-		if timeout := r.timeout(dd); timeout > 0 && time.Since(dd.Status.StartTimestamp.Time) > timeout {
-			if err := r.cleanup(ctx, dd); err != nil {
-				return reconcile.Result{}, err
-			}
-			return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("timed out after %s (operationTimeout)", timeout))
-		}
-	}
-	switch dd.Status.Phase {
-	case "", salvorv1.DataMoverPhaseNew, salvorv1.DataMoverPhaseAccepted, salvorv1.DataMoverPhasePrepared:
-		return r.start(ctx, dd)
-	default:
-		return r.follow(ctx, dd)
-	}
+	mv := downloadMove(dd)
+	return r.reconcile(ctx, mv, steps{
+		start: func(ctx context.Context) (int64, bool, error) { return r.start(ctx, dd, mv) },
+		running: func(ctx context.Context) (int, error) {
+			list := &salvorv1.DataDownloadList{}
+			err := r.Client.List(ctx, list, ctrl.InNamespace(r.Namespace))
+			return runningCount(list.Items, func(o *salvorv1.DataDownload) salvorv1.DataMoverPhase { return o.Status.Phase }), err
+		},
+		launch: func(ctx context.Context) error { return r.launch(ctx, dd, mv) },
+		succeeded: func(ctx context.Context, _ *corev1.Pod) (reconcile.Result, string, error) {
+			res, err := r.written(ctx, dd, mv)
+			return res, "", err
+		},
+		// Once the written volume is recorded, it is handed over whatever
+		// else happens: it holds the restored data.
+		settling: dd.Annotations[RestoredVolumeAnnotation] != "",
+		settle:   func(ctx context.Context) (reconcile.Result, error) { return r.handOver(ctx, dd, mv) },
+		cleanup:  func(ctx context.Context) error { return r.cleanup(ctx, mv) },
+	})
 }
 
-// start takes the download on once the restore has made its claim and
-// fewer than Concurrency downloads run, under an optimistic lock.
-func (r *DownloadReconciler) start(ctx context.Context, dd *salvorv1.DataDownload) (reconcile.Result, error) {
+// start says whether the download may start: once the restore has made
+// its claim, and only if that claim is one it may fill.
+func (r *DownloadReconciler) start(ctx context.Context, dd *salvorv1.DataDownload, mv move) (int64, bool, error) {
 	if problem := CheckDownload(dd); problem != "" {
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, problem)
+		return 0, false, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, problem)
 	}
 	target, err := r.target(ctx, dd)
 	if err != nil || target == nil {
-		return reconcile.Result{RequeueAfter: time.Second}, err
+		return 0, false, err
 	}
 	if problem := TargetProblem(dd, target); problem != "" {
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, problem)
+		return 0, false, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, problem)
 	}
-	list := &salvorv1.DataDownloadList{}
-	if err := r.Client.List(ctx, list, ctrl.InNamespace(r.Namespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	running := 0
-	for _, o := range list.Items {
-		if o.Status.Phase == salvorv1.DataMoverPhaseInProgress {
-			running++
-		}
-	}
-	if running >= cmp.Or(r.Concurrency, 4) {
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	now := metav1.Now()
-	patch := ctrl.MergeFromWithOptions(dd.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
-	dd.Status.Phase = salvorv1.DataMoverPhaseInProgress
-	dd.Status.StartTimestamp = &now
-	dd.Status.Progress.TotalBytes = dd.Spec.SnapshotSize
-	return reconcile.Result{}, r.Client.Status().Patch(ctx, dd, patch)
+	return dd.Spec.SnapshotSize, true, nil
 }
 
 // CheckDownload says what a DataDownload lacks to be restored from, or "".
@@ -202,18 +138,18 @@ func TargetProblem(dd *salvorv1.DataDownload, claim *corev1.PersistentVolumeClai
 }
 
 // launch makes (or finds) the mover's claim and the next mover pod.
-func (r *DownloadReconciler) launch(ctx context.Context, dd *salvorv1.DataDownload) error {
+func (r *DownloadReconciler) launch(ctx context.Context, dd *salvorv1.DataDownload, mv move) error {
 	target, err := r.target(ctx, dd)
 	if err != nil {
 		return err
 	}
 	if target == nil {
-		return r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("claim %s/%s was deleted before its data was restored", dd.Spec.TargetVolume.Namespace, dd.Spec.TargetVolume.PVC))
+		return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("claim %s/%s was deleted before its data was restored", dd.Spec.TargetVolume.Namespace, dd.Spec.TargetVolume.PVC))
 	}
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: dd.Spec.BackupStorageLocation}, bsl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("backup storage location %s does not exist", dd.Spec.BackupStorageLocation))
+			return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("backup storage location %s does not exist", dd.Spec.BackupStorageLocation))
 		}
 		return err
 	}
@@ -221,7 +157,7 @@ func (r *DownloadReconciler) launch(ctx context.Context, dd *salvorv1.DataDownlo
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
+			return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
 				"the kopia repositories' password Secret %s/%s does not exist: in a cluster other than the backup's, copy it from the server's namespace there", r.Namespace, PasswordSecret))
 		}
 		return err
@@ -229,91 +165,19 @@ func (r *DownloadReconciler) launch(ctx context.Context, dd *salvorv1.DataDownlo
 	if err := createTyped(ctx, r.Client, r.APIReader, DownloadClaim(dd, target), dd); err != nil {
 		return err
 	}
-	attempt, _ := strconv.Atoi(dd.Annotations[AttemptsAnnotation])
-	attempt++
-	patch := ctrl.MergeFromWithOptions(dd.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
-	if dd.Annotations == nil {
-		dd.Annotations = map[string]string{}
-	}
-	dd.Annotations[AttemptsAnnotation] = strconv.Itoa(attempt)
-	if err := r.Client.Patch(ctx, dd, patch); err != nil {
-		return err
-	}
-	return createTyped(ctx, r.Client, r.APIReader, r.Pods.DownloadPod(dd, bsl, attempt), dd)
-}
-
-func (r *DownloadReconciler) timeout(dd *salvorv1.DataDownload) time.Duration {
-	return cmp.Or(dd.Spec.OperationTimeout.Duration, r.DefaultTimeout)
-}
-
-func (r *DownloadReconciler) untilTimeout(dd *salvorv1.DataDownload) time.Duration {
-	timeout := r.timeout(dd)
-	if timeout <= 0 || dd.Status.StartTimestamp == nil {
-		return time.Minute
-	}
-	return min(max(time.Until(dd.Status.StartTimestamp.Add(timeout)), time.Second), time.Minute)
-}
-
-// follow watches the mover pod: the volume is handed over when it has
-// succeeded, and the pod made again when it failed or vanished while
-// attempts remain.
-func (r *DownloadReconciler) follow(ctx context.Context, dd *salvorv1.DataDownload) (reconcile.Result, error) {
-	if dd.Annotations[RestoredVolumeAnnotation] != "" {
-		return r.handOver(ctx, dd)
-	}
-	attempt, _ := strconv.Atoi(dd.Annotations[AttemptsAnnotation])
-	if attempt == 0 {
-		return reconcile.Result{}, r.launch(ctx, dd)
-	}
-	pod := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: dd.Namespace, Name: PodName(dd.Name, attempt)}, pod)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
-	}
-	gone := apierrors.IsNotFound(err) || !Ours(pod, dd)
-	if !gone && pod.Spec.NodeName != "" && dd.Status.Node != pod.Spec.NodeName {
-		patch := ctrl.MergeFrom(dd.DeepCopy())
-		dd.Status.Node = pod.Spec.NodeName
-		if err := r.Client.Status().Patch(ctx, dd, patch); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	var why string
-	switch {
-	case gone:
-		why = fmt.Sprintf("mover pod %s is gone", PodName(dd.Name, attempt))
-	case pod.Status.Phase == corev1.PodSucceeded:
-		return r.written(ctx, dd)
-	case pod.Status.Phase == corev1.PodFailed:
-		why = fmt.Sprintf("mover pod %s failed: %s", pod.Name, failure(pod, dd.Status.Message))
-	default:
-		return reconcile.Result{RequeueAfter: r.untilTimeout(dd)}, nil
-	}
-	if attempt >= cmp.Or(r.Attempts, 3) {
-		if err := r.cleanup(ctx, dd); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s (attempt %d of %d)", why, attempt, cmp.Or(r.Attempts, 3)))
-	}
-	r.Log.Warn("data download: trying again with a new mover pod", "dataDownload", dd.Name, "why", why, "attempt", attempt+1)
-	if !gone {
-		if err := r.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, r.launch(ctx, dd)
+	return r.newPod(ctx, mv, func(n int) *corev1.Pod { return r.Pods.DownloadPod(dd, bsl, n) })
 }
 
 // written starts the hand-over of the volume the mover wrote: the volume
 // is recorded on the download, then kept (Retain) whatever becomes of the
 // mover's claim, and labelled for the restored claim's selector.
-func (r *DownloadReconciler) written(ctx context.Context, dd *salvorv1.DataDownload) (reconcile.Result, error) {
+func (r *DownloadReconciler) written(ctx context.Context, dd *salvorv1.DataDownload, mv move) (reconcile.Result, error) {
 	claim := &corev1.PersistentVolumeClaim{}
 	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: dd.Namespace, Name: dd.Name}, claim); err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading the mover's claim %s/%s: %w", dd.Namespace, dd.Name, err)
 	}
 	if !Ours(claim, dd) || claim.Spec.VolumeName == "" {
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("the mover's claim %s/%s is not this download's or has no volume", dd.Namespace, dd.Name))
+		return reconcile.Result{}, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("the mover's claim %s/%s is not this download's or has no volume", dd.Namespace, dd.Name))
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
@@ -325,19 +189,19 @@ func (r *DownloadReconciler) written(ctx context.Context, dd *salvorv1.DataDownl
 	if err := r.Client.Patch(ctx, dd, patch); err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.handOver(ctx, dd)
+	return r.handOver(ctx, dd, mv)
 }
 
 // handOver gives the written volume to the restored claim, one step a
 // call, each found done or done: the volume kept and labelled; the mover
 // pods and claim deleted; the volume reserved for the restored claim; and
 // once the claim is bound to it, the volume's reclaim policy given back.
-func (r *DownloadReconciler) handOver(ctx context.Context, dd *salvorv1.DataDownload) (reconcile.Result, error) {
+func (r *DownloadReconciler) handOver(ctx context.Context, dd *salvorv1.DataDownload, mv move) (reconcile.Result, error) {
 	name := dd.Annotations[RestoredVolumeAnnotation]
 	pv := &corev1.PersistentVolume{}
 	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Name: name}, pv); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("volume %s, which the mover wrote, was deleted before the claim had it", name))
+			return reconcile.Result{}, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("volume %s, which the mover wrote, was deleted before the claim had it", name))
 		}
 		return reconcile.Result{}, err
 	}
@@ -354,7 +218,7 @@ func (r *DownloadReconciler) handOver(ctx context.Context, dd *salvorv1.DataDown
 	claim := &corev1.PersistentVolumeClaim{}
 	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: dd.Namespace, Name: dd.Name}, claim)
 	if err == nil && Ours(claim, dd) {
-		if err := r.deletePods(ctx, dd); err != nil {
+		if err := r.deletePods(ctx, mv); err != nil {
 			return reconcile.Result{}, err
 		}
 		if claim.DeletionTimestamp.IsZero() {
@@ -382,7 +246,7 @@ func (r *DownloadReconciler) handOver(ctx context.Context, dd *salvorv1.DataDown
 		return reconcile.Result{}, err
 	}
 	if restored == nil {
-		return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
+		return reconcile.Result{}, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
 			"claim %s/%s was deleted before it had its data; volume %s keeps it (reclaim policy Retain)", target.Namespace, target.PVC, name))
 	}
 	if restored.Spec.VolumeName != name || restored.Status.Phase != corev1.ClaimBound {
@@ -393,7 +257,7 @@ func (r *DownloadReconciler) handOver(ctx context.Context, dd *salvorv1.DataDown
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{}, r.end(ctx, dd, salvorv1.DataMoverPhaseCompleted, "")
+	return reconcile.Result{}, r.end(ctx, mv, salvorv1.DataMoverPhaseCompleted, "")
 }
 
 func (r *DownloadReconciler) patchVolume(ctx context.Context, name string, patch map[string]any) error {
@@ -408,63 +272,11 @@ func (r *DownloadReconciler) patchVolume(ctx context.Context, name string, patch
 	return nil
 }
 
-// end records a final phase.
-func (r *DownloadReconciler) end(ctx context.Context, dd *salvorv1.DataDownload, phase salvorv1.DataMoverPhase, msg string) error {
-	patch := ctrl.MergeFrom(dd.DeepCopy())
-	now := metav1.Now()
-	dd.Status.Phase, dd.Status.CompletionTimestamp = phase, &now
-	if msg != "" || phase == salvorv1.DataMoverPhaseCompleted {
-		dd.Status.Message = msg
-	}
-	if phase == salvorv1.DataMoverPhaseCompleted {
-		dd.Status.Progress.BytesDone = dd.Status.Progress.TotalBytes
-	}
-	if err := r.Client.Status().Patch(ctx, dd, patch); err != nil {
-		return err
-	}
-	metrics.DataMoves.WithLabelValues("download", string(phase)).Inc()
-	if phase == salvorv1.DataMoverPhaseCompleted {
-		metrics.DataMoved.WithLabelValues("download").Add(float64(dd.Status.Progress.TotalBytes))
-	}
-	if dd.Status.StartTimestamp != nil {
-		metrics.DataMoveDuration.WithLabelValues("download", string(phase)).Observe(now.Sub(dd.Status.StartTimestamp.Time).Seconds())
-	}
-	return nil
-}
-
-func (r *DownloadReconciler) deletePods(ctx context.Context, dd *salvorv1.DataDownload) error {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ctrl.InNamespace(dd.Namespace), ctrl.MatchingLabels{DownloadUIDLabel: string(dd.UID)}); err != nil {
-		return err
-	}
-	var errs []error
-	for i := range pods.Items {
-		if err := r.Client.Delete(ctx, &pods.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting mover pod %s: %w", pods.Items[i].Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // cleanup deletes the mover pods and the mover's claim. A volume already
 // being handed over is not the mover's claim's any more: it stays.
-func (r *DownloadReconciler) cleanup(ctx context.Context, dd *salvorv1.DataDownload) error {
-	if err := r.deletePods(ctx, dd); err != nil {
+func (r *DownloadReconciler) cleanup(ctx context.Context, mv move) error {
+	if err := r.deletePods(ctx, mv); err != nil {
 		return err
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: dd.Namespace, Name: dd.Name}, pvc)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !Ours(pvc, dd) {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the mover's claim %s: %w", pvc.Name, err)
-	}
-	return nil
+	return r.deleteClaim(ctx, mv)
 }

@@ -1,15 +1,11 @@
 package datamover
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,42 +15,19 @@ import (
 	"k8s.io/client-go/dynamic"
 	runtimectrl "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/salvor-dev/salvor/internal/csi"
-	"github.com/salvor-dev/salvor/internal/metrics"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
-
-// AttemptsAnnotation counts the mover pods made for an upload.
-const AttemptsAnnotation = "salvor.dev/data-mover-attempts"
-
-// CleanupFinalizer keeps a DataUpload until what it made is deleted, so
-// that deleting one (its backup deleted while it ran) leaves no mover pod,
-// claim or snapshot copy behind.
-const CleanupFinalizer = "salvor.dev/data-mover-cleanup"
 
 // UploadReconciler moves DataUploads in the server's namespace through
 // their phases: New (waiting for the source snapshot and a free slot) →
 // InProgress (the snapshot copy, claim and mover pod made) → Completed,
 // Failed or Canceled, and then deletes what it made.
 type UploadReconciler struct {
-	Client ctrl.Client
-	// APIReader reads what the cache holds not (other namespaces'
-	// snapshots) straight from the API server.
-	APIReader ctrl.Reader
-	Dynamic   dynamic.Interface
-	Namespace string
-	Pods      Pods
-	// Concurrency is how many uploads run at once (0: 4).
-	Concurrency int
-	// Attempts is how many mover pods an upload gets (0: 3).
-	Attempts int
-	Log      *slog.Logger
-	// DefaultTimeout bounds uploads whose spec sets no operationTimeout.
-	DefaultTimeout time.Duration
+	Movers
+	Dynamic dynamic.Interface
 	// Repositories makes the kopia repositories movers write into.
 	Repositories *Repositories
 }
@@ -62,16 +35,7 @@ type UploadReconciler struct {
 // SetupWithManager registers the reconciler: DataUploads, and the mover
 // pods they own.
 func (r *UploadReconciler) SetupWithManager(mgr runtimectrl.Manager) error {
-	return runtimectrl.NewControllerManagedBy(mgr).Named("dataupload").
-		For(&salvorv1.DataUpload{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
-			name := o.GetLabels()[UploadLabel]
-			if name == "" || o.GetLabels()[ComponentLabel] != Component {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		})).
-		Complete(r)
+	return r.setup(mgr, "dataupload", &salvorv1.DataUpload{}, UploadLabel, r)
 }
 
 func (r *UploadReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -82,83 +46,40 @@ func (r *UploadReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if du.Namespace != r.Namespace {
 		return reconcile.Result{}, nil
 	}
-	if !du.DeletionTimestamp.IsZero() {
-		if err := r.cleanup(ctx, du); err != nil {
-			return reconcile.Result{}, err
-		}
-		if controllerutil.RemoveFinalizer(du, CleanupFinalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, du)
-		}
-		return reconcile.Result{}, nil
-	}
-	if du.Status.Phase.Ended() {
-		return reconcile.Result{}, r.cleanup(ctx, du)
-	}
-	if controllerutil.AddFinalizer(du, CleanupFinalizer) {
-		if err := r.Client.Update(ctx, du); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if du.Spec.Cancel {
-		if err := r.cleanup(ctx, du); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseCanceled, "cancelled: the mover pod and what it made were removed")
-	}
-	if du.Status.StartTimestamp != nil {
-		if timeout := r.timeout(du); timeout > 0 && time.Since(du.Status.StartTimestamp.Time) > timeout {
-			if err := r.cleanup(ctx, du); err != nil {
-				return reconcile.Result{}, err
+	mv := uploadMove(du)
+	return r.reconcile(ctx, mv, steps{
+		start: func(ctx context.Context) (int64, bool, error) {
+			if du.Spec.SnapshotType != salvorv1.SnapshotTypeCSI || du.Spec.CSISnapshot == nil || du.Spec.CSISnapshot.VolumeSnapshot == "" {
+				return 0, false, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, "spec: snapshotType CSI with csiSnapshot.volumeSnapshot is the one kind of upload Salvor moves")
 			}
-			return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("timed out after %s (operationTimeout)", timeout))
-		}
-	}
-	switch du.Status.Phase {
-	case "", salvorv1.DataMoverPhaseNew, salvorv1.DataMoverPhaseAccepted, salvorv1.DataMoverPhasePrepared:
-		return r.start(ctx, du)
-	default:
-		return r.follow(ctx, du)
-	}
-}
-
-// start takes the upload on once its snapshot is ready and fewer than
-// Concurrency uploads run. The phase changes under an optimistic lock,
-// so a reconcile that read a stale upload cannot start it twice.
-func (r *UploadReconciler) start(ctx context.Context, du *salvorv1.DataUpload) (reconcile.Result, error) {
-	if du.Spec.SnapshotType != salvorv1.SnapshotTypeCSI || du.Spec.CSISnapshot == nil || du.Spec.CSISnapshot.VolumeSnapshot == "" {
-		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, "spec: snapshotType CSI with csiSnapshot.volumeSnapshot is the one kind of upload Salvor moves")
-	}
-	src, ready, err := r.source(ctx, du)
-	if err != nil || !ready {
-		return reconcile.Result{RequeueAfter: time.Second}, err
-	}
-	list := &salvorv1.DataUploadList{}
-	if err := r.Client.List(ctx, list, ctrl.InNamespace(r.Namespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	running := 0
-	for _, o := range list.Items {
-		if o.Status.Phase == salvorv1.DataMoverPhaseInProgress {
-			running++
-		}
-	}
-	if running >= cmp.Or(r.Concurrency, 4) {
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	now := metav1.Now()
-	patch := ctrl.MergeFromWithOptions(du.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
-	du.Status.Phase = salvorv1.DataMoverPhaseInProgress
-	du.Status.StartTimestamp = &now
-	du.Status.Progress.TotalBytes = src.Size.Value()
-	return reconcile.Result{}, r.Client.Status().Patch(ctx, du, patch)
+			src, ready, err := r.source(ctx, du, mv)
+			return src.Size.Value(), ready, err
+		},
+		running: func(ctx context.Context) (int, error) {
+			list := &salvorv1.DataUploadList{}
+			err := r.Client.List(ctx, list, ctrl.InNamespace(r.Namespace))
+			return runningCount(list.Items, func(o *salvorv1.DataUpload) salvorv1.DataMoverPhase { return o.Status.Phase }), err
+		},
+		launch: func(ctx context.Context) error { return r.launch(ctx, du, mv) },
+		succeeded: func(ctx context.Context, pod *corev1.Pod) (reconcile.Result, string, error) {
+			if du.Status.SnapshotID == "" {
+				return reconcile.Result{}, fmt.Sprintf("mover pod %s succeeded but recorded no snapshot", pod.Name), nil
+			}
+			if err := r.cleanup(ctx, du, mv); err != nil {
+				return reconcile.Result{}, "", err
+			}
+			return reconcile.Result{}, "", r.end(ctx, mv, salvorv1.DataMoverPhaseCompleted, "")
+		},
+		cleanup: func(ctx context.Context) error { return r.cleanup(ctx, du, mv) },
+	})
 }
 
 // source reads the snapshot to upload: not ready yet, or why it never
 // will be (the upload is failed then, and err is nil).
-func (r *UploadReconciler) source(ctx context.Context, du *salvorv1.DataUpload) (Source, bool, error) {
+func (r *UploadReconciler) source(ctx context.Context, du *salvorv1.DataUpload, mv move) (Source, bool, error) {
 	vs, err := r.Dynamic.Resource(csi.SnapshotGVR).Namespace(du.Spec.SourceNamespace).Get(ctx, du.Spec.CSISnapshot.VolumeSnapshot, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return Source{}, false, r.end(ctx, du, salvorv1.DataMoverPhaseFailed,
+		return Source{}, false, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed,
 			fmt.Sprintf("VolumeSnapshot %s/%s is gone: there is nothing to upload", du.Spec.SourceNamespace, du.Spec.CSISnapshot.VolumeSnapshot))
 	}
 	if err != nil {
@@ -175,7 +96,7 @@ func (r *UploadReconciler) source(ctx context.Context, du *salvorv1.DataUpload) 
 	}
 	src, ready, err := SourceOf(vs, vsc)
 	if err != nil {
-		return src, false, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, err.Error())
+		return src, false, r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, err.Error())
 	}
 	return src, ready, nil
 }
@@ -184,8 +105,8 @@ func (r *UploadReconciler) source(ctx context.Context, du *salvorv1.DataUpload) 
 // Secret, the repository, the snapshot copy and the claim — and the pod.
 // The repository is made here, by the server alone, so that movers of
 // one namespace's volumes never race to make it.
-func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload) error {
-	src, ready, err := r.source(ctx, du)
+func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload, mv move) error {
+	src, ready, err := r.source(ctx, du, mv)
 	if err != nil || du.Status.Phase.Ended() {
 		return err
 	}
@@ -195,7 +116,7 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload) 
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: du.Spec.BackupStorageLocation}, bsl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.end(ctx, du, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("backup storage location %s does not exist", du.Spec.BackupStorageLocation))
+			return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("backup storage location %s does not exist", du.Spec.BackupStorageLocation))
 		}
 		return err
 	}
@@ -214,161 +135,20 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload) 
 	if err := r.createDynamic(ctx, csi.SnapshotGVR, du.Namespace, snap, du); err != nil {
 		return err
 	}
-	if err := r.createTyped(ctx, Claim(du, src), du); err != nil {
+	if err := createTyped(ctx, r.Client, r.APIReader, Claim(du, src), du); err != nil {
 		return err
 	}
-	return r.newPod(ctx, du, bsl)
-}
-
-// untilTimeout is how long until du's operationTimeout ends it (a minute
-// at most, so a missed event costs no more).
-func (r *UploadReconciler) untilTimeout(du *salvorv1.DataUpload) time.Duration {
-	timeout := r.timeout(du)
-	if timeout <= 0 || du.Status.StartTimestamp == nil {
-		return time.Minute
-	}
-	return min(max(time.Until(du.Status.StartTimestamp.Add(timeout)), time.Second), time.Minute)
-}
-
-// timeout bounds du: its operationTimeout, else the server's default.
-func (r *UploadReconciler) timeout(du *salvorv1.DataUpload) time.Duration {
-	return cmp.Or(du.Spec.OperationTimeout.Duration, r.DefaultTimeout)
-}
-
-// newPod makes the next attempt's mover pod.
-func (r *UploadReconciler) newPod(ctx context.Context, du *salvorv1.DataUpload, bsl *salvorv1.BackupStorageLocation) error {
-	attempt, _ := strconv.Atoi(du.Annotations[AttemptsAnnotation])
-	attempt++
-	patch := ctrl.MergeFromWithOptions(du.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
-	if du.Annotations == nil {
-		du.Annotations = map[string]string{}
-	}
-	du.Annotations[AttemptsAnnotation] = strconv.Itoa(attempt)
-	// Counted before the pod exists: a crash between the two costs an
-	// attempt, never makes two pods of one number.
-	if err := r.Client.Patch(ctx, du, patch); err != nil {
-		return err
-	}
-	return r.createTyped(ctx, r.Pods.UploadPod(du, bsl, attempt), du)
-}
-
-// follow watches the mover pod: done when it succeeded with a snapshot
-// recorded, made again when it failed or vanished while attempts remain.
-func (r *UploadReconciler) follow(ctx context.Context, du *salvorv1.DataUpload) (reconcile.Result, error) {
-	attempt, _ := strconv.Atoi(du.Annotations[AttemptsAnnotation])
-	if attempt == 0 {
-		return reconcile.Result{}, r.launch(ctx, du)
-	}
-	// Read live: the cache may not have the pod just made, and taking it
-	// for gone would start a second mover beside it.
-	pod := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: du.Namespace, Name: PodName(du.Name, attempt)}, pod)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
-	}
-	gone := apierrors.IsNotFound(err) || !Ours(pod, du)
-	if !gone && pod.Spec.NodeName != "" && du.Status.Node != pod.Spec.NodeName {
-		patch := ctrl.MergeFrom(du.DeepCopy())
-		du.Status.Node = pod.Spec.NodeName
-		if err := r.Client.Status().Patch(ctx, du, patch); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	var why string
-	switch {
-	case gone:
-		why = fmt.Sprintf("mover pod %s is gone", PodName(du.Name, attempt))
-	case pod.Status.Phase == corev1.PodSucceeded:
-		if du.Status.SnapshotID == "" {
-			why = fmt.Sprintf("mover pod %s succeeded but recorded no snapshot", pod.Name)
-			break
-		}
-		if err := r.cleanup(ctx, du); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseCompleted, "")
-	case pod.Status.Phase == corev1.PodFailed:
-		why = fmt.Sprintf("mover pod %s failed: %s", pod.Name, failure(pod, du.Status.Message))
-	default:
-		// The pod's changes bring us back; the timeout, at the latest.
-		return reconcile.Result{RequeueAfter: r.untilTimeout(du)}, nil
-	}
-	if attempt >= cmp.Or(r.Attempts, 3) {
-		if err := r.cleanup(ctx, du); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.end(ctx, du, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s (attempt %d of %d)", why, attempt, cmp.Or(r.Attempts, 3)))
-	}
-	r.Log.Warn("data upload: trying again with a new mover pod", "dataUpload", du.Name, "why", why, "attempt", attempt+1)
-	if !gone {
-		if err := r.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, r.launch(ctx, du)
-}
-
-// failure is why a mover pod failed: its termination message, or the
-// message the mover wrote on its upload or download (msg).
-func failure(pod *corev1.Pod, msg string) string {
-	for _, s := range pod.Status.ContainerStatuses {
-		if t := s.State.Terminated; t != nil {
-			if t.Message != "" {
-				return t.Message
-			}
-			if msg != "" {
-				return msg
-			}
-			return fmt.Sprintf("exit code %d (%s)", t.ExitCode, t.Reason)
-		}
-	}
-	return cmp.Or(msg, pod.Status.Message)
-}
-
-// end records a final phase.
-func (r *UploadReconciler) end(ctx context.Context, du *salvorv1.DataUpload, phase salvorv1.DataMoverPhase, msg string) error {
-	patch := ctrl.MergeFrom(du.DeepCopy())
-	now := metav1.Now()
-	du.Status.Phase, du.Status.CompletionTimestamp = phase, &now
-	if msg != "" || phase == salvorv1.DataMoverPhaseCompleted {
-		du.Status.Message = msg
-	}
-	if phase == salvorv1.DataMoverPhaseCompleted {
-		du.Status.Progress.BytesDone = du.Status.Progress.TotalBytes
-	}
-	if err := r.Client.Status().Patch(ctx, du, patch); err != nil {
-		return err
-	}
-	metrics.DataMoves.WithLabelValues("upload", string(phase)).Inc()
-	if phase == salvorv1.DataMoverPhaseCompleted {
-		metrics.DataMoved.WithLabelValues("upload").Add(float64(du.Status.Progress.TotalBytes))
-	}
-	if du.Status.StartTimestamp != nil {
-		metrics.DataMoveDuration.WithLabelValues("upload", string(phase)).Observe(now.Sub(du.Status.StartTimestamp.Time).Seconds())
-	}
-	return nil
+	return r.newPod(ctx, mv, func(n int) *corev1.Pod { return r.Pods.UploadPod(du, bsl, n) })
 }
 
 // cleanup deletes what the upload made, each only if its labels say it
 // is this upload's: the mover pods, the claim, the snapshot copy.
-func (r *UploadReconciler) cleanup(ctx context.Context, du *salvorv1.DataUpload) error {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ctrl.InNamespace(du.Namespace), ctrl.MatchingLabels{UploadUIDLabel: string(du.UID)}); err != nil {
-		return err
-	}
+func (r *UploadReconciler) cleanup(ctx context.Context, du *salvorv1.DataUpload, mv move) error {
 	var errs []error
-	for i := range pods.Items {
-		if err := r.Client.Delete(ctx, &pods.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting mover pod %s: %w", pods.Items[i].Name, err))
+	for _, del := range []func(context.Context, move) error{r.deletePods, r.deleteClaim} {
+		if err := del(ctx, mv); err != nil {
+			errs = append(errs, err)
 		}
-	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: du.Namespace, Name: du.Name}, pvc); err == nil && Ours(pvc, du) {
-		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting mover claim %s: %w", pvc.Name, err))
-		}
-	} else if err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, err)
 	}
 	for _, o := range []struct {
 		res       dynamic.ResourceInterface
@@ -432,10 +212,6 @@ func describeOwner(owner ctrl.Object) string {
 		return "DataDownload " + owner.GetName()
 	}
 	return "DataUpload " + owner.GetName()
-}
-
-func (r *UploadReconciler) createTyped(ctx context.Context, obj ctrl.Object, du *salvorv1.DataUpload) error {
-	return createTyped(ctx, r.Client, r.APIReader, obj, du)
 }
 
 func (r *UploadReconciler) createDynamic(ctx context.Context, gvr schema.GroupVersionResource, ns string, obj *unstructured.Unstructured, du *salvorv1.DataUpload) error {

@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -27,67 +28,64 @@ no need to run it by hand.`,
 	return cmd
 }
 
+// direction is what tells the two subcommands apart.
+type direction struct {
+	use, short, example string
+	// kind and flag name the DataUpload or DataDownload to move.
+	kind, flag, flagHelp string
+	// dirFlag names where the volume is mounted.
+	dirFlag, dirHelp string
+	run              func(*datamover.Mover, context.Context) error
+	done             string
+}
+
 func backupCommand(k *kube.Options) *cobra.Command {
-	m := &datamover.Mover{}
-	cmd := &cobra.Command{
-		Use:   "backup --data-upload NAME",
-		Short: "Upload the mounted volume of a DataUpload into its location",
-		Example: `  # as the server's mover pods run it
-  salvor data-mover backup --data-upload NAME --namespace salvor --source /data --work-dir /work`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if m.Name == "" {
-				return fmt.Errorf("--data-upload: name the DataUpload to move")
-			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			m.Client, m.Namespace, m.Password = c, k.Namespace, os.Getenv(datamover.PasswordEnv)
-			err = m.Upload(cmd.Context())
-			datamover.WriteTermination(err)
-			if err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "DataUpload %s: uploaded\n", m.Name)
-			}
-			return err
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&m.Name, "data-upload", "", "the DataUpload, in --namespace, whose volume this pod has mounted")
-	f.StringVar(&m.Dir, "source", datamover.VolumePath, "where the volume is mounted")
-	f.StringVar(&m.WorkDir, "work-dir", datamover.WorkPath, "a writable directory for kopia's configuration and caches")
-	f.StringVar(&m.CredentialsFile, "credentials-file", "", "the location's credentials file (mounted from its credential Secret); empty uses the SDK's default chain")
-	return cmd
+	return moverCommand(k, direction{
+		use: "backup --data-upload NAME", short: "Upload the mounted volume of a DataUpload into its location",
+		example: "salvor data-mover backup --data-upload NAME --namespace salvor --source /data --work-dir /work",
+		kind:    "DataUpload", flag: "data-upload", flagHelp: "the DataUpload, in --namespace, whose volume this pod has mounted",
+		dirFlag: "source", dirHelp: "where the volume is mounted",
+		run: (*datamover.Mover).Upload, done: "uploaded",
+	})
 }
 
 func restoreCommand(k *kube.Options) *cobra.Command {
+	return moverCommand(k, direction{
+		use: "restore --data-download NAME", short: "Write a DataDownload's moved data into the mounted volume",
+		example: "salvor data-mover restore --data-download NAME --namespace salvor --target /data --work-dir /work",
+		kind:    "DataDownload", flag: "data-download", flagHelp: "the DataDownload, in --namespace, whose new volume this pod has mounted",
+		dirFlag: "target", dirHelp: "where the new volume is mounted",
+		run: (*datamover.Mover).Download, done: "restored",
+	})
+}
+
+func moverCommand(k *kube.Options, d direction) *cobra.Command {
 	m := &datamover.Mover{}
 	cmd := &cobra.Command{
-		Use:   "restore --data-download NAME",
-		Short: "Write a DataDownload's moved data into the mounted volume",
-		Example: `  # as the server's mover pods run it
-  salvor data-mover restore --data-download NAME --namespace salvor --target /data --work-dir /work`,
-		Args: cobra.NoArgs,
+		Use:     d.use,
+		Short:   d.short,
+		Example: "  # as the server's mover pods run it\n  " + d.example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if m.Name == "" {
-				return fmt.Errorf("--data-download: name the DataDownload to restore")
+				return fmt.Errorf("--%s: name the %s to move", d.flag, d.kind)
 			}
 			c, err := k.Client()
 			if err != nil {
 				return err
 			}
 			m.Client, m.Namespace, m.Password = c, k.Namespace, os.Getenv(datamover.PasswordEnv)
-			err = m.Download(cmd.Context())
+			err = d.run(m, cmd.Context())
 			datamover.WriteTermination(err)
 			if err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "DataDownload %s: restored\n", m.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", d.kind, m.Name, d.done)
 			}
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&m.Name, "data-download", "", "the DataDownload, in --namespace, whose new volume this pod has mounted")
-	f.StringVar(&m.Dir, "target", datamover.VolumePath, "where the new volume is mounted")
+	f.StringVar(&m.Name, d.flag, "", d.flagHelp)
+	f.StringVar(&m.Dir, d.dirFlag, datamover.VolumePath, d.dirHelp)
 	f.StringVar(&m.WorkDir, "work-dir", datamover.WorkPath, "a writable directory for kopia's configuration and caches")
 	f.StringVar(&m.CredentialsFile, "credentials-file", "", "the location's credentials file (mounted from its credential Secret); empty uses the SDK's default chain")
 	return cmd

@@ -325,9 +325,13 @@ func (o *options) run(ctx context.Context) error {
 	// One maker of kopia repositories for the uploads and the deletions,
 	// so that they take turns.
 	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace}
-	// Mover pods are the same for uploads and downloads: one image, account and
-	// placement.
-	moverPods := datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize}
+	// Uploads and downloads share their mover pods' image, account and
+	// placement, and their limits.
+	movers := datamover.Movers{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
+		Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize},
+		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
+	}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -364,17 +368,8 @@ func (o *options) run(ctx context.Context) error {
 			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
 			FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
 		},
-		&datamover.UploadReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Dynamic: dyn, Namespace: o.kube.Namespace, Log: logger,
-			Pods:        moverPods,
-			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
-			Repositories: repositories,
-		},
-		&datamover.DownloadReconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
-			Pods:        moverPods,
-			Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
-		},
+		&datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories},
+		&datamover.DownloadReconciler{Movers: movers},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
 			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff, Runs: runs,
