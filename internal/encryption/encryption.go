@@ -20,10 +20,10 @@ type Keys struct {
 
 // ErrNoKey: an object was encrypted with a key the Secret does not hold
 // (removed, or another location's).
-var ErrNoKey = errors.New("encrypted with a key the location's key Secret does not hold")
+var ErrNoKey = errors.New("salvor: encrypted with a key the location's key Secret does not hold")
 
 // ErrCorrupt: an object's bytes were changed or cut short.
-var ErrCorrupt = errors.New("not as written (changed or truncated): its authentication failed")
+var ErrCorrupt = errors.New("salvor: not as written (changed or truncated): its authentication failed")
 
 // ParseKeys reads a key Secret's value: age identities
 // (AGE-SECRET-KEY-1...), one per line, oldest first; # comments allowed.

@@ -15,7 +15,7 @@ import (
 
 // ErrReadOnly: a write or delete was refused because the location is
 // ReadOnly.
-var ErrReadOnly = errors.New("the backup storage location is ReadOnly: Salvor never writes to or deletes from it")
+var ErrReadOnly = errors.New("salvor: the backup storage location is ReadOnly: Salvor never writes to or deletes from it")
 
 // NewReadOnly returns the store of a ReadOnly location: every write and
 // delete in the bucket is refused with ErrReadOnly, at the lowest level, so

@@ -505,7 +505,7 @@ func (s *BackupStore) HasBackup(ctx context.Context, name string) (bool, error) 
 
 // ErrNotOwner: a run was about to remove files under a backup's name that
 // another run (another cluster's, sharing the bucket) now owns.
-var ErrNotOwner = errors.New("the files under this backup name belong to another run; left as they are")
+var ErrNotOwner = errors.New("salvor: the files under this backup name belong to another run; left as they are")
 
 // ClaimName records that the run of the Backup with UID uid writes the
 // files under name (see OwnerFile).

@@ -23,7 +23,7 @@ type lock struct {
 }
 
 // ErrRetained wraps a delete refused because a version is retained.
-var ErrRetained = errors.New("retained by S3 Object Lock")
+var ErrRetained = errors.New("salvor: retained by S3 Object Lock")
 
 func parseLock(cfg map[string]string) (lock, error) {
 	mode, retain := cfg["objectLockMode"], cfg["objectLockRetainFor"]
