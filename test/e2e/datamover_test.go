@@ -202,7 +202,10 @@ func restoreMovedData(t *testing.T, c *cluster, csi *testbed.CSI, backup string,
 	if err := csi.Driver.LoseSnapshots(); err != nil {
 		t.Fatal(err)
 	}
-	c.mustSalvor(t, "restore", "create", "moved-back", "--from-backup", backup, "--namespace-mappings", "app:app-copy", "--wait")
+	out := c.mustSalvor(t, "restore", "create", "moved-back", "--from-backup", backup, "--namespace-mappings", "app:app-copy", "--wait")
+	if !strings.Contains(out, "salvor.dev/csi app-copy/data: Completed") {
+		t.Errorf("restore create --wait does not follow the volume:\n%s", out)
+	}
 	r := &salvorv1.Restore{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "moved-back"}, r); err != nil {
 		t.Fatal(err)

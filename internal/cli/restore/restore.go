@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -247,8 +248,28 @@ func progressLine(rs *salvorv1.Restore) string {
 	return line
 }
 
+// volumeLines are what `restore create --wait` prints of the restore's
+// volumes still being made (their VolumePluginRestores), a line each,
+// keyed by the volume's resource.
+func volumeLines(vprs []salvorv1.VolumePluginRestore) map[string]string {
+	out := map[string]string{}
+	for _, v := range vprs {
+		what := cmp.Or(v.Spec.PluginSpecific["claim"], v.Spec.SnapshotID)
+		line := fmt.Sprintf("  %s %s: %s", v.Spec.Plugin, what, cmp.Or(v.Status.Phase, "New"))
+		if p := v.Status.Progress; p.TotalBytes > 0 {
+			line += fmt.Sprintf(", %d of %d bytes (%d%%)", p.BytesDone, p.TotalBytes, 100*p.BytesDone/p.TotalBytes)
+		}
+		if v.Status.Message != "" {
+			line += ": " + v.Status.Message
+		}
+		out[v.Name] = line
+	}
+	return out
+}
+
 func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Writer) (*salvorv1.Restore, error) {
 	last := ""
+	lastVolumes := map[string]string{}
 	pickup := &output.Pickup{Kind: "restore", Name: rs.Name, Namespace: rs.Namespace}
 	for {
 		cur := &salvorv1.Restore{}
@@ -259,6 +280,23 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		if line != last {
 			fmt.Fprintln(out, line)
 			last = line
+		}
+		// Volumes' bytes, where the user may read them (salvor-viewer
+		// may); without that right the wait goes on without them.
+		vprs := &salvorv1.VolumePluginRestoreList{}
+		if err := c.List(ctx, vprs, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: salvorv1.LabelValue(rs.Name)}); err == nil {
+			lines := volumeLines(vprs.Items)
+			keys := make([]string, 0, len(lines))
+			for k := range lines {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if lines[k] != lastVolumes[k] {
+					fmt.Fprintln(out, lines[k])
+					lastVolumes[k] = lines[k]
+				}
+			}
 		}
 		if restoreFinished(cur.Status.Phase) {
 			return cur, nil

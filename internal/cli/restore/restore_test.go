@@ -29,3 +29,26 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+func TestVolumeLines(t *testing.T) {
+	vpr := func(name, claim string, st salvorv1.VolumePluginStatus) salvorv1.VolumePluginRestore {
+		v := salvorv1.VolumePluginRestore{Spec: salvorv1.VolumePluginRestoreSpec{Plugin: "salvor.dev/csi", SnapshotID: "app/snap",
+			PluginSpecific: map[string]string{"claim": claim}}, Status: salvorv1.VolumePluginRestoreStatus{VolumePluginStatus: st}}
+		v.Name = name
+		return v
+	}
+	got := volumeLines([]salvorv1.VolumePluginRestore{
+		vpr("a", "app/data", salvorv1.VolumePluginStatus{Phase: "InProgress", Progress: salvorv1.VolumeOperationProgress{TotalBytes: 400, BytesDone: 100}}),
+		vpr("b", "", salvorv1.VolumePluginStatus{}),
+		vpr("c", "app/logs", salvorv1.VolumePluginStatus{Phase: "Failed", Message: "mover pod failed"}),
+	})
+	for name, want := range map[string]string{
+		"a": "  salvor.dev/csi app/data: InProgress, 100 of 400 bytes (25%)",
+		"b": "  salvor.dev/csi app/snap: New",
+		"c": "  salvor.dev/csi app/logs: Failed: mover pod failed",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+}
