@@ -16,7 +16,7 @@ HELM_VERSION := v4.2.4
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml
 
-.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
+.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo demo-csi tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
 
 all: build
 
@@ -82,6 +82,12 @@ plugin-images:
 demo: build testbed
 	$(GO) build -o $(BIN)/plugins/ ./examples/...
 	$(GO) run ./cmd/salvor-demo --salvor $(BIN)/salvor --plugin-dir $(BIN)/plugins --testbed $(BIN)/testbed --crds config/crd
+
+# demo-csi tells the CSI story on the whole testbed (CSI stack, a node that
+# runs pods, MinIO): a volume's data moved into the bucket by a mover pod,
+# the storage lost, the volume restored from the bucket alone.
+demo-csi: build testbed
+	$(GO) run ./cmd/salvor-demo --csi --salvor $(BIN)/salvor --testbed $(BIN)/testbed --crds config/crd
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

@@ -1,4 +1,5 @@
-// Command salvor-demo is what `make demo` runs: see package internal/demo.
+// Command salvor-demo is what `make demo` and `make demo-csi` run: see
+// package internal/demo.
 package main
 
 import (
@@ -18,12 +19,17 @@ func main() {
 	flag.StringVar(&o.PluginDir, "plugin-dir", "bin/plugins", "directory of plugin binaries")
 	flag.StringVar(&o.Testbed, "testbed", "bin/testbed", "directory holding etcd and kube-apiserver")
 	flag.StringVar(&o.CRDs, "crds", "config/crd", "directory of Salvor's CRDs")
+	csi := flag.Bool("csi", false, "tell the CSI story instead (make demo-csi): a volume's data moved into the bucket, the storage lost, the volume restored from the bucket alone")
 	flag.Parse()
 	o.Out = os.Stdout
 	// Ctrl-C stops the demo and everything it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := demo.Run(ctx, o); err != nil {
+	run := demo.Run
+	if *csi {
+		run = demo.RunCSI
+	}
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 		os.Exit(1)
 	}

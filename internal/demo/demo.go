@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,6 +53,7 @@ type demo struct {
 	work       string
 	kubeconfig string
 	c          client.Client
+	cfg        *rest.Config
 	server     *exec.Cmd
 	timings    [][2]string
 }
@@ -68,36 +70,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer os.RemoveAll(d.work)
 
 	d.say("Starting a local control plane (etcd and kube-apiserver)")
-	start := time.Now()
-	env := &envtest.Environment{BinaryAssetsDirectory: o.Testbed, CRDDirectoryPaths: []string{o.CRDs}, ErrorIfCRDPathMissing: true}
-	if _, err := env.Start(); err != nil {
-		return fmt.Errorf("starting the control plane (run `make testbed` first?): %w", err)
+	env, err := d.controlPlane()
+	if err != nil {
+		return err
 	}
 	defer func() {
 		d.stopServer()
 		_ = env.Stop()
 	}()
-	user, err := env.AddUser(envtest.User{Name: "demo", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	d.kubeconfig = filepath.Join(d.work, "kubeconfig")
-	if err := os.WriteFile(d.kubeconfig, kc, 0o600); err != nil {
-		return err
-	}
-	cfg := user.Config()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	scheme := kube.Scheme()
-	_ = apiextv1.AddToScheme(scheme)
-	if d.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	d.timings = append(d.timings, [2]string{"control plane up, Salvor's CRDs installed", time.Since(start).Round(time.Millisecond).String()})
-	fmt.Fprintf(o.Out, "    kubeconfig: %s\n", d.kubeconfig)
 
 	d.say("Starting salvor server with its built-in plugins and the example plugins")
 	if err := d.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
@@ -346,13 +326,49 @@ func (d *demo) snapshot(ctx context.Context, k ref) (map[string]any, error) {
 	return u.Object, nil
 }
 
+// controlPlane starts etcd and kube-apiserver with Salvor's CRDs, and
+// gives the demo an administrator's kubeconfig and client.
+func (d *demo) controlPlane() (*envtest.Environment, error) {
+	start := time.Now()
+	env := &envtest.Environment{BinaryAssetsDirectory: d.o.Testbed, CRDDirectoryPaths: []string{d.o.CRDs}, ErrorIfCRDPathMissing: true}
+	if _, err := env.Start(); err != nil {
+		return nil, fmt.Errorf("starting the control plane (run `make testbed` first?): %w", err)
+	}
+	user, err := env.AddUser(envtest.User{Name: "demo", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	d.kubeconfig = filepath.Join(d.work, "kubeconfig")
+	if err := os.WriteFile(d.kubeconfig, kc, 0o600); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	d.cfg = user.Config()
+	d.cfg.QPS, d.cfg.Burst = 1000, 2000
+	scheme := kube.Scheme()
+	_ = apiextv1.AddToScheme(scheme)
+	if d.c, err = client.New(d.cfg, client.Options{Scheme: scheme}); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	d.timings = append(d.timings, [2]string{"control plane up, Salvor's CRDs installed", time.Since(start).Round(time.Millisecond).String()})
+	fmt.Fprintf(d.o.Out, "    kubeconfig: %s\n", d.kubeconfig)
+	return env, nil
+}
+
 func (d *demo) eventually(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 }
 
-func (d *demo) startServer() error {
+func (d *demo) startServer(extra ...string) error {
 	logs, err := os.Create(filepath.Join(d.work, "server.log"))
 	if err != nil {
 		return err
@@ -360,6 +376,7 @@ func (d *demo) startServer() error {
 	d.server = exec.Command(d.o.Salvor, "server", "--kubeconfig", d.kubeconfig, "--namespace", "salvor",
 		"--plugin-dir", d.o.PluginDir, "--metrics-address", "0", "--health-address", "0",
 		"--location-check-interval", "2s", "--item-operation-sync-frequency", "1s")
+	d.server.Args = append(d.server.Args, extra...)
 	d.server.Stdout, d.server.Stderr = logs, logs
 	// Its own process group: stopping it stops its plugins too.
 	d.server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -387,13 +404,13 @@ func (d *demo) stopServer() {
 }
 
 func (d *demo) waitLocation(ctx context.Context) error {
+	bsl := &salvorv1.BackupStorageLocation{}
 	err := d.eventually(ctx, time.Minute, func() bool {
-		bsl := &salvorv1.BackupStorageLocation{}
 		err := d.c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "default"}, bsl)
 		return err == nil && bsl.Status.Phase == salvorv1.BackupStorageLocationPhaseAvailable
 	})
 	if err != nil {
-		return fmt.Errorf("backup storage location default did not become Available: %w", err)
+		return fmt.Errorf("backup storage location default did not become Available (%s %q): %w", bsl.Status.Phase, bsl.Status.Message, err)
 	}
 	return nil
 }

@@ -5,4 +5,9 @@
 // plugins, deploys a sample application, backs it up with live progress,
 // deletes it, restores it, checks that every object came back, and prints a
 // summary. Ctrl-C stops it and everything it started.
+//
+// RunCSI is `make demo-csi`: on the whole testbed (the CSI stack, a node
+// that runs pods, MinIO, started through a runner that stands in for a
+// test), a claim's data moved into the bucket by a mover pod, the
+// storage lost, and the claim restored from the bucket alone.
 package demo

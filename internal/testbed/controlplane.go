@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"path/filepath"
-	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -13,7 +12,7 @@ import (
 // ControlPlane starts a kube-apiserver and etcd of the test's own, with
 // Salvor's CRDs installed, stops them when the test ends, and returns an
 // administrator's client config.
-func ControlPlane(t testing.TB) *rest.Config {
+func ControlPlane(t TB) *rest.Config {
 	t.Helper()
 	assets, err := Dir()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -32,7 +31,7 @@ const CSIDriverName = "hostpath.csi.testbed.salvor.dev"
 // (an administrator's) and cfg reach, starts the volume stack against it
 // and stops it when the test ends. The driver keeps its volumes under a
 // directory of the test's.
-func StartCSI(t testing.TB, kubeconfig string, cfg *rest.Config) *CSI {
+func StartCSI(t TB, kubeconfig string, cfg *rest.Config) *CSI {
 	t.Helper()
 	dir, err := Dir()
 	if err != nil {

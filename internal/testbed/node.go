@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +58,7 @@ type Exec struct {
 
 // StartNode starts a node of the given name on cfg's cluster and stops
 // serving when the test ends.
-func StartNode(t testing.TB, cfg *rest.Config, name string) *Node {
+func StartNode(t TB, cfg *rest.Config, name string) *Node {
 	t.Helper()
 	n := &Node{Name: name, dir: t.TempDir()}
 	cert, err := selfSigned()
@@ -97,21 +96,21 @@ func StartNode(t testing.TB, cfg *rest.Config, name string) *Node {
 // Run puts a pod on the node as a kubelet would once its containers
 // started: bound to the node, phase Running, every container running and
 // ready. The pod must exist and not be bound elsewhere.
-func (n *Node) Run(t testing.TB, cfg *rest.Config, namespace, pod string) {
+func (n *Node) Run(t TB, cfg *rest.Config, namespace, pod string) {
 	t.Helper()
 	n.run(t, cfg, namespace, pod, true)
 }
 
 // Start is Run with the containers running but not yet ready (their
 // readiness probes not yet passed); Ready makes them ready.
-func (n *Node) Start(t testing.TB, cfg *rest.Config, namespace, pod string) {
+func (n *Node) Start(t TB, cfg *rest.Config, namespace, pod string) {
 	t.Helper()
 	n.run(t, cfg, namespace, pod, false)
 }
 
 // Ready marks a started pod's containers ready, as a kubelet does once
 // their readiness probes pass.
-func (n *Node) Ready(t testing.TB, cfg *rest.Config, namespace, pod string) {
+func (n *Node) Ready(t TB, cfg *rest.Config, namespace, pod string) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -131,7 +130,7 @@ func (n *Node) Ready(t testing.TB, cfg *rest.Config, namespace, pod string) {
 	}
 }
 
-func (n *Node) run(t testing.TB, cfg *rest.Config, namespace, pod string, ready bool) {
+func (n *Node) run(t TB, cfg *rest.Config, namespace, pod string, ready bool) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +31,7 @@ var WorkloadControllers = []string{
 // workload controllers (WorkloadControllers) against the control plane
 // kubeconfig reaches, until the test ends, so Jobs, Deployments,
 // DaemonSets and pods without a nodeName get to a node as on a cluster.
-func StartScheduling(t testing.TB, kubeconfig string) {
+func StartScheduling(t TB, kubeconfig string) {
 	t.Helper()
 	logs := t.TempDir()
 	startProcess(t, logs, "kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
@@ -62,7 +61,7 @@ type PodNodeOptions struct {
 // StartPodNode starts a testbed node on the cluster kubeconfig reaches,
 // waits until its Node is Ready, and stops it when the test ends (its
 // pods' containers stopped and their volumes unpublished first).
-func StartPodNode(t testing.TB, kubeconfig string, cfg *rest.Config, o PodNodeOptions) *PodNode {
+func StartPodNode(t TB, kubeconfig string, cfg *rest.Config, o PodNodeOptions) *PodNode {
 	t.Helper()
 	if o.Name == "" {
 		o.Name = "testbed-node"
@@ -129,7 +128,7 @@ func StartPodNode(t testing.TB, kubeconfig string, cfg *rest.Config, o PodNodeOp
 
 // Stop stops the node as its service manager would (SIGTERM): it stops
 // its pods' containers and tears down their volumes before it exits.
-func (n *PodNode) Stop(t testing.TB) {
+func (n *PodNode) Stop(t TB) {
 	if n.cmd == nil || n.cmd.Process == nil {
 		return
 	}
@@ -160,7 +159,7 @@ func (n *PodNode) PodDir(uid string) string {
 
 // startProcess runs a testbed binary until the test ends, its output in
 // dir/NAME.log, shown when the test failed.
-func startProcess(t testing.TB, dir, name string, args ...string) {
+func startProcess(t TB, dir, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(Binary(t, name), args...)
 	f, err := os.Create(filepath.Join(dir, name+".log"))

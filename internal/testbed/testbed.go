@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/salvor-dev/salvor/internal/testbin"
@@ -27,7 +26,7 @@ func Dir() (string, error) {
 
 // Binary returns the path of a testbed binary, failing the test if it has
 // not been built.
-func Binary(t testing.TB, name string) string {
+func Binary(t TB, name string) string {
 	t.Helper()
 	dir, err := Dir()
 	if err != nil {
@@ -41,7 +40,7 @@ func Binary(t testing.TB, name string) string {
 }
 
 // FreePort returns a TCP port on loopback that was free a moment ago.
-func FreePort(t testing.TB) int {
+func FreePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +64,7 @@ type MinIO struct {
 
 // StartMinIO starts MinIO on a loopback port with a fresh data directory
 // holding the given buckets, and stops it when the test ends.
-func StartMinIO(t testing.TB, buckets ...string) *MinIO {
+func StartMinIO(t TB, buckets ...string) *MinIO {
 	t.Helper()
 	m := &MinIO{AccessKey: "salvor-test", SecretKey: "salvor-test-secret", DataDir: t.TempDir()}
 	for _, b := range buckets {
@@ -86,7 +85,7 @@ const MinIOKMSKey = "salvor-test-key"
 // Start starts (again) the MinIO that StartMinIO set up, on the same port
 // and data, and waits until it is ready: a fault test stops it with Stop and
 // brings it back.
-func (m *MinIO) Start(t testing.TB) {
+func (m *MinIO) Start(t TB) {
 	t.Helper()
 	m.cmd = exec.Command(Binary(t, "minio"), "server", m.DataDir,
 		"--address", fmt.Sprintf("127.0.0.1:%d", m.port), "--console-address", fmt.Sprintf("127.0.0.1:%d", m.console), "--quiet")
@@ -130,7 +129,7 @@ func (m *MinIO) Stop() {
 }
 
 // CredentialsFile writes an AWS shared-credentials file for the server.
-func (m *MinIO) CredentialsFile(t testing.TB) string {
+func (m *MinIO) CredentialsFile(t TB) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "credentials")
 	body := fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", m.AccessKey, m.SecretKey)
@@ -138,4 +137,18 @@ func (m *MinIO) CredentialsFile(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TB is what the testbed's starters need of their caller: a test's
+// *testing.T, or a program's own runner (make demo-csi) that stops what
+// was started when it ends and turns a Fatal into an error.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Failed() bool
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
 }

@@ -43,3 +43,26 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoCSI runs the program `make demo-csi` runs and checks its verdict.
+func TestDemoCSI(t *testing.T) {
+	t.Parallel()
+	tb, err := testbed.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := testbin.ModuleRoot()
+	var out bytes.Buffer
+	err = demo.RunCSI(context.Background(), demo.Options{Salvor: salvorBin, Testbed: tb, CRDs: filepath.Join(root, "config", "crd"), Out: &out})
+	if err != nil {
+		t.Fatalf("demo-csi: %v\n%s", err, out.String())
+	}
+	folded := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{demo.CSIVerdict, "$ salvor backup create shop-offsite --include-namespaces shop --snapshot-move-data --wait",
+		"1 snapshot(s) lost with the storage", "$ salvor restore create shop-back --from-backup shop-offsite --wait",
+		"salvor.dev/csi shop/data: Completed", "64 of 64 files identical (sha256)"} {
+		if !strings.Contains(folded, want) {
+			t.Errorf("demo-csi output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

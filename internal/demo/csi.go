@@ -1,0 +1,242 @@
+package demo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// CSIVerdict is the last line of a successful `make demo-csi`.
+const CSIVerdict = "DEMO PASSED: every file came back from the bucket alone"
+
+// RunCSI tells the CSI story: a volume's data moved into the bucket by a
+// mover pod, the storage side lost, the volume restored from the bucket
+// alone into a new volume and checked file by file.
+func RunCSI(ctx context.Context, o Options) (err error) {
+	d := &demo{o: o}
+	d.o.PluginDir = "" // the built-in plugins tell this story
+	if d.o.Salvor, err = filepath.Abs(o.Salvor); err != nil {
+		return err
+	}
+	if d.work, err = os.MkdirTemp("", "salvor-demo-csi-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(d.work)
+	logs, err := os.Create(filepath.Join(d.work, "testbed.log"))
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+	r := &runner{dir: filepath.Join(d.work, "testbed"), log: logs}
+
+	d.say("Starting a local control plane (etcd and kube-apiserver)")
+	env, err := d.controlPlane()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		d.stopServer()
+		r.stop()
+		_ = env.Stop()
+	}()
+
+	d.say("Starting the storage and a node: a CSI driver whose volumes and snapshots are directories, csi-provisioner,\n    csi-snapshotter, the snapshot controller, kube-scheduler, a node that runs pods as local processes, and MinIO")
+	start := time.Now()
+	var csi *testbed.CSI
+	var node *testbed.PodNode
+	var minio *testbed.MinIO
+	if err := r.step(func() {
+		csi = testbed.StartCSI(r, d.kubeconfig, d.cfg)
+		testbed.StartScheduling(r, d.kubeconfig)
+		node = testbed.StartPodNode(r, d.kubeconfig, d.cfg, testbed.PodNodeOptions{CSI: csi, Images: map[string]string{"salvor": d.o.Salvor}})
+		minio = testbed.StartMinIO(r, "backups")
+	}); err != nil {
+		return fmt.Errorf("starting the testbed (run `make testbed` first?): %w", err)
+	}
+	d.timings = append(d.timings, [2]string{"storage, node and MinIO up", time.Since(start).Round(time.Millisecond).String()})
+	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
+
+	d.say("Installing Salvor (its roles and the mover pods' account) and starting salvor server")
+	// The demo runs the server itself, beside the cluster, so no replica.
+	if err := d.salvor(ctx, "install", "--replicas", "0"); err != nil {
+		return err
+	}
+	if err := d.startServer("--data-mover-image", "ghcr.io/salvor-dev/salvor:demo"); err != nil {
+		return err
+	}
+	var credentials string
+	if err := r.step(func() { credentials = minio.CredentialsFile(r) }); err != nil {
+		return err
+	}
+	creds, err := os.ReadFile(credentials)
+	if err != nil {
+		return err
+	}
+	if err := d.create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "minio"}, Data: map[string][]byte{"cloud": creds}}); err != nil {
+		return err
+	}
+	if err := d.salvor(ctx, "backup-location", "create", "default", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--default"); err != nil {
+		return err
+	}
+	if err := d.waitLocation(ctx); err != nil {
+		return err
+	}
+	class := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+		"metadata": map[string]any{"name": "testbed-snapshots", "labels": map[string]any{salvorv1.CSISnapshotClassLabel: "true"}},
+		"driver":   testbed.CSIDriverName, "deletionPolicy": "Delete"}}
+	if err := d.create(ctx, class); err != nil {
+		return err
+	}
+
+	d.say("An application's data: claim shop/data, provisioned by the CSI driver, filled with files")
+	pv, sums, size, err := d.csiVolume(ctx, csi)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    %d files, %d MiB, in volume %s at %s\n", len(sums), size>>20, pv, csi.Driver.VolumeDir(pv))
+
+	d.say("Backing it up, moving the snapshot's data into the bucket")
+	t := time.Now()
+	if err := d.salvor(ctx, "backup", "create", "shop-offsite", "--include-namespaces", "shop", "--snapshot-move-data", "--wait"); err != nil {
+		return err
+	}
+	d.timings = append(d.timings, [2]string{fmt.Sprintf("backup, %d MiB moved by a mover pod", size>>20), time.Since(t).Round(time.Millisecond).String()})
+	if err := d.salvor(ctx, "backup", "describe", "shop-offsite", "--details"); err != nil {
+		return err
+	}
+	uploads := &salvorv1.DataUploadList{}
+	if err := d.c.List(ctx, uploads, client.InNamespace("salvor")); err != nil {
+		return err
+	}
+	for _, du := range uploads.Items {
+		fmt.Fprintf(o.Out, "    DataUpload %s: %s on node %s, kopia snapshot %s, %d bytes, %d new, at s3://backups/cluster-a/kopia/%s/\n",
+			du.Name, du.Status.Phase, du.Status.Node, du.Status.SnapshotID, du.Status.Progress.TotalBytes, du.Status.IncrementalBytes, du.Spec.SourceNamespace)
+	}
+
+	d.say("Disaster: the storage system is lost — namespace shop and its volume deleted, every snapshot gone from the driver")
+	if err := d.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		return err
+	}
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		_, err := os.Stat(csi.Driver.VolumeDir(pv))
+		return errors.Is(err, os.ErrNotExist)
+	}); err != nil {
+		return fmt.Errorf("volume %s was not deleted by its driver", pv)
+	}
+	snaps, err := csi.Driver.Snapshots()
+	if err != nil {
+		return err
+	}
+	if err := csi.Driver.LoseSnapshots(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    volume %s deleted; %d snapshot(s) lost with the storage\n", pv, len(snaps))
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		return apierrors.IsNotFound(d.c.Get(ctx, client.ObjectKey{Name: "shop"}, &corev1.Namespace{}))
+	}); err != nil {
+		return errors.New("namespace shop did not go away")
+	}
+
+	d.say("Restoring from the bucket alone")
+	t = time.Now()
+	if err := d.salvor(ctx, "restore", "create", "shop-back", "--from-backup", "shop-offsite", "--wait"); err != nil {
+		return err
+	}
+	d.timings = append(d.timings, [2]string{"restore, the data written by a mover pod into a new volume", time.Since(t).Round(time.Millisecond).String()})
+
+	d.say("Checking every file against the original")
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "data"}, claim); err != nil {
+		return fmt.Errorf("restored claim shop/data: %w", err)
+	}
+	dir := csi.Driver.VolumeDir(claim.Spec.VolumeName)
+	diffs := 0
+	for name, want := range sums {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		sum := sha256.Sum256(b)
+		if err != nil || hex.EncodeToString(sum[:]) != want {
+			fmt.Fprintf(o.Out, "    DIFFERS  %s\n", name)
+			diffs++
+		}
+	}
+	fmt.Fprintf(o.Out, "    claim shop/data bound to new volume %s (no snapshot as its source): %d of %d files identical (sha256)\n",
+		claim.Spec.VolumeName, len(sums)-diffs, len(sums))
+
+	d.say("Summary")
+	tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "    WHAT\tRESULT")
+	for _, tm := range d.timings {
+		fmt.Fprintf(tw, "    %s\t%s\n", tm[0], tm[1])
+	}
+	_ = tw.Flush()
+	rs := &salvorv1.Restore{}
+	if err := d.c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "shop-back"}, rs); err != nil {
+		return err
+	}
+	if diffs > 0 || rs.Status.Phase != salvorv1.RestorePhaseCompleted {
+		return fmt.Errorf("%d files did not come back as they were (restore %s)", diffs, rs.Status.Phase)
+	}
+	fmt.Fprintf(o.Out, "\n%s\n", CSIVerdict)
+	return nil
+}
+
+// csiVolume makes claim shop/data in the CSI driver's class, waits until
+// it is bound, and writes 64 MiB of random files into its volume (as the
+// application would have); it returns the volume and each file's sum.
+func (d *demo) csiVolume(ctx context.Context, csi *testbed.CSI) (string, map[string]string, int64, error) {
+	class := csi.StorageClass
+	if err := d.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}); err != nil {
+		return "", nil, 0, err
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "data"}, claim)
+		return err == nil && claim.Status.Phase == corev1.ClaimBound
+	}); err != nil {
+		return "", nil, 0, errors.New("claim shop/data was not bound")
+	}
+	dir := csi.Driver.VolumeDir(claim.Spec.VolumeName)
+	sums := map[string]string{}
+	var total int64
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 1<<20)
+	for i := range 64 {
+		for j := range buf {
+			buf[j] = byte(rng.Uint32())
+		}
+		name := filepath.Join(fmt.Sprintf("orders-%d", i%4), fmt.Sprintf("part-%03d.bin", i))
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			return "", nil, 0, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o640); err != nil {
+			return "", nil, 0, err
+		}
+		sum := sha256.Sum256(buf)
+		sums[name] = hex.EncodeToString(sum[:])
+		total += int64(len(buf))
+	}
+	return claim.Spec.VolumeName, sums, total, nil
+}
