@@ -86,7 +86,8 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	sum := sha256.Sum256([]byte(v.restore.Name + "/" + pv.GetName()))
 	vpr := &salvorv1.VolumePluginRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: salvorv1.SuffixedName(v.restore.Name, "-"+hex.EncodeToString(sum[:4]), 253), Namespace: v.restore.Namespace,
-			Labels: map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(v.restore.Name)}},
+			OwnerReferences: salvorv1.OwnedByRestore(v.restore),
+			Labels:          map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(v.restore.Name)}},
 		Spec: salvorv1.VolumePluginRestoreSpec{SnapshotID: s.Status.ProviderSnapshotID, Backup: v.backup.Name, Plugin: snap.Provider},
 	}
 	err = v.c.Create(ctx, vpr)

@@ -66,8 +66,11 @@ func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.U
 	dd := &salvorv1.DataDownload{
 		TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: "DataDownload"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
-			Labels:      map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name), salvorv1.BackupNameLabel: salvorv1.LabelValue(r.Spec.BackupName)},
-			Annotations: map[string]string{salvorv1.DataUploadAnnotation: du, salvorv1.SourceClaimAnnotation: source.GetName()}},
+			// Deleted with its restore (by the API server's garbage
+			// collector), as what it made goes with it.
+			OwnerReferences: salvorv1.OwnedByRestore(r),
+			Labels:          map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name), salvorv1.BackupNameLabel: salvorv1.LabelValue(r.Spec.BackupName)},
+			Annotations:     map[string]string{salvorv1.DataUploadAnnotation: du, salvorv1.SourceClaimAnnotation: source.GetName()}},
 		Spec: salvorv1.DataDownloadSpec{
 			TargetVolume:          salvorv1.TargetVolumeSpec{PVC: claim.GetName(), Namespace: claim.GetNamespace()},
 			BackupStorageLocation: location,

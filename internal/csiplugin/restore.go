@@ -368,6 +368,7 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, ns
 		"spec": map[string]any{"snapshotID": snapshotID, "backup": r.Spec.BackupName, "plugin": Name,
 			"pluginSpecific": map[string]any{"claim": ns + "/" + claim}},
 	}}
+	obj.SetOwnerReferences(salvorv1.OwnedByRestore(r))
 	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		a.log.Warn("creating a VolumePluginRestore", "restore", r.Name, "claim", claim, "error", err)
 		return

@@ -245,6 +245,24 @@ func restoreMovedData(t *testing.T, c *cluster, csi *testbed.CSI, backup string,
 		t.Errorf("the restored volume's reclaim policy is %s: want its class's (Delete) back", pv.Spec.PersistentVolumeReclaimPolicy)
 	}
 	assertMoverPodsGone(t, c, datamover.DownloadUIDLabel, dd.UID)
+	// The restore's DataDownload and VolumePluginRestore go with it; the
+	// claim and its volume stay.
+	c.mustSalvor(t, "restore", "delete", "moved-back", "--confirm")
+	eventually(t, "the deleted restore's DataDownload and VolumePluginRestore gone", time.Minute, func() (bool, string) {
+		dds := &salvorv1.DataDownloadList{}
+		vprs := &salvorv1.VolumePluginRestoreList{}
+		sel := client.MatchingLabels{salvorv1.RestoreNameLabel: "moved-back"}
+		if err := c.client.List(context.Background(), dds, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		if err := c.client.List(context.Background(), vprs, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		return len(dds.Items)+len(vprs.Items) == 0, fmt.Sprintf("%d DataDownloads, %d VolumePluginRestores", len(dds.Items), len(vprs.Items))
+	})
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &corev1.PersistentVolume{}); err != nil {
+		t.Errorf("the restored volume after its restore was deleted: %v", err)
+	}
 }
 
 func onlyUpload(t *testing.T, c *cluster, backup string) *salvorv1.DataUpload {

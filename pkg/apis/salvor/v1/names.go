@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The labels, annotations and finalizers Salvor owns, in one place so that
@@ -192,4 +194,15 @@ func SuffixedName(base, suffix string, most int) string {
 		base = strings.TrimRight(base[:keep], "-.")
 	}
 	return base + suffix
+}
+
+// OwnedByRestore makes r the owner of an object made for it in its
+// namespace (a DataDownload, a VolumePluginRestore), so that the API
+// server's garbage collector deletes the object with the restore; none
+// when r has no UID.
+func OwnedByRestore(r *Restore) []metav1.OwnerReference {
+	if r.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: GroupVersion.String(), Kind: "Restore", Name: r.Name, UID: r.UID}}
 }
