@@ -141,7 +141,10 @@ func (a *RestoreAction) downloadProgress(ctx context.Context, r *sdk.Restore, na
 	case salvorv1.DataMoverPhaseFailed, salvorv1.DataMoverPhaseCanceled:
 		p.Completed, p.Err = true, fmt.Sprintf("restoring the data of claim %s (DataDownload %s): %s: %s", claim, name, dd.Status.Phase, dd.Status.Message)
 	case salvorv1.DataMoverPhaseInProgress:
-		p.Description = fmt.Sprintf("restoring data: %d of %d bytes", p.NCompleted, p.NTotal)
+		p.Description = "restoring data: the mover is starting"
+		if p.NTotal > 0 {
+			p.Description = fmt.Sprintf("restoring data: %d of %d bytes", p.NCompleted, p.NTotal)
+		}
 		if dd.Status.Node != "" {
 			p.Description += " on node " + dd.Status.Node
 		}
