@@ -245,8 +245,13 @@ func TestDownloadClaimAndPod(t *testing.T) {
 		t.Error("an upload takes a download's claim for its own")
 	}
 	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
-	pod := Pods{ServiceAccount: "salvor-data-mover"}.DownloadPod(dd, bsl, 1)
+	tol, _ := ParseToleration("dedicated=backup:NoSchedule")
+	res, _ := ParseResources("250m", "256Mi", "", "1Gi")
+	pod := Pods{ServiceAccount: "salvor-data-mover", Tolerations: []corev1.Toleration{tol}, Resources: res}.DownloadPod(dd, bsl, 1)
 	c := pod.Spec.Containers[0]
+	if len(pod.Spec.Tolerations) != 1 || pod.Spec.Tolerations[0] != tol || c.Resources.Limits.Memory().String() != "1Gi" || c.Resources.Requests.Cpu().String() != "250m" {
+		t.Errorf("pod tolerations %v, resources %+v", pod.Spec.Tolerations, c.Resources)
+	}
 	if got := strings.Join(c.Args, " "); got != "data-mover restore --data-download r-1a2b3c4d5e6f --namespace salvor --target /data --work-dir /work" {
 		t.Errorf("args %q", got)
 	}
@@ -260,5 +265,42 @@ func TestDownloadClaimAndPod(t *testing.T) {
 	}
 	if pod.Labels[DownloadLabel] == "" || pod.Labels[DownloadUIDLabel] != "uid-d" {
 		t.Errorf("pod labels %v", pod.Labels)
+	}
+}
+
+func TestParseToleration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want corev1.Toleration
+		err  string
+	}{
+		{"dedicated=backup:NoSchedule", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "backup", Effect: corev1.TaintEffectNoSchedule}, ""},
+		{"example.io/storage:NoExecute", corev1.Toleration{Key: "example.io/storage", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, ""},
+		{"spot", corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists}, ""},
+		{"spot=true", corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true"}, ""},
+		{"spot:Sometimes", corev1.Toleration{}, "is not NoSchedule"},
+		{":NoSchedule", corev1.Toleration{}, "label key"},
+		{"bad key!=x", corev1.Toleration{}, "label key"},
+		{"k=bad value", corev1.Toleration{}, "value"},
+	} {
+		got, err := ParseToleration(tc.in)
+		if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) || (err == nil && got != tc.want) {
+			t.Errorf("ParseToleration(%q) = %+v, %v; want %+v, error %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestParseResources(t *testing.T) {
+	r, err := ParseResources("500m", "", "", "1Gi")
+	if err != nil || r.Requests.Cpu().String() != "500m" || r.Limits.Memory().String() != "1Gi" || len(r.Requests) != 1 || len(r.Limits) != 1 {
+		t.Errorf("ParseResources = %+v, %v", r, err)
+	}
+	if r, err := ParseResources("", "", "", ""); err != nil || r.Requests != nil || r.Limits != nil {
+		t.Errorf("no resources = %+v, %v; want none", r, err)
+	}
+	for _, bad := range [][4]string{{"lots", "", "", ""}, {"", "-1Gi", "", ""}, {"", "", "0", ""}} {
+		if _, err := ParseResources(bad[0], bad[1], bad[2], bad[3]); err == nil || !strings.Contains(err.Error(), "--data-mover-") {
+			t.Errorf("ParseResources(%q) = %v; want an error naming the flag", bad, err)
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package datamover
 
 import (
+	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -138,4 +141,62 @@ func (p Pods) cache() *corev1.EmptyDirVolumeSource {
 	}
 	limit := p.CacheSize.DeepCopy()
 	return &corev1.EmptyDirVolumeSource{SizeLimit: &limit}
+}
+
+// ParseToleration reads a toleration for mover pods as the flags take it:
+// KEY[=VALUE][:EFFECT] — with a value it tolerates that value (Equal),
+// without one any (Exists); without an effect, every effect.
+func ParseToleration(s string) (corev1.Toleration, error) {
+	rest, effect, hasEffect := strings.Cut(s, ":")
+	key, value, hasValue := strings.Cut(rest, "=")
+	t := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists}
+	if hasValue {
+		t.Operator, t.Value = corev1.TolerationOpEqual, value
+	}
+	if hasEffect {
+		switch e := corev1.TaintEffect(effect); e {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+			t.Effect = e
+		default:
+			return t, fmt.Errorf("toleration %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+		}
+	}
+	if errs := validation.IsQualifiedName(key); key == "" || len(errs) > 0 {
+		return t, fmt.Errorf("toleration %q: want KEY[=VALUE][:EFFECT] with a label key as KEY", s)
+	}
+	if hasValue {
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return t, fmt.Errorf("toleration %q: value %q: %s", s, value, strings.Join(errs, "; "))
+		}
+	}
+	return t, nil
+}
+
+// ParseResources reads mover pods' requests and limits: CPU and memory
+// quantities, each empty for none.
+func ParseResources(cpuRequest, memoryRequest, cpuLimit, memoryLimit string) (corev1.ResourceRequirements, error) {
+	var r corev1.ResourceRequirements
+	for _, q := range []struct {
+		flag, value string
+		list        *corev1.ResourceList
+		name        corev1.ResourceName
+	}{
+		{"--data-mover-cpu-request", cpuRequest, &r.Requests, corev1.ResourceCPU},
+		{"--data-mover-memory-request", memoryRequest, &r.Requests, corev1.ResourceMemory},
+		{"--data-mover-cpu-limit", cpuLimit, &r.Limits, corev1.ResourceCPU},
+		{"--data-mover-memory-limit", memoryLimit, &r.Limits, corev1.ResourceMemory},
+	} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil || v.Sign() <= 0 {
+			return r, fmt.Errorf("%s %q: want a positive quantity such as 500m or 256Mi", q.flag, q.value)
+		}
+		if *q.list == nil {
+			*q.list = corev1.ResourceList{}
+		}
+		(*q.list)[q.name] = v
+	}
+	return r, nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/salvor-dev/salvor/config/crd"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/datamover"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	MoverConcurrency  int
 	MoverNodeSelector map[string]string
 	MoverCacheSize    string
+	MoverTolerations  []string
+	// MoverResources are the mover pods' CPU and memory requests, then
+	// limits (empty for none).
+	MoverResources [4]string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
 	// the cluster's discovery).
 	ServerRules []rbacv1.PolicyRule
@@ -140,6 +145,11 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once, and as many downloads (its --data-mover-concurrency; default 4)")
 	f.StringToStringVar(&o.MoverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on (the server's --data-mover-node-selector)")
 	f.StringVar(&o.MoverCacheSize, "data-mover-cache-size", "", "the size of a mover pod's kopia cache volume (the server's --data-mover-cache-size; default 1Gi)")
+	f.StringSliceVar(&o.MoverTolerations, "data-mover-tolerations", nil, "taints mover pods tolerate, KEY[=VALUE][:EFFECT] (the server's --data-mover-tolerations)")
+	f.StringVar(&o.MoverResources[0], "data-mover-cpu-request", "", "mover pods' CPU request (the server's --data-mover-cpu-request; empty for none)")
+	f.StringVar(&o.MoverResources[1], "data-mover-memory-request", "", "mover pods' memory request (the server's --data-mover-memory-request; empty for none)")
+	f.StringVar(&o.MoverResources[2], "data-mover-cpu-limit", "", "mover pods' CPU limit (the server's --data-mover-cpu-limit; empty for none)")
+	f.StringVar(&o.MoverResources[3], "data-mover-memory-limit", "", "mover pods' memory limit (the server's --data-mover-memory-limit; empty for none)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")
@@ -236,6 +246,20 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("--data-mover-cache-size %q: want a size such as 1Gi", o.MoverCacheSize)
 		}
 		args = append(args, "--data-mover-cache-size", o.MoverCacheSize)
+	}
+	for _, t := range o.MoverTolerations {
+		if _, err := datamover.ParseToleration(t); err != nil {
+			return nil, fmt.Errorf("--data-mover-tolerations: %w", err)
+		}
+		args = append(args, "--data-mover-tolerations", t)
+	}
+	if _, err := datamover.ParseResources(o.MoverResources[0], o.MoverResources[1], o.MoverResources[2], o.MoverResources[3]); err != nil {
+		return nil, err
+	}
+	for i, flag := range []string{"--data-mover-cpu-request", "--data-mover-memory-request", "--data-mover-cpu-limit", "--data-mover-memory-limit"} {
+		if o.MoverResources[i] != "" {
+			args = append(args, flag, o.MoverResources[i])
+		}
 	}
 	scratch := &corev1.EmptyDirVolumeSource{}
 	if o.SpoolSize != "" {

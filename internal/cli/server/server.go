@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -78,6 +79,10 @@ type options struct {
 	moverNodeSelector    map[string]string
 	moverCache           string
 	moverCacheSize       resource.Quantity
+	moverTolerationFlags []string
+	moverTolerations     []corev1.Toleration
+	moverRequests        [4]string // CPU and memory requests, then limits
+	moverResources       corev1.ResourceRequirements
 }
 
 // NewCommand returns `salvor server`.
@@ -119,6 +124,16 @@ process, restarted if it dies.`,
 				return fmt.Errorf("--data-mover-cache-size %q: want a size such as 1Gi", o.moverCache)
 			}
 			o.moverCacheSize = q
+			for _, t := range o.moverTolerationFlags {
+				tol, err := datamover.ParseToleration(t)
+				if err != nil {
+					return fmt.Errorf("--data-mover-tolerations: %w", err)
+				}
+				o.moverTolerations = append(o.moverTolerations, tol)
+			}
+			if o.moverResources, err = datamover.ParseResources(o.moverRequests[0], o.moverRequests[1], o.moverRequests[2], o.moverRequests[3]); err != nil {
+				return err
+			}
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
 			}
@@ -168,6 +183,11 @@ process, restarted if it dies.`,
 	f.IntVar(&o.moverConcurrency, "data-mover-concurrency", 4, "volume uploads that run at once across the cluster's nodes, and as many downloads")
 	f.StringToStringVar(&o.moverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on, e.g. kubernetes.io/os=linux")
 	f.StringVar(&o.moverCache, "data-mover-cache-size", "1Gi", "the size of a mover pod's emptyDir for kopia's caches")
+	f.StringSliceVar(&o.moverTolerationFlags, "data-mover-tolerations", nil, "taints mover pods tolerate, KEY[=VALUE][:EFFECT], comma-separated or repeated (without a value: any; without an effect: every effect)")
+	f.StringVar(&o.moverRequests[0], "data-mover-cpu-request", "", "mover pods' CPU request (empty for none)")
+	f.StringVar(&o.moverRequests[1], "data-mover-memory-request", "", "mover pods' memory request (empty for none)")
+	f.StringVar(&o.moverRequests[2], "data-mover-cpu-limit", "", "mover pods' CPU limit (empty for none)")
+	f.StringVar(&o.moverRequests[3], "data-mover-memory-limit", "", "mover pods' memory limit (empty for none)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
@@ -329,7 +349,8 @@ func (o *options) run(ctx context.Context) error {
 	// placement, and their limits.
 	movers := datamover.Movers{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
-		Pods:        datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector, CacheSize: o.moverCacheSize},
+		Pods: datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector,
+			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
 		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
 	}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
