@@ -34,7 +34,9 @@ func moverCluster(t *testing.T) (*cluster, *testbed.CSI, *testbed.MinIO, *testbe
 	testbed.StartScheduling(t, c.kubeconfig)
 	node := testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{CSI: csi, Images: map[string]string{"salvor": salvorBin}})
 	minio := testbed.StartMinIO(t, "backups")
-	c.mustSalvor(t, "install")
+	// The test runs its server itself, as the installed account: no
+	// replica of the installed Deployment beside it on the node.
+	c.mustSalvor(t, "install", "--replicas", "0")
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
 	eventually(t, "the installed role in force", 30*time.Second, func() (bool, string) {
 		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,

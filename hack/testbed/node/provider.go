@@ -76,10 +76,16 @@ func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	}
 	now := metav1.Now()
 	pod = pod.DeepCopy()
+	// The API server sets the QoS class from the pod's resources when it
+	// creates it and refuses a status that changes it.
+	qos := pod.Status.QOSClass
+	if qos == "" {
+		qos = corev1.PodQOSBestEffort
+	}
 	pod.Status = corev1.PodStatus{
 		Phase: corev1.PodPending, HostIP: p.cfg.address, PodIP: p.cfg.address, StartTime: &now,
 		HostIPs: []corev1.HostIP{{IP: p.cfg.address}}, PodIPs: []corev1.PodIP{{IP: p.cfg.address}},
-		QOSClass: corev1.PodQOSBestEffort,
+		QOSClass: qos,
 	}
 	for _, c := range pod.Spec.InitContainers {
 		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, waiting(c, "PodInitializing", ""))
