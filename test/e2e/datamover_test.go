@@ -12,6 +12,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -341,17 +342,11 @@ func TestDataMoverCancelAndLostPod(t *testing.T) {
 
 	waitMoverPod := func(backup string, attempt int) *salvorv1.DataUpload {
 		t.Helper()
-		var du *salvorv1.DataUpload
-		eventually(t, fmt.Sprintf("backup %s's mover pod %d waiting for its claim", backup, attempt), 2*time.Minute, func() (bool, string) {
-			list := &salvorv1.DataUploadList{}
-			if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: backup}); err != nil || len(list.Items) != 1 {
-				return false, fmt.Sprintf("%d uploads, %v", len(list.Items), err)
-			}
-			du = &list.Items[0]
-			pod := &corev1.Pod{}
-			err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(du.Name, attempt)}, pod)
-			return err == nil && pod.Spec.NodeName == node.Name && pod.Status.Phase == corev1.PodPending, fmt.Sprintf("%s %v", pod.Status.Phase, err)
-		})
+		du := &salvorv1.DataUpload{}
+		name := pendingMoverPod(t, c, node, "backup "+backup, &salvorv1.DataUploadList{}, client.MatchingLabels{salvorv1.BackupNameLabel: backup}, attempt)
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, du); err != nil {
+			t.Fatal(err)
+		}
 		return du
 	}
 
@@ -402,17 +397,11 @@ func TestDataMoverCancelAndLostPod(t *testing.T) {
 	c.mustSalvor(t, "restore", "create", "held", "--from-backup", "lost", "--namespace-mappings", "app:held")
 	waitDownloadPod := func(attempt int) *salvorv1.DataDownload {
 		t.Helper()
-		var dd *salvorv1.DataDownload
-		eventually(t, fmt.Sprintf("restore held's mover pod %d waiting for its claim", attempt), 2*time.Minute, func() (bool, string) {
-			list := &salvorv1.DataDownloadList{}
-			if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.RestoreNameLabel: "held"}); err != nil || len(list.Items) != 1 {
-				return false, fmt.Sprintf("%d downloads, %v", len(list.Items), err)
-			}
-			dd = &list.Items[0]
-			pod := &corev1.Pod{}
-			err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(dd.Name, attempt)}, pod)
-			return err == nil && pod.Spec.NodeName == node.Name && pod.Status.Phase == corev1.PodPending, fmt.Sprintf("%s %v", pod.Status.Phase, err)
-		})
+		dd := &salvorv1.DataDownload{}
+		name := pendingMoverPod(t, c, node, "restore held", &salvorv1.DataDownloadList{}, client.MatchingLabels{salvorv1.RestoreNameLabel: "held"}, attempt)
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, dd); err != nil {
+			t.Fatal(err)
+		}
 		return dd
 	}
 	dd := waitDownloadPod(1)
@@ -433,4 +422,26 @@ func TestDataMoverCancelAndLostPod(t *testing.T) {
 		return err == nil && rs.Status.Phase == salvorv1.RestorePhaseFailed, fmt.Sprint(rs.Status.Phase, err)
 	})
 	assertMoverPodsGone(t, c, datamover.DownloadUIDLabel, dd.UID)
+}
+
+// pendingMoverPod waits until the one upload or download (list's kind)
+// labelled sel has its mover pod of that attempt on node, Pending (it
+// cannot have its claim), and returns the move's name.
+func pendingMoverPod(t *testing.T, c *cluster, node *testbed.PodNode, what string, list client.ObjectList, sel client.MatchingLabels, attempt int) string {
+	t.Helper()
+	var name string
+	eventually(t, fmt.Sprintf("%s's mover pod %d waiting for its claim", what, attempt), 2*time.Minute, func() (bool, string) {
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), sel); err != nil {
+			return false, err.Error()
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil || len(items) != 1 {
+			return false, fmt.Sprintf("%d moves, %v", len(items), err)
+		}
+		name = items[0].(client.Object).GetName()
+		pod := &corev1.Pod{}
+		err = c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(name, attempt)}, pod)
+		return err == nil && pod.Spec.NodeName == node.Name && pod.Status.Phase == corev1.PodPending, fmt.Sprintf("%s %v", pod.Status.Phase, err)
+	})
+	return name
 }
