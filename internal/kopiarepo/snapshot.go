@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -182,6 +183,9 @@ type uploadProgress struct {
 	report         func(Progress)
 	total, done    atomic.Int64
 	lastReportUnix atomic.Int64
+	// reporting serializes report: kopia hashes files on several
+	// goroutines, and the callback is not asked to be safe for that.
+	reporting sync.Mutex
 }
 
 func (p *uploadProgress) Enabled() bool { return p.report != nil }
@@ -211,6 +215,8 @@ func (p *uploadProgress) maybeReport() {
 	if now == last || !p.lastReportUnix.CompareAndSwap(last, now) {
 		return
 	}
+	p.reporting.Lock()
+	defer p.reporting.Unlock()
 	p.report(Progress{TotalBytes: max(p.total.Load(), p.done.Load()), BytesDone: p.done.Load()})
 }
 
