@@ -73,21 +73,14 @@ func (a *BackupAction) startUpload(ctx context.Context, b *sdk.Backup, claim *un
 // uploadProgress reports the DataUpload of snapshot name: the operation
 // is done when the upload is.
 func (a *BackupAction) uploadProgress(ctx context.Context, b *sdk.Backup, name string, p sdk.OperationProgress) (sdk.OperationProgress, error) {
-	dyn, err := a.kube.client()
+	du := &salvorv1.DataUpload{}
+	found, err := a.readMove(ctx, duGVR, "DataUpload", b.Namespace, name, du)
 	if err != nil {
 		return p, err
 	}
-	obj, err := dyn.Resource(duGVR).Namespace(b.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if !found {
 		p.Completed, p.Err = true, fmt.Sprintf("DataUpload %s/%s, which moves the snapshot's data, was deleted", b.Namespace, name)
 		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("reading DataUpload %s/%s: %w", b.Namespace, name, err)
-	}
-	du := &salvorv1.DataUpload{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, du); err != nil {
-		return p, fmt.Errorf("DataUpload %s/%s: %w", b.Namespace, name, err)
 	}
 	p.Completed = false
 	p.NTotal, p.NCompleted = du.Status.Progress.TotalBytes, du.Status.Progress.BytesDone
@@ -112,13 +105,5 @@ func (a *BackupAction) uploadProgress(ctx context.Context, b *sdk.Backup, name s
 
 // cancelUpload asks the mover to stop; the data mover removes what it made.
 func (a *BackupAction) cancelUpload(ctx context.Context, b *sdk.Backup, name string) error {
-	dyn, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	patch := map[string]any{"spec": map[string]any{"cancel": true}}
-	if err := mergePatch(ctx, dyn.Resource(duGVR).Namespace(b.Namespace), name, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cancelling DataUpload %s/%s: %w", b.Namespace, name, err)
-	}
-	return nil
+	return a.cancelMove(ctx, duGVR, "DataUpload", b.Namespace, name)
 }

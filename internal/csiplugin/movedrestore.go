@@ -113,21 +113,14 @@ func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.U
 // when the claim is bound to the volume the mover wrote.
 func (a *RestoreAction) downloadProgress(ctx context.Context, r *sdk.Restore, name string) (sdk.OperationProgress, error) {
 	p := sdk.OperationProgress{Updated: time.Now()}
-	dyn, err := a.kube.client()
+	dd := &salvorv1.DataDownload{}
+	found, err := a.readMove(ctx, ddGVR, "DataDownload", r.Namespace, name, dd)
 	if err != nil {
 		return p, err
 	}
-	obj, err := dyn.Resource(ddGVR).Namespace(r.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if !found {
 		p.Completed, p.Err = true, fmt.Sprintf("DataDownload %s/%s, which restores a claim's moved data, was deleted", r.Namespace, name)
 		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("reading DataDownload %s/%s: %w", r.Namespace, name, err)
-	}
-	dd := &salvorv1.DataDownload{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, dd); err != nil {
-		return p, fmt.Errorf("DataDownload %s/%s: %w", r.Namespace, name, err)
 	}
 	claim := dd.Spec.TargetVolume.Namespace + "/" + dd.Spec.TargetVolume.PVC
 	p.NTotal, p.NCompleted, p.OperationUnits = dd.Status.Progress.TotalBytes, dd.Status.Progress.BytesDone, "bytes"
@@ -158,13 +151,5 @@ func (a *RestoreAction) downloadProgress(ctx context.Context, r *sdk.Restore, na
 
 // cancelDownload asks the data mover to stop; it removes what it made.
 func (a *RestoreAction) cancelDownload(ctx context.Context, r *sdk.Restore, name string) error {
-	dyn, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	patch := map[string]any{"spec": map[string]any{"cancel": true}}
-	if err := mergePatch(ctx, dyn.Resource(ddGVR).Namespace(r.Namespace), name, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cancelling DataDownload %s/%s: %w", r.Namespace, name, err)
-	}
-	return nil
+	return a.cancelMove(ctx, ddGVR, "DataDownload", r.Namespace, name)
 }

@@ -70,7 +70,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	}); err != nil {
 		return fmt.Errorf("starting the testbed (run `make testbed` first?): %w", err)
 	}
-	d.timings = append(d.timings, [2]string{"storage, node and MinIO up", time.Since(start).Round(time.Millisecond).String()})
+	d.took("storage, node and MinIO up", start)
 	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
 
 	d.say("Installing Salvor (its roles and the mover pods' account) and starting salvor server")
@@ -119,7 +119,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	if err := d.salvor(ctx, "backup", "create", "shop-offsite", "--include-namespaces", "shop", "--snapshot-move-data", "--wait"); err != nil {
 		return err
 	}
-	d.timings = append(d.timings, [2]string{fmt.Sprintf("backup, %d MiB moved by a mover pod", size>>20), time.Since(t).Round(time.Millisecond).String()})
+	d.took(fmt.Sprintf("backup, %d MiB moved by a mover pod", size>>20), t)
 	if err := d.salvor(ctx, "backup", "describe", "shop-offsite", "--details"); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	if err := d.salvor(ctx, "restore", "create", "shop-back", "--from-backup", "shop-offsite", "--wait"); err != nil {
 		return err
 	}
-	d.timings = append(d.timings, [2]string{"restore, the data written by a mover pod into a new volume", time.Since(t).Round(time.Millisecond).String()})
+	d.took("restore, the data written by a mover pod into a new volume", t)
 
 	d.say("Checking every file against the original")
 	claim := &corev1.PersistentVolumeClaim{}

@@ -58,6 +58,11 @@ type demo struct {
 	timings    [][2]string
 }
 
+// took records how long a step took since start, for the summary.
+func (d *demo) took(what string, start time.Time) {
+	d.timings = append(d.timings, [2]string{what, time.Since(start).Round(time.Millisecond).String()})
+}
+
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.o.Out, "\n==> "+format+"\n", args...) }
 
 // Run tells the story; it returns an error saying what went wrong.
@@ -128,7 +133,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		"--wait"); err != nil {
 		return err
 	}
-	d.timings = append(d.timings, [2]string{"backup (with a plugin operation and a volume snapshot)", time.Since(t).Round(time.Millisecond).String()})
+	d.took("backup (with a plugin operation and a volume snapshot)", t)
 	if err := d.salvor(ctx, "backup", "describe", "demo", "--details"); err != nil {
 		return err
 	}
@@ -162,7 +167,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := d.salvor(ctx, "restore", "create", "demo-restore", "--from-backup", "demo", "--wait"); err != nil {
 		return err
 	}
-	d.timings = append(d.timings, [2]string{"restore", time.Since(t).Round(time.Millisecond).String()})
+	d.took("restore", t)
 
 	d.say("Checking every object against the original")
 	fmt.Fprintln(o.Out, "    (ignoring what the API server owns, and the labels and annotations Salvor and the example plugins add)")
@@ -357,7 +362,7 @@ func (d *demo) controlPlane() (*envtest.Environment, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	d.timings = append(d.timings, [2]string{"control plane up, Salvor's CRDs installed", time.Since(start).Round(time.Millisecond).String()})
+	d.took("control plane up, Salvor's CRDs installed", start)
 	fmt.Fprintf(d.o.Out, "    kubeconfig: %s\n", d.kubeconfig)
 	return env, nil
 }
