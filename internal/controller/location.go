@@ -193,6 +193,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			if b.Annotations[salvorv1.SyncedAnnotation] != "" && !terminal(b.Status.Phase) {
 				if stored, err := store.GetBackup(ctx, name); err == nil && syncedStatus(stored).Phase != b.Status.Phase {
 					b.Status = syncedStatus(stored)
+					b.Status.Authentication = r.authentication(ctx, store, bsl, name, stored)
 					if err := updateStatus(ctx, r.Client, b); err != nil {
 						return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 					}
@@ -232,6 +233,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			continue
 		}
 		b.Status = syncedStatus(stored)
+		b.Status.Authentication = r.authentication(ctx, store, bsl, name, stored)
 		if err := updateStatus(ctx, r.Client, b); err != nil {
 			return unreadable, fmt.Errorf("recording synced backup %s: %w", name, err)
 		}
@@ -271,7 +273,22 @@ func syncedStatus(stored *salvorv1.Backup) salvorv1.BackupStatus {
 	if st.Phase == "" {
 		st.Phase = salvorv1.BackupPhaseCompleted
 	}
+	// The file's word for it proves nothing: see authentication.
+	st.Authentication = nil
 	return st
+}
+
+// authentication checks a synced backup's signed manifest (its header:
+// every restore checks the whole), for the Backup's status.
+func (r *LocationReconciler) authentication(ctx context.Context, store *persistence.BackupStore, bsl *salvorv1.BackupStorageLocation, name string, stored *salvorv1.Backup) *salvorv1.BackupAuthentication {
+	a, err := store.AuthenticateHeader(ctx, name, string(stored.UID))
+	if err != nil {
+		return &salvorv1.BackupAuthentication{State: salvorv1.AuthenticationUnauthenticated, Message: fmt.Sprintf("its manifest could not be read when synced: %v", err)}
+	}
+	if a.State == persistence.Forged {
+		r.Log.Warn("a synced backup's manifest is forged: nothing of it will be restored", "location", bsl.Name, "backup", name, "why", a.Message)
+	}
+	return a.Status()
 }
 
 // keys makes sure an encrypted location has its keys, adds one when a

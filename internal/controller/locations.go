@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,12 +40,10 @@ type Locations struct {
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
-	// jkey is the journal key, once read; jkeyErr why it could not be,
-	// at jkeyFailed (journalKey).
-	keyMu      sync.Mutex
-	jkey       []byte
-	jkeyErr    error
-	jkeyFailed time.Time
+	// keys are the keys kept in Secrets of the server's namespace, by
+	// Secret (clusterKey).
+	keyMu sync.Mutex
+	keys  map[string]*clusterKey
 }
 
 // Provider turns a location's provider into a plugin name: a name with a
@@ -197,21 +194,28 @@ func (l *Locations) Store(ctx context.Context, bsl *salvorv1.BackupStorageLocati
 			return nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 		}
 	}
+	var keys *encryption.Keys
 	if bsl.Spec.Encryption != nil {
-		keys, _, err := l.EncryptionKeys(ctx, bsl)
-		if err != nil {
+		if keys, _, err = l.EncryptionKeys(ctx, bsl); err != nil {
 			return nil, err
 		}
 		store = &encryption.Store{ObjectStore: store, Keys: keys, Location: bsl.Name, KeySecret: keySecretName(l.Namespace, bsl.Spec.Encryption.KeySecret)}
 	}
+	var s *persistence.BackupStore
 	if bsl.Spec.ReadOnly() {
-		return persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch), nil
+		s = persistence.NewReadOnly(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix, &l.scratch)
+	} else {
+		s = persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix)
+		// Without the key (the server may not make Secrets), journal entries
+		// go unauthenticated, and none is acted on after a restart.
+		if key, err := l.clusterKey(ctx, JournalKeySecret); err == nil {
+			s.SetJournalKey(key)
+		}
 	}
-	s := persistence.New(store, bsl.Spec.ObjectStorage.Bucket, bsl.Spec.ObjectStorage.Prefix)
-	// Without the key (the server may not make Secrets), journal entries
-	// go unauthenticated, and none is acted on after a restart.
-	if key, err := l.journalKey(ctx); err == nil {
-		s.SetJournalKey(key)
+	// Without them, manifests are written unsigned and every backup read
+	// is unauthenticated: restores warn, and trust none of its snapshots.
+	if mk, err := l.manifestKeys(ctx, bsl, keys); err == nil {
+		s.SetManifestKeys(mk)
 	}
 	return s, nil
 }

@@ -347,13 +347,26 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	volumes, err := r.volumes(ctx, store, rs, b)
+	// Before anything of the backup is read: from here on, every object of
+	// an authenticated backup is checked against its signed manifest.
+	auth, err := store.Authenticate(ctx, b.Name, ownUID(b))
+	if err != nil {
+		_ = r.fail(ctx, rs, fmt.Sprintf("authenticating backup %s in location %s: %v", b.Name, bsl.Name, err))
+		return
+	}
+	authenticated, unauthenticated, failure := judgeAuthentication(b, auth)
+	if failure != "" {
+		_ = r.fail(ctx, rs, failure)
+		return
+	}
+	r.recordAuthentication(ctx, b, auth)
+	volumes, err := r.volumes(ctx, store, rs, b, authenticated)
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
 	volumes.Elsewhere, volumes.ElsewhereUnread = store.VeleroOnlyVolumes(ctx, b.Name)
-	volumes.Synced = b.Annotations[salvorv1.SyncedAnnotation] != ""
+	volumes.Authenticated, volumes.Unauthenticated = authenticated, unauthenticated
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, fmt.Sprintf("reading backup %s from location %s: %v", b.Name, bsl.Name, err))
@@ -431,7 +444,7 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 
 // volumes reads what the backup holds of its volumes' data: their
 // snapshots, and what restores them (none in a dry run).
-func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup) (restore.Volumes, error) {
+func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup, authenticated bool) (restore.Volumes, error) {
 	var snaps []backup.VolumeSnapshot
 	if _, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil {
 		return restore.Volumes{}, fmt.Errorf("reading the volume snapshots of backup %s: %w", b.Name, err)
@@ -456,7 +469,7 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 		return restore.Volumes{}, err
 	}
 	v.Restorer = &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, locations: r.Locations, timeout: timeout,
-		snapshotter: map[string]*backup.Snapshotter{}, taken: taken}
+		snapshotter: map[string]*backup.Snapshotter{}, taken: taken, authenticated: authenticated}
 	return v, nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/restore"
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/verify"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -88,14 +89,18 @@ func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err != nil {
 			return ctrl.Result{}, r.finish(ctx, b, v, fmt.Sprintf("backup %s: %v", b.Name, err))
 		}
-		rep, err := verify.Check(ctx, store, b.Name)
+		rep, err := verify.Check(ctx, store, b.Name, ownUID(b))
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("verifying backup %s in location %s: %w", b.Name, b.Spec.StorageLocation, err)
+		}
+		if _, _, failure := judgeAuthentication(b, rep.Authentication); failure != "" && rep.Authentication.State != persistence.Forged {
+			rep.Failures = append(rep.Failures, failure) // a signature removed
 		}
 		v.Manifest, v.Objects, v.Items, v.Failures = rep.Manifest, rep.Objects, rep.Items, rep.Failures
 		if v.Objects == nil {
 			v.Objects = []salvorv1.VerifiedObject{}
 		}
+		v.Authentication = rep.Authentication.Status()
 		v.Message = "checked " + rep.Checked
 		if prefix == "" || !rep.Passed() {
 			if prefix != "" {

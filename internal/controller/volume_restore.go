@@ -39,6 +39,9 @@ type volumeRestorer struct {
 	// (takenSnapshots): the only ones made into volumes unless the restore
 	// trusts the backup's snapshots.
 	taken map[[2]string]bool
+	// authenticated: the backup's signed manifest proves a holder of the
+	// location's key wrote it, snapshot IDs and all.
+	authenticated bool
 
 	mu          sync.Mutex
 	snapshotter map[string]*backup.Snapshotter
@@ -67,11 +70,12 @@ func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Uns
 	if !ok || s.Status.Phase != "Completed" {
 		return nil, false, nil
 	}
-	if !v.restore.Spec.TrustBackupSnapshots && !v.taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {
+	if !v.restore.Spec.TrustBackupSnapshots && !v.authenticated && !v.taken[[2]string{s.Spec.Provider, s.Status.ProviderSnapshotID}] {
 		why := "this cluster holds no record of backup " + v.backup.Name + " taking it"
 		if from := v.backup.Annotations[salvorv1.SyncedAnnotation]; from != "" {
 			why = "backup " + v.backup.Name + " was synced from location " + from + ", so only the location's files name it"
 		}
+		why += ", the backup is not authenticated"
 		return nil, false, fmt.Errorf("snapshot %s (%s) not made into a volume: %s, and whoever can write to the bucket can name any snapshot there; "+
 			"restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to it", s.Status.ProviderSnapshotID, s.Spec.Provider, why)
 	}

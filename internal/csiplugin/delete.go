@@ -76,8 +76,11 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 		// there could name any snapshot the driver holds. Only the
 		// backup's VolumePluginBackup, written when the snapshot was
 		// taken, proves it.
-		if err := a.recorded(ctx, dyn, b, handle, driver); err != nil {
-			return err
+		if why, err := a.recorded(ctx, dyn, b, handle, driver); err != nil || why != "" {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("snapshot %s of driver %s is kept: %s, and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, why)
 		}
 		name = deletionContent(b, handle)
 		if err := a.makeContent(ctx, dyn, name, handle, driver, b); err != nil {
@@ -127,27 +130,26 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 // recorded checks that this cluster recorded backup b taking snapshot
 // handle of driver: one of the backup's VolumePluginBackups names it. A
 // backup synced from its location has none that count: they were made
-// from the location's files too.
-func (a *DeleteAction) recorded(ctx context.Context, dyn dynamic.Interface, b *salvorv1.Backup, handle, driver string) error {
+// from the location's files too. why says what is missing; err is a
+// failure to read the records.
+func (a base) recorded(ctx context.Context, dyn dynamic.Interface, b *salvorv1.Backup, handle, driver string) (why string, err error) {
 	if b.Annotations[salvorv1.SyncedAnnotation] != "" {
-		return fmt.Errorf("snapshot %s of driver %s is kept: backup %s was synced from its location, so nothing in this cluster records it taking the snapshot, "+
-			"and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, b.Name)
+		return fmt.Sprintf("backup %s was synced from its location, so nothing in this cluster records it taking the snapshot", b.Name), nil
 	}
 	list, err := dyn.Resource(vpbGVR).Namespace(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.BackupNameLabel + "=" + salvorv1.LabelValue(b.Name)})
 	if err != nil {
-		return fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
+		return "", fmt.Errorf("reading the VolumePluginBackups of backup %s: %w", b.Name, err)
 	}
 	for _, v := range list.Items {
 		plugin, _, _ := unstructured.NestedString(v.Object, "spec", "plugin")
 		backup, _, _ := unstructured.NestedString(v.Object, "spec", "backup")
 		specific, _, _ := unstructured.NestedStringMap(v.Object, "spec", "pluginSpecific")
 		if plugin == Name && backup == b.Name && specific[snapshotHandleKey] == handle && specific["driver"] == driver {
-			return nil
+			return "", nil
 		}
 	}
-	return fmt.Errorf("snapshot %s of driver %s is kept: this cluster holds no record that backup %s took it "+
-		"(no VolumePluginBackup of the backup names it: taken before Salvor recorded snapshots, or the record was deleted), "+
-		"and the backup's files alone do not prove it; delete it on the storage side if nothing needs it", handle, driver, b.Name)
+	return fmt.Sprintf("this cluster holds no record that backup %s took it "+
+		"(no VolumePluginBackup of the backup names it: taken before Salvor recorded snapshots, or the record was deleted)", b.Name), nil
 }
 
 func suffix(msg string) string {

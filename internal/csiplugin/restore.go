@@ -13,8 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
@@ -177,6 +179,9 @@ func (a *RestoreAction) snapshot(ctx context.Context, vs *unstructured.Unstructu
 	}
 	if err := a.driverServed(ctx, driver); err != nil {
 		return nil, fmt.Errorf("VolumeSnapshot %s/%s (snapshot %s): %w", vs.GetNamespace(), vs.GetName(), handle, err)
+	}
+	if err := a.trusted(ctx, dyn, r, handle, driver); err != nil {
+		return nil, fmt.Errorf("VolumeSnapshot %s/%s: %w", vs.GetNamespace(), vs.GetName(), err)
 	}
 	name := ContentName(r, vs.GetNamespace(), vs.GetName())
 	spec := map[string]any{
@@ -402,4 +407,34 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, ns
 	if _, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
 		a.log.Warn("updating a VolumePluginRestore", "restore", r.Name, "claim", claim, "error", err)
 	}
+}
+
+// trusted checks that a snapshot handle a backup names may be made into a
+// snapshot of the restore: whoever can write to the bucket can name any
+// handle there, another team's snapshot included. It may when this cluster
+// recorded the backup taking it, when the backup is authenticated (its
+// status says so only once its signed manifest checked out, and the
+// restore checked it again before it began), or when the restore trusts
+// the backup's snapshots.
+func (a *RestoreAction) trusted(ctx context.Context, dyn dynamic.Interface, r *sdk.Restore, handle, driver string) error {
+	if r.Spec.TrustBackupSnapshots {
+		return nil
+	}
+	u, err := dyn.Resource(backupGVR).Namespace(r.Namespace).Get(ctx, r.Spec.BackupName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading backup %s to check snapshot %s: %w", r.Spec.BackupName, handle, err)
+	}
+	b := &salvorv1.Backup{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+		return fmt.Errorf("reading backup %s: %w", r.Spec.BackupName, err)
+	}
+	if auth := b.Status.Authentication; auth != nil && auth.State == salvorv1.AuthenticationAuthenticated {
+		return nil
+	}
+	why, err := a.recorded(ctx, dyn, b, handle, driver)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("snapshot %s of driver %s not restored: backup %s is not authenticated and %s, and whoever can write to the bucket can name any snapshot there; "+
+		"restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to its location's bucket", handle, driver, b.Name, why)
 }

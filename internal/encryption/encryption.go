@@ -2,6 +2,8 @@ package encryption
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -139,4 +141,24 @@ func ToRecipient(r io.Reader, recipient string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("recipient %q is not an age public key: %w", recipient, err)
 	}
 	return stream(r, rcpt), nil
+}
+
+// SigningKeys derive from each of the location's keys, oldest first, a key
+// that authenticates what is written to the location (a backup's signed
+// manifest): an object encrypted to the public recipient proves nothing of
+// its writer, but only the holders of the secret keys can derive these.
+func (k *Keys) SigningKeys() [][]byte {
+	var out [][]byte
+	for _, id := range k.identities {
+		x, ok := id.(*age.X25519Identity)
+		if !ok {
+			continue
+		}
+		key, err := hkdf.Key(sha256.New, []byte(x.String()), nil, "salvor.dev/manifest-signing-key", 32)
+		if err != nil {
+			panic(err) // only for lengths HKDF cannot give
+		}
+		out = append(out, key)
+	}
+	return out
 }

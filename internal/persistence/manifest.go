@@ -39,7 +39,16 @@ type Manifest struct {
 	// Objects are the backup's files, by name inside backups/<name>/
 	// (the metadata files included; the manifest itself is not).
 	Objects []ObjectDigest `json:"objects"`
+	// Location, KeyID, ItemsSHA256 and MAC sign the manifest (see
+	// ManifestKeys): the MAC covers every field above and the digest of
+	// the items, so the items may follow it in the stream. An unsigned
+	// manifest has none of them.
+	Location    string `json:"location,omitempty"`
+	KeyID       string `json:"keyID,omitempty"`
+	ItemsSHA256 string `json:"itemsSHA256,omitempty"`
+	MAC         string `json:"mac,omitempty"`
 	// Items are the tarball's item entries (resources/...), in its order.
+	// They come last, so a reader of the header need not read them.
 	Items []ItemDigest `json:"items"`
 }
 
@@ -368,6 +377,17 @@ func (s *BackupStore) seal(ctx context.Context, name, uid string, metadata map[s
 // putManifest writes a manifest whose items are m.Items or, when items is
 // not nil, those of items, streamed from the server's disk.
 func (s *BackupStore) putManifest(ctx context.Context, m *Manifest, items *ItemDigests) error {
+	ih := newItemsHash()
+	if items != nil {
+		if err := items.Each(func(d ItemDigest) error { ih.add(d); return nil }); err != nil {
+			return err
+		}
+	} else {
+		for _, d := range m.Items {
+			ih.add(d)
+		}
+	}
+	s.sign(m, ih.sum())
 	err := s.PutJSON(ctx, m.Backup, ManifestFile, manifestWriter{m, items})
 	if err != nil {
 		return fmt.Errorf("writing the manifest of backup %s: %w", m.Backup, err)
@@ -486,6 +506,9 @@ func (m *Manifest) check(key, name string) error {
 type manifestReader struct {
 	m    *Manifest
 	item func(ItemDigest) error
+	// stopAtItems ends the read where the items begin: the header is
+	// all a caller wants.
+	stopAtItems bool
 }
 
 func (mr manifestReader) decodeFrom(dec *json.Decoder) error {
@@ -509,7 +532,18 @@ func (mr manifestReader) decodeFrom(dec *json.Decoder) error {
 			v = &mr.m.Written
 		case "objects":
 			v = &mr.m.Objects
+		case "location":
+			v = &mr.m.Location
+		case "keyID":
+			v = &mr.m.KeyID
+		case "itemsSHA256":
+			v = &mr.m.ItemsSHA256
+		case "mac":
+			v = &mr.m.MAC
 		case "items":
+			if mr.stopAtItems {
+				return nil
+			}
 			if err := mr.items(dec); err != nil {
 				return err
 			}
@@ -536,6 +570,9 @@ func (mr manifestReader) items(dec *json.Decoder) error {
 		var d ItemDigest
 		if err := dec.Decode(&d); err != nil {
 			return err
+		}
+		if mr.item == nil {
+			continue
 		}
 		if err := mr.item(d); err != nil {
 			return err
@@ -571,11 +608,24 @@ func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
 	}
 	defer items.Close()
 	m := &Manifest{}
-	if err := s.GetBackupJSON(ctx, name, ManifestFile, manifestReader{m: m, item: items.add}); err != nil {
+	ih := newItemsHash()
+	add := func(d ItemDigest) error { ih.add(d); return items.add(d) }
+	if err := s.GetBackupJSON(ctx, name, ManifestFile, manifestReader{m: m, item: add}); err != nil {
 		return err
 	}
 	if err := m.check(key, name); err != nil {
 		return err
+	}
+	// Signing anew what is read here would sign whatever the bucket holds:
+	// only a manifest this location's keys signed is signed again.
+	if s.manifestKeys != nil {
+		a := s.judge(m, name, m.UID)
+		if a.State == Authenticated && ih.sum() != m.ItemsSHA256 {
+			a = Authentication{State: Forged, Message: key + ": its items are not the ones it was signed with"}
+		}
+		if a.State != Authenticated {
+			return fmt.Errorf("%w: not signing the manifest of backup %s anew: %s", ErrForged, name, a.Message)
+		}
 	}
 	rel := name + f.Suffix()
 	d, err := s.readDigest(ctx, s.BackupFile(name, f), rel)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -37,6 +38,12 @@ type BackupStore struct {
 	written tarballDigests
 	// journalKey authenticates journal entries (SetJournalKey).
 	journalKey []byte
+	// manifestKeys sign and authenticate manifests (SetManifestKeys).
+	manifestKeys *ManifestKeys
+	// authentic holds, per backup this store authenticated, the digests
+	// of its objects by name: reads of them are checked (Authenticate).
+	authMu    sync.Mutex
+	authentic map[string]map[string]ObjectDigest
 }
 
 // New returns the store for a bucket and prefix.
@@ -124,8 +131,11 @@ func (s *BackupStore) PutTarball(ctx context.Context, name string, r io.Reader) 
 }
 
 // GetTarball opens the backup's tarball.
+// Of a backup this store authenticated, the object is checked as it is
+// read: the read fails at its end if the tarball is not the signed one, so
+// a reader reads it to its end before acting on it.
 func (s *BackupStore) GetTarball(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, TarballFile))
+	return s.getObject(ctx, s.BackupFile(name, TarballFile))
 }
 
 // putGzipJSON writes v as gzip'd JSON at key, streaming a JSONWriter;
@@ -240,7 +250,7 @@ func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) e
 // PutMetadata writes the Backup as salvor-backup.json and, shaped for
 // Velero, as velero-backup.json — the file whose presence makes the backup.
 // The backup's manifest goes first (see Manifest), so a backup that looks
-// whole has one.
+// whole has one; b's status.authentication then says whether it is signed.
 func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error {
 	own := b.DeepCopy()
 	own.APIVersion, own.Kind = salvorv1.GroupVersion.String(), "Backup"
@@ -266,6 +276,9 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	if err := s.seal(ctx, b.Name, string(b.UID), map[string][]byte{SalvorMetadataFile: sb, MetadataFile: vb}); err != nil {
 		return err
 	}
+	// Recorded on b only, for the cluster's object: a file in the bucket
+	// saying it is authenticated would prove nothing.
+	b.Status.Authentication = s.writtenAuthentication()
 	if err := s.store.PutObject(ctx, s.bucket, s.key("backups", b.Name, SalvorMetadataFile), bytes.NewReader(sb)); err != nil {
 		return fmt.Errorf("writing %s: %w", SalvorMetadataFile, err)
 	}
@@ -284,7 +297,7 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 // limit: the bucket is untrusted, and a few KiB of gzip can hold GiBs of
 // JSON that would take the server's memory.
 func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, limit readLimit, v any) error {
-	rc, err := s.store.GetObject(ctx, s.bucket, key)
+	rc, err := s.getObject(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -304,11 +317,17 @@ func (s *BackupStore) getJSON(ctx context.Context, key string, gz bool, limit re
 	} else {
 		err = dec.Decode(v)
 	}
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrForged) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%s is not valid JSON: %w", key, err)
+	}
+	if c, ok := rc.(*checkedReader); ok {
+		// The check is made at the object's end (bounded by its signed size).
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -458,7 +477,7 @@ func (s *BackupStore) AppendLog(ctx context.Context, name string, lines []byte) 
 
 // GetLogs opens a backup's gzip'd log.
 func (s *BackupStore) GetLogs(ctx context.Context, name string) (io.ReadCloser, error) {
-	return s.store.GetObject(ctx, s.bucket, s.BackupFile(name, LogFile))
+	return s.getObject(ctx, s.BackupFile(name, LogFile))
 }
 
 // DeleteBackup removes a backup's files, its metadata first.

@@ -114,8 +114,13 @@ func uploader(t string) string {
 func (s *BackupStore) getOptionalJSON(ctx context.Context, name string, f File, v any) (bool, error) {
 	key := s.BackupFile(name, f)
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
+	}
+	if !ok {
+		// A file the signed manifest names was removed: not the same as
+		// a backup that never had it.
+		return false, s.checkAbsent(name, name+f.Suffix(), key)
 	}
 	return true, s.GetBackupJSON(ctx, name, f, v)
 }

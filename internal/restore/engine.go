@@ -82,10 +82,14 @@ type VolumeRestorer interface {
 // Volumes is what a restore knows of the backup besides its items: its
 // volume data, and where the backup came from.
 type Volumes struct {
-	// Synced tells that the backup was synced from its location, not made
-	// by this cluster: its pods' annotation hooks run only if the restore
-	// asks (spec.annotationHooks).
-	Synced bool
+	// Authenticated tells that the backup's signed manifest proves it is
+	// what a holder of its location's key wrote (persistence.Authenticate):
+	// only then do its pods' annotation hooks run without the restore
+	// asking (spec.annotationHooks).
+	Authenticated bool
+	// Unauthenticated says why the backup is not authenticated: a warning
+	// of the restore (empty when it is).
+	Unauthenticated string
 	// Restorer recreates snapshotted persistent volumes (nil: none).
 	Restorer VolumeRestorer
 	// Snapshotted are the persistent volumes, by name, that the backup
@@ -141,7 +145,7 @@ type run struct {
 	// them.
 	execHooks *hooks.Restore
 	// annotationHooks: restored pods' hook annotations are honoured
-	// (spec.annotationHooks, Volumes.Synced).
+	// (spec.annotationHooks, Volumes.Authenticated).
 	annotationHooks       bool
 	hookRuns              sync.WaitGroup
 	hooksRun, hooksFailed atomic.Int64
@@ -257,7 +261,10 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	} else {
 		r.list = &restoredList{}
 	}
-	r.annotationHooks = !volumes.Synced
+	r.annotationHooks = volumes.Authenticated
+	if volumes.Unauthenticated != "" {
+		r.rec.RunWarning(volumes.Unauthenticated)
+	}
 	if ah := rs.Spec.AnnotationHooks; ah != nil {
 		r.annotationHooks = *ah
 	}

@@ -168,6 +168,11 @@ func (r *run) read(tarball io.Reader) error {
 		return r.spool.add(r.tiers.of(gr), gr, e.Object.GetAPIVersion(), e.Namespace, e.Name, selected, e.Raw)
 	})
 	if err == nil {
+		// To its end: a tarball checked against its signed manifest fails
+		// there if it is not the one signed, before anything is made.
+		_, err = io.Copy(io.Discard, tarball)
+	}
+	if err == nil {
 		for gr, seen := range unserved {
 			namespaced, ok := crdScopes[gr]
 			switch {

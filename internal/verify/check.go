@@ -20,6 +20,8 @@ const maxFailures = 50
 
 // Report is what checking a stored backup found.
 type Report struct {
+	// Authentication is what checking the manifest's signature found.
+	Authentication persistence.Authentication
 	// Manifest tells whether the backup had one to check against.
 	Manifest bool
 	Objects  []salvorv1.VerifiedObject
@@ -67,14 +69,22 @@ func (r *Report) Finish() {
 	}
 }
 
-// Check verifies the backup name stored in store. An error is returned
-// only when the location could not be read at all (to try again later);
-// everything the backup's objects show is in the report.
-func Check(ctx context.Context, store *persistence.BackupStore, name string) (*Report, error) {
+// Check verifies the backup name stored in store; uid, when known, is the
+// UID its signed manifest must name. An error is returned only when the
+// location could not be read at all (to try again later); everything the
+// backup's objects show is in the report. A forged signature is a
+// failure; whether an unauthenticated backup fails is the caller's to say.
+func Check(ctx context.Context, store *persistence.BackupStore, name, uid string) (*Report, error) {
 	r := &Report{}
 	stored, err := store.BackupObjects(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if r.Authentication, err = store.Authenticate(ctx, name, uid); err != nil {
+		return nil, err
+	}
+	if r.Authentication.State == persistence.Forged {
+		r.fail("authentication: %s", r.Authentication.Message)
 	}
 	m, hasManifest, err := store.GetManifest(ctx, name)
 	manifestName := name + persistence.ManifestFile.Suffix()

@@ -143,6 +143,9 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	}
 	fmt.Fprintf(w, "Resources:\n  Included:   %s\n  Excluded:   %s\n  Cluster-scoped: %s\n", output.List(s.IncludedResources, "*"), output.List(s.ExcludedResources, "<none>"), cluster)
 	fmt.Fprintf(w, "Label selector: %s\nStorage location: %s\n", selector(s.LabelSelector, s.OrLabelSelectors), s.StorageLocation)
+	if a := st.Authentication; a != nil {
+		fmt.Fprintf(w, "Authentication: %s (%s)\n", a.State, a.Message)
+	}
 	if len(s.VolumeSnapshotLocations) > 0 {
 		fmt.Fprintf(w, "Snapshot location: %s\n", output.List(s.VolumeSnapshotLocations, ""))
 	}

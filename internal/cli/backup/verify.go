@@ -128,6 +128,9 @@ func DescribeVerification(w io.Writer, v *salvorv1.BackupVerification) {
 	if v.Message != "" {
 		fmt.Fprintf(w, "  %s\n", v.Message)
 	}
+	if a := v.Authentication; a != nil {
+		fmt.Fprintf(w, "  Authentication: %s (%s)\n", a.State, a.Message)
+	}
 	if v.Items > 0 {
 		fmt.Fprintf(w, "  Items read whole: %d\n", v.Items)
 	}

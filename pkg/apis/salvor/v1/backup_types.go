@@ -295,6 +295,39 @@ type BackupStatus struct {
 	// has that Salvor accepts but does not act on.
 	// +optional
 	IgnoredFields []string `json:"ignoredFields,omitempty"`
+	// Authentication says whether the backup's objects are proven to be
+	// the ones its writer stored: its manifest signed with a key of its
+	// location (docs/security.md). Recorded when the backup is written or
+	// synced, and checked again by every restore.
+	// +optional
+	// +nullable
+	Authentication *BackupAuthentication `json:"authentication,omitempty"`
+}
+
+// Authentication states of a backup.
+const (
+	// AuthenticationAuthenticated: its manifest is signed with a key of
+	// its location, for this backup.
+	AuthenticationAuthenticated = "Authenticated"
+	// AuthenticationUnauthenticated: nothing proves who wrote it (Velero
+	// did, or a Salvor without a signing key): restores warn, and trust
+	// neither its snapshots nor the hooks in its annotations unless asked.
+	AuthenticationUnauthenticated = "Unauthenticated"
+	// AuthenticationForged: its signature does not check out; nothing of
+	// it is restored.
+	AuthenticationForged = "Forged"
+)
+
+// BackupAuthentication is what authenticating a backup found.
+type BackupAuthentication struct {
+	// State is Authenticated, Unauthenticated or Forged.
+	State string `json:"state"`
+	// KeyID names the key that signed the manifest.
+	// +optional
+	KeyID string `json:"keyID,omitempty"`
+	// Message says what was found.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // VerificationPhase is where a verification is.
@@ -338,6 +371,10 @@ type BackupVerification struct {
 	// its objects were read and parsed and its item counts compared with
 	// its resource list, but no checksum could be checked.
 	Manifest bool `json:"manifest"`
+	// Authentication is what checking the manifest's signature found.
+	// +optional
+	// +nullable
+	Authentication *BackupAuthentication `json:"authentication,omitempty"`
 	// Items is the number of the tarball's items read whole.
 	// +optional
 	Items int `json:"items,omitempty"`
