@@ -2,8 +2,10 @@ package csiplugin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +54,9 @@ func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
 	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, volumeSnapshot("live-snap", "live"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+
+	// The backup is authenticated: its snapshot handles are trusted.
+	makeBackup(t, dyn, "nightly", salvorv1.AuthenticationAuthenticated, false)
 
 	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
 	a.kube.once.Do(func() { a.kube.dyn = dyn })
@@ -147,4 +153,95 @@ func snapshotAPI(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 		t.Fatal(err)
 	}
 	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
+}
+
+// makeBackup makes Backup name in namespace salvor, with its
+// authentication state (none when empty), synced from its location or not.
+func makeBackup(t *testing.T, dyn dynamic.Interface, name, state string, synced bool) {
+	t.Helper()
+	ctx := context.Background()
+	_, _ = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "salvor"}}}, metav1.CreateOptions{})
+	b := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "Backup",
+		"metadata": map[string]any{"name": name, "namespace": "salvor"}}}
+	if synced {
+		b.SetAnnotations(map[string]string{salvorv1.SyncedAnnotation: "primary"})
+	}
+	made, err := dyn.Resource(backupGVR).Namespace("salvor").Create(ctx, b, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state == "" {
+		return
+	}
+	made.Object["status"] = map[string]any{"phase": "Completed", "authentication": map[string]any{"state": state, "message": "test"}}
+	if _, err := dyn.Resource(backupGVR).Namespace("salvor").UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreTrustsOnlyProvenHandles: a VolumeSnapshot's handle, read from
+// the bucket, becomes a content only when the backup is authenticated, this
+// cluster recorded the backup taking that handle, or the restore trusts
+// the backup's snapshots; any other is an error naming the handle and the
+// opt-in, and nothing is made.
+func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
+	cs, dyn := snapshotAPI(t)
+	ctx := context.Background()
+	const driver = "hostpath.csi.example.com"
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	makeBackup(t, dyn, "signed", salvorv1.AuthenticationAuthenticated, false)
+	makeBackup(t, dyn, "velero", salvorv1.AuthenticationUnauthenticated, true)
+	makeBackup(t, dyn, "recorded", salvorv1.AuthenticationUnauthenticated, false)
+	makeBackup(t, dyn, "synced-record", "", true)
+	for _, b := range []string{"recorded", "synced-record"} {
+		vpb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
+			"metadata": map[string]any{"name": b + "-vpb", "namespace": "salvor", "labels": map[string]any{salvorv1.BackupNameLabel: b}},
+			"spec": map[string]any{"plugin": Name, "backup": b, "volume": "app/claim", "pluginSpecific": map[string]any{snapshotHandleKey: "handle-" + b, "driver": driver}}}}
+		if _, err := dyn.Resource(vpbGVR).Namespace("salvor").Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
+	a.kube.once.Do(func() { a.kube.dyn = dyn })
+	for _, c := range []struct {
+		backup, handle string
+		trust          bool
+		refused        string
+	}{
+		{backup: "signed", handle: "handle-other-team"},
+		{backup: "recorded", handle: "handle-recorded"},
+		{backup: "recorded", handle: "handle-other-team", refused: "this cluster holds no record that backup recorded took it"},
+		{backup: "velero", handle: "handle-velero", refused: "backup velero was synced from its location"},
+		{backup: "synced-record", handle: "handle-synced-record", refused: "backup synced-record was synced from its location"},
+		{backup: "velero", handle: "handle-velero", trust: true},
+	} {
+		name := fmt.Sprintf("%s-%s-%v", c.backup, c.handle, c.trust)
+		t.Run(name, func(t *testing.T) {
+			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+			r.Spec.BackupName, r.Spec.TrustBackupSnapshots = c.backup, c.trust
+			vs := volumeSnapshot("snap-"+name, "claim")
+			vs.SetAnnotations(map[string]string{salvorv1.CSISnapshotHandleAnnotation: c.handle, salvorv1.CSIDriverAnnotation: driver})
+			_, err := a.ExecuteWithContext(ctx, &sdk.RestoreItemActionExecuteInput{Item: vs, ItemFromBackup: vs.DeepCopy(), Restore: r})
+			list, lerr := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + salvorv1.LabelValue(name)})
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if c.refused == "" {
+				if err != nil || len(list.Items) != 1 {
+					t.Errorf("a proven handle: %v, %d contents made", err, len(list.Items))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "snapshot "+c.handle+" of driver "+driver+" not restored: backup "+c.backup+" is not authenticated") ||
+				!strings.Contains(err.Error(), c.refused) || !strings.Contains(err.Error(), "--trust-backup-snapshots") {
+				t.Errorf("an unproven handle: %v; want it refused saying %q", err, c.refused)
+			}
+			if len(list.Items) != 0 {
+				t.Errorf("%d contents made from an unproven handle", len(list.Items))
+			}
+		})
+	}
 }

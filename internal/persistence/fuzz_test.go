@@ -14,7 +14,7 @@ import (
 
 // FuzzSideFiles feeds every reader of a backup's JSON files in the bucket
 // (metadata, journal, results, resource list and its summary, item
-// operations, manifest, Velero's volume records) whatever the bucket may
+// operations, manifest and its signature, Velero's volume records) whatever the bucket may
 // hold, raw and gzip'd: none may panic, and a refusal for size is
 // ErrTooLarge.
 func FuzzSideFiles(f *testing.F) {
@@ -25,6 +25,7 @@ func FuzzSideFiles(f *testing.F) {
 		`[{"spec":{"operationID":"x","backupItemAction":"p"},"status":{"phase":"InProgress"}}]`,
 		`[{"pvcName":"a","pvName":"p","backupMethod":"PodVolumeBackup"}]`,
 		`{"version":1,"backup":"b","items":[{"path":"resources/x","sha256":"00"}]}`,
+		`{"version":1,"backup":"b","location":"primary","keyID":"x","itemsSHA256":"00","mac":"00","objects":[{"name":"velero-backup.json","size":3,"sha256":"00"}],"items":[]}`,
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 		`{"a":"\"{[,","b":[{},{},{}]}`,
 	} {
@@ -34,6 +35,7 @@ func FuzzSideFiles(f *testing.F) {
 		ctx := context.Background()
 		fs := memStore{}
 		s := New(fs, "bkt", "")
+		s.SetManifestKeys(NewManifestKeys("primary", "the fuzzer", bytes.Repeat([]byte{7}, 32)))
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
 		_, _ = zw.Write(data)
@@ -62,6 +64,8 @@ func FuzzSideFiles(f *testing.F) {
 			second(s.GetListSummary(ctx, "b")),
 			s.GetItemOperations(ctx, "b", &ops),
 			third(s.GetManifest(ctx, "b")),
+			second(s.AuthenticateHeader(ctx, "b", "")),
+			second(s.Authenticate(ctx, "b", "")),
 			second(s.VeleroOnlyVolumes(ctx, "b")),
 		} {
 			if err != nil && strings.Contains(err.Error(), "more than Salvor writes there") && !errors.Is(err, ErrTooLarge) {

@@ -67,7 +67,8 @@ func TestInitRestoreHooks(t *testing.T) {
 	if problems := Validate(rs.Spec); len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	out, err := e.Run(context.Background(), rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	// An authenticated backup: its pods' hook annotations are honoured.
+	out, err := e.RunWithVolumes(context.Background(), rs, bytes.NewReader(tarball.Bytes()), Volumes{Authenticated: true}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -589,7 +589,9 @@ func TestVeleroCSIBackupRestoresWithSalvor(t *testing.T) {
 
 	c.s3Location(t, minio, "velero", "velero", false, "--access-mode", "ReadOnly")
 	c.waitBackup(t, "vcsi", salvorv1.BackupPhaseCompleted)
-	c.mustSalvor(t, "restore", "create", "from-velero", "--from-backup", "vcsi", "--wait")
+	// Velero wrote it: nothing authenticates the snapshot handle it names
+	// but the opt-in.
+	c.mustSalvor(t, "restore", "create", "from-velero", "--from-backup", "vcsi", "--trust-backup-snapshots", "--wait")
 	r := c.waitRestore(t, "from-velero", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
 	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.Errors != 0 {
 		t.Fatalf("restore of Velero's CSI backup: %+v\n%s", r.Status, c.mustSalvor(t, "restore", "describe", "from-velero", "--details"))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbed/csidriver"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // TestTestbedNode runs pods on the testbed node (bin/testbed/testbed-node)
@@ -288,4 +289,67 @@ func podLogs(t testing.TB, cs kubernetes.Interface, ns, pod, container string, o
 		t.Fatalf("logs of %s/%s container %s: %v", ns, pod, container, err)
 	}
 	return string(b)
+}
+
+// TestInstalledServerRunsOnTheNode: the server as `salvor install` makes it
+// — its Deployment, account and roles, read-only root, scratch volume and
+// plugin directory — runs as a pod on the testbed node, where it starts its
+// built-in plugins from its image's binary, and completes a backup and a
+// restore; its log is served through the API server.
+func TestInstalledServerRunsOnTheNode(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	testbed.StartScheduling(t, c.kubeconfig)
+	testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{Images: map[string]string{"salvor": salvorBin}})
+	minio := testbed.StartMinIO(t, "backups")
+	c.mustSalvor(t, "install", "--replicas", "0")
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node's pods share the host's network with the other tests'
+	// servers: this one listens where the kernel says.
+	dep, err := cs.AppsV1().Deployments("salvor").Get(ctx, "salvor", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &dep.Spec.Template.Spec.Containers[0]
+	server.Args = append(server.Args, "--metrics-address", "127.0.0.1:0", "--health-address", "127.0.0.1:0")
+	dep.Spec.Replicas = ptr(int32(1))
+	if _, err := cs.AppsV1().Deployments("salvor").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	eventually(t, "the installed server's pod running on the node", 2*time.Minute, func() (bool, string) {
+		pods, err := cs.CoreV1().Pods("salvor").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=salvor"})
+		if err != nil || len(pods.Items) != 1 {
+			return false, fmt.Sprint(len(pods.Items), err)
+		}
+		pod = pods.Items[0]
+		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("%s %q on %q, containers %+v", pod.Status.Phase, pod.Status.Message, pod.Spec.NodeName, pod.Status.ContainerStatuses)
+	})
+
+	creds, err := os.ReadFile(minio.CredentialsFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "minio"}, Data: map[string][]byte{"cloud": creds}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings"}, Data: map[string]string{"k": "kept"}})
+	c.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", "backups",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--default")
+	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.mustSalvor(t, "backup", "create", "on-node", "--include-namespaces", "app", "--wait")
+	if b := c.getBackup(t, "on-node"); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("the installed server's backup: %+v", b.Status)
+	}
+	c.mustSalvor(t, "restore", "create", "on-node", "--from-backup", "on-node", "--namespace-mappings", "app:app-copy", "--wait")
+	got := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app-copy", Name: "settings"}, got); err != nil || got.Data["k"] != "kept" {
+		t.Errorf("the installed server's restore: %v, %v", got.Data, err)
+	}
+	if log := podLogs(t, cs, "salvor", pod.Name, "server", nil); !strings.Contains(log, "on-node") {
+		t.Errorf("the server pod's log does not name the backup:\n%s", log)
+	}
 }

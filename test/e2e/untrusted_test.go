@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,11 +25,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
+	"github.com/salvor-dev/salvor/internal/encryption"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -487,4 +491,179 @@ func typed(o any, kind string) map[string]any {
 	_ = json.Unmarshal(b, &m)
 	m["apiVersion"], m["kind"] = "v1", kind
 	return m
+}
+
+// TestForgedBackupObjectsAreNotRestored: on an encrypted location, whose
+// public recipient anyone may read, a backup's tarball swapped for another
+// backup's ciphertext, or forged and encrypted to the recipient, fails the
+// restore and the verify naming the object, before anything is made; a
+// backup whose signed manifest was removed is not restored either; the
+// backup's own files restore once they are back.
+func TestForgedBackupObjectsAreNotRestored(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.startServer(t)
+	cfg := c.s3Location(t, minio, "vault", "backups", true, "--encryption-key-secret", "backup-keys")
+	bsl := c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
+	ctx := context.Background()
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings"}, Data: map[string]string{"k": "one"}}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, settings)
+	c.mustSalvor(t, "backup", "create", "one", "--include-namespaces", "app", "--wait")
+	settings.Data["k"] = "two"
+	if err := c.client.Update(ctx, settings); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup", "create", "two", "--include-namespaces", "app", "--wait")
+	if desc := c.mustSalvor(t, "backup", "describe", "one"); !strings.Contains(desc, "Authentication: Authenticated (signed with key") {
+		t.Errorf("describe does not say the backup is authenticated:\n%s", desc)
+	}
+
+	raw := openObjectStore(t, cfg)
+	get := func(key string) []byte {
+		rc, err := raw.GetObject(ctx, cfg["bucket"], key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	put := func(key string, body []byte) {
+		if err := raw.PutObject(ctx, cfg["bucket"], key, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tarKey, manifestKey = "backups/one/one.tar.gz", "backups/one/one-salvor-manifest.json.gz"
+	original, manifest := get(tarKey), get(manifestKey)
+	forged, err := encryption.ToRecipient(bytes.NewReader(tarballOf([][2]string{{"metadata/version", "1.1.0\n"},
+		{"resources/configmaps/namespaces/app/settings.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"app"},"data":{"k":"forged"}}`}})),
+		bsl.Status.EncryptionRecipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgedBody, err := io.ReadAll(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name, want string
+		plant      func()
+	}{
+		{"swapped", "backups/one/one.tar.gz is", func() { put(tarKey, get("backups/two/two.tar.gz")) }},
+		{"forged", "backups/one/one.tar.gz is", func() { put(tarKey, forgedBody) }},
+		{"unsigned", "backup one was authenticated", func() {
+			put(tarKey, original)
+			if err := raw.DeleteObject(ctx, cfg["bucket"], manifestKey); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		tc.plant()
+		target := "restored-" + tc.name
+		out, err := c.salvor(t, "restore", "create", tc.name, "--from-backup", "one", "--namespace-mappings", "app:"+target, "--wait")
+		rs := c.getRestore(t, tc.name)
+		if err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailed || !strings.Contains(rs.Status.FailureReason, tc.want) {
+			t.Errorf("%s: restore of a forged backup: %v, phase %s (%s), want Failed saying %q\n%s", tc.name, err, rs.Status.Phase, rs.Status.FailureReason, tc.want, out)
+		}
+		if err := c.client.Get(ctx, client.ObjectKey{Name: target}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the restore of a forged backup made namespace %s: %v", tc.name, target, err)
+		}
+		if out, err := c.salvor(t, "backup", "verify", "one"); err == nil || !strings.Contains(out, "Verification: Failed") {
+			t.Errorf("%s: verify of a forged backup: %v\n%s", tc.name, err, out)
+		}
+	}
+
+	// The backup's own files back: restored as they were.
+	put(manifestKey, manifest)
+	c.mustSalvor(t, "restore", "create", "genuine", "--from-backup", "one", "--namespace-mappings", "app:genuine", "--wait")
+	got := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "genuine", Name: "settings"}, got); err != nil || got.Data["k"] != "one" {
+		t.Errorf("the genuine backup restored %v, %v", got.Data, err)
+	}
+}
+
+// TestPlantedCSISnapshotHandleIsNotRestored: a backup planted in the
+// bucket (unauthenticated) whose VolumeSnapshot names another team's CSI
+// snapshot by its handle gets no content made from it — an error naming
+// the snapshot and the opt-in — while the team's own backup restores.
+func TestPlantedCSISnapshotHandleIsNotRestored(t *testing.T) {
+	t.Parallel() // mostly waiting on controllers: two at a time share the cores
+	c, csi, cfg := csiCluster(t)
+	ctx := context.Background()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, csiClaim("team", "data", csi.StorageClass))
+	want := fillVolume(t, csi, c.boundVolume(t, "team", "data"), 3)
+	c.mustSalvor(t, "backup", "create", "team", "--include-namespaces", "team", "--wait")
+
+	// The attacker copies the team's items into a backup of their own,
+	// its snapshot relabelled as theirs.
+	store := openStore(t, cfg)
+	rc, err := store.GetTarball(ctx, "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []archive.Entry
+	if _, err := archive.Read(rc, func(e archive.Entry) error { entries = append(entries, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	var handle string
+	plantBackup(t, store, "loot", func(w *archive.Writer) error {
+		for _, e := range entries {
+			if labels := e.Object.GetLabels(); labels[salvorv1.BackupNameLabel] == "team" {
+				labels[salvorv1.BackupNameLabel] = "loot"
+				e.Object.SetLabels(labels)
+			}
+			if h := e.Object.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]; h != "" {
+				handle = h
+			}
+			body, err := json.Marshal(e.Object.Object)
+			if err != nil {
+				return err
+			}
+			if err := w.WriteEntry(e.Path, body); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if handle == "" {
+		t.Fatal("the team's backup holds no VolumeSnapshot with a handle")
+	}
+	loot := c.waitBackup(t, "loot", salvorv1.BackupPhaseCompleted)
+	if a := loot.Status.Authentication; a == nil || a.State != salvorv1.AuthenticationUnauthenticated {
+		t.Errorf("the planted backup's authentication: %+v, want Unauthenticated", a)
+	}
+
+	out, err := c.salvor(t, "restore", "create", "plain", "--from-backup", "loot", "--namespace-mappings", "team:attacker", "--wait")
+	if err == nil {
+		t.Errorf("a restore whose snapshot was refused exited 0:\n%s", out)
+	}
+	desc := c.mustSalvor(t, "restore", "describe", "plain", "--details")
+	for _, w := range []string{"snapshot " + handle + " of driver " + testbed.CSIDriverName + " not restored: backup loot is not authenticated", "--trust-backup-snapshots", "backup loot is not authenticated"} {
+		if !strings.Contains(desc, w) {
+			t.Errorf("describe does not say %q:\n%s", w, desc)
+		}
+	}
+	contents := &unstructured.UnstructuredList{}
+	contents.SetAPIVersion("snapshot.storage.k8s.io/v1")
+	contents.SetKind("VolumeSnapshotContentList")
+	if err := c.client.List(ctx, contents, client.MatchingLabels{salvorv1.RestoreNameLabel: "plain"}); err != nil || len(contents.Items) != 0 {
+		t.Errorf("contents made from a planted handle: %d, %v", len(contents.Items), err)
+	}
+
+	// The team's own (authenticated) backup needs no opt-in.
+	c.mustSalvor(t, "restore", "create", "own", "--from-backup", "team", "--namespace-mappings", "team:team-copy", "--wait")
+	pvc := &corev1.PersistentVolumeClaim{}
+	eventually(t, "the team's claim restored and bound", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: "team-copy", Name: "data"}, pvc)
+		return err == nil && pvc.Status.Phase == corev1.ClaimBound, fmt.Sprint(pvc.Status.Phase, err)
+	})
+	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); !maps.Equal(got, want) {
+		t.Errorf("the team's restored claim holds %v, want %v", got, want)
+	}
 }

@@ -27,6 +27,12 @@ type containerSpec struct {
 	Argv    []string `json:"argv"`
 	Command bool     `json:"command"`
 	Image   bool     `json:"image"` // fd 3 is the image's binary
+	// ImageName is the binary's name: it is mounted in the container at
+	// imageDir/ImageName and runs from there, so a program that runs its
+	// own executable again (os.Executable) finds it inside the container,
+	// as in an image, wherever the binary lives on the host (a private
+	// /tmp hides a checkout under /tmp).
+	ImageName string `json:"imageName,omitempty"`
 	Env     []string `json:"env"`
 	Dir     string   `json:"dir"`
 	UID     *int64   `json:"uid,omitempty"`
@@ -59,7 +65,7 @@ func runContainer(specPath string) {
 	if err := s.setUp(); err != nil {
 		fail("setting up the container's filesystem: %v", err)
 	}
-	path := "/proc/self/fd/3"
+	path := filepath.Join(imageDir, s.ImageName)
 	if s.Command || !s.Image {
 		p, err := lookPath(s.Argv[0], s.Env)
 		switch {
@@ -145,6 +151,11 @@ func (s *containerSpec) setUp() error {
 			return fmt.Errorf("binding %s: %w", src, err)
 		}
 		host[name] = true
+	}
+	if s.Image {
+		if err := s.mountImage(root); err != nil {
+			return err
+		}
 	}
 	mounts := append([]mount(nil), s.Mounts...)
 	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].Target) < depth(mounts[j].Target) })
@@ -364,4 +375,27 @@ func resolve(root, p string) (string, error) {
 		parts = append(strings.Split(strings.Trim(target, "/"), "/"), parts...)
 	}
 	return cur, nil
+}
+
+// imageDir is where a container finds its image's binary.
+const imageDir = "/testbed-image"
+
+// mountImage binds the image's binary (fd 3, opened by the node) at
+// imageDir in the container's root.
+func (s *containerSpec) mountImage(root string) error {
+	if s.ImageName == "" || strings.Contains(s.ImageName, "/") {
+		return fmt.Errorf("the image's binary has no usable name (%q)", s.ImageName)
+	}
+	dir := filepath.Join(root, imageDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	target := filepath.Join(dir, s.ImageName)
+	if err := os.WriteFile(target, nil, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("/proc/self/fd/3", target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("binding the image's binary at %s: %w", filepath.Join(imageDir, s.ImageName), err)
+	}
+	return readOnly(target)
 }

@@ -458,6 +458,9 @@ func (r *podRun) command(c corev1.Container) (*exec.Cmd, error) {
 	spec := containerSpec{Rootfs: rootfs, Scratch: scratch, Dir: c.WorkingDir, Env: r.env(c)}
 	bin, imageOK := r.p.cfg.binary(c.Image)
 	spec.Image = imageOK
+	if imageOK {
+		spec.ImageName = filepath.Base(bin)
+	}
 	switch {
 	case len(c.Command) > 0:
 		spec.Command = true

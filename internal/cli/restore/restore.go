@@ -200,8 +200,8 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.StringVar(&o.existing, "existing-resource-policy", "", "what to do with objects that already exist: none (leave them, warn if they differ) or update")
 	f.StringVar(&o.restoreVolumes, "restore-volumes", "", "recreate volumes from their snapshots: true or false (default: true)")
 	f.Lookup("restore-volumes").NoOptDefVal = "true"
-	f.BoolVar(&o.trustSnapshots, "trust-backup-snapshots", false, "make volumes from the snapshots the backup's files name even when this cluster holds no record of taking them (a backup synced from its location: another cluster's, or Velero's); whoever can write to the bucket can name any snapshot there, so only for a bucket no one else can write")
-	f.StringVar(&o.annotationHooks, "annotation-hooks", "", "run the hooks restored pods' annotations ask for, for pods no hook of spec.hooks selects: true or false (default: only for backups this cluster made, not for backups synced from their location)")
+	f.BoolVar(&o.trustSnapshots, "trust-backup-snapshots", false, "make volumes from the snapshots (CSI handles included) the backup's files name even when the backup is not authenticated and this cluster holds no record of taking them (Velero's backups, or another cluster's without its signing key); whoever can write to the bucket can name any snapshot there, so only for a bucket no one else can write")
+	f.StringVar(&o.annotationHooks, "annotation-hooks", "", "run the hooks restored pods' annotations ask for, for pods no hook of spec.hooks selects: true or false (default: only for authenticated backups — signed with their location's key, as every backup Salvor writes is)")
 	f.Lookup("annotation-hooks").NoOptDefVal = "true"
 	f.DurationVar(&o.itemOperationTimeout, "item-operation-timeout", 0, "bound on each plugin operation (default: the server's)")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait for the restore to finish, showing its progress")
