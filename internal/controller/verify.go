@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
-	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/verify"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )

@@ -199,7 +199,7 @@ func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
 	for _, b := range []string{"recorded", "synced-record"} {
 		vpb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
 			"metadata": map[string]any{"name": b + "-vpb", "namespace": "salvor", "labels": map[string]any{salvorv1.BackupNameLabel: b}},
-			"spec": map[string]any{"plugin": Name, "backup": b, "volume": "app/claim", "pluginSpecific": map[string]any{snapshotHandleKey: "handle-" + b, "driver": driver}}}}
+			"spec":     map[string]any{"plugin": Name, "backup": b, "volume": "app/claim", "pluginSpecific": map[string]any{snapshotHandleKey: "handle-" + b, "driver": driver}}}}
 		if _, err := dyn.Resource(vpbGVR).Namespace("salvor").Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -32,11 +32,11 @@ type containerSpec struct {
 	// own executable again (os.Executable) finds it inside the container,
 	// as in an image, wherever the binary lives on the host (a private
 	// /tmp hides a checkout under /tmp).
-	ImageName string `json:"imageName,omitempty"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir"`
-	UID     *int64   `json:"uid,omitempty"`
-	GID     *int64   `json:"gid,omitempty"`
+	ImageName string   `json:"imageName,omitempty"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
+	UID       *int64   `json:"uid,omitempty"`
+	GID       *int64   `json:"gid,omitempty"`
 }
 
 type mount struct {
