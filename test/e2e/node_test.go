@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -310,14 +311,18 @@ func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	}
 	// The node's pods share the host's network with the other tests'
 	// servers: this one listens where the kernel says.
-	dep, err := cs.AppsV1().Deployments("salvor").Get(ctx, "salvor", metav1.GetOptions{})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep, err := cs.AppsV1().Deployments("salvor").Get(ctx, "salvor", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		server := &dep.Spec.Template.Spec.Containers[0]
+		server.Args = append(server.Args, "--metrics-address", "127.0.0.1:0", "--health-address", "127.0.0.1:0")
+		dep.Spec.Replicas = ptr(int32(1))
+		_, err = cs.AppsV1().Deployments("salvor").Update(ctx, dep, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	server := &dep.Spec.Template.Spec.Containers[0]
-	server.Args = append(server.Args, "--metrics-address", "127.0.0.1:0", "--health-address", "127.0.0.1:0")
-	dep.Spec.Replicas = ptr(int32(1))
-	if _, err := cs.AppsV1().Deployments("salvor").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var pod corev1.Pod
@@ -328,6 +333,11 @@ func TestInstalledServerRunsOnTheNode(t *testing.T) {
 		}
 		pod = pods.Items[0]
 		return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("%s %q on %q, containers %+v", pod.Status.Phase, pod.Status.Message, pod.Spec.NodeName, pod.Status.ContainerStatuses)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the server pod's log:\n%s", podLogs(t, cs, "salvor", pod.Name, "server", nil))
+		}
 	})
 
 	creds, err := os.ReadFile(minio.CredentialsFile(t))

@@ -32,7 +32,10 @@ type containerSpec struct {
 	// own executable again (os.Executable) finds it inside the container,
 	// as in an image, wherever the binary lives on the host (a private
 	// /tmp hides a checkout under /tmp).
-	ImageName string   `json:"imageName,omitempty"`
+	ImageName string `json:"imageName,omitempty"`
+	// ImagePath is the binary on the host, bound at imageDir/ImageName
+	// (fd 3 cannot be: it belongs to the node's mount namespace).
+	ImagePath string   `json:"imagePath,omitempty"`
 	Env       []string `json:"env"`
 	Dir       string   `json:"dir"`
 	UID       *int64   `json:"uid,omitempty"`
@@ -380,8 +383,8 @@ func resolve(root, p string) (string, error) {
 // imageDir is where a container finds its image's binary.
 const imageDir = "/testbed-image"
 
-// mountImage binds the image's binary (fd 3, opened by the node) at
-// imageDir in the container's root.
+// mountImage binds the image's binary at imageDir in the container's
+// root.
 func (s *containerSpec) mountImage(root string) error {
 	if s.ImageName == "" || strings.Contains(s.ImageName, "/") {
 		return fmt.Errorf("the image's binary has no usable name (%q)", s.ImageName)
@@ -394,7 +397,7 @@ func (s *containerSpec) mountImage(root string) error {
 	if err := os.WriteFile(target, nil, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("/proc/self/fd/3", target, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(s.ImagePath, target, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding the image's binary at %s: %w", filepath.Join(imageDir, s.ImageName), err)
 	}
 	return readOnly(target)

@@ -459,7 +459,7 @@ func (r *podRun) command(c corev1.Container) (*exec.Cmd, error) {
 	bin, imageOK := r.p.cfg.binary(c.Image)
 	spec.Image = imageOK
 	if imageOK {
-		spec.ImageName = filepath.Base(bin)
+		spec.ImageName, spec.ImagePath = filepath.Base(bin), bin
 	}
 	switch {
 	case len(c.Command) > 0:
