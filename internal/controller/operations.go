@@ -45,6 +45,10 @@ type OperationsReconciler struct {
 	// Runs is shared with the garbage collector, which waits for a step
 	// in progress before removing a deleted backup's files.
 	Runs *Runs
+	// ReleaseSnapshots deletes the storage-side snapshots whose data a
+	// whole backup moved into its location (nil: kept until the backup is
+	// deleted).
+	ReleaseSnapshots func(ctx context.Context, b *salvorv1.Backup) error
 
 	mu            sync.Mutex
 	finalizeTries retries
@@ -568,6 +572,13 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	countEnd(b)
 	if b.Status.StartTimestamp != nil {
 		metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
+	}
+	if r.ReleaseSnapshots != nil && b.Spec.SnapshotMoveData != nil && *b.Spec.SnapshotMoveData {
+		// Whole now, with the data in the bucket: what stays of a
+		// snapshot that could not be released goes with the backup.
+		if err := r.ReleaseSnapshots(ctx, b); err != nil {
+			r.Log.Warn("a moved snapshot was kept; deleting the backup deletes it", "backup", b.Namespace+"/"+b.Name, "error", err)
+		}
 	}
 	r.Log.Info("backup finalized", "backup", b.Namespace+"/"+b.Name, "phase", b.Status.Phase, "operations", len(w.ops), "updated items", updated)
 	return nil

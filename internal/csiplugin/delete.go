@@ -70,6 +70,12 @@ func (a *DeleteAction) ExecuteWithContext(ctx context.Context, in *sdk.DeleteIte
 		liveHandle, _, _ = unstructured.NestedString(live.Object, "status", "snapshotHandle")
 	}
 	name := item.GetName()
+	if apierrors.IsNotFound(err) && movesData(b) {
+		// Its data went into the bucket, and the snapshot was released
+		// when the backup became whole (datamover.ReleaseSnapshots).
+		a.log.Info("the snapshot of moved data was released with its backup; nothing to delete", "backup", b.Name, "snapshot", handle, "driver", driver)
+		return nil
+	}
 	if err != nil || liveHandle != handle || live.GetLabels()[salvorv1.BackupNameLabel] != salvorv1.LabelValue(b.Name) {
 		// No content in the cluster says the backup took this snapshot:
 		// the item read from the bucket names it, and whoever can write

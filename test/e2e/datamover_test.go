@@ -12,6 +12,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,6 +89,13 @@ func TestDataMoverBackup(t *testing.T) {
 		t.Fatalf("DataUpload %s: %+v\n%+v", first.Name, first.Spec, first.Status)
 	}
 	assertMoverGone(t, c, first)
+	// The data is in the bucket, the backup whole: the storage-side
+	// snapshot is released, and the driver no longer holds it.
+	eventually(t, "the moved snapshot released", 2*time.Minute, func() (bool, string) {
+		snaps, err := csi.Driver.Snapshots()
+		_, gerr := getUnstructured(t, c, "snapshot.storage.k8s.io/v1", "VolumeSnapshot", "app", first.Spec.CSISnapshot.VolumeSnapshot)
+		return err == nil && len(snaps) == 0 && apierrors.IsNotFound(gerr), fmt.Sprintf("driver snapshots %d (%v), VolumeSnapshot: %v", len(snaps), err, gerr)
+	})
 	// The mover's account could do what the upload took, and no more.
 	mover := "system:serviceaccount:salvor:" + "salvor-data-mover"
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}

@@ -353,6 +353,7 @@ func (o *options) run(ctx context.Context) error {
 			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
 		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
 	}
+	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -389,13 +390,14 @@ func (o *options) run(ctx context.Context) error {
 			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
 			FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
 		},
-		&datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories},
+		uploads,
 		&datamover.DownloadReconciler{Movers: movers},
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
 			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff, Runs: runs,
-			Tracker:        &operations.Tracker{Ceiling: o.operationSync},
-			DefaultTimeout: o.operationTimeout,
+			Tracker:          &operations.Tracker{Ceiling: o.operationSync},
+			DefaultTimeout:   o.operationTimeout,
+			ReleaseSnapshots: uploads.ReleaseSnapshots,
 		},
 	}
 	for _, r := range reconcilers {
