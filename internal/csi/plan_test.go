@@ -2,14 +2,12 @@ package csi
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -34,14 +32,7 @@ func csiVolume(driver, claimNS, claim string) *unstructured.Unstructured {
 
 // TestPlanVolume decides on a real API server with the snapshot CRDs.
 func TestPlanVolume(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	dir, err := testbed.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
-		t.Fatalf("the snapshot CRDs (make testbed): %v", err)
-	}
+	cfg := testbed.SnapshotControlPlane(t)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -144,14 +142,7 @@ func volumeSnapshot(name, claim string) *unstructured.Unstructured {
 // (no snapshot controller: nothing binds or readies a snapshot).
 func snapshotAPI(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
-	cfg := testbed.ControlPlane(t)
-	dir, err := testbed.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
-		t.Fatal(err)
-	}
+	cfg := testbed.SnapshotControlPlane(t)
 	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
 }
 

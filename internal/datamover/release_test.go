@@ -3,7 +3,6 @@ package datamover
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -29,14 +27,7 @@ import (
 // action did not make for the upload, not another backup's (same name,
 // another UID), not one whose content is bound elsewhere.
 func TestReleaseSnapshotsOnlyTheBackupsOwn(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	dir, err := testbed.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
-		t.Fatal(err)
-	}
+	cfg := testbed.SnapshotControlPlane(t)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -167,20 +167,28 @@ func (s *BackupStore) judge(m *Manifest, name, uid string) Authentication {
 // items (which stand behind the signed digest): cheap enough for a sync
 // of every backup of a location.
 func (s *BackupStore) AuthenticateHeader(ctx context.Context, name, uid string) (Authentication, error) {
+	m := &Manifest{}
+	if a, err := s.readManifest(ctx, name, manifestReader{m: m, stopAtItems: true}); a != nil || err != nil {
+		return *a, err
+	}
+	return s.judge(m, name, uid), nil
+}
+
+// readManifest reads backup name's manifest through mr. A manifest that is
+// missing or cannot be read gives the authentication that stands for it.
+func (s *BackupStore) readManifest(ctx context.Context, name string, mr manifestReader) (*Authentication, error) {
 	key := s.manifestKey(name)
 	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
 	if err != nil {
-		return Authentication{}, err
+		return &Authentication{}, err
 	}
 	if !ok {
-		return Authentication{State: Unauthenticated, Message: "the backup has no manifest (written by Velero, or by a Salvor before manifests)"}, nil
+		return &Authentication{State: Unauthenticated, Message: "the backup has no manifest (written by Velero, or by a Salvor before manifests)"}, nil
 	}
-	m := &Manifest{}
-	err = s.getJSON(ctx, key, true, ManifestFile.readLimit(), manifestReader{m: m, stopAtItems: true})
-	if err != nil {
-		return Authentication{State: Forged, Message: fmt.Sprintf("%s: %v", key, err)}, nil
+	if err := s.getJSON(ctx, key, true, ManifestFile.readLimit(), mr); err != nil {
+		return &Authentication{State: Forged, Message: fmt.Sprintf("%s: %v", key, err)}, nil
 	}
-	return s.judge(m, name, uid), nil
+	return nil, nil
 }
 
 // Authenticate checks a backup's signed manifest whole and, when it is
@@ -189,20 +197,12 @@ func (s *BackupStore) AuthenticateHeader(ctx context.Context, name, uid string) 
 // fails its read with ErrForged, naming it. uid, when known, is the
 // Backup's: a manifest of an older backup of the same name is forged.
 func (s *BackupStore) Authenticate(ctx context.Context, name, uid string) (Authentication, error) {
-	key := s.manifestKey(name)
-	ok, err := s.store.ObjectExists(ctx, s.bucket, key)
-	if err != nil {
-		return Authentication{}, err
-	}
-	if !ok {
-		return Authentication{State: Unauthenticated, Message: "the backup has no manifest (written by Velero, or by a Salvor before manifests)"}, nil
-	}
 	m := &Manifest{}
 	items := newItemsHash()
-	err = s.getJSON(ctx, key, true, ManifestFile.readLimit(), manifestReader{m: m, item: func(d ItemDigest) error { items.add(d); return nil }})
-	if err != nil {
-		return Authentication{State: Forged, Message: fmt.Sprintf("%s: %v", key, err)}, nil
+	if a, err := s.readManifest(ctx, name, manifestReader{m: m, item: func(d ItemDigest) error { items.add(d); return nil }}); a != nil || err != nil {
+		return *a, err
 	}
+	key := s.manifestKey(name)
 	a := s.judge(m, name, uid)
 	if a.State != Authenticated {
 		return a, nil

@@ -37,3 +37,18 @@ func ControlPlane(t TB) *rest.Config {
 	cfg.QPS, cfg.Burst = 1000, 2000
 	return cfg
 }
+
+// SnapshotControlPlane is ControlPlane with the CSI snapshot CRDs too (and
+// no snapshot controller: nothing binds or readies a snapshot).
+func SnapshotControlPlane(t TB) *rest.Config {
+	t.Helper()
+	cfg := ControlPlane(t)
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
