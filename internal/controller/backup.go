@@ -268,7 +268,8 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 
 // dataMoverProblems is what keeps a spec's snapshotMoveData from being
 // done as asked: another data mover, or a location kopia cannot write to
-// from a mover pod.
+// from a mover pod. (An encrypted location can: its repositories'
+// password derives from its keys, see datamover.Passwords.)
 func dataMoverProblems(spec salvorv1.BackupSpec, bsl *salvorv1.BackupStorageLocation) []string {
 	var problems []string
 	switch spec.DataMover {
@@ -285,8 +286,6 @@ func dataMoverProblems(spec salvorv1.BackupSpec, bsl *salvorv1.BackupStorageLoca
 		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s: %v", bsl.Name, err))
 	case kind == kopiarepo.Filesystem:
 		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s is a filesystem location, whose directory is on the server's disk where mover pods cannot write: move data into an S3-compatible location", bsl.Name))
-	case bsl.Spec.Encryption != nil:
-		problems = append(problems, fmt.Sprintf("spec.snapshotMoveData: backup storage location %s is encrypted, and Salvor does not yet bind the volume data's repository password to the location's key: move data into an unencrypted location (kopia still encrypts it with the repository password), or back up without snapshotMoveData", bsl.Name))
 	}
 	return problems
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -153,12 +154,10 @@ func (r *DownloadReconciler) launch(ctx context.Context, dd *salvorv1.DataDownlo
 		}
 		return err
 	}
-	// The password is never made here: a new one would open nothing.
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
-				"the kopia repositories' password Secret %s/%s does not exist: in a cluster other than the backup's, copy it from the server's namespace there", r.Namespace, PasswordSecret))
+	// A random password is never made here: a new one would open nothing.
+	if err := r.Passwords.Ensure(ctx, bsl, false); err != nil {
+		if errors.Is(err, ErrNoPassword) {
+			return r.end(ctx, mv, salvorv1.DataMoverPhaseFailed, err.Error())
 		}
 		return err
 	}

@@ -47,6 +47,8 @@ type Movers struct {
 	Log      *slog.Logger
 	// DefaultTimeout bounds moves whose spec sets no operationTimeout.
 	DefaultTimeout time.Duration
+	// Passwords keeps the repositories' passwords.
+	Passwords *Passwords
 }
 
 // setup registers reconciler r of kind obj under name, and the mover

@@ -113,7 +113,7 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 				ImagePullPolicy: p.ImagePullPolicy,
 				Args:            args,
 				Env: []corev1.EnvVar{{Name: PasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: PasswordSecret}, Key: PasswordKey}}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: PasswordSecret}, Key: PasswordKeyOf(bsl)}}}},
 				Resources:    p.Resources,
 				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: WorkPath}},
 				SecurityContext: &corev1.SecurityContext{

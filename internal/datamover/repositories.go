@@ -7,9 +7,6 @@ import (
 	"os"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -21,8 +18,7 @@ type Repositories struct {
 	// Locate is how the server reaches a location (its config, with the
 	// server's file of its credential).
 	Locate    func(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (kopiarepo.Location, error)
-	Reader    ctrl.Reader
-	Namespace string
+	Passwords *Passwords
 
 	mu    sync.Mutex
 	known map[string]bool // location UID/namespace of repositories seen
@@ -34,9 +30,9 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	if err != nil {
 		return nil, nil, err
 	}
-	secret := &corev1.Secret{}
-	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: PasswordSecret}, secret); err != nil {
-		return nil, nil, fmt.Errorf("the kopia repositories' password (Secret %s/%s): %w", r.Namespace, PasswordSecret, err)
+	password, err := r.Passwords.Get(ctx, bsl)
+	if err != nil {
+		return nil, nil, err
 	}
 	st, err := kopiarepo.Storage(ctx, loc, ns, create)
 	if err != nil {
@@ -46,7 +42,7 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[PasswordKey]), WorkDir: dir, Create: create, CacheBytes: 1 << 20})
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: dir, Create: create, CacheBytes: 1 << 20})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)

@@ -2,8 +2,6 @@ package datamover
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -120,7 +118,7 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload, 
 		}
 		return err
 	}
-	if err := EnsurePassword(ctx, r.Client, r.APIReader, r.Namespace); err != nil {
+	if err := r.Passwords.Ensure(ctx, bsl, true); err != nil {
 		return err
 	}
 	if r.Repositories != nil {
@@ -229,33 +227,6 @@ func (r *UploadReconciler) createDynamic(ctx context.Context, gvr schema.GroupVe
 	}
 	if err != nil {
 		return fmt.Errorf("making %s %s for DataUpload %s: %w", obj.GetKind(), obj.GetName(), du.Name, err)
-	}
-	return nil
-}
-
-// EnsurePassword makes the repositories' password Secret, 32 random
-// bytes, when the namespace has none; one there is kept as it is (it
-// may be Velero's, copied to restore Velero's data).
-func EnsurePassword(ctx context.Context, c ctrl.Client, reader ctrl.Reader, ns string) error {
-	s := &corev1.Secret{}
-	err := reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: PasswordSecret}, s)
-	if err == nil {
-		if len(s.Data[PasswordKey]) == 0 {
-			return fmt.Errorf("the kopia repositories' password Secret %s/%s has no key %s: they cannot be opened", ns, PasswordSecret, PasswordKey)
-		}
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return err
-	}
-	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: PasswordSecret, Labels: map[string]string{ComponentLabel: Component}},
-		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{PasswordKey: []byte(base64.RawURLEncoding.EncodeToString(b))}}
-	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("making the kopia repositories' password Secret %s/%s: %w", ns, PasswordSecret, err)
 	}
 	return nil
 }

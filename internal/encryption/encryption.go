@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -161,4 +162,24 @@ func (k *Keys) SigningKeys() [][]byte {
 		out = append(out, key)
 	}
 	return out
+}
+
+// RepositoryPassword derives, from the location's oldest key, the password
+// of the kopia repositories that hold the location's volume data: only the
+// keys' holders can derive it, and adding a key (a rotation) does not
+// change it. location names the location, so two locations sharing keys
+// have different passwords.
+func (k *Keys) RepositoryPassword(location string) string {
+	for _, id := range k.identities {
+		x, ok := id.(*age.X25519Identity)
+		if !ok {
+			continue
+		}
+		key, err := hkdf.Key(sha256.New, []byte(x.String()), []byte(location), "salvor.dev/kopia-repository-password", 32)
+		if err != nil {
+			panic(err)
+		}
+		return base64.RawURLEncoding.EncodeToString(key)
+	}
+	panic("encryption: keys without an X25519 key") // ParseKeys refuses those
 }

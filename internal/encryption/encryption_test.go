@@ -111,3 +111,47 @@ func TestRotation(t *testing.T) {
 		t.Errorf("a malformed key: %v", err)
 	}
 }
+
+// TestDerivedKeys: what a location's keys derive — manifest-signing keys,
+// one per key in order, and its repositories' password — is the same for
+// whoever holds the keys, differs from one set of keys to another, and the
+// password stays the same when a key is added (a rotation) but differs
+// from one location to another.
+func TestDerivedKeys(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	one, err := NewKey(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewKey(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(data string) *Keys {
+		t.Helper()
+		k, err := ParseKeys([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	a, again, b := parse(one), parse(one), parse(other)
+	rotated, err := AddKey([]byte(one), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := parse(string(rotated))
+	if a.RepositoryPassword("vault") != again.RepositoryPassword("vault") || len(a.RepositoryPassword("vault")) < 40 {
+		t.Errorf("the same keys derive different passwords, or a short one: %q", a.RepositoryPassword("vault"))
+	}
+	if a.RepositoryPassword("vault") == b.RepositoryPassword("vault") || a.RepositoryPassword("vault") == a.RepositoryPassword("other") {
+		t.Error("other keys, or another location, derive the same password")
+	}
+	if r.RepositoryPassword("vault") != a.RepositoryPassword("vault") {
+		t.Error("adding a key changed the repositories' password")
+	}
+	sa, sr := a.SigningKeys(), r.SigningKeys()
+	if len(sa) != 1 || len(sr) != 2 || string(sa[0]) != string(sr[0]) || string(sr[1]) == string(sr[0]) || string(b.SigningKeys()[0]) == string(sa[0]) {
+		t.Errorf("signing keys: %d then %d after a rotation; the first must stay and the new one differ", len(sa), len(sr))
+	}
+}

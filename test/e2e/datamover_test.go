@@ -323,17 +323,75 @@ func openMovedRepo(t *testing.T, c *cluster, bsl *salvorv1.BackupStorageLocation
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, secret); err != nil {
 		t.Fatal(err)
 	}
+	repo, err := openRepoWith(t, bsl, minio, ns, string(secret.Data[datamover.PasswordKeyOf(bsl)]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// openRepoWith opens namespace ns's repository in bsl with password.
+func openRepoWith(t *testing.T, bsl *salvorv1.BackupStorageLocation, minio *testbed.MinIO, ns, password string) (*kopiarepo.Repository, error) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := kopiarepo.Storage(ctx, datamover.Location(bsl, minio.CredentialsFile(t)), ns, false)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: string(secret.Data[datamover.PasswordKey]), WorkDir: t.TempDir()})
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: t.TempDir()})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { repo.Close(ctx) })
-	return repo
+	return repo, nil
+}
+
+// TestDataMoverEncryptedLocation moves a volume's data into an encrypted
+// location: its repository's password is derived from the location's keys
+// (a key of its own in the password Secret) and the repository does not
+// open with the unencrypted locations' password; with the storage lost
+// and the stored password removed, the server derives it again from the
+// keys and the data comes back whole.
+func TestDataMoverEncryptedLocation(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, _ := moverCluster(t)
+	ctx := context.Background()
+	c.mustSalvor(t, "backup-location", "create", "vault", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "sealed",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--encryption-key-secret", "vault-keys")
+	bsl := c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	want := fillVolume(t, csi, c.boundVolume(t, "app", "data"), 8)
+	// A first backup into the unencrypted location makes its password.
+	c.mustSalvor(t, "backup", "create", "plain", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
+
+	c.mustSalvor(t, "backup", "create", "sealed", "--include-namespaces", "app", "--snapshot-move-data", "--storage-location", "vault", "--wait")
+	du := onlyUpload(t, c, "sealed")
+	if b := c.getBackup(t, "sealed"); b.Status.Phase != salvorv1.BackupPhaseCompleted || du.Status.Phase != salvorv1.DataMoverPhaseCompleted {
+		t.Fatalf("backup into the encrypted location: %s, upload %s (%s)", b.Status.Phase, du.Status.Phase, du.Status.Message)
+	}
+	secret := &corev1.Secret{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, secret); err != nil {
+		t.Fatal(err)
+	}
+	derived, random := string(secret.Data["repository-password-vault"]), string(secret.Data[datamover.PasswordKey])
+	if derived == "" || random == "" || derived == random {
+		t.Fatalf("the password Secret's keys: %v", keysOf(secret.Data))
+	}
+	if _, err := openRepoWith(t, bsl, minio, "app", random); err == nil {
+		t.Error("the encrypted location's repository opens with the unencrypted locations' password")
+	}
+	if _, err := openMovedRepo(t, c, bsl, minio, "app").Snapshots(ctx); err != nil {
+		t.Errorf("the encrypted location's repository with its derived password: %v", err)
+	}
+
+	delete(secret.Data, "repository-password-vault")
+	if err := c.client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	restoreMovedData(t, c, csi, "sealed", du, want)
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, secret); err != nil || string(secret.Data["repository-password-vault"]) != derived {
+		t.Errorf("the derived password was not made again from the keys: %v", err)
+	}
 }
 
 // TestDataMoverCancelAndLostPod holds the mover pods before they can read

@@ -344,14 +344,22 @@ func (o *options) run(ctx context.Context) error {
 	backups := &backup.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.workers, PageSize: pageSize, Hooks: hookRunner}
 	// One maker of kopia repositories for the uploads and the deletions,
 	// so that they take turns.
-	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace}
+	passwords := &datamover.Passwords{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
+		Derive: func(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (string, error) {
+			keys, _, err := locations.EncryptionKeys(ctx, bsl)
+			if err != nil {
+				return "", err
+			}
+			return keys.RepositoryPassword(bsl.Name), nil
+		}}
+	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Passwords: passwords}
 	// Uploads and downloads share their mover pods' image, account and
 	// placement, and their limits.
 	movers := datamover.Movers{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
 		Pods: datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector,
 			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
-		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout,
+		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout, Passwords: passwords,
 	}
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{

@@ -1,0 +1,84 @@
+package datamover
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestPasswords keeps the repositories' passwords on a real API server: an
+// upload makes the unencrypted locations' one at random and later ones
+// keep it; a restore never makes one (ErrNoPassword, saying to copy the
+// Secret); an encrypted location's is derived from its keys under a key of
+// its own, put back when changed, and refused when it cannot be derived.
+func TestPasswords(t *testing.T) {
+	cfg := testbed.ControlPlane(t)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
+		t.Fatal(err)
+	}
+	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
+	vault := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "vault", Namespace: "salvor"},
+		Spec: salvorv1.BackupStorageLocationSpec{Encryption: &salvorv1.LocationEncryption{}}}
+	derived := "derived-from-the-keys"
+	p := &Passwords{Client: c, Reader: c, Namespace: "salvor", Derive: func(context.Context, *salvorv1.BackupStorageLocation) (string, error) { return derived, nil }}
+	secret := func() map[string][]byte {
+		t.Helper()
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: PasswordSecret}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Data
+	}
+
+	if _, err := p.Get(ctx, plain); !errors.Is(err, ErrNoPassword) || !strings.Contains(err.Error(), "copy the Secret") {
+		t.Errorf("a restore's password before any upload: %v, want ErrNoPassword", err)
+	}
+	if err := p.Ensure(ctx, plain, true); err != nil {
+		t.Fatal(err)
+	}
+	first := string(secret()[PasswordKey])
+	if got, err := p.Get(ctx, plain); err != nil || got != first || len(first) < 40 {
+		t.Errorf("the unencrypted locations' password: %q (%v), made %q", got, err, first)
+	}
+	if err := p.Ensure(ctx, plain, true); err != nil || string(secret()[PasswordKey]) != first {
+		t.Errorf("a second upload changed the password: %v", err)
+	}
+
+	if got, err := p.Get(ctx, vault); err != nil || got != derived || string(secret()["repository-password-vault"]) != derived || string(secret()[PasswordKey]) != first {
+		t.Errorf("the encrypted location's password: %q (%v), Secret %v", got, err, secret())
+	}
+	derived = "the-keys-put-back"
+	if got, err := p.Get(ctx, vault); err != nil || got != derived || string(secret()["repository-password-vault"]) != derived {
+		t.Errorf("the encrypted location's password after its keys changed: %q (%v)", got, err)
+	}
+	p.Derive = nil
+	if _, err := p.Get(ctx, vault); !errors.Is(err, ErrNoPassword) {
+		t.Errorf("an encrypted location without derivation: %v, want ErrNoPassword", err)
+	}
+	// Mover pods take the location's own key.
+	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "salvor"}}
+	for bsl, want := range map[*salvorv1.BackupStorageLocation]string{plain: PasswordKey, vault: "repository-password-vault"} {
+		if ref := (Pods{Image: "salvor"}).UploadPod(du, bsl, 1).Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef; ref.Name != PasswordSecret || ref.Key != want {
+			t.Errorf("location %s: the mover pod's password comes from %s key %s, want %s", bsl.Name, ref.Name, ref.Key, want)
+		}
+	}
+}
