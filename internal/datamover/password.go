@@ -127,11 +127,14 @@ func (p *Passwords) store(ctx context.Context, key, pw string, replace bool) err
 			if len(s.Data[key]) > 0 && (!replace || string(s.Data[key]) == pw) {
 				return nil
 			}
+			patch := ctrl.MergeFromWithOptions(s.DeepCopy(), ctrl.MergeFromWithOptimisticLock{})
 			if s.Data == nil {
 				s.Data = map[string][]byte{}
 			}
 			s.Data[key] = []byte(pw)
-			err = p.Client.Update(ctx, s) // conflicts when another writer came between
+			// A patch (what the server may do to Secrets), which conflicts
+			// when another writer came between.
+			err = p.Client.Patch(ctx, s, patch)
 			if apierrors.IsConflict(err) {
 				continue
 			}

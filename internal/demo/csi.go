@@ -132,6 +132,15 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 			du.Name, du.Status.Phase, du.Status.Node, du.Status.SnapshotID, du.Status.Progress.TotalBytes, du.Status.IncrementalBytes, du.Spec.SourceNamespace)
 	}
 
+	// The data is in the bucket: the storage keeps no snapshot of it.
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		snaps, err := csi.Driver.Snapshots()
+		return err == nil && len(snaps) == 0
+	}); err != nil {
+		return errors.New("the storage-side snapshot was not released after its data moved")
+	}
+	fmt.Fprintln(o.Out, "    the storage-side snapshot released once its data was in the bucket: the driver holds no snapshot")
+
 	d.say("Disaster: the storage system is lost — namespace shop and its volume deleted, every snapshot gone from the driver")
 	if err := d.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
 		return err

@@ -360,7 +360,13 @@ func TestDataMoverEncryptedLocation(t *testing.T) {
 		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--encryption-key-secret", "vault-keys")
 	bsl := c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
-	want := fillVolume(t, csi, c.boundVolume(t, "app", "data"), 8)
+	pv := c.boundVolume(t, "app", "data")
+	big := make([]byte, 8<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "big.bin"), big, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	want := fillVolume(t, csi, pv, 8)
 	// A first backup into the unencrypted location makes its password.
 	c.mustSalvor(t, "backup", "create", "plain", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
 

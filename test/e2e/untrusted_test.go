@@ -139,6 +139,38 @@ func (c *cluster) plantVeleroBackup(t *testing.T, cfg map[string]string, name st
 	c.waitBackup(t, name, salvorv1.BackupPhaseCompleted)
 }
 
+// copyAsVelero writes into the location, as Velero would, a backup named
+// to holding the items of Salvor's backup from (its tarball, copied) and the
+// side files given (suffix after the name → JSON, gzip'd), with no
+// manifest, and waits until the server has synced it: a backup nothing
+// authenticates, as Velero's are.
+func (c *cluster) copyAsVelero(t *testing.T, cfg map[string]string, from, to string, files map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	raw := openObjectStore(t, cfg)
+	rc, err := raw.GetObject(ctx, cfg["bucket"], "backups/"+from+"/"+from+".tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.PutObject(ctx, cfg["bucket"], "backups/"+to+"/"+to+".tar.gz", bytes.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	for suffix, v := range files {
+		if err := raw.PutObject(ctx, cfg["bucket"], "backups/"+to+"/"+to+suffix, bytes.NewReader(gzJSON(t, v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putVeleroMetadata(t, cfg, to, map[string]any{"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": to, "namespace": "velero"},
+		"spec":     map[string]any{"storageLocation": "default"}, "status": map[string]any{"phase": "Completed", "version": 1}})
+	c.waitBackup(t, to, salvorv1.BackupPhaseCompleted)
+}
+
 // TestMisfiledItemIsNotRestored: a file app/allowed.json whose JSON names
 // victim, planted in the bucket, is refused with an error naming the entry;
 // the live victim is not patched, even with existingResourcePolicy update,

@@ -225,22 +225,24 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
 	c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
 
-	// What Velero writes beside such a backup (its field names).
-	put := func(file string, v any) {
-		if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db"+file, bytes.NewReader(gzJSON(t, v))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("-volumeinfo.json.gz", []map[string]any{
+	// The same items as Velero writes them, with what Velero writes
+	// beside such a backup (its field names). Nothing authenticates a
+	// Velero backup: each restore of it has that warning.
+	c.copyAsVelero(t, cfg, "db", "vdb", map[string]any{"-volumeinfo.json.gz": []map[string]any{
 		{"pvcName": "data", "pvcNamespace": "db", "pvName": "pvc-1", "backupMethod": "CSISnapshot", "snapshotDataMoved": true, "result": "succeeded",
 			"snapshotDataMovementInfo": map[string]any{"dataMover": "velero", "uploaderType": "kopia"}},
 		{"pvName": "", "backupMethod": "PodVolumeBackup", "snapshotDataMoved": false, "result": "succeeded",
 			"pvbInfo": map[string]any{"podName": "web", "podNamespace": "db", "volumeName": "cache", "uploaderType": "kopia"}},
-	})
+	}})
+	put := func(file string, v any) {
+		if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/vdb/vdb"+file, bytes.NewReader(gzJSON(t, v))); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	restore := func(name string, args ...string) *salvorv1.Restore {
 		// --wait exits non-zero for a restore that did not complete.
-		_, _ = c.salvor(t, append([]string{"restore", "create", name, "--from-backup", "db", "--wait"}, args...)...)
+		_, _ = c.salvor(t, append([]string{"restore", "create", name, "--from-backup", "vdb", "--wait"}, args...)...)
 		return c.waitRestore(t, name, salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
 	}
 	rs := restore("all", "--namespace-mappings", "db:db2")
@@ -270,15 +272,15 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 		t.Errorf("the dry run made its namespace: %v", err)
 	}
 
-	if rs := restore("no-data", "--namespace-mappings", "db:db3", "--restore-volumes=false"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 2 {
+	if rs := restore("no-data", "--namespace-mappings", "db:db3", "--restore-volumes=false"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 3 {
 		t.Errorf("restore asking for no volume data: %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "no-data", "--details"))
 	}
-	if rs := restore("config", "--namespace-mappings", "db:db4", "--include-resources", "configmaps"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 {
+	if rs := restore("config", "--namespace-mappings", "db:db4", "--include-resources", "configmaps"); rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 1 {
 		t.Errorf("restore leaving those items out: %+v", rs.Status)
 	}
 
 	// Without volume info: Velero's PodVolumeBackups (before 1.13).
-	if err := openObjectStore(t, cfg).DeleteObject(context.Background(), "backups", "backups/db/db-volumeinfo.json.gz"); err != nil {
+	if err := openObjectStore(t, cfg).DeleteObject(context.Background(), "backups", "backups/vdb/vdb-volumeinfo.json.gz"); err != nil {
 		t.Fatal(err)
 	}
 	put("-podvolumebackups.json.gz", []map[string]any{{
@@ -293,7 +295,7 @@ func TestVeleroOnlyVolumeDataIsNotRestoredSilently(t *testing.T) {
 	}
 
 	// A damaged record keeps no one from their objects, and is said.
-	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/db/db-volumeinfo.json.gz", strings.NewReader("garbage")); err != nil {
+	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/vdb/vdb-volumeinfo.json.gz", strings.NewReader("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	rs = restore("damaged", "--namespace-mappings", "db:db6")
@@ -331,8 +333,10 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 	if b := c.getBackup(t, "two"); b.Status.VolumeSnapshotsCompleted != 2 {
 		t.Fatalf("backup status %+v", b.Status)
 	}
-	// Salvor takes a backup's snapshots in one location; file d-us's
-	// under the other, as a backup of several would.
+	// Salvor takes a backup's snapshots in one location; a Velero backup
+	// of the same files d-us's under the other, as a backup of several
+	// would. Nothing authenticates it: its snapshots are made into
+	// volumes with --trust-backup-snapshots.
 	store := openStore(t, cfg)
 	var snaps []map[string]any
 	if ok, err := store.GetVolumeSnapshots(context.Background(), "two", &snaps); !ok || err != nil || len(snaps) != 2 {
@@ -343,9 +347,7 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 			_ = unstructured.SetNestedField(s, "us", "spec", "location")
 		}
 	}
-	if err := openObjectStore(t, cfg).PutObject(context.Background(), "backups", "backups/two/two-volumesnapshots.json.gz", bytes.NewReader(gzJSON(t, snaps))); err != nil {
-		t.Fatal(err)
-	}
+	c.copyAsVelero(t, cfg, "two", "vtwo", map[string]any{"-volumesnapshots.json.gz": snaps})
 
 	gone := func() {
 		c.deleteForGood(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "d-eu"}}, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "d-us"}})
@@ -358,7 +360,7 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 		return pv.Spec.CSI.VolumeHandle
 	}
 	gone()
-	c.mustSalvor(t, "restore", "create", "both", "--from-backup", "two", "--restore-volumes", "--wait")
+	c.mustSalvor(t, "restore", "create", "both", "--from-backup", "vtwo", "--restore-volumes", "--trust-backup-snapshots", "--wait")
 	if rs := c.getRestore(t, "both"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
 		t.Fatalf("restore status %+v\n%s", rs.Status, c.mustSalvor(t, "restore", "describe", "both", "--details"))
 	}
@@ -368,12 +370,12 @@ func TestSnapshotsRestoreThroughTheirOwnLocations(t *testing.T) {
 
 	gone()
 	c.mustSalvor(t, "snapshot-location", "delete", "us", "--force")
-	c.mustSalvor(t, "restore", "create", "objects", "--from-backup", "two", "--restore-volumes=false", "--wait")
+	c.mustSalvor(t, "restore", "create", "objects", "--from-backup", "vtwo", "--restore-volumes=false", "--wait")
 	if rs := c.getRestore(t, "objects"); rs.Status.Phase != salvorv1.RestorePhaseCompleted {
 		t.Errorf("a restore of no volumes needs no snapshot location: %+v", rs.Status)
 	}
 	gone()
-	_, _ = c.salvor(t, "restore", "create", "one-gone", "--from-backup", "two", "--restore-volumes", "--wait")
+	_, _ = c.salvor(t, "restore", "create", "one-gone", "--from-backup", "vtwo", "--restore-volumes", "--trust-backup-snapshots", "--wait")
 	rs := c.waitRestore(t, "one-gone", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
 	details := c.mustSalvor(t, "restore", "describe", "one-gone", "--details")
 	if rs.Status.Phase != salvorv1.RestorePhasePartiallyFailed || rs.Status.Errors != 1 || !strings.Contains(details, `volume snapshot location "us" does not exist`) {
