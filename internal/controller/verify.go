@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
-	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/verify"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -93,8 +92,8 @@ func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("verifying backup %s in location %s: %w", b.Name, b.Spec.StorageLocation, err)
 		}
-		if _, _, failure := judgeAuthentication(b, rep.Authentication); failure != "" && rep.Authentication.State != persistence.Forged {
-			rep.Failures = append(rep.Failures, failure) // a signature removed
+		if _, _, failure := judgeAuthentication(b, rep.Authentication); failure != "" {
+			rep.Failures = append(rep.Failures, failure)
 		}
 		v.Manifest, v.Objects, v.Items, v.Failures = rep.Manifest, rep.Objects, rep.Items, rep.Failures
 		if v.Objects == nil {

@@ -163,6 +163,32 @@ func (s *BackupStore) judge(m *Manifest, name, uid string) Authentication {
 	return Authentication{State: Authenticated, KeyID: m.KeyID, Message: fmt.Sprintf("signed with key %s of %s", m.KeyID, k.Source)}
 }
 
+// judgeWhole authenticates a manifest read whole, its items' digest
+// (itemsSHA256, taken as they were read) included.
+func (s *BackupStore) judgeWhole(m *Manifest, name, uid, itemsSHA256 string) Authentication {
+	a := s.judge(m, name, uid)
+	if a.State == Authenticated && itemsSHA256 != m.ItemsSHA256 {
+		return Authentication{State: Forged, KeyID: m.KeyID, Message: s.manifestKey(name) + ": its items are not the ones it was signed with"}
+	}
+	return a
+}
+
+// AuthenticateManifest authenticates a manifest GetManifest read (ok
+// false: there was none), for a reader that holds it whole anyway.
+func (s *BackupStore) AuthenticateManifest(m *Manifest, ok bool, name, uid string) Authentication {
+	if !ok {
+		return noManifest
+	}
+	items := newItemsHash()
+	for _, d := range m.Items {
+		items.add(d)
+	}
+	return s.judgeWhole(m, name, uid, items.sum())
+}
+
+// noManifest is the authentication of a backup without a manifest.
+var noManifest = Authentication{State: Unauthenticated, Message: "the backup has no manifest (written by Velero, or by a Salvor before manifests)"}
+
 // AuthenticateHeader authenticates a backup's manifest without reading its
 // items (which stand behind the signed digest): cheap enough for a sync
 // of every backup of a location.
@@ -183,7 +209,8 @@ func (s *BackupStore) readManifest(ctx context.Context, name string, mr manifest
 		return &Authentication{}, err
 	}
 	if !ok {
-		return &Authentication{State: Unauthenticated, Message: "the backup has no manifest (written by Velero, or by a Salvor before manifests)"}, nil
+		a := noManifest
+		return &a, nil
 	}
 	if err := s.getJSON(ctx, key, true, ManifestFile.readLimit(), mr); err != nil {
 		return &Authentication{State: Forged, Message: fmt.Sprintf("%s: %v", key, err)}, nil
@@ -202,13 +229,9 @@ func (s *BackupStore) Authenticate(ctx context.Context, name, uid string) (Authe
 	if a, err := s.readManifest(ctx, name, manifestReader{m: m, item: func(d ItemDigest) error { items.add(d); return nil }}); a != nil || err != nil {
 		return *a, err
 	}
-	key := s.manifestKey(name)
-	a := s.judge(m, name, uid)
+	a := s.judgeWhole(m, name, uid, items.sum())
 	if a.State != Authenticated {
 		return a, nil
-	}
-	if items.sum() != m.ItemsSHA256 {
-		return Authentication{State: Forged, KeyID: m.KeyID, Message: fmt.Sprintf("%s: its items are not the ones it was signed with", key)}, nil
 	}
 	checked := map[string]ObjectDigest{}
 	for _, o := range m.Objects {

@@ -619,11 +619,7 @@ func (s *BackupStore) reseal(ctx context.Context, name string, f File) error {
 	// Signing anew what is read here would sign whatever the bucket holds:
 	// only a manifest this location's keys signed is signed again.
 	if s.manifestKeys != nil {
-		a := s.judge(m, name, m.UID)
-		if a.State == Authenticated && ih.sum() != m.ItemsSHA256 {
-			a = Authentication{State: Forged, Message: key + ": its items are not the ones it was signed with"}
-		}
-		if a.State != Authenticated {
+		if a := s.judgeWhole(m, name, m.UID, ih.sum()); a.State != Authenticated {
 			return fmt.Errorf("%w: not signing the manifest of backup %s anew: %s", ErrForged, name, a.Message)
 		}
 	}

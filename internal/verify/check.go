@@ -72,19 +72,13 @@ func (r *Report) Finish() {
 // Check verifies the backup name stored in store; uid, when known, is the
 // UID its signed manifest must name. An error is returned only when the
 // location could not be read at all (to try again later); everything the
-// backup's objects show is in the report. A forged signature is a
-// failure; whether an unauthenticated backup fails is the caller's to say.
+// backup's objects show is in the report, and what authenticating its
+// manifest found (whether that fails the backup is the caller's to say).
 func Check(ctx context.Context, store *persistence.BackupStore, name, uid string) (*Report, error) {
 	r := &Report{}
 	stored, err := store.BackupObjects(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	if r.Authentication, err = store.Authenticate(ctx, name, uid); err != nil {
-		return nil, err
-	}
-	if r.Authentication.State == persistence.Forged {
-		r.fail("authentication: %s", r.Authentication.Message)
 	}
 	m, hasManifest, err := store.GetManifest(ctx, name)
 	manifestName := name + persistence.ManifestFile.Suffix()
@@ -92,12 +86,14 @@ func Check(ctx context.Context, store *persistence.BackupStore, name, uid string
 		if !hasManifest {
 			return nil, err
 		}
+		r.Authentication = persistence.Authentication{State: persistence.Forged, Message: manifestName + " is unreadable: " + err.Error()}
 		r.Manifest = true
 		r.object(manifestName, salvorv1.ObjectChanged, "unreadable: "+err.Error())
 		r.Finish()
 		return r, nil
 	}
 	r.Manifest = hasManifest
+	r.Authentication = store.AuthenticateManifest(m, hasManifest, name, uid)
 	if hasManifest {
 		checkAgainstManifest(ctx, store, name, m, stored, r)
 		r.Checked = "every object against the backup's manifest (SHA-256 and size), every item of the tarball against it, the tarball read whole under the restore's checks, and its items against the resource list"
