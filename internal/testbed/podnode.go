@@ -2,9 +2,11 @@ package testbed
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -53,9 +55,12 @@ type PodNode struct {
 type PodNodeOptions struct {
 	Name   string            // default "testbed-node"
 	Images map[string]string // image name -> local binary (--image)
-	CSI    *CSI              // the testbed CSI driver, reached over its socket
-	Labels map[string]string
-	Taints []string // KEY[=VALUE]:EFFECT
+	// ImageFiles are files images hold besides their binary: image name ->
+	// path in the image -> local file (--image-file).
+	ImageFiles map[string]map[string]string
+	CSI        *CSI // the testbed CSI driver, reached over its socket
+	Labels     map[string]string
+	Taints     []string // KEY[=VALUE]:EFFECT
 }
 
 // StartPodNode starts a testbed node on the cluster kubeconfig reaches,
@@ -75,6 +80,11 @@ func StartPodNode(t TB, kubeconfig string, cfg *rest.Config, o PodNodeOptions) *
 	sort.Strings(names)
 	for _, name := range names {
 		args = append(args, "--image", name+"="+o.Images[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.ImageFiles)) {
+		for _, path := range slices.Sorted(maps.Keys(o.ImageFiles[name])) {
+			args = append(args, "--image-file", name+":"+path+"="+o.ImageFiles[name][path])
+		}
 	}
 	if o.CSI != nil {
 		args = append(args, "--csi", CSIDriverName+"=unix://"+o.CSI.Socket)

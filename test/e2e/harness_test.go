@@ -37,6 +37,9 @@ import (
 var (
 	salvorBin string
 	pluginDir string
+	// copyBin is the entrypoint of Salvor's plugin images
+	// (cmd/salvor-plugin-copy).
+	copyBin string
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +51,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pluginDir = filepath.Join(dir, "plugins")
-	builds := map[string]string{"salvor": "./cmd/salvor"}
+	builds := map[string]string{"salvor": "./cmd/salvor", "salvor-plugin-copy": "./cmd/salvor-plugin-copy"}
 	for _, e := range []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"} {
 		builds["plugins/"+e] = "./examples/" + e
 	}
@@ -58,8 +61,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if name == "salvor" {
+		switch name {
+		case "salvor":
 			salvorBin = out
+		case "salvor-plugin-copy":
+			copyBin = out
 		}
 	}
 	code := m.Run()

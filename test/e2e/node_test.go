@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -294,16 +295,24 @@ func podLogs(t testing.TB, cs kubernetes.Interface, ns, pod, container string, o
 
 // TestInstalledServerRunsOnTheNode: the server as `salvor install` makes it
 // — its Deployment, account and roles, read-only root, scratch volume and
-// plugin directory — runs as a pod on the testbed node, where it starts its
-// built-in plugins from its image's binary, and completes a backup and a
-// restore; its log is served through the API server.
+// plugin directory filled by a plugin image's init container — runs as a
+// pod on the testbed node, where it starts its built-in plugins from its
+// image's binary and the plugin image's from its plugin directory, and
+// completes a backup (the plugin's annotation on its items) and a restore;
+// `salvor plugin get` lists the image's plugin; its log is served through
+// the API server.
 func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
 	testbed.StartScheduling(t, c.kubeconfig)
-	testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{Images: map[string]string{"salvor": salvorBin}})
+	// The plugin image as `make images` builds it: salvor-plugin-copy as its
+	// entrypoint, the plugin at /plugins/NAME.
+	testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{
+		Images:     map[string]string{"salvor": salvorBin, "annotate-plugin": copyBin},
+		ImageFiles: map[string]map[string]string{"annotate-plugin": {"/plugins/backup-action": filepath.Join(pluginDir, "backup-action")}},
+	})
 	minio := testbed.StartMinIO(t, "backups")
-	c.mustSalvor(t, "install", "--replicas", "0")
+	c.mustSalvor(t, "install", "--replicas", "0", "--plugins", "example.io/team/annotate-plugin:v1")
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
@@ -358,6 +367,15 @@ func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	got := &corev1.ConfigMap{}
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "app-copy", Name: "settings"}, got); err != nil || got.Data["k"] != "kept" {
 		t.Errorf("the installed server's restore: %v, %v", got.Data, err)
+	}
+	if a := got.Annotations["example.io/backup"]; a != "on-node" {
+		t.Errorf("the plugin image's action did not run in the backup: annotation example.io/backup = %q", a)
+	}
+	if out := c.mustSalvor(t, "plugin", "get"); !regexp.MustCompile(`(?m)^example\.io/backup-annotate\s+BackupItemAction`).MatchString(out) {
+		t.Errorf("salvor plugin get does not list the plugin image's action:\n%s", out)
+	}
+	if log := podLogs(t, cs, "salvor", pod.Name, "plugin-0", nil); !strings.Contains(log, "backup-action") {
+		t.Errorf("the plugin image's init container did not copy its plugin:\n%s", log)
 	}
 	if log := podLogs(t, cs, "salvor", pod.Name, "server", nil); !strings.Contains(log, "on-node") {
 		t.Errorf("the server pod's log does not name the backup:\n%s", log)

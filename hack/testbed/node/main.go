@@ -46,6 +46,7 @@ type config struct {
 	kubeconfig, nodeName, root, listen string
 	csi                                map[string]string // driver name -> endpoint
 	images                             map[string]string // image name -> binary
+	imageFiles                         map[string][]mount // image name -> files it holds, read-only
 	labels                             map[string]string
 	taints                             []corev1.Taint
 	capacity                           corev1.ResourceList
@@ -67,6 +68,15 @@ func (c *config) binary(image string) (string, bool) {
 	}
 	b, ok := c.images[imageName(image)]
 	return b, ok
+}
+
+// files are the files an image holds besides its binary, bound read-only
+// at their paths in each of its containers.
+func (c *config) files(image string) []mount {
+	if f, ok := c.imageFiles[image]; ok {
+		return f
+	}
+	return c.imageFiles[imageName(image)]
 }
 
 func imageName(image string) string {
@@ -98,6 +108,20 @@ func (p pairs) Set(v string) error {
 	return nil
 }
 
+// imageFiles is --image-file NAME:PATH=FILE.
+type imageFiles map[string][]mount
+
+func (f imageFiles) String() string { return "" }
+func (f imageFiles) Set(v string) error {
+	target, file, ok := strings.Cut(v, "=")
+	name, path, ok2 := strings.Cut(target, ":")
+	if !ok || !ok2 || name == "" || file == "" || !filepath.IsAbs(path) || filepath.Clean(path) == "/" {
+		return fmt.Errorf("--image-file: want NAME:/ABSOLUTE/PATH=FILE, got %q", v)
+	}
+	f[name] = append(f[name], mount{Source: file, Target: filepath.Clean(path), ReadOnly: true})
+	return nil
+}
+
 type taints struct{ t *[]corev1.Taint }
 
 func (t taints) String() string { return "" }
@@ -117,7 +141,7 @@ func main() {
 		runContainer(os.Args[2])
 		return
 	}
-	cfg := &config{csi: map[string]string{}, images: map[string]string{}, labels: map[string]string{}}
+	cfg := &config{csi: map[string]string{}, images: map[string]string{}, imageFiles: map[string][]mount{}, labels: map[string]string{}}
 	fs := flag.NewFlagSet("testbed-node", flag.ExitOnError)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
 	fs.StringVar(&cfg.nodeName, "node-name", "testbed-node", "the Node's name")
@@ -125,6 +149,7 @@ func main() {
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:0", "address of the node's kubelet API (logs, exec), which the API server reaches")
 	fs.Var(pairs{cfg.csi, "--csi"}, "csi", "DRIVER=unix:///path/to/socket: a CSI driver's node service (repeatable)")
 	fs.Var(pairs{cfg.images, "--image"}, "image", "NAME=BINARY: run BINARY for images named NAME, exactly or as their repository's last path element (repeatable)")
+	fs.Var(imageFiles(cfg.imageFiles), "image-file", "NAME:PATH=FILE: images named NAME hold FILE at PATH, bound read-only in their containers (repeatable; a plugin image's /plugins/NAME)")
 	fs.Var(pairs{cfg.labels, "--label"}, "label", "KEY=VALUE: a label of the Node (repeatable)")
 	fs.Var(taints{&cfg.taints}, "taint", "KEY[=VALUE]:EFFECT: a taint of the Node (repeatable)")
 	cpu := fs.String("cpu", "8", "CPU capacity the node advertises")
@@ -155,6 +180,18 @@ func run(cfg *config, cpu, memory string, pods int) error {
 			return fmt.Errorf("--image %s=%s: not a binary: %v", name, bin, err)
 		}
 		cfg.images[name] = abs
+	}
+	for name, files := range cfg.imageFiles {
+		for i, m := range files {
+			abs, err := filepath.Abs(m.Source)
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+				return fmt.Errorf("--image-file %s:%s=%s: not a file: %v", name, m.Target, m.Source, err)
+			}
+			files[i].Source = abs
+		}
 	}
 	for name, ep := range cfg.csi {
 		if !strings.HasPrefix(ep, "unix://") {

@@ -64,3 +64,27 @@ func TestResolveStaysInsideTheRoot(t *testing.T) {
 		t.Error("a link to itself resolved")
 	}
 }
+
+// TestImageFiles: --image-file gives an image files at absolute paths,
+// found by the image's name as its binary is.
+func TestImageFiles(t *testing.T) {
+	f := imageFiles{}
+	for _, v := range []string{"plugins:/plugins/a=bin/a", "plugins:/plugins/../plugins/b=bin/b"} {
+		if err := f.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	for _, bad := range []string{"plugins:/plugins/a", "plugins=/bin/a", ":/x=y", "plugins:relative=bin/a", "plugins:/=bin/a", "plugins:/x="} {
+		if err := f.Set(bad); err == nil {
+			t.Errorf("Set(%q) was accepted", bad)
+		}
+	}
+	c := &config{imageFiles: f}
+	got := c.files("example.io/team/plugins:v3")
+	if len(got) != 2 || got[0] != (mount{Source: "bin/a", Target: "/plugins/a", ReadOnly: true}) || got[1].Target != "/plugins/b" {
+		t.Errorf("files of the plugins image: %+v", got)
+	}
+	if got := c.files("example.io/other:v1"); len(got) != 0 {
+		t.Errorf("another image has files: %+v", got)
+	}
+}

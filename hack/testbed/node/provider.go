@@ -486,7 +486,14 @@ func (r *podRun) command(c corev1.Container) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Mounts = mounts
+	// A volume mounted over an image file's directory hides the file, as
+	// it hides an image's files on a real node.
+	for _, f := range r.p.cfg.files(c.Image) {
+		if !inVolume(mounts, f.Target) {
+			spec.Mounts = append(spec.Mounts, f)
+		}
+	}
+	spec.Mounts = append(spec.Mounts, mounts...)
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
