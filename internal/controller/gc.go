@@ -16,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/backup"
@@ -54,8 +56,18 @@ func (r *GCReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Runs == nil {
 		r.Runs = &Runs{}
 	}
+	// A deleted backup waits for its restores: each one's change brings
+	// its backup back.
+	restoreOf := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		rs, ok := o.(*salvorv1.Restore)
+		if !ok || rs.Spec.BackupName == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.BackupName}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&salvorv1.Backup{}).
+		Watches(&salvorv1.Restore{}, restoreOf).
 		Named("backup-gc").
 		Complete(r)
 }
@@ -70,6 +82,11 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, nil
 		}
 		key := req.String()
+		// A restore or verification reading the backup would fail half
+		// way without its files: they go once it has ended.
+		if waiting, err := r.waitForReaders(ctx, b); err != nil || waiting {
+			return ctrl.Result{}, err
+		}
 		// A run still going would write the files again after they are
 		// removed: stop it first, and come back once it has.
 		if r.Runs.cancel(key, errDeleted) || r.Runs.running(key+operationsRun) {
@@ -125,6 +142,29 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	r.Log.Info("deleting an expired backup", "backup", req.String(), "expired", b.Status.Expiration.Time)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, b))
+}
+
+// waitForReaders says whether the deleted backup b is still read by a
+// restore or its verification, and records what it waits for in its
+// status (the Backup's or the Restore's next change brings it back).
+func (r *GCReconciler) waitForReaders(ctx context.Context, b *salvorv1.Backup) (bool, error) {
+	restores := &salvorv1.RestoreList{}
+	if err := r.Client.List(ctx, restores, client.InNamespace(b.Namespace)); err != nil {
+		return false, fmt.Errorf("deleting backup %s: listing the restores that may read it: %w", b.Name, err)
+	}
+	readers := salvorv1.ReadersOf(b, restores.Items)
+	if len(readers) == 0 {
+		return false, nil
+	}
+	msg := "waiting for " + strings.Join(readers, ", ") + ", which reads it: its files go once that ends"
+	if b.Status.DeletionBlocked != msg {
+		b.Status.DeletionBlocked = msg
+		if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
+			return true, err
+		}
+		r.Log.Info("backup deletion waits for what reads it", "backup", b.Namespace+"/"+b.Name, "readers", readers)
+	}
+	return true, nil
 }
 
 // uninstalling says why a deleted Backup goes with Salvor itself, "" when

@@ -56,14 +56,6 @@ func (r *RestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrent}).Complete(r)
 }
 
-func restoreDone(p salvorv1.RestorePhase) bool {
-	switch p {
-	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-		return true
-	}
-	return false
-}
-
 // updateRestoreStatus writes a Restore's status (see writeStatus).
 func updateRestoreStatus(ctx context.Context, c client.Client, rs *salvorv1.Restore) error {
 	return writeStatus(ctx, c, rs, func(dst, src *salvorv1.Restore) { dst.Status = src.Status })
@@ -82,7 +74,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.APIReader.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if restoreDone(rs.Status.Phase) || rs.DeletionTimestamp != nil {
+	if rs.Status.Phase.Ended() || rs.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
 	if rs.Status.Phase != "" && rs.Status.Phase != salvorv1.RestorePhaseNew && rs.Status.Phase != salvorv1.RestorePhaseInProgress {
@@ -136,6 +128,8 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			problems = append(problems, fmt.Sprintf("backup %q does not exist in namespace %s: name an existing backup (salvor backup get lists them)", rs.Spec.BackupName, rs.Namespace))
 		case err != nil:
 			return ctrl.Result{}, err
+		case b.DeletionTimestamp != nil:
+			problems = append(problems, fmt.Sprintf("backup %q is being deleted: restore another backup (salvor backup get lists them)", b.Name))
 		case b.Status.Phase != salvorv1.BackupPhaseCompleted && b.Status.Phase != salvorv1.BackupPhasePartiallyFailed:
 			problems = append(problems, fmt.Sprintf("backup %q is %s: only a Completed or PartiallyFailed backup can be restored", b.Name, b.Status.Phase))
 		}

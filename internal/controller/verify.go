@@ -57,7 +57,11 @@ func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	request := b.Annotations[salvorv1.VerifyAnnotation]
 	v := b.Status.Verification
-	if request == "" || b.DeletionTimestamp != nil || (v != nil && v.Request == request && v.Phase != salvorv1.VerificationPhaseInProgress) {
+	// A verification under way is finished even once the backup is
+	// deleted (its deletion waits for it, and a test restore's namespaces
+	// are removed); none is started then.
+	inProgress := v != nil && v.Request == request && v.Phase == salvorv1.VerificationPhaseInProgress
+	if request == "" || (b.DeletionTimestamp != nil && !inProgress) || (v != nil && v.Request == request && !inProgress) {
 		return ctrl.Result{}, nil
 	}
 	if errs := validation.IsDNS1123Label(request); len(errs) > 0 || len(request) > 20 {
@@ -131,7 +135,7 @@ func (r *VerifyReconciler) testRestore(ctx context.Context, b *salvorv1.Backup, 
 		}
 		return ctrl.Result{}, err
 	}
-	if !restoreDone(rs.Status.Phase) {
+	if !rs.Status.Phase.Ended() {
 		return ctrl.Result{}, nil // the Restore's changes bring it back
 	}
 	tr.RestorePhase = string(rs.Status.Phase)

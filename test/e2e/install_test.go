@@ -191,7 +191,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 		return strings.Contains(waited.String(), "No server has picked up backup orphan in 10s: is `salvor server` running for namespace salvor?"), waited.String()
 	})
 	_ = waiter.Process.Signal(os.Interrupt)
-	if err := waiter.Wait(); err == nil || !strings.Contains(waited.String(), "it is still New, no server has picked it up") {
+	if err := waiter.Wait(); err == nil || !strings.Contains(waited.String(), "it was still New, no server had picked it up in 10s") {
 		t.Errorf("--wait interrupted with no server: %v\n%s", err, waited.String())
 	}
 	c.deleteForGood(t, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "salvor"}})

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,8 @@ func newDelete(k *kube.Options) *cobra.Command {
 		Long: `Deletes each backup: the server runs the DeleteItemAction plugins over its
 items, deletes the volume snapshots this cluster recorded it taking, removes
 its files from the backup storage location, then removes the Backup object.
+A backup that a restore or a verification is reading is deleted once that
+ends; no restore of it starts meanwhile.
 A snapshot only the backup's files name (a backup synced from the location,
 another cluster's or Velero's) is kept, and the server's log names it. A
 backup synced into other clusters disappears from them at their next sync.`,
@@ -35,6 +38,14 @@ backup synced into other clusters disappears from them at their next sync.`,
 					what = fmt.Sprintf("its location %q does not exist, so only the Backup object goes: its files, if any, stay in their bucket", b.Spec.StorageLocation)
 				case err == nil && bsl.Spec.ReadOnly():
 					what = fmt.Sprintf("its location %s is ReadOnly, so only the Backup object goes: its files and snapshots stay", bsl.Name)
+				default:
+					restores := &salvorv1.RestoreList{}
+					if err := c.List(cmd.Context(), restores, client.InNamespace(b.Namespace)); err != nil {
+						return fmt.Errorf("deleting backup %s: listing the restores that may read it: %w", b.Name, err)
+					}
+					if readers := salvorv1.ReadersOf(b, restores.Items); len(readers) > 0 {
+						what = "the server waits for " + strings.Join(readers, ", ") + ", which reads it, to end; then its files go"
+					}
 				}
 				if err := c.Delete(cmd.Context(), b); err != nil {
 					return fmt.Errorf("deleting backup %s: %w", b.Name, err)

@@ -40,9 +40,6 @@ func newDescribe(k *kube.Options) *cobra.Command {
 				b = final
 			}
 			describe(cmd.OutOrStdout(), b)
-			if b.Status.DeletionBlocked != "" && b.DeletionTimestamp != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "Deletion:     waits — %s\n", b.Status.DeletionBlocked)
-			}
 			if b.Status.Verification != nil {
 				fmt.Fprintln(cmd.OutOrStdout())
 				DescribeVerification(cmd.OutOrStdout(), b.Status.Verification)
@@ -129,9 +126,32 @@ func resourceList(w io.Writer, list map[string][]string) {
 	}
 }
 
+// unanswered is how long a deletion may go without the server acting on
+// it before the user is told no server may be running.
+const unanswered = 10 * time.Second
+
+// deletion says where a requested deletion is: what it waits for, or that
+// no server has acted on it ("" when none was requested).
+func deletion(b *salvorv1.Backup, now time.Time) string {
+	if b.DeletionTimestamp == nil {
+		return ""
+	}
+	asked := "requested " + output.Time(b.DeletionTimestamp)
+	switch {
+	case b.Status.DeletionBlocked != "":
+		return asked + "; waits — " + b.Status.DeletionBlocked
+	case b.Status.Phase != salvorv1.BackupPhaseDeleting && now.Sub(b.DeletionTimestamp.Time) > unanswered:
+		return fmt.Sprintf("%s; no server has acted on it in %s: is `salvor server` running for namespace %s? (`salvor version` asks it)", asked, now.Sub(b.DeletionTimestamp.Time).Round(time.Second), b.Namespace)
+	}
+	return asked + "; the server removes its files, then the Backup"
+}
+
 func describe(w io.Writer, b *salvorv1.Backup) {
 	s, st := b.Spec, b.Status
 	fmt.Fprintf(w, "Name:         %s\nNamespace:    %s\nPhase:        %s\n", b.Name, b.Namespace, phase(*b))
+	if d := deletion(b, time.Now()); d != "" {
+		fmt.Fprintf(w, "Deletion:     %s\n", d)
+	}
 	if st.FailureReason != "" {
 		fmt.Fprintf(w, "Failure:      %s\n", st.FailureReason)
 	}

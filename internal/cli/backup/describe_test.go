@@ -57,3 +57,34 @@ func TestResourceList(t *testing.T) {
 		t.Errorf("an empty list: %q", b.String())
 	}
 }
+
+// TestDeletionSaysWhereItIs: a recorded deletion shows as Deleting at
+// once, with what it waits for, or that no server has acted on it.
+func TestDeletionSaysWhereItIs(t *testing.T) {
+	now := time.Date(2026, 12, 2, 20, 0, 0, 0, time.UTC)
+	asked := metav1.NewTime(now.Add(-30 * time.Second))
+	for _, tc := range []struct {
+		name     string
+		b        salvorv1.Backup
+		phase    string
+		deletion string
+	}{
+		{"not deleted", salvorv1.Backup{Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted}}, "Completed", ""},
+		{"no server", salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", DeletionTimestamp: &asked}, Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted}},
+			"Deleting", "no server has acted on it in 30s: is `salvor server` running for namespace salvor?"},
+		{"a restore reads it", salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &asked}, Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, DeletionBlocked: "waiting for restore r1 (InProgress), which reads it: its files go once that ends"}},
+			"Deleting", "; waits — waiting for restore r1 (InProgress)"},
+		{"being removed", salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &asked}, Status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseDeleting}},
+			"Deleting", "; the server removes its files, then the Backup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := phase(tc.b); got != tc.phase {
+				t.Errorf("phase = %s, want %s", got, tc.phase)
+			}
+			got := deletion(&tc.b, now)
+			if (tc.deletion == "") != (got == "") || !strings.Contains(got, tc.deletion) {
+				t.Errorf("deletion = %q, want it to hold %q", got, tc.deletion)
+			}
+		})
+	}
+}

@@ -30,7 +30,12 @@ func newGet(k *kube.Options) *cobra.Command {
 		})
 }
 
+// phase is the backup's phase as a user should read it: Deleting from the
+// moment its deletion is recorded, whether or not a server has acted on it.
 func phase(b salvorv1.Backup) string {
+	if b.DeletionTimestamp != nil {
+		return string(salvorv1.BackupPhaseDeleting)
+	}
 	if b.Status.Phase == "" {
 		return "New"
 	}

@@ -30,10 +30,7 @@ func (p *Pickup) Check(out io.Writer, isNew bool) {
 	if p.since.IsZero() {
 		p.since = now()
 	}
-	after := p.After
-	if after <= 0 {
-		after = 10 * time.Second
-	}
+	after := p.after()
 	if !isNew || p.said || now().Sub(p.since) < after {
 		return
 	}
@@ -43,11 +40,22 @@ func (p *Pickup) Check(out io.Writer, isNew bool) {
 		p.Kind, p.Name, after, p.Namespace)
 }
 
-// Stopped is the error of a wait the user stopped: the object goes on in
-// the server only if a server has it.
+// Stopped is the error of a wait the user stopped. An object still New
+// then may be taken up a moment later: that no server has it is said only
+// once it has waited longer than a server takes.
 func (p *Pickup) Stopped(isNew bool, err error) error {
-	if isNew {
-		return fmt.Errorf("stopped waiting for %s %s: it is still New, no server has picked it up: %w", p.Kind, p.Name, err)
+	switch {
+	case isNew && p.said:
+		return fmt.Errorf("stopped waiting for %s %s: it was still New, no server had picked it up in %s; it starts when one does (`salvor version` says whether one runs): %w", p.Kind, p.Name, p.after(), err)
+	case isNew:
+		return fmt.Errorf("stopped waiting for %s %s while it was still New: it goes on when the server picks it up (`salvor %s describe %s` follows it): %w", p.Kind, p.Name, p.Kind, p.Name, err)
 	}
 	return fmt.Errorf("stopped waiting for %s %s (it goes on in the server): %w", p.Kind, p.Name, err)
+}
+
+func (p *Pickup) after() time.Duration {
+	if p.After <= 0 {
+		return 10 * time.Second
+	}
+	return p.After
 }

@@ -278,8 +278,9 @@ type BackupStatus struct {
 	// FormatVersion is the version of the backup's tarball layout.
 	// +optional
 	FormatVersion string `json:"formatVersion,omitempty"`
-	// DeletionBlocked says why a backup being deleted still waits: its
-	// objects are retained by its location's Object Lock until a time.
+	// DeletionBlocked says why a backup being deleted still waits: a
+	// restore or verification that reads it has not ended, or its objects
+	// are retained by its location's Object Lock until a time.
 	// +optional
 	DeletionBlocked string `json:"deletionBlocked,omitempty"`
 	// Verification is the outcome of the backup's last verification
