@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/kopia/kopia/repo"
 	"github.com/kopia/kopia/repo/blob"
@@ -41,6 +42,9 @@ type Options struct {
 	ReadOnly bool
 	// CacheBytes bounds the content cache (0: 512 MiB).
 	CacheBytes int64
+	// Now is kopia's clock (nil: the time): tests move it on rather than
+	// wait for maintenance's margins.
+	Now func() time.Time
 }
 
 // Repository is an open kopia repository.
@@ -93,7 +97,7 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 	}
 	// Connect kept its own storage; the one it was given is done.
 	st.Close(ctx) //nolint:errcheck
-	rep, err := repo.Open(ctx, configFile, opt.Password, &repo.Options{})
+	rep, err := repo.Open(ctx, configFile, opt.Password, &repo.Options{TimeNowFunc: opt.Now})
 	if err != nil {
 		if errors.Is(err, repo.ErrInvalidPassword) {
 			return nil, ErrWrongPassword

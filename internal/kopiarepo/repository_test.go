@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 )
@@ -278,23 +280,76 @@ func TestRepositoryRefusals(t *testing.T) {
 func TestForgetThenMaintain(t *testing.T) {
 	loc := locations(t)["filesystem"]
 	ctx := context.Background()
-	r := mustOpen(t, loc, "app", "pw", true)
+	st, err := Storage(ctx, loc, "app", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kopia drops a deleted content's index entry only once it was deleted
+	// before a maintenance run began: the clock moves on between runs.
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	tick := func() { mu.Lock(); clock = clock.Add(time.Minute); mu.Unlock() }
+	r, err := Open(ctx, st, Options{Password: "pw", WorkDir: t.TempDir(), Create: true, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
 	res, err := r.Backup(ctx, volume(t), Source{Requester: DataMover, Name: "app/data"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tick()
 	if err := r.Forget(ctx, res.SnapshotID); err != nil {
 		t.Fatal(err)
 	}
+	tick()
 	if snaps, err := r.Snapshots(ctx); err != nil || len(snaps) != 0 {
 		t.Fatalf("snapshots after forget = %+v, %v; want none", snaps, err)
 	}
 	if _, err := r.Restore(ctx, res.SnapshotID, t.TempDir(), nil); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("restore of a forgotten snapshot = %v; want ErrNoSnapshot", err)
 	}
+	before, err := r.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kopia's margins keep a forgotten snapshot's data a while: nothing
+	// is freed at once.
 	for _, full := range []bool{false, true} {
-		if err := r.Maintain(ctx, full); err != nil {
+		if err := r.Maintain(ctx, full, SafetyFull); err != nil {
 			t.Fatalf("maintenance (full %v): %v", full, err)
+		}
+	}
+	kept, err := r.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept < before/2 {
+		t.Errorf("full maintenance with kopia's margins freed %d of %d bytes at once", before-kept, before)
+	}
+	// Without margins, full maintenance frees it: one run marks the
+	// forgotten data deleted, the next drops it.
+	for range 2 {
+		tick()
+		if err := r.Maintain(ctx, true, SafetyNone); err != nil {
+			t.Fatalf("full maintenance without margins: %v", err)
+		}
+	}
+	after, err := r.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after >= before/2 {
+		t.Errorf("full maintenance without margins left %d of %d bytes", after, before)
+	}
+	t.Logf("repository: %d bytes, %d after maintenance with margins, %d without", before, kept, after)
+}
+
+func TestParseSafety(t *testing.T) {
+	for in, ok := range map[string]bool{"full": true, "none": true, "": false, "Full": false, "some": false} {
+		if _, err := ParseSafety(in); (err == nil) != ok {
+			t.Errorf("ParseSafety(%q) = %v", in, err)
 		}
 	}
 }

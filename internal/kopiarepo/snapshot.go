@@ -16,6 +16,7 @@ import (
 	"github.com/kopia/kopia/fs"
 	"github.com/kopia/kopia/fs/localfs"
 	"github.com/kopia/kopia/repo"
+	"github.com/kopia/kopia/repo/blob"
 	"github.com/kopia/kopia/repo/maintenance"
 	"github.com/kopia/kopia/repo/manifest"
 	"github.com/kopia/kopia/snapshot"
@@ -339,10 +340,30 @@ func (r *Repository) Forget(ctx context.Context, id string) error {
 	})
 }
 
+// Safety is how cautious full maintenance is about freeing data.
+type Safety string
+
+const (
+	// SafetyFull keeps kopia's margins: data of forgotten snapshots is
+	// freed a day or more later, and uploads may run meanwhile.
+	SafetyFull Safety = "full"
+	// SafetyNone frees it at once; nothing else may write the repository
+	// while it runs (the server keeps uploads apart from it).
+	SafetyNone Safety = "none"
+)
+
+// ParseSafety reads a --repo-maintenance-safety value.
+func ParseSafety(s string) (Safety, error) {
+	switch Safety(s) {
+	case SafetyFull, SafetyNone:
+		return Safety(s), nil
+	}
+	return "", fmt.Errorf("repository maintenance safety %q: want full or none", s)
+}
+
 // Maintain runs kopia's quick maintenance, or full maintenance (which
-// frees the space of forgotten snapshots once kopia's safety margins have
-// passed).
-func (r *Repository) Maintain(ctx context.Context, full bool) error {
+// frees the space of forgotten snapshots once safety allows).
+func (r *Repository) Maintain(ctx context.Context, full bool, safety Safety) error {
 	dr, ok := r.rep.(repo.DirectRepository)
 	if !ok {
 		return errors.New("kopia maintenance needs a direct repository")
@@ -351,9 +372,30 @@ func (r *Repository) Maintain(ctx context.Context, full bool) error {
 	if full {
 		mode = maintenance.ModeFull
 	}
+	params := maintenance.SafetyFull
+	if safety == SafetyNone {
+		params = maintenance.SafetyNone
+	}
 	return repo.DirectWriteSession(ctx, dr, repo.WriteSessionOptions{Purpose: "salvor maintenance"}, func(ctx context.Context, w repo.DirectRepositoryWriter) error {
-		return snapshotmaintenance.Run(ctx, w, mode, true, maintenance.SafetyFull)
+		return snapshotmaintenance.Run(ctx, w, mode, true, params)
 	})
+}
+
+// Size is the total size of the repository's blobs.
+func (r *Repository) Size(ctx context.Context) (int64, error) {
+	dr, ok := r.rep.(repo.DirectRepository)
+	if !ok {
+		return 0, errors.New("measuring a repository needs a direct repository")
+	}
+	var total int64
+	err := dr.BlobReader().ListBlobs(ctx, "", func(bm blob.Metadata) error {
+		total += bm.Length
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listing the repository's blobs: %w", err)
+	}
+	return total, nil
 }
 
 // ErrAmbiguous is returned when more than one snapshot answers a Find.

@@ -29,6 +29,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ServerStatusRequest{}, &ServerStatusRequestList{},
 		&DataUpload{}, &DataUploadList{},
 		&DataDownload{}, &DataDownloadList{},
+		&BackupRepository{}, &BackupRepositoryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
