@@ -15,6 +15,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
+	"github.com/salvor-dev/salvor/internal/cli/repo"
 	"github.com/salvor-dev/salvor/internal/cli/restore"
 	"github.com/salvor-dev/salvor/internal/cli/runplugins"
 	"github.com/salvor-dev/salvor/internal/cli/schedule"
@@ -47,6 +48,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		server.NewCommand(k),
 		runplugins.NewCommand(),
 		datamover.NewCommand(k),
+		repo.NewCommand(k),
 		version.NewCommand(k),
 		clientconfig.NewCommand(),
 		debug.NewCommand(k, func(ctx context.Context, args ...string) (string, error) {

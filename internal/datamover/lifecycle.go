@@ -49,6 +49,12 @@ type Movers struct {
 	DefaultTimeout time.Duration
 	// Passwords keeps the repositories' passwords.
 	Passwords *Passwords
+	// Gate, when set, keeps moves from starting while maintenance that
+	// frees data at once runs on their repository.
+	Gate *Gate
+	// MaintainFrequency is the maintenance frequency of the
+	// BackupRepositories uploads record (0: hourly).
+	MaintainFrequency time.Duration
 }
 
 // setup registers reconciler r of kind obj under name, and the mover
@@ -80,18 +86,23 @@ type move struct {
 	timeout           time.Duration
 	// uidLabel marks what the move made.
 	uidLabel string
+	// location and repoNamespace name the repository the move writes or
+	// reads.
+	location, repoNamespace string
 }
 
 func uploadMove(du *salvorv1.DataUpload) move {
 	return move{obj: du, kind: "upload", phase: &du.Status.Phase, start: &du.Status.StartTimestamp, completion: &du.Status.CompletionTimestamp,
 		message: &du.Status.Message, node: &du.Status.Node, progress: &du.Status.Progress,
-		cancel: du.Spec.Cancel, timeout: du.Spec.OperationTimeout.Duration, uidLabel: UploadUIDLabel}
+		cancel: du.Spec.Cancel, timeout: du.Spec.OperationTimeout.Duration, uidLabel: UploadUIDLabel,
+		location: du.Spec.BackupStorageLocation, repoNamespace: du.Spec.SourceNamespace}
 }
 
 func downloadMove(dd *salvorv1.DataDownload) move {
 	return move{obj: dd, kind: "download", phase: &dd.Status.Phase, start: &dd.Status.StartTimestamp, completion: &dd.Status.CompletionTimestamp,
 		message: &dd.Status.Message, node: &dd.Status.Node, progress: &dd.Status.Progress,
-		cancel: dd.Spec.Cancel, timeout: dd.Spec.OperationTimeout.Duration, uidLabel: DownloadUIDLabel}
+		cancel: dd.Spec.Cancel, timeout: dd.Spec.OperationTimeout.Duration, uidLabel: DownloadUIDLabel,
+		location: dd.Spec.BackupStorageLocation, repoNamespace: dd.Spec.SourceNamespace}
 }
 
 // steps are what an upload and a download do differently.
@@ -176,6 +187,20 @@ func (m *Movers) begin(ctx context.Context, mv move, s steps) (reconcile.Result,
 	}
 	if running >= cmp.Or(m.Concurrency, 4) {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if m.Gate != nil {
+		unlock := m.Gate.lock()
+		defer unlock() // past the phase's change, which the gate's other side reads
+		job, err := m.Gate.maintaining(ctx, m.APIReader, m.Namespace, mv.location, mv.repoNamespace)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if job != "" && m.Log != nil {
+			m.Log.Info("move waits for its repository's maintenance", "kind", mv.kind, "name", mv.obj.GetName(), "job", job)
+		}
+		if job != "" {
+			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+		}
 	}
 	now := metav1.Now()
 	patch := ctrl.MergeFromWithOptions(mv.obj.DeepCopyObject().(ctrl.Object), ctrl.MergeFromWithOptimisticLock{})

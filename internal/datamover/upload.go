@@ -125,6 +125,9 @@ func (r *UploadReconciler) launch(ctx context.Context, du *salvorv1.DataUpload, 
 		if err := r.Repositories.Ensure(ctx, bsl, du.Spec.SourceNamespace); err != nil {
 			return err
 		}
+		if err := EnsureRepository(ctx, r.Client, bsl, du.Spec.SourceNamespace, r.MaintainFrequency); err != nil {
+			return err
+		}
 	}
 	content, snap := SnapshotCopy(du, src)
 	if err := r.createDynamic(ctx, csi.ContentGVR, "", content, du); err != nil {
@@ -206,8 +209,11 @@ func kindOf(obj ctrl.Object) string {
 
 // describeOwner names a DataUpload or DataDownload for messages.
 func describeOwner(owner ctrl.Object) string {
-	if _, ok := owner.(*salvorv1.DataDownload); ok {
+	switch owner.(type) {
+	case *salvorv1.DataDownload:
 		return "DataDownload " + owner.GetName()
+	case *salvorv1.BackupRepository:
+		return "BackupRepository " + owner.GetName()
 	}
 	return "DataUpload " + owner.GetName()
 }

@@ -29,7 +29,7 @@ import (
 // image is bin/salvor), with the server installed as `salvor install`
 // makes it and a location whose credentials are a Secret, as a mover pod
 // gets them.
-func moverCluster(t *testing.T) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
+func moverCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
 	t.Helper()
 	c := startCluster(t)
 	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
@@ -44,8 +44,8 @@ func moverCluster(t *testing.T) (*cluster, *testbed.CSI, *testbed.MinIO, *testbe
 		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
 			&authorizationv1.ResourceAttributes{Verb: "delete", Namespace: "salvor", Resource: "pods"}, nil), "denied"
 	})
-	c.asServiceAccount(t, "salvor", "salvor").startServer(t, "--item-operation-sync-frequency", "1s",
-		"--data-mover-image", "ghcr.io/salvor-dev/salvor:e2e")
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t, append([]string{"--item-operation-sync-frequency", "1s",
+		"--data-mover-image", "ghcr.io/salvor-dev/salvor:e2e"}, serverFlags...)...)
 	creds, err := os.ReadFile(minio.CredentialsFile(t))
 	if err != nil {
 		t.Fatal(err)

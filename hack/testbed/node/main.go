@@ -44,8 +44,8 @@ import (
 
 type config struct {
 	kubeconfig, nodeName, root, listen string
-	csi                                map[string]string // driver name -> endpoint
-	images                             map[string]string // image name -> binary
+	csi                                map[string]string  // driver name -> endpoint
+	images                             map[string]string  // image name -> binary
 	imageFiles                         map[string][]mount // image name -> files it holds, read-only
 	labels                             map[string]string
 	taints                             []corev1.Taint

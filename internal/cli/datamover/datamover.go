@@ -9,6 +9,7 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 )
 
 // NewCommand returns `salvor data-mover`.
@@ -20,11 +21,50 @@ func NewCommand(k *kube.Options) *cobra.Command {
 "backup" reads the volume mounted in the pod and writes it into the location's
 kopia repository for its namespace; "restore" writes a backed-up volume's data
 from that repository into the (new) volume mounted in the pod. Both report
-progress on their DataUpload or DataDownload. The server makes the pods, with the
+progress on their DataUpload or DataDownload. "maintain" runs kopia's full
+maintenance on a BackupRepository's repository (in the maintenance Jobs the
+server makes) and reports its size on the BackupRepository. The server makes the pods, with the
 claim, the location's credentials and the repository password mounted; there is
 no need to run it by hand.`,
 	}
-	cmd.AddCommand(backupCommand(k), restoreCommand(k))
+	cmd.AddCommand(backupCommand(k), restoreCommand(k), maintainCommand(k))
+	return cmd
+}
+
+func maintainCommand(k *kube.Options) *cobra.Command {
+	m := &datamover.Mover{}
+	safety := string(kopiarepo.SafetyFull)
+	cmd := &cobra.Command{
+		Use:     "maintain --backup-repository NAME",
+		Short:   "Run kopia's full maintenance on a BackupRepository's repository",
+		Example: "  # as the server's maintenance Jobs run it\n  salvor data-mover maintain --backup-repository default-app-kopia --namespace salvor --work-dir /work",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if m.Name == "" {
+				return fmt.Errorf("--backup-repository: name the BackupRepository to maintain")
+			}
+			s, err := kopiarepo.ParseSafety(safety)
+			if err != nil {
+				return fmt.Errorf("--safety: %w", err)
+			}
+			c, err := k.Client()
+			if err != nil {
+				return err
+			}
+			m.Client, m.Namespace, m.Password = c, k.Namespace, os.Getenv(datamover.PasswordEnv)
+			err = m.Maintain(cmd.Context(), s)
+			datamover.WriteTermination(err)
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "BackupRepository %s: maintained\n", m.Name)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&m.Name, "backup-repository", "", "the BackupRepository, in --namespace, to maintain")
+	f.StringVar(&safety, "safety", safety, "full keeps kopia's safety margins; none frees forgotten data at once (nothing else may write the repository meanwhile)")
+	f.StringVar(&m.WorkDir, "work-dir", datamover.WorkPath, "a writable directory for kopia's configuration and caches")
+	f.StringVar(&m.CredentialsFile, "credentials-file", "", "the location's credentials file (mounted from its credential Secret); empty uses the SDK's default chain")
 	return cmd
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/salvor-dev/salvor/config/crd"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -69,10 +70,15 @@ type Options struct {
 	ScheduleSkip       bool // the server's --schedule-skip-immediately
 	// The server's --data-mover-* flags (zero: its defaults); the mover
 	// image is always the server's own.
-	MoverConcurrency  int
-	MoverNodeSelector map[string]string
-	MoverCacheSize    string
-	MoverTolerations  []string
+	MoverConcurrency int
+	// RepoMaintain, KeepMaintenanceJobs and RepoSafety are the server's
+	// repository maintenance flags (zero: its defaults).
+	RepoMaintain        time.Duration
+	KeepMaintenanceJobs int
+	RepoSafety          string
+	MoverNodeSelector   map[string]string
+	MoverCacheSize      string
+	MoverTolerations    []string
 	// MoverResources are the mover pods' CPU and memory requests, then
 	// limits (empty for none).
 	MoverResources [4]string
@@ -142,6 +148,9 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
 	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec) and watch pods, which the exec hooks of backups (spec.hooks, pre.hook.backup.velero.io/command) and restores (spec.hooks postHooks exec, post.hook.restore.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
+	f.DurationVar(&o.RepoMaintain, "default-repo-maintain-frequency", 0, "how often kopia's maintenance runs on each repository of moved volume data (the server's flag; default 1h) (Velero's flag)")
+	f.IntVar(&o.KeepMaintenanceJobs, "keep-latest-maintenance-jobs", 0, "finished maintenance Jobs kept per repository (the server's flag; default 3) (Velero's flag)")
+	f.StringVar(&o.RepoSafety, "repo-maintenance-safety", "", "full or none: how maintenance frees deleted backups' volume data (the server's flag; default full)")
 	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once, and as many downloads (its --data-mover-concurrency; default 4)")
 	f.StringToStringVar(&o.MoverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on (the server's --data-mover-node-selector)")
 	f.StringVar(&o.MoverCacheSize, "data-mover-cache-size", "", "the size of a mover pod's kopia cache volume (the server's --data-mover-cache-size; default 1Gi)")
@@ -168,18 +177,21 @@ var NamespaceRules = []rbacv1.PolicyRule{
 	// The data mover's pods and their claims (restored from snapshot
 	// copies), made, watched and removed here only.
 	{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+	// Repository maintenance Jobs, made, watched and removed here only.
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 }
 
 // MoverAccount is the ServiceAccount of the data mover's pods, and
 // MoverRules all it may do: read the DataUpload or DataDownload it moves
-// and the location it writes to, and report progress on their status.
+// (or the BackupRepository it maintains) and the location it writes to,
+// and report progress on their status.
 // The location's credentials and the repository password come to the pod
 // as Secret volumes and env the server names, so it reads no Secret.
 const MoverAccount = "salvor-data-mover"
 
 var MoverRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads", "datadownloads", "backupstoragelocations"}, Verbs: []string{"get"}},
-	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads/status", "datadownloads/status"}, Verbs: []string{"patch"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads", "datadownloads", "backuprepositories", "backupstoragelocations"}, Verbs: []string{"get"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"datauploads/status", "datadownloads/status", "backuprepositories/status"}, Verbs: []string{"patch"}},
 }
 
 // The server's default resources: its peak memory stays near 100 MiB for
@@ -237,6 +249,21 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	args = append(args, "--data-mover-image", o.Image)
 	if o.MoverConcurrency > 0 {
 		args = append(args, "--data-mover-concurrency", fmt.Sprint(o.MoverConcurrency))
+	}
+	if o.RepoMaintain < 0 || o.KeepMaintenanceJobs < 0 {
+		return nil, fmt.Errorf("--default-repo-maintain-frequency and --keep-latest-maintenance-jobs must be positive")
+	}
+	if o.RepoMaintain > 0 {
+		args = append(args, "--default-repo-maintain-frequency", o.RepoMaintain.String())
+	}
+	if o.KeepMaintenanceJobs > 0 {
+		args = append(args, "--keep-latest-maintenance-jobs", fmt.Sprint(o.KeepMaintenanceJobs))
+	}
+	if o.RepoSafety != "" {
+		if _, err := kopiarepo.ParseSafety(o.RepoSafety); err != nil {
+			return nil, fmt.Errorf("--repo-maintenance-safety: %w", err)
+		}
+		args = append(args, "--repo-maintenance-safety", o.RepoSafety)
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.MoverNodeSelector)) {
 		args = append(args, "--data-mover-node-selector", k+"="+o.MoverNodeSelector[k])

@@ -207,7 +207,7 @@ var ExecHookRules = []rbacv1.PolicyRule{
 // namespace). docs/security.md says what each allows.
 var (
 	salvorObjects = []string{"backups", "restores", "schedules", "backupstoragelocations", "volumesnapshotlocations",
-		"volumepluginbackups", "volumepluginrestores"}
+		"volumepluginbackups", "volumepluginrestores", "backuprepositories"}
 	// ViewerRules read Salvor's objects — not DownloadRequests, whose
 	// URLs read a backup's logs and results.
 	ViewerRules = []rbacv1.PolicyRule{

@@ -169,7 +169,7 @@ func TestVeleroInstallFlagsRefused(t *testing.T) {
 		{[]string{"--garbage-collection-frequency", "1h"}, "--garbage-collection-frequency is Velero's: Salvor deletes each expired backup when its TTL ends"},
 		{[]string{"--disable-informer-cache"}, "--disable-informer-cache is Velero's"},
 		{[]string{"--item-block-worker-count", "4"}, "--item-block-worker-count is Velero's"},
-		{[]string{"--maintenance-job-mem-limit", "1Gi"}, "Salvor has no backup repositories"},
+		{[]string{"--maintenance-job-mem-limit", "1Gi"}, "Salvor's repository maintenance Jobs run as its mover pods do"},
 		{[]string{"--apply=false"}, "--apply=false is Velero's: Salvor's install always applies"},
 		{[]string{"--csi-snapshot-early-frequent-polling=false"}, "--csi-snapshot-early-frequent-polling=false is Velero's"},
 		{[]string{"--config", "a=b", "--backup-location-config", "c=d"}, "--config and --backup-location-config are one setting"},

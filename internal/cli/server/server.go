@@ -32,6 +32,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/hooks"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
@@ -83,6 +84,9 @@ type options struct {
 	moverTolerations     []corev1.Toleration
 	moverRequests        [4]string // CPU and memory requests, then limits
 	moverResources       corev1.ResourceRequirements
+	repoMaintain         time.Duration
+	keepMaintenanceJobs  int
+	repoSafety           string
 }
 
 // NewCommand returns `salvor server`.
@@ -133,6 +137,15 @@ process, restarted if it dies.`,
 			}
 			if o.moverResources, err = datamover.ParseResources(o.moverRequests[0], o.moverRequests[1], o.moverRequests[2], o.moverRequests[3]); err != nil {
 				return err
+			}
+			if o.repoMaintain <= 0 {
+				return fmt.Errorf("--default-repo-maintain-frequency %s: must be positive", o.repoMaintain)
+			}
+			if o.keepMaintenanceJobs <= 0 {
+				return fmt.Errorf("--keep-latest-maintenance-jobs %d: must be positive", o.keepMaintenanceJobs)
+			}
+			if _, err := kopiarepo.ParseSafety(o.repoSafety); err != nil {
+				return fmt.Errorf("--repo-maintenance-safety: %w", err)
 			}
 			if o.pageSize < 0 {
 				return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
@@ -188,6 +201,9 @@ process, restarted if it dies.`,
 	f.StringVar(&o.moverRequests[1], "data-mover-memory-request", "", "mover pods' memory request (empty for none)")
 	f.StringVar(&o.moverRequests[2], "data-mover-cpu-limit", "", "mover pods' CPU limit (empty for none)")
 	f.StringVar(&o.moverRequests[3], "data-mover-memory-limit", "", "mover pods' memory limit (empty for none)")
+	f.DurationVar(&o.repoMaintain, "default-repo-maintain-frequency", datamover.DefaultMaintainFrequency, "how often kopia's maintenance runs, as a Job, on each repository of moved volume data it makes (Velero's flag; a BackupRepository's spec.maintenanceFrequency changes it for one)")
+	f.IntVar(&o.keepMaintenanceJobs, "keep-latest-maintenance-jobs", datamover.DefaultKeepJobs, "finished maintenance Jobs kept for each repository (Velero's flag)")
+	f.StringVar(&o.repoSafety, "repo-maintenance-safety", string(kopiarepo.SafetyFull), "full: kopia's safety margins (a deleted backup's volume data is freed a day or more later; uploads run beside maintenance); none: freed at the next maintenance runs, with uploads and downloads of a repository kept apart from its maintenance")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
@@ -195,7 +211,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.globalPolicies, "global-backup-volume-policies-configmap", "", "a ConfigMap in the server's namespace holding volume policies (Velero's resource policies format) that follow every backup's own; checked at start, the server does not start with it missing or wrong (Velero's flag)")
 	refused = veleroflag.Refuse(f, []veleroflag.Refused{
 		{Why: veleroflag.NoNodeAgent, Bools: []string{"default-volumes-to-fs-backup", "default-snapshot-move-data"},
-			Values: []string{"uploader-type", "fs-backup-timeout", "default-repo-maintain-frequency"}},
+			Values: []string{"uploader-type", "fs-backup-timeout"}},
 		{Why: veleroflag.NoRepositories, Values: []string{"backup-repository-configmap", "repo-maintenance-job-configmap"}},
 		{Why: veleroflag.NoSweep, Values: []string{"garbage-collection-frequency"}},
 		{Why: veleroflag.NoItemBlocks, Values: []string{"item-block-worker-count"}},
@@ -360,7 +376,16 @@ func (o *options) run(ctx context.Context) error {
 		Pods: datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector,
 			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
 		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout, Passwords: passwords,
+		MaintainFrequency: o.repoMaintain,
 	}
+	// Maintenance that frees data at once is kept apart from the moves of
+	// its repository.
+	safety := kopiarepo.Safety(o.repoSafety)
+	if safety == kopiarepo.SafetyNone {
+		movers.Gate = &datamover.Gate{}
+	}
+	maintenance := &datamover.MaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
+		Pods: movers.Pods, Safety: safety, Keep: o.keepMaintenanceJobs, Gate: movers.Gate, Log: logger}
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
@@ -400,6 +425,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		uploads,
 		&datamover.DownloadReconciler{Movers: movers},
+		maintenance,
 		&controller.OperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations,
 			Engine: backups, Log: logger, FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff, Runs: runs,

@@ -11,7 +11,7 @@ import (
 // refused; both commands say the same.
 const (
 	NoNodeAgent    = "Salvor has no node agent, file-system backup or data mover (volumes are backed up by snapshots, docs/volumes.md)"
-	NoRepositories = "Salvor has no backup repositories (no file-system backup or data mover)"
+	NoRepositories = "Salvor's repository maintenance Jobs run as its mover pods do (--data-mover-node-selector, --data-mover-tolerations, --data-mover-cpu-request, ...), with --default-repo-maintain-frequency, --keep-latest-maintenance-jobs and --repo-maintenance-safety"
 	NoSweep        = "Salvor deletes each expired backup when its TTL ends, with no periodic sweep"
 	NoItemBlocks   = "Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)"
 	NoInformer     = "Salvor's restores read what exists in the cluster with their own requests, not through an informer cache"

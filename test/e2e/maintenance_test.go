@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/datamover"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestRepositoryMaintenanceRunsAsJobs: the first upload into a
+// namespace's repository records it as a BackupRepository; its
+// maintenance runs as Jobs on the testbed node at its frequency, each run
+// recorded with the repository's size and snapshots; after a backup is
+// deleted, the next runs (safety none, the most eager) leave the other
+// backup's data whole. Old Jobs are pruned; `salvor repo get`
+// shows it; the mover account may report on the repository and no more.
+func TestRepositoryMaintenanceRunsAsJobs(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, _ := moverCluster(t, "--repo-maintenance-safety", "none", "--keep-latest-maintenance-jobs", "2")
+	ctx := context.Background()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "app", "data")
+	dir := csi.Driver.VolumeDir(pv)
+	write := func() {
+		b := make([]byte, 8<<20)
+		rand.Read(b)
+		if err := os.WriteFile(filepath.Join(dir, "big.bin"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write()
+	c.mustSalvor(t, "backup", "create", "old", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
+	write() // every byte new: the two backups share no data
+	c.mustSalvor(t, "backup", "create", "new", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
+	for _, name := range []string{"old", "new"} {
+		if b := c.getBackup(t, name); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+			t.Fatalf("backup %s: %s", name, b.Status.Phase)
+		}
+	}
+	keep := onlyUpload(t, c, "new")
+	want := treeSums(t, dir)
+
+	name := datamover.RepositoryName("primary", "app")
+	repo := &salvorv1.BackupRepository{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
+		t.Fatalf("no BackupRepository for the uploads' repository: %v", err)
+	}
+	if repo.Spec.BackupStorageLocation != "primary" || repo.Spec.VolumeNamespace != "app" || repo.Spec.RepositoryType != "kopia" ||
+		repo.Spec.MaintenanceFrequency.Duration != time.Hour || repo.Status.LastMaintenanceTime != nil {
+		t.Fatalf("BackupRepository %s: %+v %+v", name, repo.Spec, repo.Status)
+	}
+	// Due at once, and then a second after each run.
+	patch := []byte(`{"spec":{"maintenanceFrequency":"1s"}}`)
+	if err := c.client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	var before int64
+	eventually(t, "a maintenance run measuring both backups' data", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
+			return false, err.Error()
+		}
+		before = repo.Status.SizeBytes
+		return repo.Status.LastMaintenanceTime != nil && repo.Status.Phase == salvorv1.BackupRepositoryPhaseReady, fmt.Sprintf("%+v", repo.Status)
+	})
+	if before < 16<<20 || repo.Status.Snapshots != 2 {
+		t.Fatalf("the repository holds two 8 MiB volumes: %d bytes, %d snapshots", before, repo.Status.Snapshots)
+	}
+
+	c.mustSalvor(t, "backup", "delete", "old", "--confirm")
+	eventually(t, "backup old deleted", time.Minute, func() (bool, string) {
+		err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "old"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	deleted := time.Now().Add(-time.Second) // the API server's seconds
+	eventually(t, "maintenance runs after the deletion", 3*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
+			return false, err.Error()
+		}
+		runs := repo.Status.RecentMaintenance
+		after := 0
+		for _, r := range runs {
+			if r.StartTimestamp != nil && r.StartTimestamp.After(deleted) {
+				after++
+			}
+		}
+		return repo.Status.Snapshots == 1 && after >= 2, fmt.Sprintf("%d of %d bytes, %d snapshots, runs %+v", repo.Status.SizeBytes, before, repo.Status.Snapshots, runs)
+	})
+	for _, run := range repo.Status.RecentMaintenance {
+		if run.Result != salvorv1.MaintenanceSucceeded || run.StartTimestamp == nil || run.CompleteTimestamp == nil {
+			t.Errorf("a maintenance run: %+v", run)
+		}
+	}
+
+	// The kept backup's data is whole.
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := openMovedRepo(t, c, bsl, minio, "app").Restore(ctx, keep.Status.SnapshotID, restored, nil); err != nil {
+		t.Fatalf("the kept backup's data after maintenance: %v", err)
+	}
+	if got := treeSums(t, restored); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the kept backup's data differs after maintenance:\n got %v\nwant %v", got, want)
+	}
+
+	// Stop the runs; then at most two finished Jobs are kept.
+	patch = []byte(`{"spec":{"maintenanceFrequency":"24h"}}`)
+	if err := c.client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "old maintenance Jobs pruned", time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
+			return false, err.Error()
+		}
+		jobs := &batchv1.JobList{}
+		if err := c.client.List(ctx, jobs, client.InNamespace("salvor"), client.MatchingLabels{datamover.RepositoryLabel: name}); err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, j := range jobs.Items {
+			if j.DeletionTimestamp == nil {
+				names = append(names, j.Name)
+			}
+		}
+		return repo.Status.MaintenanceJob == "" && len(names) <= 2 && len(names) > 0, fmt.Sprint(names, repo.Status.MaintenanceJob)
+	})
+	out := c.mustSalvor(t, "repo", "get")
+	if !strings.Contains(out, name) || !strings.Contains(out, "Ready") || !strings.Contains(out, "primary") || !strings.Contains(out, " app ") {
+		t.Errorf("salvor repo get:\n%s", out)
+	}
+
+	mover := "system:serviceaccount:salvor:salvor-data-mover"
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	for _, a := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "patch", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories", Subresource: "status"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "patch", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "delete", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Namespace: "salvor", Group: "batch", Resource: "jobs"}, false},
+	} {
+		if got := c.allowed(t, mover, groups, &a.attrs, nil); got != a.want {
+			t.Errorf("mover account %+v: allowed %v, want %v", a.attrs, got, a.want)
+		}
+	}
+}
