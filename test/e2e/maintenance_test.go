@@ -22,14 +22,15 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// TestRepositoryMaintenanceRunsAsJobs: the first upload into a
+// TestRepositoryMaintenanceFreesDeletedData: the first upload into a
 // namespace's repository records it as a BackupRepository; its
 // maintenance runs as Jobs on the testbed node at its frequency, each run
-// recorded with the repository's size and snapshots; after a backup is
-// deleted, the next runs (safety none, the most eager) leave the other
-// backup's data whole. Old Jobs are pruned; `salvor repo get`
+// recorded with the repository's size and snapshots; after the one backup
+// of a namespace is deleted, the next runs (safety none) give its volume
+// data's space back; where another backup shares the repository, its data
+// stays whole through them. Old Jobs are pruned; `salvor repo get`
 // shows it; the mover account may report on the repository and no more.
-func TestRepositoryMaintenanceRunsAsJobs(t *testing.T) {
+func TestRepositoryMaintenanceFreesDeletedData(t *testing.T) {
 	t.Parallel()
 	c, csi, minio, _ := moverCluster(t, "--repo-maintenance-safety", "none", "--keep-latest-maintenance-jobs", "2")
 	ctx := context.Background()
@@ -54,6 +55,17 @@ func TestRepositoryMaintenanceRunsAsJobs(t *testing.T) {
 	}
 	keep := onlyUpload(t, c, "new")
 	want := treeSums(t, dir)
+	// A namespace whose one backup is deleted: its repository's data goes.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, csiClaim("gone", "data", csi.StorageClass))
+	b := make([]byte, 8<<20)
+	rand.Read(b)
+	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(c.boundVolume(t, "gone", "data")), "big.bin"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup", "create", "gone", "--include-namespaces", "gone", "--snapshot-move-data", "--wait")
+	if b := c.getBackup(t, "gone"); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("backup gone: %s", b.Status.Phase)
+	}
 
 	name := datamover.RepositoryName("primary", "app")
 	repo := &salvorv1.BackupRepository{}
@@ -66,9 +78,27 @@ func TestRepositoryMaintenanceRunsAsJobs(t *testing.T) {
 	}
 	// Due at once, and then a second after each run.
 	patch := []byte(`{"spec":{"maintenanceFrequency":"1s"}}`)
-	if err := c.client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatal(err)
+	goneRepo := &salvorv1.BackupRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.RepositoryName("primary", "gone")}}
+	for _, r := range []*salvorv1.BackupRepository{repo, goneRepo} {
+		if err := c.client.Patch(ctx, r, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	var goneBefore int64
+	eventually(t, "a maintenance run measuring the other namespace's data", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(goneRepo), goneRepo); err != nil {
+			return false, err.Error()
+		}
+		goneBefore = goneRepo.Status.SizeBytes
+		return goneRepo.Status.LastMaintenanceTime != nil && goneBefore >= 8<<20 && goneRepo.Status.Snapshots == 1, fmt.Sprintf("%+v", goneRepo.Status)
+	})
+	c.mustSalvor(t, "backup", "delete", "gone", "--confirm")
+	eventually(t, "maintenance giving the deleted backup's space back", 3*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(goneRepo), goneRepo); err != nil {
+			return false, err.Error()
+		}
+		return goneRepo.Status.Snapshots == 0 && goneRepo.Status.SizeBytes < goneBefore/4, fmt.Sprintf("%d of %d bytes, %d snapshots, runs %+v", goneRepo.Status.SizeBytes, goneBefore, goneRepo.Status.Snapshots, goneRepo.Status.RecentMaintenance)
+	})
 	var before int64
 	eventually(t, "a maintenance run measuring both backups' data", 2*time.Minute, func() (bool, string) {
 		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
@@ -121,8 +151,10 @@ func TestRepositoryMaintenanceRunsAsJobs(t *testing.T) {
 
 	// Stop the runs; then at most two finished Jobs are kept.
 	patch = []byte(`{"spec":{"maintenanceFrequency":"24h"}}`)
-	if err := c.client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatal(err)
+	for _, r := range []*salvorv1.BackupRepository{repo, goneRepo} {
+		if err := c.client.Patch(ctx, r, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	eventually(t, "old maintenance Jobs pruned", time.Minute, func() (bool, string) {
 		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, repo); err != nil {
