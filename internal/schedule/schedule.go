@@ -70,14 +70,16 @@ func (t *Timing) Next(after time.Time) time.Time { return t.cron.Next(after) }
 
 // Offset is a schedule's jitter: a delay below jitter, the same for every
 // run of the schedule (it comes from the schedule's UID), so that its runs
-// keep their spacing and schedules created alike spread out.
+// keep their spacing and schedules created alike spread out. It is whole
+// seconds, as the times a schedule's status keeps are: a run recorded to
+// the second then gives back its scheduled time exactly.
 func Offset(uid string, jitter time.Duration) time.Duration {
 	if jitter <= 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	h.Write([]byte(uid))
-	return time.Duration(h.Sum64() % uint64(jitter))
+	return time.Duration(h.Sum64() % uint64(jitter)).Truncate(time.Second)
 }
 
 // Plan is what is due at a moment.

@@ -113,8 +113,8 @@ func TestOffsetIsFixedPerScheduleAndBelowTheJitter(t *testing.T) {
 		t.Errorf("two schedules got the same offset %s", a)
 	}
 	for _, o := range []time.Duration{a, b} {
-		if o < 0 || o >= time.Minute {
-			t.Errorf("offset %s outside [0, 1m)", o)
+		if o < 0 || o >= time.Minute || o != o.Truncate(time.Second) {
+			t.Errorf("offset %s outside [0, 1m) or not whole seconds", o)
 		}
 	}
 	if Offset("uid-a", 0) != 0 {

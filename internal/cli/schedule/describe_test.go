@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	schedulepkg "github.com/salvor-dev/salvor/internal/schedule"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -55,5 +56,26 @@ func TestDescribe(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("describe lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestDescribeNextRunsWithJitter: with a jitter, each of the next runs is
+// its own scheduled time plus the schedule's offset, never one repeated.
+func TestDescribeNextRunsWithJitter(t *testing.T) {
+	offset := schedulepkg.Offset("u-jitter", 2*time.Minute)
+	next := metav1.NewTime(time.Date(2026, 11, 24, 14, 56, 0, 0, time.UTC).Add(offset).Truncate(time.Second)) // as the API server keeps it
+	s := &salvorv1.Schedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "often", Namespace: "salvor", UID: "u-jitter"},
+		Spec:       salvorv1.ScheduleSpec{Schedule: "*/2 * * * *", Jitter: metav1.Duration{Duration: 2 * time.Minute}},
+		Status:     salvorv1.ScheduleStatus{Phase: salvorv1.SchedulePhaseEnabled, NextRun: &next},
+	}
+	var out bytes.Buffer
+	describe(&out, s, nil)
+	var want []string
+	for i := range 3 {
+		want = append(want, time.Date(2026, 11, 24, 14, 56+2*i, 0, 0, time.UTC).Add(offset).Format(time.RFC3339))
+	}
+	if line := "Next runs: " + strings.Join(want, ", "); !strings.Contains(strings.Join(strings.Fields(out.String()), " "), line) {
+		t.Errorf("describe lacks %q:\n%s", line, out.String())
 	}
 }
