@@ -285,8 +285,13 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Errorf("snapshot-location set --config replaced instead of adding:\n%s", out)
 	}
 	c.mustSalvor(t, "snapshot-location", "set", "local", "--unset-config", "note")
-	if out, err := c.salvor(t, "snapshot-location", "delete", "local"); err == nil || !strings.Contains(out, "1 backups have volume snapshots (vol)") {
+	if out, err := c.salvor(t, "snapshot-location", "delete", "local"); err == nil || !strings.Contains(out, "1 backups have volume snapshots taken through it (vol)") {
 		t.Errorf("deleting the snapshot location a backup needs: %v\n%s", err, out)
+	}
+	// A location no backup's snapshots went through is not held by them.
+	c.mustSalvor(t, "snapshot-location", "create", "unused", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+t.TempDir())
+	if out, err := c.salvor(t, "snapshot-location", "delete", "unused"); err != nil || !strings.Contains(out, `Volume snapshot location "unused" deleted`) {
+		t.Errorf("deleting a snapshot location no backup used: %v\n%s", err, out)
 	}
 
 	// A backup planted in the bucket lists this backup's snapshot as its

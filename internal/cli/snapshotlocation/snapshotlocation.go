@@ -3,6 +3,7 @@ package snapshotlocation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,6 +176,32 @@ func clearDefault(ctx context.Context, c client.Client, namespace, keep string) 
 		func(v *salvorv1.VolumeSnapshotLocation) *bool { return &v.Spec.Default })
 }
 
+// backupsWithSnapshotsIn names the backups in the cluster whose volume
+// snapshots were taken through location vsl: those with a
+// VolumePluginBackup of it, and those whose spec names it and that took
+// snapshots (made before their VolumePluginBackups named a location).
+func backupsWithSnapshotsIn(ctx context.Context, c client.Client, namespace, vsl string) ([]string, error) {
+	backups := &salvorv1.BackupList{}
+	if err := c.List(ctx, backups, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	vpbs := &salvorv1.VolumePluginBackupList{}
+	if err := c.List(ctx, vpbs, client.InNamespace(namespace), client.MatchingLabels{salvorv1.SnapshotLocationLabel: salvorv1.LabelValue(vsl)}); err != nil {
+		return nil, err
+	}
+	through := map[string]bool{}
+	for _, v := range vpbs.Items {
+		through[v.Spec.Backup] = true
+	}
+	var with []string
+	for _, b := range backups.Items {
+		if through[b.Name] || (b.Status.VolumeSnapshotsAttempted > 0 && slices.Contains(b.Spec.VolumeSnapshotLocations, vsl)) {
+			with = append(with, b.Name)
+		}
+	}
+	return with, nil
+}
+
 func newDelete(k *kube.Options) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
@@ -182,24 +209,19 @@ func newDelete(k *kube.Options) *cobra.Command {
 		Short: "Delete volume snapshot locations (never the snapshots taken with them)",
 		Long: `Deletes VolumeSnapshotLocation objects; no snapshot is deleted. Deleting a
 backup deletes its snapshots through the location they were taken with, so
-while backups with volume snapshots are in the cluster, a delete is refused
-unless --force is given: without the location, deleting those backups
-leaves their snapshots behind (create the location again to delete them).`,
+while backups whose snapshots were taken through this location are in the
+cluster, a delete is refused unless --force is given: without the location,
+deleting those backups leaves their snapshots behind (create the location
+again to delete them). Backups of other locations do not count.`,
 		Example: "  salvor snapshot-location delete old\n  salvor snapshot-location delete old --force",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "volume snapshot location", args, func(vsl *salvorv1.VolumeSnapshotLocation) error {
 				if !force {
-					backups := &salvorv1.BackupList{}
-					if err := c.List(ctx, backups, client.InNamespace(k.Namespace)); err != nil {
+					with, err := backupsWithSnapshotsIn(ctx, c, k.Namespace, vsl.Name)
+					if err != nil {
 						return err
-					}
-					var with []string
-					for _, b := range backups.Items {
-						if b.Status.VolumeSnapshotsAttempted > 0 {
-							with = append(with, b.Name)
-						}
 					}
 					if len(with) > 0 {
 						sort.Strings(with)
@@ -207,7 +229,7 @@ leaves their snapshots behind (create the location again to delete them).`,
 						if len(shown) > 3 {
 							shown = append(shown[:3:3], fmt.Sprintf("and %d more", len(with)-3))
 						}
-						return fmt.Errorf("volume snapshot location %s: %d backups have volume snapshots (%s), and deleting a backup deletes its "+
+						return fmt.Errorf("volume snapshot location %s: %d backups have volume snapshots taken through it (%s), and deleting a backup deletes its "+
 							"snapshots through the location they were taken with; give --force to delete it anyway", vsl.Name, len(with), strings.Join(shown, ", "))
 					}
 				}

@@ -56,6 +56,9 @@ const (
 	VeleroAsyncOperationIDLabel = "velero.io/async-operation-id"
 	// LocationLabel names the BackupStorageLocation a Backup is stored in.
 	LocationLabel = "salvor.dev/storage-location"
+	// SnapshotLocationLabel names, on a VolumePluginBackup, the
+	// VolumeSnapshotLocation its snapshot was taken through.
+	SnapshotLocationLabel = "salvor.dev/volume-snapshot-location"
 
 	// ExcludeLabel keeps an item out of every backup.
 	ExcludeLabel = "salvor.dev/exclude-from-backup"
