@@ -393,6 +393,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	rs.Status.Errors, rs.Status.Warnings = out.Results.Errors.Count(), out.Results.Warnings.Count()
 	rs.Status.RestoreItemOperationsAttempted = len(out.Operations)
 	rs.Status.DryRun = out.DryRun
+	rs.Status.Outcomes = out.Outcomes
 	rs.Status.HookStatus = out.Hooks
 	rs.Status.Phase = salvorv1.RestorePhaseCompleted
 	if rs.Status.Errors > 0 {

@@ -125,6 +125,8 @@ type Outcome struct {
 	// dry run: by apiVersion/kind, "namespace/name(outcome)" (Velero's restore
 	// resource list); nil for a dry run.
 	ResourceList map[string][]string
+	// Outcomes counts ResourceList's outcomes; nil for a dry run.
+	Outcomes *salvorv1.RestoreOutcomes
 	// Hooks counts the exec hooks run in the pods the restore made; nil
 	// when there were none.
 	Hooks *salvorv1.HookStatus
@@ -330,6 +332,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	out := &Outcome{Progress: Progress{TotalItems: int(r.total.Load()), ItemsRestored: int(r.restored.Load())}, Results: r.rec.Results(), Operations: r.operations, Hooks: r.hookStatus()}
 	out.Results.DryRun, out.DryRun = r.dry.result()
 	out.ResourceList = r.list.result()
+	out.Outcomes = r.list.counts()
 	if onProgress != nil {
 		onProgress(out.Progress)
 	}

@@ -62,6 +62,31 @@ func (l *restoredList) record(kind, name, outcome string, policy salvorv1.Existi
 	l.items[kind] = append(l.items[kind], name+"("+done+")")
 }
 
+// counts are the outcomes counted; nil for no list (a dry run).
+func (l *restoredList) counts() *salvorv1.RestoreOutcomes {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := &salvorv1.RestoreOutcomes{}
+	for _, items := range l.items {
+		for _, it := range items {
+			switch {
+			case strings.HasSuffix(it, "("+restoredCreated+")"):
+				out.Created++
+			case strings.HasSuffix(it, "("+restoredUpdated+")"):
+				out.Updated++
+			case strings.HasSuffix(it, "("+restoredSkipped+")"):
+				out.Skipped++
+			default:
+				out.Failed++
+			}
+		}
+	}
+	return out
+}
+
 // result is the list, each kind's items sorted; nil for none kept.
 func (l *restoredList) result() map[string][]string {
 	if l == nil {

@@ -233,11 +233,28 @@ func progress(rs *salvorv1.Restore) (int, int) {
 	return 0, 0
 }
 
+// itemsText says how far a restore's items are, in the words of what
+// happened to them: checked for a dry run, created / updated / skipped /
+// failed once the pass has counted them, done while it runs.
+func itemsText(rs *salvorv1.Restore) string {
+	done, total := progress(rs)
+	switch o := rs.Status.Outcomes; {
+	case rs.Spec.DryRun:
+		text := fmt.Sprintf("%d of %d items checked, nothing written", done, total)
+		if d := rs.Status.DryRun; d != nil {
+			text += fmt.Sprintf(" (would create %d, identical %d, differing %d, skip %d, fail %d)", d.WouldCreate, d.Identical, d.Differs, d.Skipped, d.WouldFail)
+		}
+		return text
+	case o != nil:
+		return fmt.Sprintf("%d of %d items: %d created, %d updated, %d skipped, %d failed", done, total, o.Created, o.Updated, o.Skipped, o.Failed)
+	}
+	return fmt.Sprintf("%d of %d items done", done, total)
+}
+
 // progressLine is what `restore create --wait` prints of a restore.
 func progressLine(rs *salvorv1.Restore) string {
-	done, total := progress(rs)
-	line := fmt.Sprintf("%s: %d of %d items restored", phase(rs), done, total)
-	if rs.Status.Phase == salvorv1.RestorePhaseInProgress && total == 0 {
+	line := phase(rs) + ": " + itemsText(rs)
+	if _, total := progress(rs); rs.Status.Phase == salvorv1.RestorePhaseInProgress && total == 0 {
 		// The server checks and spools the whole backup before it counts
 		// the items to restore.
 		line = fmt.Sprintf("%s: reading backup %s", phase(rs), rs.Spec.BackupName)
@@ -377,14 +394,14 @@ func newDescribe(k *kube.Options) *cobra.Command {
 			}
 			describeHooks(w, s.Hooks)
 			fmt.Fprintf(w, "Started:      %s\nCompleted:    %s\n", output.Time(st.StartTimestamp), output.Time(st.CompletionTimestamp))
-			done, total := progress(rs)
 			if s.DryRun {
+				done, total := progress(rs)
 				fmt.Fprintf(w, "Dry run:      nothing was written\nItems:        %d of %d checked\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
 				if d := st.DryRun; d != nil {
 					fmt.Fprintf(w, "Would:        create %d, leave %d identical, find %d differing, skip %d, fail %d\n", d.WouldCreate, d.Identical, d.Differs, d.Skipped, d.WouldFail)
 				}
 			} else {
-				fmt.Fprintf(w, "Items:        %d of %d restored\nErrors:       %d\nWarnings:     %d\n", done, total, st.Errors, st.Warnings)
+				fmt.Fprintf(w, "Items:        %s\nErrors:       %d\nWarnings:     %d\n", itemsText(rs), st.Errors, st.Warnings)
 			}
 			if h := st.HookStatus; h != nil {
 				fmt.Fprintf(w, "Hooks:        %d run, %d failed\n", h.HooksAttempted, h.HooksFailed)

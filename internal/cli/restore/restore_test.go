@@ -12,18 +12,24 @@ func TestProgressLine(t *testing.T) {
 		status salvorv1.RestoreStatus
 		want   string
 	}{
-		{"not picked up", salvorv1.RestoreStatus{}, "New: 0 of 0 items restored"},
+		{"not picked up", salvorv1.RestoreStatus{}, "New: 0 of 0 items done"},
 		{"reading the backup", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseInProgress, Progress: &salvorv1.RestoreProgress{}},
 			"InProgress: reading backup nightly"},
 		{"restoring", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseInProgress, Progress: &salvorv1.RestoreProgress{TotalItems: 51, ItemsRestored: 41}},
-			"InProgress: 41 of 51 items restored"},
-		{"nothing selected", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseCompleted, Progress: &salvorv1.RestoreProgress{}},
-			"Completed: 0 of 0 items restored"},
+			"InProgress: 41 of 51 items done"},
+		{"nothing selected", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseCompleted, Progress: &salvorv1.RestoreProgress{}, Outcomes: &salvorv1.RestoreOutcomes{}},
+			"Completed: 0 of 0 items: 0 created, 0 updated, 0 skipped, 0 failed"},
+		{"all skipped (a mapping's namespace matched nothing)", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseCompleted, Progress: &salvorv1.RestoreProgress{TotalItems: 17, ItemsRestored: 17},
+			Outcomes: &salvorv1.RestoreOutcomes{Skipped: 17}},
+			"Completed: 17 of 17 items: 0 created, 0 updated, 17 skipped, 0 failed"},
 		{"operations", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseWaitingForPluginOperations, Progress: &salvorv1.RestoreProgress{TotalItems: 3, ItemsRestored: 3},
-			RestoreItemOperationsAttempted: 2, RestoreItemOperationsCompleted: 1},
-			"WaitingForPluginOperations: 3 of 3 items restored; operations 1 of 2 completed, 0 failed"},
+			RestoreItemOperationsAttempted: 2, RestoreItemOperationsCompleted: 1, Outcomes: &salvorv1.RestoreOutcomes{Created: 2, Updated: 1}},
+			"WaitingForPluginOperations: 3 of 3 items: 2 created, 1 updated, 0 skipped, 0 failed; operations 1 of 2 completed, 0 failed"},
+		{"dry run", salvorv1.RestoreStatus{Phase: salvorv1.RestorePhaseCompleted, Progress: &salvorv1.RestoreProgress{TotalItems: 17, ItemsRestored: 17},
+			DryRun: &salvorv1.DryRunSummary{WouldCreate: 2, Identical: 15}},
+			"Completed: 17 of 17 items checked, nothing written (would create 2, identical 15, differing 0, skip 0, fail 0)"},
 	} {
-		rs := &salvorv1.Restore{Spec: salvorv1.RestoreSpec{BackupName: "nightly"}, Status: tc.status}
+		rs := &salvorv1.Restore{Spec: salvorv1.RestoreSpec{BackupName: "nightly", DryRun: tc.status.DryRun != nil}, Status: tc.status}
 		if got := progressLine(rs); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}

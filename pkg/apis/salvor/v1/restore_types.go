@@ -305,10 +305,26 @@ type RestoreStatus struct {
 	// +optional
 	// +nullable
 	DryRun *DryRunSummary `json:"dryRun,omitempty"`
+	// Outcomes counts what became of a restore's items once its pass
+	// ended (not for a dry run): its resource list, counted.
+	// +optional
+	// +nullable
+	Outcomes *RestoreOutcomes `json:"outcomes,omitempty"`
 	// IgnoredFields lists fields of Velero's RestoreSpec the restore's spec
 	// has that Salvor accepts but does not act on.
 	// +optional
 	IgnoredFields []string `json:"ignoredFields,omitempty"`
+}
+
+// RestoreOutcomes counts a restore's items by what became of them, as its
+// resource list names each one's.
+type RestoreOutcomes struct {
+	Created int `json:"created"`
+	Updated int `json:"updated"`
+	// Skipped: there already (identical, or left as it is), or left out
+	// by a plugin or a rule.
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
 }
 
 // DryRunSummary counts a dry-run restore's items by what restoring them
