@@ -201,7 +201,7 @@ func upsertVPB(ctx context.Context, c client.Client, ns string, b *salvorv1.Back
 		v = &salvorv1.VolumePluginBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name),
 				salvorv1.SnapshotLocationLabel: salvorv1.LabelValue(s.Spec.Location)}},
-			Spec:       salvorv1.VolumePluginBackupSpec{Volume: s.Spec.PersistentVolumeName, Backup: b.Name, Plugin: s.Spec.Provider},
+			Spec: salvorv1.VolumePluginBackupSpec{Volume: s.Spec.PersistentVolumeName, Backup: b.Name, Plugin: s.Spec.Provider},
 		}
 		if err := c.Create(ctx, v); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
