@@ -348,9 +348,13 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 	if bsl := c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable); bsl.Spec.ReadOnly() || !bsl.Spec.Default {
 		t.Errorf("after set back: %+v", bsl.Spec)
 	}
-	if out, err := c.salvor(t, "backup-location", "delete", "primary"); err == nil ||
-		!strings.Contains(out, "backup storage location primary holds 1 backups (web)") || !strings.Contains(out, "--force") {
-		t.Errorf("deleting a location backups use: %v %s", err, out)
+	c.s3Location(t, minio, "spare", "backups", false)
+	// One refusal does not stop the other names: the unused one goes, the
+	// command fails naming the one refused.
+	if out, err := c.salvor(t, "backup-location", "delete", "primary", "spare", "--confirm"); err == nil ||
+		!strings.Contains(out, "backup storage location primary holds 1 backups (web)") || !strings.Contains(out, "--force") ||
+		!strings.Contains(out, `Backup storage location "spare" deleted; nothing in its bucket was.`) {
+		t.Errorf("deleting a location backups use, and an unused one: %v %s", err, out)
 	}
 	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
 	c.s3Location(t, minio, "spare", "backups", false)

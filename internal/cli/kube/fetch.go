@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"context"
 	"fmt"
 
@@ -62,19 +63,25 @@ func typed(c client.Client, o client.Object) error {
 	return nil
 }
 
-// Each gets each named object of a kind in namespace and calls do on it,
-// stopping at the first error; a missing object is an error naming it.
+// Each gets each named object of a kind in namespace and calls do on it.
+// One that is missing or refused does not stop the others: every error is
+// returned, together, once all were tried (a stopped context ends it).
 func Each[T any, P Object[T]](ctx context.Context, c client.Client, namespace, kind string, names []string, do func(P) error) error {
+	var errs []error
 	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
 		o := P(new(T))
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: n}, o); err != nil {
-			return fmt.Errorf("%s %s: %w", kind, n, err)
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, n, err))
+			continue
 		}
 		if err := do(o); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Get returns the named object of a kind in namespace, with its apiVersion

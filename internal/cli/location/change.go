@@ -102,14 +102,31 @@ place. The server checks the location again within its check interval.`,
 	return cmd
 }
 
+// withFiles are the backups that may have files in their location: not
+// those that never started (New, FailedValidation) nor those that failed
+// before listing an item.
+func withFiles(backups []salvorv1.Backup) []salvorv1.Backup {
+	var out []salvorv1.Backup
+	for _, b := range backups {
+		switch {
+		case b.Status.Phase == "", b.Status.Phase == salvorv1.BackupPhaseNew, b.Status.Phase == salvorv1.BackupPhaseFailedValidation:
+		case b.Status.Phase == salvorv1.BackupPhaseFailed && b.Status.Progress == nil && b.Status.StartTimestamp == nil:
+		default:
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 func newDelete(k *kube.Options) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete backup storage locations (never the backups in them)",
 		Long: `Deletes the BackupStorageLocation objects. Nothing in the bucket is deleted.
-A location that backups in the cluster are stored in is refused unless
---force is given: those backups could no longer be restored, deleted or
+A location that backups in the cluster are stored in (backups that never
+ran do not count) is refused unless --force is given, and the other names
+are still deleted: those backups could no longer be restored, deleted or
 expired through Salvor (their files stay in the bucket), until a location
 pointing at the same bucket and prefix is created again and syncs them.`,
 		Example: "  salvor backup-location delete old-s3\n  salvor backup-location delete old-s3 --force",
@@ -117,14 +134,15 @@ pointing at the same bucket and prefix is created again and syncs them.`,
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "backup storage location", args, func(bsl *salvorv1.BackupStorageLocation) error {
-				backups := &salvorv1.BackupList{}
-				if err := c.List(ctx, backups, client.InNamespace(k.Namespace), client.MatchingLabels{salvorv1.LocationLabel: bsl.Name}); err != nil {
+				list := &salvorv1.BackupList{}
+				if err := c.List(ctx, list, client.InNamespace(k.Namespace), client.MatchingLabels{salvorv1.LocationLabel: bsl.Name}); err != nil {
 					return err
 				}
-				if n := len(backups.Items); n > 0 && !force {
+				backups := withFiles(list.Items)
+				if n := len(backups); n > 0 && !force {
 					names := make([]string, 0, 3)
 					for i := 0; i < n && i < 3; i++ {
-						names = append(names, backups.Items[i].Name)
+						names = append(names, backups[i].Name)
 					}
 					more := ""
 					if n > 3 {
