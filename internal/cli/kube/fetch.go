@@ -1,8 +1,8 @@
 package kube
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
