@@ -81,6 +81,22 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// backupTTL is how long a backup is kept, and where that comes from: its
+// own ttl; else the server's default, shortened to an immutable
+// location's retainFor (a backup must not outlive its lock, and the plain
+// command should work there).
+func backupTTL(own, serverDefault time.Duration, bsl *salvorv1.BackupStorageLocation) (time.Duration, string) {
+	if own > 0 {
+		return own, "ttl"
+	}
+	if bsl != nil && bsl.Spec.Immutability != nil {
+		if retain := bsl.Spec.Immutability.RetainFor.Duration; retain > 0 && serverDefault > retain {
+			return retain, "location " + bsl.Name + "'s immutability.retainFor"
+		}
+	}
+	return serverDefault, "the server's default ttl (--default-backup-ttl)"
+}
+
 func terminal(p salvorv1.BackupPhase) bool {
 	switch p {
 	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
@@ -164,13 +180,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	b.Status.Attempts++
 	b.Status.ValidationErrors, b.Status.IgnoredFields = nil, ignored
 	b.Status.Progress = &salvorv1.BackupProgress{}
-	ttl := b.Spec.TTL.Duration
-	if ttl == 0 {
-		ttl = r.DefaultTTL
-	}
+	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+	ttl, _ := backupTTL(b.Spec.TTL.Duration, r.DefaultTTL, bsl)
 	exp := metav1.NewTime(now.Add(ttl))
 	b.Status.Expiration = &exp
-	bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
 	if err != nil {
 		return ctrl.Result{}, r.fail(ctx, b, err.Error())
 	}
@@ -357,10 +370,7 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (pr
 		}
 	}
 	if bsl != nil && bsl.Spec.Immutability != nil {
-		ttl, what := b.Spec.TTL.Duration, "ttl"
-		if ttl <= 0 {
-			ttl, what = r.DefaultTTL, "the server's default ttl (--default-backup-ttl)"
-		}
+		ttl, what := backupTTL(b.Spec.TTL.Duration, r.DefaultTTL, bsl)
 		if retain := bsl.Spec.Immutability.RetainFor.Duration; ttl > retain {
 			problems = append(problems, fmt.Sprintf("%s %s is longer than location %s's immutability.retainFor %s: the backup would be deletable before it expires; give a ttl of at most %s, or raise retainFor",
 				what, ttl, bsl.Name, retain, retain))

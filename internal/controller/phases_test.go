@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,6 +113,31 @@ func TestPhaseTransitions(t *testing.T) {
 		}
 		if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), tc.want) {
 			t.Errorf("restore %s: %s %q", tc.name, rs.Status.Phase, rs.Status.ValidationErrors)
+		}
+	}
+}
+
+// TestBackupTTL: a backup's own ttl wins; without one, the server's
+// default, shortened to an immutable location's retainFor.
+func TestBackupTTL(t *testing.T) {
+	locked := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "locked"},
+		Spec: salvorv1.BackupStorageLocationSpec{Immutability: &salvorv1.LocationImmutability{RetainFor: metav1.Duration{Duration: time.Hour}}}}
+	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
+	for _, tc := range []struct {
+		own, dflt time.Duration
+		bsl       *salvorv1.BackupStorageLocation
+		want      time.Duration
+		from      string
+	}{
+		{2 * time.Hour, 720 * time.Hour, locked, 2 * time.Hour, "ttl"},
+		{0, 720 * time.Hour, locked, time.Hour, "location locked's immutability.retainFor"},
+		{0, 30 * time.Minute, locked, 30 * time.Minute, "the server's default ttl (--default-backup-ttl)"},
+		{0, 720 * time.Hour, plain, 720 * time.Hour, "the server's default ttl (--default-backup-ttl)"},
+		{0, 720 * time.Hour, nil, 720 * time.Hour, "the server's default ttl (--default-backup-ttl)"},
+	} {
+		got, from := backupTTL(tc.own, tc.dflt, tc.bsl)
+		if got != tc.want || from != tc.from {
+			t.Errorf("backupTTL(%s, %s, %v) = %s from %q, want %s from %q", tc.own, tc.dflt, tc.bsl != nil, got, from, tc.want, tc.from)
 		}
 	}
 }

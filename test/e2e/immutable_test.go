@@ -57,8 +57,13 @@ func TestImmutableLocation(t *testing.T) {
 		"ttl 1h0m0s is longer than location locked's immutability.retainFor 30s: the backup would be deletable before it expires") {
 		t.Errorf("a backup whose ttl outlives the retention: %s %q", b.Status.Phase, b.Status.ValidationErrors)
 	}
-	c.mustSalvor(t, "backup", "create", "kept", "--include-namespaces", "kept", "--ttl", retain.String(), "--wait")
+	// The plain command works there: a backup with no ttl is kept as long
+	// as the location locks it (the server's default, 720h, is longer).
+	c.mustSalvor(t, "backup", "create", "kept", "--include-namespaces", "kept", "--wait")
 	b := c.getBackup(t, "kept")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Expiration == nil || b.Status.Expiration.Sub(b.Status.StartTimestamp.Time) != retain {
+		t.Fatalf("a backup with no ttl in an immutable location: %s, expires %v (started %v)", b.Status.Phase, b.Status.Expiration, b.Status.StartTimestamp)
+	}
 
 	list, err := raw.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("locked"), Prefix: aws.String("backups/kept/")})
 	if err != nil || len(list.Versions) < 7 {
@@ -114,7 +119,7 @@ func TestImmutableLocation(t *testing.T) {
 		b = c.getBackup(t, "kept")
 		return b.Status.Phase == salvorv1.BackupPhaseDeleting && strings.Contains(b.Status.DeletionBlocked, "retained by the location's Object Lock until"), b.Status.DeletionBlocked
 	})
-	if out := c.mustSalvor(t, "backup", "describe", "kept"); !strings.Contains(out, "Deletion:     waits") {
+	if out := c.mustSalvor(t, "backup", "describe", "kept"); !strings.Contains(out, "; waits — its objects are retained by the location's Object Lock until") {
 		t.Errorf("describe of a backup whose deletion waits:\n%s", out)
 	}
 	gone := time.Time{}

@@ -134,6 +134,9 @@ func newCreate(k *kube.Options) *cobra.Command {
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
+			if o.immutableFor > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are locked for %s: a backup stored there with no ttl is kept %s (not the server's default ttl, if longer), and one that gives a longer ttl is refused.\n", o.immutableFor, o.immutableFor)
+			}
 			if e := bsl.Spec.Encryption; e != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
 					k.Namespace, e.KeySecret.Name, e.KeySecret.Key)
@@ -150,7 +153,7 @@ func newCreate(k *kube.Options) *cobra.Command {
 	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none (unsets any other default)")
 	f.StringVar(&o.accessMode, "access-mode", string(salvorv1.BackupStorageLocationAccessModeReadWrite),
 		"ReadWrite, or ReadOnly: never written to or deleted from (backups to it fail; deleting one of its backups removes only the Backup object)")
-	f.DurationVar(&o.immutableFor, "immutable-for", 0, "write every object with an S3 Object Lock retention of this long (at least the backups' TTL); the bucket must have Object Lock enabled")
+	f.DurationVar(&o.immutableFor, "immutable-for", 0, "write every object with an S3 Object Lock retention of this long (at least the backups' TTL; backups there with no ttl are kept this long when the server's default is longer); the bucket must have Object Lock enabled")
 	f.StringVar(&o.immutableMode, "immutable-mode", "", "with --immutable-for: GOVERNANCE (default) or COMPLIANCE")
 	f.StringVar(&o.caCertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate (Velero's flag; spec.objectStorage.caCert)")
 	f.DurationVar(&o.syncPeriod, "backup-sync-period", 0, "how often the location's backups are synced into the cluster; 0 never (Velero's flag; default: at every check)")
