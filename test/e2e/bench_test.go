@@ -346,7 +346,7 @@ func processes() []proc {
 func BenchmarkRestore(b *testing.B) {
 	n := benchItems(b)
 	c := startCluster(b)
-	minio := testbed.StartMinIO(b, "backups")
+	minio := testbed.StartMinIO(b, "backups", "sealed")
 	ctx := context.Background()
 	for i := range benchNS(n) {
 		if err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)}}); err != nil {
@@ -437,7 +437,7 @@ func BenchmarkRestore(b *testing.B) {
 	b.ReportMetric(took/dry, "x-dry-run-vs-restore")
 
 	// The same restore from an encrypted location (its backup made there).
-	c.s3Location(b, minio, "sealed", "backups", false, "--prefix", "sealed", "--encryption-key-secret", "bench-keys")
+	c.s3Location(b, minio, "sealed", "sealed", false, "--prefix", "sealed", "--encryption-key-secret", "bench-keys")
 	c.mustSalvor(b, "backup", "create", "src-sealed", "--storage-location", "sealed", "--include-namespaces", benchNamespaces(n), "--wait")
 	sealedMappings := benchMappings(n, "sealed")
 	start = time.Now()

@@ -487,7 +487,7 @@ func TestUninstallCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
+	minio := testbed.StartMinIO(t, "backups", "vault")
 	c.mustSalvor(t, "install", "--provider", "salvor.dev/s3", "--bucket", "backups", "--secret-file", minio.CredentialsFile(t),
 		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true")
 	c.asServiceAccount(t, "salvor", "salvor").startServer(t)
@@ -518,7 +518,9 @@ func TestUninstallCommand(t *testing.T) {
 
 	// An encrypted location whose keys the server made and nobody has
 	// saved yet: uninstalling would lose its backups for good.
-	c.mustSalvor(t, "backup-location", "create", "vault", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "sealed",
+	// In a bucket of its own: inside the default location's (at the root of
+	// backups) it would be refused.
+	c.mustSalvor(t, "backup-location", "create", "vault", "--provider", "salvor.dev/s3", "--bucket", "vault", "--prefix", "sealed",
 		"--encryption-key-secret", "backup-keys", "--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true,credentialsFile="+minio.CredentialsFile(t))
 	c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
 	if out, err := c.salvor(t, "uninstall", "--force"); err == nil || !strings.Contains(out, "the keys of encrypted location vault (Secret salvor/backup-keys) are not saved outside the cluster") {
@@ -540,7 +542,7 @@ func TestUninstallCommand(t *testing.T) {
 	for _, w := range []string{"Deployment salvor/salvor deleted.",
 		"The keys of the encrypted locations vault (Secret backup-keys) went with the namespace: their backups are readable only with the copies you saved.", "ClusterRole salvor-server-salvor deleted.", "Namespace salvor deleted.",
 		"Salvor's CRDs and the roles salvor-viewer, salvor-operator, salvor-metrics-reader are kept: namespaces other hold Salvor's objects too.",
-		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/), vault (salvor.dev/s3 backups/sealed)."} {
+		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/), vault (salvor.dev/s3 vault/sealed)."} {
 		if !strings.Contains(out, w) {
 			t.Errorf("uninstall did not say %q:\n%s", w, out)
 		}

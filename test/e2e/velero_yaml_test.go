@@ -316,7 +316,7 @@ resourceModifierRules:
 func TestVeleroLocationYAML(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	minio := testbed.StartMinIO(t, "backups")
+	minio := testbed.StartMinIO(t, "backups", "flags")
 	c.startServer(t)
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
 	c.applyVelero(t, fmt.Sprintf(`
@@ -358,7 +358,9 @@ spec:
 	if err := os.WriteFile(ca, c.restConfig.CAData, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.mustSalvor(t, "backup-location", "create", "by-flags", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "by-flags",
+	// A bucket of its own: inside primary's (the root of backups) it would
+	// be refused.
+	c.mustSalvor(t, "backup-location", "create", "by-flags", "--provider", "salvor.dev/s3", "--bucket", "flags", "--prefix", "by-flags",
 		"--config", fmt.Sprintf("region=minio,s3Url=%s,s3ForcePathStyle=true,credentialsFile=%s", minio.Endpoint, minio.CredentialsFile(t)),
 		"--cacert", ca, "--backup-sync-period", "0s", "--validation-frequency", "30s", "--labels", "team=a")
 	bsl := &salvorv1.BackupStorageLocation{}

@@ -49,10 +49,16 @@ func newCreate(k *kube.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME --provider P --bucket B",
 		Short: "Create a backup storage location",
+		Long: `Creates a BackupStorageLocation: where backups are written (a bucket, and a
+prefix in it). Locations may share a bucket beside each other (prefixes
+cluster-a and cluster-b) or at the same path (a ReadOnly one beside a
+ReadWrite one), but not one inside another (one at the root, one under a
+prefix): each would find the other's directory among its own and be
+Unavailable, so such a create is refused, naming the other location.`,
 		Example: `  salvor backup-location create default --provider salvor.dev/filesystem --bucket backups --config root=/var/lib/salvor --default
   salvor backup-location create s3 --provider salvor.dev/s3 --bucket backups --prefix cluster-a \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
-  salvor backup-location create s3-keyed --provider salvor.dev/s3 --bucket backups --credential s3-credentials=cloud \
+  salvor backup-location create s3-keyed --provider salvor.dev/s3 --bucket backups --prefix cluster-b --credential s3-credentials=cloud \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true
   salvor backup-location create vault --provider salvor.dev/s3 --bucket backups --prefix sealed --encryption-key-secret backup-keys \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
@@ -123,6 +129,13 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, bsl, nil); printed || err != nil {
 				return err
 			}
+			others := &salvorv1.BackupStorageLocationList{}
+			if err := c.List(ctx, others, client.InNamespace(k.Namespace)); err != nil {
+				return fmt.Errorf("listing the backup storage locations, to check %s shares no bucket path with one: %w", args[0], err)
+			}
+			if msg := nestedLocation(bsl, others.Items); msg != "" {
+				return fmt.Errorf("backup storage location %s: %s", args[0], msg)
+			}
 			if err := c.Create(ctx, bsl); err != nil {
 				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
 			}
@@ -166,6 +179,41 @@ func newCreate(k *kube.Options) *cobra.Command {
 
 // clearDefault unsets the default mark of every backup storage location
 // but keep.
+// nestedLocation says how bsl would break, or be broken by, another
+// location on the same store and bucket whose path holds its own or lies
+// in it ("" when none does): each finds the other's directory among its
+// own top-level ones and is Unavailable (or, under backups/, takes it for a
+// backup). Two locations at the very same path are left alone (a ReadOnly
+// one beside a ReadWrite one is how a bucket is shared).
+func nestedLocation(bsl *salvorv1.BackupStorageLocation, others []salvorv1.BackupStorageLocation) string {
+	clean := func(p string) string { return strings.Trim(p, "/") }
+	mine := clean(bsl.Spec.ObjectStorage.Prefix)
+	within := func(inner, outer string) bool { return outer == "" || strings.HasPrefix(inner+"/", outer+"/") }
+	where := func(p string) string {
+		if p == "" {
+			return "the root of bucket " + bsl.Spec.ObjectStorage.Bucket
+		}
+		return fmt.Sprintf("prefix %q of bucket %s", p, bsl.Spec.ObjectStorage.Bucket)
+	}
+	for _, o := range others {
+		if o.Name == bsl.Name || o.Spec.Provider != bsl.Spec.Provider || o.Spec.ObjectStorage.Bucket != bsl.Spec.ObjectStorage.Bucket ||
+			o.Spec.Config["s3Url"] != bsl.Spec.Config["s3Url"] {
+			continue
+		}
+		theirs := clean(o.Spec.ObjectStorage.Prefix)
+		switch {
+		case theirs == mine:
+		case within(mine, theirs):
+			return fmt.Sprintf("location %s uses %s, and %s lies inside it: %s would find an unknown directory among its own and become Unavailable; give this location another bucket, or a prefix beside %s's, not inside it",
+				o.Name, where(theirs), where(mine), o.Name, o.Name)
+		case within(theirs, mine):
+			return fmt.Sprintf("location %s uses %s, which lies inside %s: this location would find %s's directory among its own and be Unavailable; give this location another bucket, or a prefix beside %s's",
+				o.Name, where(theirs), where(mine), o.Name, o.Name)
+		}
+	}
+	return ""
+}
+
 func clearDefault(ctx context.Context, c client.Client, ns, keep string) error {
 	return kube.ClearDefault(ctx, c, ns, "backup storage location", keep, &salvorv1.BackupStorageLocationList{},
 		func(l *salvorv1.BackupStorageLocation) *bool { return &l.Spec.Default })
