@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,11 +40,11 @@ type binding struct{ name, role string }
 func (r *run) clusterRelated() bool { return r.scope.clusterRelated() }
 
 // podRelated backs up a pod's claims and its priority class, and warns
-// of the volumes it asks Velero to copy the files of, which are not.
+// of the volumes it asks Velero to copy the files of that are not in the
+// backup.
 func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
-	if volumes := pod.GetAnnotations()[resources.FSBackupVolumes]; volumes != "" {
-		r.rec.Warning(pod.GetNamespace(), fmt.Sprintf("%s: asks Velero to copy the files of volumes %s (%s), but Salvor copies no files: a claim's volume is in the backup only if it is snapshotted, and other volumes (emptyDir) are not",
-			what, volumes, resources.FSBackupVolumes))
+	if msg := fsBackupWarning(pod); msg != "" {
+		r.rec.Warning(pod.GetNamespace(), what+": "+msg)
 	}
 	for _, claim := range resources.PodClaims(pod) {
 		if !r.takes(pvcResource) {
@@ -150,4 +151,49 @@ func bindingsBySubject(items []unstructured.Unstructured) map[string][]binding {
 		sort.Slice(bs, func(i, j int) bool { return bs[i].name < bs[j].name })
 	}
 	return out
+}
+
+// fsBackupWarning says which of the volumes a pod asks Velero to copy the
+// files of (resources.FSBackupVolumes) are left out of the backup, or ""
+// when none is. A claim's volume is not named: its data is in the backup
+// as a snapshot or moved data when the volume policy takes it, and the
+// volume's own outcome (describe's Volumes) says so either way, so a
+// warning here would be wrong whenever the claim was snapshotted.
+func fsBackupWarning(pod *unstructured.Unstructured) string {
+	asked := pod.GetAnnotations()[resources.FSBackupVolumes]
+	if asked == "" {
+		return ""
+	}
+	kinds := map[string]string{}
+	specVolumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
+	for _, v := range specVolumes {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		for k := range m {
+			if k != "name" {
+				kinds[name] = k
+			}
+		}
+	}
+	var left, missing []string
+	for _, name := range strings.Split(asked, ",") {
+		name = strings.TrimSpace(name)
+		switch kind, ok := kinds[name]; {
+		case name == "":
+		case !ok:
+			missing = append(missing, name)
+		case kind == "persistentVolumeClaim":
+		default:
+			left = append(left, fmt.Sprintf("%s (%s)", name, kind))
+		}
+	}
+	var parts []string
+	if len(left) > 0 {
+		parts = append(parts, fmt.Sprintf("the files of volumes %s are not in the backup: %s asks Velero to copy them, and Salvor copies no files of volumes without a claim",
+			strings.Join(left, ", "), resources.FSBackupVolumes))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("%s names volumes %s, which the pod does not have", resources.FSBackupVolumes, strings.Join(missing, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -38,3 +38,29 @@ func TestBindingsBySubject(t *testing.T) {
 		t.Errorf("subjects %v: users, groups and accounts without a namespace are not service accounts of a namespace", got)
 	}
 }
+
+// TestFSBackupWarning: the warning for Velero's file-backup annotation
+// names only the volumes whose files are left out, never a claim (its
+// snapshot or moved data is its own outcome), and the names the pod does
+// not have.
+func TestFSBackupWarning(t *testing.T) {
+	spec := `{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"pg"}},{"name":"cache","emptyDir":{}},{"name":"conf","configMap":{"name":"c"}}]}`
+	for _, tc := range []struct{ annotation, want string }{
+		{"", ""},
+		{"data", ""},
+		{" data ,", ""},
+		{"data,cache", "the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim"},
+		{"cache,conf,gone", "the files of volumes cache (emptyDir), conf (configMap) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes gone, which the pod does not have"},
+	} {
+		pod := &unstructured.Unstructured{Object: map[string]any{}}
+		if err := json.Unmarshal([]byte(`{"spec":`+spec+`}`), &pod.Object); err != nil {
+			t.Fatal(err)
+		}
+		if tc.annotation != "" {
+			pod.SetAnnotations(map[string]string{"backup.velero.io/backup-volumes": tc.annotation})
+		}
+		if got := fsBackupWarning(pod); got != tc.want {
+			t.Errorf("%q:\n got %q\nwant %q", tc.annotation, got, tc.want)
+		}
+	}
+}

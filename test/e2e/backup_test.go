@@ -497,8 +497,9 @@ func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
 }
 
 // TestVeleroFileBackupAnnotationIsAWarning backs up and restores a pod
-// asking Velero to copy its volumes' files: a warning of the backup, as
-// Salvor copies no files; a pod asking for nothing gives none, and the
+// asking Velero to copy its volumes' files: a warning of the backup naming
+// the volumes left out (a claim is never named: TestFSBackupWarning); a
+// pod asking for nothing gives none, and the
 // restore of both has none. (Exec hooks run: TestBackupHooks,
 // TestRestoreExecHooks.)
 func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
@@ -510,14 +511,15 @@ func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "db"}})
 	pod := func(name string, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db", Annotations: annotations},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres"}}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres"}},
+				Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 	}
 	c.create(t, pod("plain", nil), pod("files", map[string]string{"backup.velero.io/backup-volumes": "cache,data"}))
 
 	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
 	b := c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
 	desc := c.mustSalvor(t, "backup", "describe", "db", "--details")
-	if b.Status.Warnings != 1 || !strings.Contains(desc, "pods db/files: asks Velero to copy the files of volumes cache,data (backup.velero.io/backup-volumes), but Salvor copies no files") {
+	if b.Status.Warnings != 1 || !strings.Contains(desc, "pods db/files: the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes data, which the pod does not have") {
 		t.Errorf("backup of a pod asking for its files: %d warnings\n%s", b.Status.Warnings, desc)
 	}
 
