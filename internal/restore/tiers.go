@@ -18,6 +18,9 @@ var DefaultTiers = []string{
 	"namespaces",
 	"storageclasses.storage.k8s.io",
 	"volumesnapshotclasses.snapshot.storage.k8s.io",
+	// A pod naming a priority class that does not exist yet is refused
+	// by the API server's admission.
+	"priorityclasses.scheduling.k8s.io",
 	"persistentvolumes",
 	"persistentvolumeclaims",
 	"secrets",

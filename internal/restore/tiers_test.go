@@ -24,9 +24,16 @@ func TestOrder(t *testing.T) {
 	webhook := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
 	apiService := schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}
 
+	pc := schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}
+	pods := schema.GroupResource{Resource: "pods"}
+
 	def := newOrder(DefaultTiers)
 	if !(def.of(crd) < def.of(ns) && def.of(ns) < def.of(cm) && def.of(cm) < def.of(other) && def.of(other) == len(DefaultTiers)) {
 		t.Errorf("default tiers: crd %d ns %d cm %d other %d", def.of(crd), def.of(ns), def.of(cm), def.of(other))
+	}
+	// A pod naming a priority class is refused until the class exists.
+	if !(def.of(pc) < def.of(pods)) {
+		t.Errorf("default tiers: priority classes %d, pods %d", def.of(pc), def.of(pods))
 	}
 	// Admission objects come after everything else: they must not block
 	// the restore of their own backends.

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -581,6 +582,8 @@ func TestRestoreFiltersUseEveryResourceName(t *testing.T) {
 // there. Network policies are restored in the last ordinary tier, beside
 // every resource not listed; admission objects come after it, so the
 // policy the webhook guards is restored instead of being refused by it.
+// A pod naming a priority class the cluster lost comes back after the
+// class (the API server refuses it before).
 func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
@@ -605,8 +608,13 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 		}},
 	}
 	c.create(t, webhook)
+	priority := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "guard-high"}, Value: 1000}
+	worker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: "guarded"},
+		Spec: corev1.PodSpec{PriorityClassName: "guard-high", Containers: []corev1.Container{{Name: "w", Image: "worker"}}}}
+	c.create(t, priority, worker)
 	c.mustSalvor(t, "backup", "create", "guarded", "--include-namespaces", "guarded", "--include-cluster-resources", "--wait")
-	c.deleteForGood(t, webhook, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "guarded"}})
+	c.deleteForGood(t, webhook, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "guarded"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: "guarded"}}, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "guard-high"}})
 
 	c.mustSalvor(t, "restore", "create", "guarded", "--from-backup", "guarded", "--include-namespaces", "guarded", "--include-cluster-resources", "--wait")
 	rs := c.getRestore(t, "guarded")
@@ -618,6 +626,10 @@ func TestFailingWebhookDoesNotBlockRestore(t *testing.T) {
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: "guard"}, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
 		t.Errorf("the webhook was not restored: %v", err)
+	}
+	restored := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "guarded", Name: "worker"}, restored); err != nil || restored.Spec.Priority == nil || *restored.Spec.Priority != 1000 {
+		t.Errorf("the pod of priority class guard-high: %+v, %v", restored.Spec.Priority, err)
 	}
 }
 
