@@ -93,7 +93,8 @@ func TestSnapshotCopyAndClaim(t *testing.T) {
 
 // The mover pod mounts only the claim (read-only), its scratch and the
 // location's credential; gets the password from its Secret; holds one
-// capability; and runs as the mover account.
+// capability; runs as the mover account, on a Linux node unless the
+// server's selector says otherwise.
 func TestUploadPod(t *testing.T) {
 	p := Pods{Image: "ghcr.io/salvor-dev/salvor:v1", ServiceAccount: "salvor-data-mover", NodeSelector: map[string]string{"disk": "ssd"}}
 	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"},
@@ -101,6 +102,12 @@ func TestUploadPod(t *testing.T) {
 	pod := p.UploadPod(upload(), bsl, 2)
 	if pod.Name != "salvor-b-data-1234-2" || pod.Spec.ServiceAccountName != "salvor-data-mover" || pod.Spec.RestartPolicy != corev1.RestartPolicyNever || pod.Spec.NodeSelector["disk"] != "ssd" {
 		t.Fatalf("pod %s: %+v", pod.Name, pod.Spec)
+	}
+	if pod.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("a mover pod may run on any OS: %v", pod.Spec.NodeSelector)
+	}
+	if windows := (Pods{NodeSelector: map[string]string{"kubernetes.io/os": "windows"}}).UploadPod(upload(), bsl, 0); windows.Spec.NodeSelector["kubernetes.io/os"] != "windows" {
+		t.Errorf("the server's own OS selector is not kept: %v", windows.Spec.NodeSelector)
 	}
 	c := pod.Spec.Containers[0]
 	if got := strings.Join(c.Args, " "); got != "data-mover backup --data-upload salvor-b-data-1234 --namespace salvor --source /data --work-dir /work --credentials-file /credentials/credentials" {

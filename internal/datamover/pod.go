@@ -2,6 +2,7 @@ package datamover
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -100,7 +101,7 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 			RestartPolicy:                corev1.RestartPolicyNever,
 			ServiceAccountName:           p.ServiceAccount,
 			AutomountServiceAccountToken: &yes,
-			NodeSelector:                 p.NodeSelector,
+			NodeSelector:                 p.nodeSelector(),
 			Tolerations:                  p.Tolerations,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser: &root, RunAsNonRoot: &no,
@@ -133,6 +134,15 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 		ct.Args = append(ct.Args, "--credentials-file", path.Join(CredentialsPath, "credentials"))
 	}
 	return pod
+}
+
+// nodeSelector keeps mover pods to Linux nodes (their image is built for
+// Linux), unless the server's --data-mover-node-selector names the OS
+// label itself.
+func (p Pods) nodeSelector() map[string]string {
+	s := map[string]string{corev1.LabelOSStable: "linux"}
+	maps.Copy(s, p.NodeSelector)
+	return s
 }
 
 func (p Pods) cache() *corev1.EmptyDirVolumeSource {

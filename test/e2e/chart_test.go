@@ -111,6 +111,9 @@ func TestHelmChart(t *testing.T) {
 	chart := filepath.Join(root, install.ChartDir)
 
 	creds := minio.CredentialsFile(t)
+	affinity := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "node-role.kubernetes.io/infra", "operator": "Exists"}}}}}}}
+	affinityFile := writeValues(t, affinity)
 	for _, tc := range []struct {
 		name  string
 		flags []string // salvor install's
@@ -130,9 +133,11 @@ func TestHelmChart(t *testing.T) {
 				"--data-mover-concurrency", "6", "--data-mover-node-selector", "disk=ssd,zone=a", "--data-mover-cache-size", "5Gi",
 				"--data-mover-tolerations", "dedicated=backup:NoSchedule", "--data-mover-tolerations", "spot",
 				"--data-mover-cpu-request", "500m", "--data-mover-memory-request", "256Mi", "--data-mover-cpu-limit", "2", "--data-mover-memory-limit", "1Gi",
-				"--default-repo-maintain-frequency", "2h", "--keep-latest-maintenance-jobs", "5", "--repo-maintenance-safety", "none"},
+				"--default-repo-maintain-frequency", "2h", "--keep-latest-maintenance-jobs", "5", "--repo-maintenance-safety", "none",
+				"--node-selector", "role=infra", "--tolerations", "dedicated=infra:NoSchedule,spot", "--affinity-file", affinityFile,
+				"--image-pull-secrets", "registry,mirror"},
 			helm: []string{"-f", writeValues(t, map[string]any{
-				"image": map[string]any{"repository": "example.io/salvor", "tag": "v9"}, "plugins": []string{"example.io/a:1", "example.io/b:2"},
+				"image": map[string]any{"repository": "example.io/salvor", "tag": "v9", "imagePullSecrets": []string{"registry", "mirror"}}, "plugins": []string{"example.io/a:1", "example.io/b:2"},
 				"serviceAccount": map[string]any{"name": "backup-sa", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/backup"}},
 				"podLabels":      map[string]any{"team": "platform"}, "podAnnotations": map[string]any{"example.io/note": "hi"},
 				"volumeSnapshotLocation": map[string]any{"provider": "salvor.dev/s3", "config": map[string]any{"region": "minio"}},
@@ -142,6 +147,10 @@ func TestHelmChart(t *testing.T) {
 					"tolerations": []string{"dedicated=backup:NoSchedule", "spot"},
 					"resources":   map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "256Mi"}, "limits": map[string]any{"cpu": "2", "memory": "1Gi"}}},
 				"repoMaintenance": map[string]any{"frequency": "2h0m0s", "keepLatestJobs": 5, "safety": "none"},
+				"nodeSelector":    map[string]any{"role": "infra"},
+				"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},
+					map[string]any{"key": "spot", "operator": "Exists"}},
+				"affinity": affinity,
 				"resources":       map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"cpu": "2", "memory": "2Gi"}},
 				"spool":           map[string]any{"sizeLimit": "20Gi"},
 				"testRestores":    map[string]any{"enabled": true},

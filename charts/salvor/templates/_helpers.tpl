@@ -26,3 +26,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 cloud-credentials
 {{- end }}
 {{- end }}
+
+{{/* image.imagePullSecrets on a ServiceAccount: its pods (mover pods,
+maintenance Jobs) pull with them. */}}
+{{- define "salvor.imagePullSecrets" -}}
+{{- with .Values.image.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+- name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end }}

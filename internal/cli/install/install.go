@@ -82,6 +82,13 @@ type Options struct {
 	// MoverResources are the mover pods' CPU and memory requests, then
 	// limits (empty for none).
 	MoverResources [4]string
+	// Where the server's pod may run (it is always kept to Linux nodes
+	// unless NodeSelector names kubernetes.io/os), and the Secrets its
+	// images and mover pods' images are pulled with.
+	NodeSelector     map[string]string
+	Tolerations      []string
+	AffinityFile     string
+	ImagePullSecrets []string
 	// ServerRules are the server's cluster-wide rights (ServerRules, from
 	// the cluster's discovery).
 	ServerRules []rbacv1.PolicyRule
@@ -159,6 +166,10 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.MoverResources[1], "data-mover-memory-request", "", "mover pods' memory request (the server's --data-mover-memory-request; empty for none)")
 	f.StringVar(&o.MoverResources[2], "data-mover-cpu-limit", "", "mover pods' CPU limit (the server's --data-mover-cpu-limit; empty for none)")
 	f.StringVar(&o.MoverResources[3], "data-mover-memory-limit", "", "mover pods' memory limit (the server's --data-mover-memory-limit; empty for none)")
+	f.StringToStringVar(&o.NodeSelector, "node-selector", nil, "labels of the nodes the server's pod may run on (kubernetes.io/os=linux unless this names kubernetes.io/os)")
+	f.StringSliceVar(&o.Tolerations, "tolerations", nil, "taints the server's pod tolerates, KEY[=VALUE][:EFFECT]")
+	f.StringVar(&o.AffinityFile, "affinity-file", "", "a YAML or JSON file of the server pod's affinity (a pod's spec.affinity)")
+	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secrets", nil, "Secrets in the install namespace to pull images from a private registry with: the server's, its plugins' and its mover pods' (set on the server's and the mover's service accounts too)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the manifests instead of applying them")
 	f.StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run: yaml or json")
 	f.BoolVar(&o.Wait, "wait", false, "return once the server's Deployment has rolled out and is available (with --crds-only: once the CRDs are established) (Velero's flag)")
@@ -296,6 +307,10 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		}
 		scratch.SizeLimit = &q
 	}
+	placement, err := o.placement()
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{"app.kubernetes.io/name": "salvor", "app.kubernetes.io/component": "server"}
 	var inits []corev1.Container
 	for i, img := range o.Plugins {
@@ -303,7 +318,8 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	}
 	typed := []any{
 		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
-		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels, Annotations: o.SAAnnotations}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns, Labels: labels, Annotations: o.SAAnnotations},
+			ImagePullSecrets: placement.ImagePullSecrets},
 		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels}, Rules: o.ServerRules},
 		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server-" + ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "salvor-server-" + ns},
@@ -315,7 +331,8 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-server", Namespace: ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "salvor-server"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
-		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels}},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels},
+			ImagePullSecrets: placement.ImagePullSecrets},
 		&rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels}, Rules: MoverRules},
 		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: MoverAccount, Namespace: ns, Labels: labels},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: MoverAccount},
@@ -330,6 +347,10 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 					Spec: corev1.PodSpec{
 						ServiceAccountName: sa,
 						PriorityClassName:  o.PriorityClassName,
+						NodeSelector:       placement.NodeSelector,
+						Tolerations:        placement.Tolerations,
+						Affinity:           placement.Affinity,
+						ImagePullSecrets:   placement.ImagePullSecrets,
 						InitContainers:     inits,
 						Containers: []corev1.Container{{
 							Name:      "server",
