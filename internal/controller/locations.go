@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -106,7 +107,37 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 		}
 		config["objectLockRetainFor"] = im.RetainFor.Duration.String()
 	}
+	if ref := bsl.Spec.ObjectStorage.CACertRef; ref != nil {
+		if bsl.Spec.CACert() != "" {
+			return config, fmt.Errorf("objectStorage.caCertRef and caCert (or config caCert) are both set: keep one")
+		}
+		pem, err := l.secretKey(ctx, ref, "caCertRef")
+		if err != nil {
+			return config, err
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return config, fmt.Errorf("caCertRef secret %s/%s key %q holds no PEM certificate", l.Namespace, ref.Name, ref.Key)
+		}
+		config["caCert"] = string(pem)
+	}
 	return config, l.addCredential(ctx, config, bsl.Spec.Credential)
+}
+
+// secretKey reads a key of a Secret in the server's namespace, what names
+// the field that refers to it.
+func (l *Locations) secretKey(ctx context.Context, c *corev1.SecretKeySelector, what string) ([]byte, error) {
+	if l.Secrets == nil {
+		return nil, fmt.Errorf("%s secret %s: this server reads no secrets", what, c.Name)
+	}
+	secret := &corev1.Secret{}
+	if err := l.Secrets.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: c.Name}, secret); err != nil {
+		return nil, fmt.Errorf("%s secret %s/%s: %w", what, l.Namespace, c.Name, err)
+	}
+	data, ok := secret.Data[c.Key]
+	if !ok {
+		return nil, fmt.Errorf("%s secret %s/%s has no key %q", what, l.Namespace, c.Name, c.Key)
+	}
+	return data, nil
 }
 
 // addCredential gives a plugin's config the file of a location's
@@ -124,16 +155,9 @@ func (l *Locations) addCredential(ctx context.Context, config map[string]string,
 // server can read, named by its content: a changed Secret is a new file,
 // so the plugin is initialised again with it.
 func (l *Locations) credentialFile(ctx context.Context, c *corev1.SecretKeySelector) (string, error) {
-	if l.Secrets == nil {
-		return "", fmt.Errorf("credential secret %s: this server reads no secrets", c.Name)
-	}
-	secret := &corev1.Secret{}
-	if err := l.Secrets.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: c.Name}, secret); err != nil {
-		return "", fmt.Errorf("credential secret %s/%s: %w", l.Namespace, c.Name, err)
-	}
-	data, ok := secret.Data[c.Key]
-	if !ok {
-		return "", fmt.Errorf("credential secret %s/%s has no key %q", l.Namespace, c.Name, c.Key)
+	data, err := l.secretKey(ctx, c, "credential")
+	if err != nil {
+		return "", err
 	}
 	dir := l.CredentialsDir
 	if dir == "" {

@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,12 +148,37 @@ func TestLocation(t *testing.T) {
 	bsl := &salvorv1.BackupStorageLocation{Spec: salvorv1.BackupStorageLocationSpec{Provider: "aws",
 		Config: map[string]string{"region": "eu-west-1", "credentialsFile": "/server/only"}}}
 	bsl.Spec.ObjectStorage = salvorv1.ObjectStorageLocation{Bucket: "b", Prefix: "p"}
-	loc := Location(bsl, "/credentials/credentials")
+	loc := Location(bsl, "/credentials/credentials", "")
 	if loc.Provider != "aws" || loc.Config["bucket"] != "b" || loc.Config["prefix"] != "p" || loc.Config["credentialsFile"] != "/credentials/credentials" || loc.Config["region"] != "eu-west-1" {
 		t.Errorf("location %+v", loc)
 	}
-	if loc := Location(bsl, ""); loc.Config["credentialsFile"] != "" {
+	if _, ok := loc.Config["caCert"]; ok {
+		t.Errorf("a CA without one: %+v", loc)
+	}
+	if loc := Location(bsl, "", ""); loc.Config["credentialsFile"] != "" {
 		t.Errorf("a server-side credentials file reached the mover: %+v", loc)
+	}
+	if loc := Location(bsl, "", "PEM"); loc.Config["caCert"] != "PEM" {
+		t.Errorf("the mounted caCertRef bundle is not the store's CA: %+v", loc)
+	}
+}
+
+// TestCACertRefIsMounted: a location whose CA is in a Secret has its key
+// mounted into mover pods and named to the mover; no other key of it.
+func TestCACertRefIsMounted(t *testing.T) {
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
+	bsl.Spec.ObjectStorage.CACertRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "store-ca"}, Key: "bundle.pem"}
+	for _, pod := range []*corev1.Pod{Pods{}.UploadPod(upload(), bsl, 0), Pods{}.DownloadPod(download(), bsl, 0)} {
+		var found bool
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == "cacert" {
+				found = v.Secret != nil && v.Secret.SecretName == "store-ca" && len(v.Secret.Items) == 1 && v.Secret.Items[0] == (corev1.KeyToPath{Key: "bundle.pem", Path: "ca.pem"})
+			}
+		}
+		c := pod.Spec.Containers[0]
+		if !found || !strings.Contains(strings.Join(c.Args, " "), "--cacert-file /cacert/ca.pem") || !slices.Contains(c.VolumeMounts, corev1.VolumeMount{Name: "cacert", MountPath: "/cacert", ReadOnly: true}) {
+			t.Errorf("pod %s: volumes %+v, args %q, mounts %+v", pod.Name, pod.Spec.Volumes, c.Args, c.VolumeMounts)
+		}
 	}
 }
 

@@ -7,13 +7,18 @@ import (
 
 // Location is where a location keeps kopia's repositories, as its object
 // store is configured: the spec's config with the bucket, prefix and CA
-// Velero passes to every object store, and the credentials file the
-// mover pod has mounted (empty: the SDK's default chain).
-func Location(bsl *salvorv1.BackupStorageLocation, credentialsFile string) kopiarepo.Location {
+// Velero passes to every object store, the credentials file the mover pod
+// has mounted (empty: the SDK's default chain), and the CA bundle of the
+// Secret the location's caCertRef names, which the pod has mounted too
+// (empty: none).
+func Location(bsl *salvorv1.BackupStorageLocation, credentialsFile, caCert string) kopiarepo.Location {
 	cfg := bsl.Spec.StoreConfig()
 	delete(cfg, "credentialsFile")
 	if credentialsFile != "" {
 		cfg["credentialsFile"] = credentialsFile
+	}
+	if caCert != "" {
+		cfg["caCert"] = caCert
 	}
 	return kopiarepo.Location{Provider: bsl.Spec.Provider, Config: cfg}
 }

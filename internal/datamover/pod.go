@@ -30,6 +30,7 @@ const (
 	VolumePath      = "/data"
 	WorkPath        = "/work"
 	CredentialsPath = "/credentials"
+	CACertPath      = "/cacert"
 )
 
 // Pods is how mover pods are made: what the server was told
@@ -125,6 +126,13 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 		},
+	}
+	if ref := bsl.Spec.ObjectStorage.CACertRef; ref != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "cacert", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: ref.Name, Items: []corev1.KeyToPath{{Key: ref.Key, Path: "ca.pem"}}}}})
+		ct := &pod.Spec.Containers[0]
+		ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: "cacert", MountPath: CACertPath, ReadOnly: true})
+		ct.Args = append(ct.Args, "--cacert-file", path.Join(CACertPath, "ca.pem"))
 	}
 	if c := bsl.Spec.Credential; c != nil {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{

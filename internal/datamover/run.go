@@ -25,7 +25,9 @@ type Mover struct {
 	// Dir is the volume's mount path; WorkDir kopia's config and caches.
 	Dir, WorkDir    string
 	CredentialsFile string
-	Password        string
+	// CACertFile is the CA bundle of the location's caCertRef, mounted.
+	CACertFile string
+	Password   string
 	// Every is how often progress is written (0: 2s).
 	Every time.Duration
 }
@@ -175,8 +177,15 @@ func (m *Mover) open(ctx context.Context, name, ns string, readOnly bool) (*kopi
 	if !readOnly && bsl.Spec.ReadOnly() {
 		return nil, nil, fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
 	}
+	var ca []byte
+	if m.CACertFile != "" {
+		var err error
+		if ca, err = os.ReadFile(m.CACertFile); err != nil {
+			return nil, nil, fmt.Errorf("backup storage location %s: its caCertRef's bundle: %w", bsl.Name, err)
+		}
+	}
 	// The server made the repository before any upload's pod.
-	st, err := kopiarepo.Storage(ctx, Location(bsl, m.CredentialsFile), ns, false)
+	st, err := kopiarepo.Storage(ctx, Location(bsl, m.CredentialsFile, string(ca)), ns, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}

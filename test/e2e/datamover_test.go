@@ -334,7 +334,7 @@ func openMovedRepo(t *testing.T, c *cluster, bsl *salvorv1.BackupStorageLocation
 func openRepoWith(t *testing.T, bsl *salvorv1.BackupStorageLocation, minio *testbed.MinIO, ns, password string) (*kopiarepo.Repository, error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := kopiarepo.Storage(ctx, datamover.Location(bsl, minio.CredentialsFile(t)), ns, false)
+	st, err := kopiarepo.Storage(ctx, datamover.Location(bsl, minio.CredentialsFile(t), ""), ns, false)
 	if err != nil {
 		return nil, err
 	}

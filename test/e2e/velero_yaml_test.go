@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"maps"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -413,4 +417,61 @@ func TestServerBackupSyncPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitBackup(t, "left-elsewhere", salvorv1.BackupPhaseCompleted)
+}
+
+// TestLocationCAInASecret: a location whose object store's CA is in a
+// Secret (Velero 1.18's objectStorage.caCertRef), applied as Velero's
+// YAML, is reached over TLS; its backups' logs download through the CLI,
+// which reads the same Secret. The same store without the CA is
+// Unavailable for its certificate; a location setting caCertRef and
+// caCert both, or naming a key the Secret lacks, is Unavailable saying so.
+func TestLocationCAInASecret(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups", "plain")
+	c.startServer(t)
+	// The store behind TLS with a certificate of its own CA (the signature
+	// holds: the proxy keeps the Host header the client signed).
+	target, err := url.Parse(minio.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+	proxy.StartTLS()
+	t.Cleanup(proxy.Close)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw})
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-ca", Namespace: "salvor"}, Data: map[string][]byte{"ca.pem": caPEM}})
+
+	location := func(name, bucket, ca string) string {
+		return fmt.Sprintf(`
+apiVersion: salvor.dev/v1
+kind: BackupStorageLocation
+metadata: {name: %s, namespace: salvor}
+spec:
+  provider: salvor.dev/s3
+  objectStorage:
+    bucket: %s
+%s
+  config: {region: minio, s3Url: %q, s3ForcePathStyle: "true", credentialsFile: %q}
+`, name, bucket, ca, proxy.URL, minio.CredentialsFile(t))
+	}
+	c.applyVelero(t, location("tls", "backups", "    caCertRef: {name: store-ca, key: ca.pem}"))
+	c.applyVelero(t, location("untrusted", "plain", ""))
+	c.applyVelero(t, location("both", "plain", "    caCertRef: {name: store-ca, key: ca.pem}\n    caCert: "+base64.StdEncoding.EncodeToString(caPEM)))
+	c.applyVelero(t, location("wrong-key", "plain", "    caCertRef: {name: store-ca, key: absent.pem}"))
+	c.waitLocation(t, "tls", salvorv1.BackupStorageLocationPhaseAvailable)
+	for name, says := range map[string]string{
+		"untrusted": "certificate",
+		"both":      "objectStorage.caCertRef and caCert (or config caCert) are both set: keep one",
+		"wrong-key": `caCertRef secret salvor/store-ca has no key "absent.pem"`,
+	} {
+		if bsl := c.waitLocation(t, name, salvorv1.BackupStorageLocationPhaseUnavailable); !strings.Contains(bsl.Status.Message, says) {
+			t.Errorf("location %s: %q, want it to say %q", name, bsl.Status.Message, says)
+		}
+	}
+
+	c.mustSalvor(t, "backup", "create", "over-tls", "--storage-location", "tls", "--include-namespaces", "default", "--wait")
+	if logs := c.mustSalvor(t, "backup", "logs", "over-tls"); !strings.Contains(logs, "over-tls") {
+		t.Errorf("the backup's logs, downloaded over TLS:\n%s", logs)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/clientconfig"
@@ -35,7 +36,24 @@ func (t *Trust) AddFlags(fs *pflag.FlagSet) {
 // config is the TLS configuration for a download of a backup's or
 // restore's file: nil when the system's roots are enough.
 func (t Trust) config(ctx context.Context, c client.Client, namespace string, kind salvorv1.DownloadTargetKind, name string) (*tls.Config, error) {
-	return t.tlsFor(locationOf(ctx, c, namespace, kind, name))
+	bsl := locationOf(ctx, c, namespace, kind, name)
+	if ref := bsl.CACertRef(); ref != nil {
+		// The CA in a Secret: read it as the server does, when this
+		// user may.
+		secret := &corev1.Secret{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret)
+		switch pem, ok := secret.Data[ref.Key]; {
+		case err == nil && ok:
+			bsl.Spec.ObjectStorage.CACert = pem
+		case t.CACertFile != "" || t.Insecure:
+			// --cacert (or no verification) was given for this.
+		case err != nil:
+			return nil, fmt.Errorf("location %s keeps its object store's CA in Secret %s/%s (caCertRef), which cannot be read here (%v): pass its certificate with --cacert", bsl.Name, namespace, ref.Name, err)
+		default:
+			return nil, fmt.Errorf("location %s keeps its object store's CA in Secret %s/%s key %q (caCertRef), which has no such key: pass its certificate with --cacert", bsl.Name, namespace, ref.Name, ref.Key)
+		}
+	}
+	return t.tlsFor(bsl)
 }
 
 // locationOf is the storage location a backup's or restore's file is in;

@@ -65,6 +65,7 @@ func maintainCommand(k *kube.Options) *cobra.Command {
 	f.StringVar(&safety, "safety", safety, "full keeps kopia's safety margins; none frees forgotten data at once (nothing else may write the repository meanwhile)")
 	f.StringVar(&m.WorkDir, "work-dir", datamover.WorkPath, "a writable directory for kopia's configuration and caches")
 	f.StringVar(&m.CredentialsFile, "credentials-file", "", "the location's credentials file (mounted from its credential Secret); empty uses the SDK's default chain")
+	f.StringVar(&m.CACertFile, "cacert-file", "", "the CA bundle of the location's caCertRef (mounted from its Secret)")
 	return cmd
 }
 
@@ -128,5 +129,6 @@ func moverCommand(k *kube.Options, d direction) *cobra.Command {
 	f.StringVar(&m.Dir, d.dirFlag, datamover.VolumePath, d.dirHelp)
 	f.StringVar(&m.WorkDir, "work-dir", datamover.WorkPath, "a writable directory for kopia's configuration and caches")
 	f.StringVar(&m.CredentialsFile, "credentials-file", "", "the location's credentials file (mounted from its credential Secret); empty uses the SDK's default chain")
+	f.StringVar(&m.CACertFile, "cacert-file", "", "the CA bundle of the location's caCertRef (mounted from its Secret)")
 	return cmd
 }

@@ -26,6 +26,12 @@ type ObjectStorageLocation struct {
 	// unless the config gives one.
 	// +optional
 	CACert []byte `json:"caCert,omitempty"`
+	// CACertRef names the key of a Secret in the location's namespace
+	// holding that PEM bundle instead (Velero 1.18's field). The server
+	// reads it when it opens the location, and mounts it into mover pods;
+	// it may not be set with caCert or config caCert.
+	// +optional
+	CACertRef *corev1.SecretKeySelector `json:"caCertRef,omitempty"`
 }
 
 // BackupStorageLocationSpec says which object store plugin holds backups and how to reach it.
@@ -173,9 +179,6 @@ type BackupStorageLocationList struct {
 	Items           []BackupStorageLocation `json:"items"`
 }
 
-// CACert is the CA bundle the location's object store is reached with:
-// config caCert, else objectStorage.caCert (Velero's field); "" for the
-// system's roots. The server's plugin and the CLI's downloads both use it.
 // StoreConfig is the config a location's object store is initialised
 // with: the spec's config, with the bucket, prefix and CA Velero passes
 // to every object store.
@@ -194,6 +197,20 @@ func (s BackupStorageLocationSpec) StoreConfig() map[string]string {
 	return config
 }
 
+// CACertRef is the Secret key a location keeps its CA bundle in, when it
+// does (nil for a nil location too); only when no bundle is in its spec.
+func (l *BackupStorageLocation) CACertRef() *corev1.SecretKeySelector {
+	if l == nil || l.Spec.CACert() != "" {
+		return nil
+	}
+	return l.Spec.ObjectStorage.CACertRef
+}
+
+// CACert is the CA bundle the location's object store is reached with,
+// when the spec holds it: config caCert, else objectStorage.caCert
+// (Velero's field); "" for the system's roots or for a bundle in the
+// Secret objectStorage.caCertRef names. The server's plugin and the CLI's
+// downloads both use it.
 func (s BackupStorageLocationSpec) CACert() string {
 	if ca := s.Config["caCert"]; ca != "" {
 		return ca
