@@ -163,37 +163,23 @@ func TestHelmChart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := manifestObjects(t, c.mustSalvor(t, append([]string{"install", "--dry-run", "-o", "yaml"}, tc.flags...)...))
 			got := manifestObjects(t, c.helm(t, append([]string{"template", "salvor", chart, "--namespace", "salvor", "--dry-run=server"}, tc.helm...)...))
-			delete(want, "Namespace//salvor") // Helm's --create-namespace makes it
-			// The chart's crds/ are config/crd's files, copied by `make
-			// generate` (and checked by check-generated); Helm installs them
-			// apart from the templates.
-			for key := range want {
-				if strings.HasPrefix(key, "CustomResourceDefinition/") {
-					delete(want, key)
-				}
-			}
-			for key, w := range want {
-				g, ok := got[key]
-				if !ok {
-					t.Errorf("the chart does not render %s", key)
-					continue
-				}
-				// Helm's bookkeeping labels are the chart's only addition.
-				labels := g.GetLabels()
-				delete(labels, "app.kubernetes.io/managed-by")
-				delete(labels, "helm.sh/chart")
-				g.SetLabels(labels)
-				if gj, wj := canonical(t, g), canonical(t, w); gj != wj {
-					t.Errorf("%s differs:\nchart:\n%s\nsalvor install:\n%s", key, gj, wj)
-				}
-			}
-			for key := range got {
-				if _, ok := want[key]; !ok {
-					t.Errorf("the chart renders %s, which salvor install does not", key)
-				}
-			}
+			sameManifests(t, want, got)
 		})
 	}
+	// Offline, as GitOps pipelines render: no cluster for either, so both
+	// grant the built-in resources only, and the CLI says so on stderr.
+	t.Run("offline", func(t *testing.T) {
+		cmd := c.command("--kubeconfig", filepath.Join(t.TempDir(), "absent"), "--namespace", "salvor", "install", "--dry-run", "-o", "yaml")
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("salvor install --dry-run without a cluster: %v\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "custom resources are neither backed up nor restored") {
+			t.Errorf("stderr says nothing of custom resources: %q", stderr.String())
+		}
+		sameManifests(t, manifestObjects(t, out.String()), manifestObjects(t, c.helm(t, "template", "salvor", chart, "--namespace", "salvor")))
+	})
 
 	// What only the chart has, and what it refuses.
 	monitor := manifestObjects(t, c.helm(t, "template", "salvor", chart, "--namespace", "salvor",
@@ -254,6 +240,41 @@ func TestHelmChart(t *testing.T) {
 	for _, o := range []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, widget("", "w1", 0)} {
 		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "helm2", Name: o.GetName()}, o); err != nil {
 			t.Errorf("restored by the server the chart installed: %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// sameManifests compares what `salvor install` renders (want) with what
+// the chart renders (got), object by object.
+func sameManifests(t *testing.T, want, got map[string]*unstructured.Unstructured) {
+	t.Helper()
+	delete(want, "Namespace//salvor") // Helm's --create-namespace makes it
+	// The chart's crds/ are config/crd's files, copied by `make
+	// generate` (and checked by check-generated); Helm installs them
+	// apart from the templates.
+	for key := range want {
+		if strings.HasPrefix(key, "CustomResourceDefinition/") {
+			delete(want, key)
+		}
+	}
+	for key, w := range want {
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("the chart does not render %s", key)
+			continue
+		}
+		// Helm's bookkeeping labels are the chart's only addition.
+		labels := g.GetLabels()
+		delete(labels, "app.kubernetes.io/managed-by")
+		delete(labels, "helm.sh/chart")
+		g.SetLabels(labels)
+		if gj, wj := canonical(t, g), canonical(t, w); gj != wj {
+			t.Errorf("%s differs:\nchart:\n%s\nsalvor install:\n%s", key, gj, wj)
+		}
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			t.Errorf("the chart renders %s, which salvor install does not", key)
 		}
 	}
 }

@@ -111,12 +111,11 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Namespace = k.Namespace
-			cfg, err := k.RESTConfig()
-			if err != nil {
-				return fmt.Errorf("salvor install reads the cluster's API resources to name them in the server's role, even with --dry-run: %w", err)
-			}
-			if o.ServerRules, err = DiscoverServerRules(cfg, cmd.ErrOrStderr()); err != nil {
-				return err
+			if !o.CRDsOnly {
+				var err error
+				if o.ServerRules, err = serverRules(k, o.DryRun, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			objs, err := Manifests(*o)
 			if err != nil {

@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
+	chart "github.com/salvor-dev/salvor/charts/salvor"
+	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -225,3 +228,38 @@ var (
 	// MetricsReaderRules let Prometheus scrape the server's metrics.
 	MetricsReaderRules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 )
+
+// serverRules are the server's rules from the cluster's discovery. With
+// offline (a dry run), a cluster that cannot be reached is no error: the
+// rules name the built-in resources the chart ships instead, and w says
+// that custom resources are left out of them.
+func serverRules(k *kube.Options, offline bool, w io.Writer) ([]rbacv1.PolicyRule, error) {
+	cfg, err := k.RESTConfig()
+	if err == nil {
+		var rules []rbacv1.PolicyRule
+		if rules, err = DiscoverServerRules(cfg, w); err == nil || !offline {
+			return rules, err
+		}
+	}
+	if !offline {
+		return nil, fmt.Errorf("salvor install reads the cluster's API resources to name them in the server's role: %w", err)
+	}
+	groups, berr := BuiltinGroups()
+	if berr != nil {
+		return nil, berr
+	}
+	fmt.Fprintf(w, "warning: no cluster to read API resources from (%v): the server's role names the built-in resources of Kubernetes and Salvor's own only; custom resources are neither backed up nor restored until `salvor install` (or `--dry-run` with a cluster) runs against the cluster\n", err)
+	return Rules(groups), nil
+}
+
+// BuiltinGroups is the chart's list of built-in resources (the rules a
+// cluster without custom resources gives the server), by API group.
+func BuiltinGroups() (map[string]*Access, error) {
+	var list struct {
+		Groups map[string]*Access `json:"groups"`
+	}
+	if err := yaml.UnmarshalStrict(chart.BuiltinResources, &list); err != nil || len(list.Groups) == 0 {
+		return nil, fmt.Errorf("the built-in resources shipped with salvor (%s) cannot be read: %v", BuiltinResourcesFile, err)
+	}
+	return list.Groups, nil
+}

@@ -1,11 +1,17 @@
 package install
 
 import (
+	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
 )
 
 func TestServerRules(t *testing.T) {
@@ -51,5 +57,75 @@ func TestServerRules(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rules:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestOfflineDryRun: `install --dry-run` with no cluster renders the
+// server's role from the built-in resources the chart ships, and says on
+// stderr that custom resources are not in it; without --dry-run the
+// install needs the cluster and says why.
+func TestOfflineDryRun(t *testing.T) {
+	noCluster := &kube.Options{Kubeconfig: filepath.Join(t.TempDir(), "none"), Namespace: "salvor"}
+	run := func(args ...string) (string, string, error) {
+		cmd := NewCommand(noCluster)
+		cmd.SetArgs(args)
+		out, errOut := &strings.Builder{}, &strings.Builder{}
+		cmd.SetOut(out)
+		cmd.SetErr(errOut)
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, stderr, err := run("--dry-run", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "no cluster to read API resources from") || !strings.Contains(stderr, "custom resources are neither backed up nor restored") {
+		t.Errorf("stderr: %q", stderr)
+	}
+	groups, err := BuiltinGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(groups["apps"].Write, "deployments") || !slices.Contains(groups["salvor.dev"].Read, "backups") {
+		t.Errorf("built-in groups: apps %+v, salvor.dev %+v", groups["apps"], groups["salvor.dev"])
+	}
+	want, err := json.Marshal(Rules(groups))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Rules json.RawMessage `json:"rules"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v in\n%s", err, out)
+	}
+	var found bool
+	for _, obj := range list.Items {
+		if obj.Kind == "ClusterRole" && obj.Metadata.Name == "salvor-server-salvor" {
+			found = true
+			var got []rbacv1.PolicyRule
+			if err := json.Unmarshal(obj.Rules, &got); err != nil {
+				t.Fatal(err)
+			}
+			if g, _ := json.Marshal(got); string(g) != string(want) {
+				t.Errorf("the server's rules offline:\n%s\nwant the built-in resources':\n%s", g, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no server ClusterRole in\n%s", out)
+	}
+
+	if _, _, err := run(); err == nil || !strings.Contains(err.Error(), "salvor install reads the cluster's API resources to name them in the server's role") {
+		t.Errorf("install without a cluster: %v", err)
+	}
+	if out, _, err := run("--dry-run", "--crds-only"); err != nil || !strings.Contains(out, "CustomResourceDefinition") {
+		t.Errorf("--crds-only --dry-run without a cluster: %v", err)
 	}
 }
