@@ -22,6 +22,10 @@ type Snapshotter struct {
 	// Location is the VolumeSnapshotLocation's name; Provider its plugin.
 	Location, Provider string
 	VS                 host.VolumeSnapshotter
+	// Err is why the location's plugin could not be opened (VS is nil):
+	// each volume it would snapshot is an error of the backup naming the
+	// volume, and a backup with none to snapshot is not failed by it.
+	Err error
 }
 
 // VolumeSnapshot is one record of a backup's volume snapshots file
@@ -152,6 +156,10 @@ func (r *run) crdOf(ctx context.Context, res resources.Resource, what string) er
 
 func (r *run) snapshot(ctx context.Context, pv *unstructured.Unstructured, what string) {
 	s := r.snapshotter
+	if s.Err != nil {
+		r.rec.Error("", fmt.Sprintf("%s: not snapshotted, its data is not in the backup: %v", what, s.Err))
+		return
+	}
 	volumeID, err := s.VS.GetVolumeID(ctx, pv)
 	if err != nil {
 		r.rec.Error("", fmt.Sprintf("%s: VolumeSnapshotter %s could not tell its volume ID: %v", what, s.Provider, err))

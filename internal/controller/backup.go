@@ -557,8 +557,8 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	}
 	snap, err := r.Locations.Snapshotter(ctx, snapshotLocation(b.Spec))
 	if err != nil {
-		_ = r.fail(ctx, b, err.Error())
-		return
+		// A volume to snapshot there fails; a backup with none does not.
+		snap = &backup.Snapshotter{Location: snapshotLocation(b.Spec), Err: err}
 	}
 	if b.Status.Attempts > 1 {
 		// The first attempt's name was checked free by its validation,

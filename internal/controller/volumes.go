@@ -47,6 +47,12 @@ func (l *Locations) Snapshotter(ctx context.Context, name string) (*backup.Snaps
 		}
 		return nil, nil
 	}
+	return l.SnapshotterOf(ctx, vsl)
+}
+
+// SnapshotterOf opens the VolumeSnapshotter of a location: its plugin,
+// initialised with its config.
+func (l *Locations) SnapshotterOf(ctx context.Context, vsl *salvorv1.VolumeSnapshotLocation) (*backup.Snapshotter, error) {
 	provider := vsl.Spec.Provider
 	if !strings.Contains(provider, "/") {
 		provider = "velero.io/" + provider

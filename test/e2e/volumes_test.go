@@ -907,6 +907,41 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	if out, err := c.salvor(t, "snapshot-location", "set", "second", "--credential", "a=x,b=y"); err == nil || !strings.Contains(out, "--credential: give one SECRET=KEY") {
 		t.Errorf("set --credential with two: %v\n%s", err, out)
 	}
+
+	// Checked as backup locations are (issue 58 item 6): a provider the
+	// server does not run is refused at create, naming those it does; a
+	// config its plugin refuses leaves the location Unavailable saying
+	// why, which fails a backup only when it has a volume to snapshot.
+	if out, err := c.salvor(t, "snapshot-location", "create", "typo", "--provider", "salvor.dev/localvolume"); err == nil ||
+		!strings.Contains(out, "the server runs no VolumeSnapshotter plugin named salvor.dev/localvolume (its VolumeSnapshotters: ") || !strings.Contains(out, "salvor.dev/local-volume") {
+		t.Errorf("create with an unknown provider: %v\n%s", err, out)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "typo"}, &salvorv1.VolumeSnapshotLocation{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused location was made: %v", err)
+	}
+	c.mustSalvor(t, "snapshot-location", "create", "relative", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir=snapshots")
+	eventually(t, "location relative checked", time.Minute, func() (bool, string) {
+		out := c.mustSalvor(t, "snapshot-location", "get", "relative")
+		return strings.Contains(out, "Unavailable") && strings.Contains(out, `config snapshotDir="snapshots": want an absolute directory`), out
+	})
+	eventually(t, "location third Available", time.Minute, func() (bool, string) {
+		out := c.mustSalvor(t, "snapshot-location", "get", "third")
+		return strings.Contains(out, " Available "), out
+	})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-volumes"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "no-volumes"}})
+	c.mustSalvor(t, "backup", "create", "without-volumes", "--include-namespaces", "no-volumes", "--volume-snapshot-locations", "relative", "--wait")
+	if b := c.getBackup(t, "without-volumes"); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Errorf("a backup with no volume, naming an Unavailable snapshot location: %s %+v", b.Status.Phase, b.Status)
+	}
+	if out, err := c.salvor(t, "backup", "create", "with-volume", "--include-namespaces", "vsl", "--volume-snapshot-locations", "relative", "--wait"); err == nil {
+		t.Errorf("a backup whose volume could not be snapshotted exited 0:\n%s", out)
+	}
+	b = c.waitBackup(t, "with-volume", salvorv1.BackupPhasePartiallyFailed)
+	if desc := c.mustSalvor(t, "backup", "describe", "with-volume", "--details"); !strings.Contains(desc, "vsl-pv: not snapshotted, its data is not in the backup: volume snapshot location relative:") ||
+		!strings.Contains(desc, "want an absolute directory") {
+		t.Errorf("the volume's error:\n%s", desc)
+	}
 }
 
 // TestResourcePoliciesDecideSnapshots runs Velero's resource policies

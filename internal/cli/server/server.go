@@ -401,6 +401,7 @@ func (o *options) run(ctx context.Context) error {
 			GlobalVolumePolicies: o.globalPolicies,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval, SyncPeriod: o.syncPeriod},
+		&controller.SnapshotLocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
 		&controller.GCReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MovedData: repositories, Events: mgr.GetEventRecorder("salvor-server"), Locations: locations, Log: logger, Runs: runs},
 		&controller.ServerStatusReconciler{Client: mgr.GetClient(), Plugins: func() []salvorv1.PluginInfo {
 			var out []salvorv1.PluginInfo

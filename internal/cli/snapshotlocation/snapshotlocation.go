@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,9 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/cli/version"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/kind"
 )
 
 // NewCommand returns `salvor snapshot-location`.
@@ -57,6 +60,12 @@ func newCreate(k *kube.Options) *cobra.Command {
 			if printed, err := kube.Print(cmd.OutOrStdout(), c, format, vsl, nil); printed || err != nil {
 				return err
 			}
+			status, err := version.AskServer(cmd.Context(), k, serverWait)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: provider %s not checked: %v; `salvor snapshot-location get %s` shows whether the server can use it\n", provider, err, args[0])
+			} else if msg := unknownProvider(provider, status.Plugins); msg != "" {
+				return fmt.Errorf("volume snapshot location %s: %s", args[0], msg)
+			}
 			if err := c.Create(cmd.Context(), vsl); err != nil {
 				return fmt.Errorf("creating volume snapshot location %s: %w", args[0], err)
 			}
@@ -80,17 +89,51 @@ func newCreate(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
+// serverWait is how long create waits for the server to say which
+// VolumeSnapshotters it runs.
+var serverWait = 5 * time.Second
+
+// unknownProvider says why no VolumeSnapshotter of the server's plugins
+// is provider ("" when one is), naming those it has. A name without a
+// domain means velero.io/<name>, as the server reads it.
+func unknownProvider(provider string, plugins []salvorv1.PluginInfo) string {
+	full := provider
+	if !strings.Contains(full, "/") {
+		full = "velero.io/" + full
+	}
+	var have []string
+	for _, p := range plugins {
+		if !strings.HasPrefix(p.Kind, string(kind.VolumeSnapshotter)) {
+			continue
+		}
+		if p.Name == full {
+			return ""
+		}
+		if !slices.Contains(have, p.Name) {
+			have = append(have, p.Name)
+		}
+	}
+	sort.Strings(have)
+	runs := "none"
+	if len(have) > 0 {
+		runs = strings.Join(have, ", ")
+	}
+	return fmt.Sprintf("the server runs no VolumeSnapshotter plugin named %s (its VolumeSnapshotters: %s): fix --provider, or add the plugin's image first (salvor plugin add IMAGE)", full, runs)
+}
+
 func newGet(k *kube.Options) *cobra.Command {
 	return get.Command[salvorv1.VolumeSnapshotLocation](k, "volumesnapshotlocation", "List volume snapshot locations",
 		"  salvor snapshot-location get\n  salvor snapshot-location get default -o yaml",
 		&salvorv1.VolumeSnapshotLocationList{}, get.Table[salvorv1.VolumeSnapshotLocation]{
-			Header: []string{"NAME", "PROVIDER", "DEFAULT"},
+			Header: []string{"NAME", "PROVIDER", "PHASE", "DEFAULT", "MESSAGE"},
 			Row: func(v *salvorv1.VolumeSnapshotLocation) []string {
 				def := ""
 				if v.Spec.Default {
 					def = "true"
 				}
-				return []string{v.Name, v.Spec.Provider, def}
+				// A location no server has checked yet shows as Unknown,
+				// as backup locations do.
+				return []string{v.Name, v.Spec.Provider, output.Or(string(v.Status.Phase), "Unknown"), def, output.Or(v.Status.Message, "-")}
 			},
 			WideHeader: []string{"CONFIG"},
 			WideRow: func(v *salvorv1.VolumeSnapshotLocation) []string {

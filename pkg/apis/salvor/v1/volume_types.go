@@ -24,11 +24,35 @@ type VolumeSnapshotLocationSpec struct {
 	Credential *corev1.SecretKeySelector `json:"credential,omitempty"`
 }
 
+// VolumeSnapshotLocationPhase says whether the server could initialise
+// the location's plugin with its config (Velero's phases).
+type VolumeSnapshotLocationPhase string
+
+const (
+	VolumeSnapshotLocationPhaseAvailable   VolumeSnapshotLocationPhase = "Available"
+	VolumeSnapshotLocationPhaseUnavailable VolumeSnapshotLocationPhase = "Unavailable"
+)
+
+// VolumeSnapshotLocationStatus is what the server found when it last
+// checked the location.
+type VolumeSnapshotLocationStatus struct {
+	// +optional
+	Phase VolumeSnapshotLocationPhase `json:"phase,omitempty"`
+	// Message says why a location is unavailable.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	// +nullable
+	LastValidationTime *metav1.Time `json:"lastValidationTime,omitempty"`
+}
+
 // VolumeSnapshotLocation is where, and by which plugin, volumes are snapshotted.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vsl
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VolumeSnapshotLocation struct {
@@ -36,6 +60,8 @@ type VolumeSnapshotLocation struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec VolumeSnapshotLocationSpec `json:"spec,omitempty"`
+	// +optional
+	Status VolumeSnapshotLocationStatus `json:"status,omitempty"`
 }
 
 // VolumeSnapshotLocationList is a list of VolumeSnapshotLocations.
