@@ -268,10 +268,38 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 			return fmt.Errorf("deleting the files of backup %s: %w", b.Name, err)
 		default:
 			r.Log.Info("deleted a backup's files", "backup", b.Name, "location", bsl.Name)
+			if err := r.deleteRestores(ctx, b, store); err != nil {
+				return err
+			}
 		}
 	}
 	controllerutil.RemoveFinalizer(b, salvorv1.FilesFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
+}
+
+// deleteRestores removes the restores of a deleted backup once its own
+// files are gone, as Velero does: each one's log and results in the
+// location, then its Restore object. All have ended (waitForReaders saw
+// to that); what they restored stays in the cluster.
+func (r *GCReconciler) deleteRestores(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
+	restores := &salvorv1.RestoreList{}
+	if err := r.Client.List(ctx, restores, client.InNamespace(b.Namespace)); err != nil {
+		return fmt.Errorf("deleting backup %s: listing its restores: %w", b.Name, err)
+	}
+	for i := range restores.Items {
+		rs := &restores.Items[i]
+		if rs.Spec.BackupName != b.Name || !rs.Status.Phase.Ended() {
+			continue
+		}
+		if err := store.DeleteRestoreFiles(ctx, rs.Name); err != nil {
+			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
+		}
+		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting backup %s: its restore %s: %w", b.Name, rs.Name, err)
+		}
+		r.Log.Info("deleted a restore of a deleted backup, and its log and results", "restore", rs.Name, "backup", b.Name)
+	}
+	return nil
 }
 
 // ownsFiles tells whether the files under a deleted Backup's name in its

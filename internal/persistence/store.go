@@ -609,6 +609,18 @@ func (s *BackupStore) RestoreFile(name string, f File) string {
 	return s.key("restores", name, "restore-"+name+f.Suffix())
 }
 
+// DeleteRestoreFiles removes the files a restore keeps in the location
+// (its log, results, resource list and item operations), and nothing else
+// under its name.
+func (s *BackupStore) DeleteRestoreFiles(ctx context.Context, name string) error {
+	for _, f := range []File{LogFile, ResultsFile, ResourceListFile, ItemOperationsFile} {
+		if err := s.store.DeleteObject(ctx, s.bucket, s.RestoreFile(name, f)); err != nil {
+			return fmt.Errorf("deleting restore %s's %s: %w", name, s.RestoreFile(name, f), err)
+		}
+	}
+	return nil
+}
+
 // PutRestoreJSON writes one of a restore's gzip'd JSON files.
 func (s *BackupStore) PutRestoreJSON(ctx context.Context, name string, f File, v any) error {
 	return s.putGzipJSON(ctx, s.RestoreFile(name, f), "restore-"+name+f.Suffix(), v)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -132,6 +134,24 @@ func TestFilesystem(t *testing.T) {
 	contract(t, s, "bkt")
 	if _, err := os.Stat(filepath.Join(root, "bkt", "backups", "b1", "b1.tar.gz")); err != nil {
 		t.Errorf("object not stored as a file: %v", err)
+	}
+	// A deleted object leaves no empty directory (b2 held one object),
+	// and a directory still holding one stays, as does the bucket.
+	if _, err := os.Stat(filepath.Join(root, "bkt", "backups", "b2")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the emptied directory of backups/b2: %v", err)
+	}
+	for _, key := range []string{"restores/r1/restore-r1-logs.gz", "metadata/revision"} {
+		if err := s.DeleteObject(context.Background(), "bkt", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "bkt"))
+	if err != nil || len(entries) != 1 || entries[0].Name() != "backups" {
+		t.Errorf("the bucket after deleting all but backups/b1: %v, %v", entries, err)
+	}
+	// Written again where a directory went.
+	if err := s.PutObject(context.Background(), "bkt", "backups/b2/velero-backup.json", strings.NewReader("{}")); err != nil {
+		t.Errorf("PutObject where a deleted directory was: %v", err)
 	}
 	for _, key := range []string{"../x", "/abs", "a/../../b", "a/"} {
 		if err := s.PutObject(context.Background(), "bkt", key, strings.NewReader("x")); err == nil {

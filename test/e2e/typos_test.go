@@ -77,14 +77,19 @@ func TestWarningsWhereDataIsMissed(t *testing.T) {
 		t.Errorf("strict restore: %s %q %v", rs.Status.Phase, rs.Status.ValidationErrors, err)
 	}
 
-	// The restore's log outlives its backup: the restore records its location.
-	c.mustSalvor(t, "backup", "delete", "whole")
+	// The backup's restores go with it (Velero's rule), their logs too.
+	if logs := c.mustSalvor(t, "restore", "logs", "typo"); !strings.Contains(logs, `"restore":"typo"`) {
+		t.Errorf("restore logs:\n%s", logs)
+	}
+	c.mustSalvor(t, "backup", "delete", "whole", "--confirm")
 	eventually(t, "backup whole deleted", time.Minute, func() (bool, string) {
 		err := c.client.Get(t.Context(), client.ObjectKey{Namespace: "salvor", Name: "whole"}, &salvorv1.Backup{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	if logs := c.mustSalvor(t, "restore", "logs", "typo"); !strings.Contains(logs, `"restore":"typo"`) {
-		t.Errorf("restore logs after its backup was deleted:\n%s", logs)
+	for _, name := range []string{"typo", "strict"} {
+		if err := c.client.Get(t.Context(), client.ObjectKey{Namespace: "salvor", Name: name}, &salvorv1.Restore{}); !apierrors.IsNotFound(err) {
+			t.Errorf("restore %s of the deleted backup stayed: %v", name, err)
+		}
 	}
 
 	// A bound volume and no snapshot location: its data is not in the backup.

@@ -87,10 +87,7 @@ func (s *Store) PutObjectWithContext(ctx context.Context, bucket, key string, bo
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".put-*")
+	tmp, err := s.createTemp(filepath.Dir(name))
 	if err != nil {
 		return err
 	}
@@ -227,6 +224,25 @@ func (s *Store) ListCommonPrefixesWithContext(ctx context.Context, bucket, prefi
 	return out, nil
 }
 
+// createTemp makes a temporary file in dir, making dir first. A delete
+// may remove dir, emptied, between the two (DeleteObject): then dir is
+// made again.
+func (s *Store) createTemp(dir string) (*os.File, error) {
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		tmp, err := os.CreateTemp(dir, ".put-*")
+		if errors.Is(err, fs.ErrNotExist) && try < 3 {
+			continue
+		}
+		return tmp, err
+	}
+}
+
+// DeleteObject removes an object's file, and then each directory above it
+// that this left empty, up to the bucket's: an object store has no empty
+// directories, and a deleted backup leaves none behind.
 func (s *Store) DeleteObject(bucket, key string) error {
 	name, err := s.file(bucket, key)
 	if err != nil {
@@ -234,6 +250,13 @@ func (s *Store) DeleteObject(bucket, key string) error {
 	}
 	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	top := filepath.Join(s.root, bucket)
+	for dir := filepath.Dir(name); dir != top && strings.HasPrefix(dir, top+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		// Fails (and stops) at the first directory that holds anything.
+		if os.Remove(dir) != nil {
+			break
+		}
 	}
 	return nil
 }
