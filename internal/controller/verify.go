@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/salvor-dev/salvor/internal/csi"
+	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/verify"
@@ -37,6 +41,9 @@ type VerifyReconciler struct {
 	APIReader client.Reader
 	Locations *Locations
 	Dynamic   dynamic.Interface
+	// MovedData opens the repositories moved volume data is in, to check
+	// a backup's (nil: moved data is not checked, and says so).
+	MovedData *datamover.Repositories
 	Log       *slog.Logger
 }
 
@@ -99,12 +106,16 @@ func (r *VerifyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if _, _, failure := judgeAuthentication(b, rep.Authentication); failure != "" {
 			rep.Failures = append(rep.Failures, failure)
 		}
-		v.Manifest, v.Objects, v.Items, v.Failures = rep.Manifest, rep.Objects, rep.Items, rep.Failures
+		if err := r.checkVolumes(ctx, b, rep); err != nil {
+			return ctrl.Result{}, fmt.Errorf("verifying backup %s: %w", b.Name, err)
+		}
+		rep.Finish()
+		v.Manifest, v.Objects, v.Items, v.Failures, v.Volumes = rep.Manifest, rep.Objects, rep.Items, rep.Failures, rep.VolumeResults
 		if v.Objects == nil {
 			v.Objects = []salvorv1.VerifiedObject{}
 		}
 		v.Authentication = rep.Authentication.Status()
-		v.Message = "checked " + rep.Checked
+		v.Message = "checked " + rep.Checked + "; " + volumesChecked(v.Volumes)
 		if prefix == "" || !rep.Passed() {
 			if prefix != "" {
 				v.Message += "; the test restore was not run: the backup's objects failed verification"
@@ -317,4 +328,97 @@ func testRestoreFailure(tr *salvorv1.TestRestoreOutcome) string {
 func (r *VerifyReconciler) record(ctx context.Context, b *salvorv1.Backup, v *salvorv1.BackupVerification) error {
 	b.Status.Verification = v
 	return writeStatus(ctx, r.Client, b, func(dst, src *salvorv1.Backup) { dst.Status.Verification = src.Status.Verification })
+}
+
+// checkVolumes checks the data of each volume the backup keeps outside
+// its objects, where that data is: moved data in its location's kopia
+// repository (found as a restore finds it, its root read back), a CSI
+// snapshot's VolumeSnapshotContent in this cluster (there and ready). A
+// VolumeSnapshotter's snapshot cannot be checked — the plugin API has no
+// call that reads one — and says so. An error is returned only when the
+// cluster could not be asked (to try again).
+func (r *VerifyReconciler) checkVolumes(ctx context.Context, b *salvorv1.Backup, rep *verify.Report) error {
+	var contents map[string]map[string]any // by snapshot handle
+	var listErr error
+	for _, v := range rep.Volumes {
+		switch v.Kind {
+		case verify.MovedData:
+			if r.MovedData == nil {
+				rep.Volume(v, salvorv1.ObjectUnchecked, "this server does not read moved data")
+				continue
+			}
+			bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
+			if err != nil {
+				return err
+			}
+			src := kopiarepo.Source{Requester: kopiarepo.DataMover, Name: v.Namespace + "/" + v.Claim,
+				Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: v.DataUpload, salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}}
+			snap, err := r.MovedData.Check(ctx, bsl, v.Namespace, src)
+			switch {
+			case err == nil:
+				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("kopia snapshot %s in location %s, %d bytes, its root read back", snap.ID, bsl.Name, snap.TotalBytes))
+			case ctx.Err() != nil:
+				return ctx.Err()
+			default:
+				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("location %s: %v", bsl.Name, err))
+			}
+		case verify.CSISnapshot:
+			if contents == nil {
+				contents = map[string]map[string]any{}
+				list, err := r.Dynamic.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{})
+				switch {
+				case ctx.Err() != nil:
+					return ctx.Err()
+				case err != nil && !apierrors.IsNotFound(err):
+					listErr = err
+				case err == nil:
+					for _, c := range list.Items {
+						if h, _, _ := unstructured.NestedString(c.Object, "status", "snapshotHandle"); h != "" {
+							contents[h] = c.Object
+						}
+					}
+				}
+			}
+			if listErr != nil {
+				rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("this cluster's VolumeSnapshotContents could not be listed: %v", listErr))
+				continue
+			}
+			c, ok := contents[v.Handle]
+			ready, _, _ := unstructured.NestedBool(c, "status", "readyToUse")
+			switch {
+			case v.Handle == "":
+				rep.Volume(v, salvorv1.ObjectMissing, "the backup records no snapshot handle for it")
+			case ok && ready:
+				name, _, _ := unstructured.NestedString(c, "metadata", "name")
+				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("VolumeSnapshotContent %s holds snapshot %s of driver %s, ready to use", name, v.Handle, v.Driver))
+			case ok:
+				name, _, _ := unstructured.NestedString(c, "metadata", "name")
+				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("VolumeSnapshotContent %s holds snapshot %s but is not ready to use", name, v.Handle))
+			case b.Annotations[salvorv1.SyncedAnnotation] != "":
+				rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("no VolumeSnapshotContent in this cluster holds snapshot %s (the backup was made by another cluster); driver %s's storage was not asked", v.Handle, v.Driver))
+			default:
+				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("no VolumeSnapshotContent in this cluster holds snapshot %s of driver %s any more", v.Handle, v.Driver))
+			}
+		default:
+			rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("snapshot %s in volume snapshot location %s: the VolumeSnapshotter plugin API has no call that reads a snapshot, so only a restore shows it is there", v.SnapshotID, v.Location))
+		}
+	}
+	return nil
+}
+
+// volumesChecked says in words what became of the volumes' data checks.
+func volumesChecked(volumes []salvorv1.VerifiedVolume) string {
+	if len(volumes) == 0 {
+		return "the backup keeps no volume data outside its objects"
+	}
+	counts := map[string]int{}
+	for _, v := range volumes {
+		counts[v.Result]++
+	}
+	s := fmt.Sprintf("of the %d volumes whose data the backup keeps in snapshots or moved data, %d were found (ok), %d missing, %d not checked",
+		len(volumes), counts[salvorv1.ObjectOK], counts[salvorv1.ObjectMissing], counts[salvorv1.ObjectUnchecked])
+	if counts[salvorv1.ObjectUnchecked] > 0 {
+		s += " (the Volumes table says why)"
+	}
+	return s
 }

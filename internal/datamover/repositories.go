@@ -50,6 +50,20 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	return repo, func() { repo.Close(context.WithoutCancel(ctx)); os.RemoveAll(dir) }, nil
 }
 
+// Check finds the snapshot of src in namespace ns's repository in bsl and
+// reads its root (kopiarepo.Repository.Check): what verifying a backup's
+// moved data asks.
+func (r *Repositories) Check(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, src kopiarepo.Source) (kopiarepo.Snapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	repo, done, err := r.open(ctx, bsl, ns, false)
+	if err != nil {
+		return kopiarepo.Snapshot{}, err
+	}
+	defer done()
+	return repo.Check(ctx, src)
+}
+
 // Forget deletes kopia snapshots from namespace ns's repository in bsl
 // (their data goes at the repository's next full maintenance).
 func (r *Repositories) Forget(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, ids []string) error {

@@ -353,3 +353,43 @@ func TestParseSafety(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFindsLostData: Check finds a snapshot as a restore finds it (by
+// source and tags) and walks it; a snapshot forgotten, or
+// whose data packs are gone from the location, fails it.
+func TestCheckFindsLostData(t *testing.T) {
+	loc := locations(t)["filesystem"]
+	ctx := context.Background()
+	r := mustOpen(t, loc, "app", "pw", true)
+	src := Source{Requester: DataMover, Name: "app/data", Tags: map[string]string{"backup": "b1"}}
+	res, err := r.Backup(ctx, volume(t), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := mustOpen(t, loc, "app", "pw", false).Check(ctx, src); err != nil || snap.ID != res.SnapshotID {
+		t.Fatalf("check of the snapshot: %+v, %v", snap, err)
+	}
+	other := Source{Requester: DataMover, Name: "app/data", Tags: map[string]string{"backup": "b2"}}
+	if _, err := r.Check(ctx, other); !errors.Is(err, ErrNoSnapshot) {
+		t.Errorf("check of a backup that moved nothing: %v", err)
+	}
+	// The data packs (kopia's p* blobs) lost: the root no longer reads.
+	packs, err := filepath.Glob(filepath.Join(loc.Config["root"], "volumes", "kopia", "app", "p*"))
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("no data packs in the repository: %v", err)
+	}
+	for _, p := range packs {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mustOpen(t, loc, "app", "pw", false).Check(ctx, src); err == nil {
+		t.Error("check passed with the snapshot's data gone")
+	}
+	if err := r.Forget(ctx, res.SnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mustOpen(t, loc, "app", "pw", false).Check(ctx, src); !errors.Is(err, ErrNoSnapshot) {
+		t.Errorf("check of a forgotten snapshot: %v", err)
+	}
+}

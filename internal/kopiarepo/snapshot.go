@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -435,6 +436,41 @@ func (r *Repository) Find(ctx context.Context, src Source) (Snapshot, error) {
 		return found[0], nil
 	}
 	return Snapshot{}, fmt.Errorf("%s tagged %v: %d snapshots: %w", si.Path, src.Tags, len(found), ErrAmbiguous)
+}
+
+// Check finds the snapshot of src, as a restore would, and walks it as
+// kopia's snapshot verify does: every directory is read back, and every
+// file's contents are in the index and in a pack blob the location holds.
+// File data is not read (a restore does that); what a restore would miss
+// is found.
+func (r *Repository) Check(ctx context.Context, src Source) (Snapshot, error) {
+	snap, err := r.Find(ctx, src)
+	if err != nil {
+		return snap, err
+	}
+	man, err := r.load(ctx, snap.ID)
+	if err != nil {
+		return snap, err
+	}
+	root, err := snapshotfs.SnapshotRoot(r.rep, man)
+	if err != nil {
+		return snap, fmt.Errorf("snapshot %s: its root: %w", snap.ID, err)
+	}
+	opts := snapshotfs.VerifierOptions{Parallelism: 4, MaxErrors: 1}
+	if dr, ok := r.rep.(repo.DirectRepository); ok {
+		if opts.BlobMap, err = blob.ReadBlobMap(ctx, dr.BlobReader()); err != nil {
+			return snap, fmt.Errorf("snapshot %s: listing the repository's blobs: %w", snap.ID, err)
+		}
+	}
+	v := snapshotfs.NewVerifier(ctx, r.rep, opts)
+	res, err := v.InParallel(ctx, func(tw *snapshotfs.TreeWalker) error { return tw.Process(ctx, root, ".") })
+	if err == nil && res.ErrorCount > 0 {
+		err = errors.New(strings.Join(res.ErrorStrings, "; "))
+	}
+	if err != nil {
+		return snap, fmt.Errorf("snapshot %s: %w", snap.ID, err)
+	}
+	return snap, nil
 }
 
 // Describe returns snapshot id, as Snapshots lists it.

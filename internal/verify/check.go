@@ -29,6 +29,12 @@ type Report struct {
 	// version copy).
 	Items    int
 	Failures []string
+	// Volumes are the volumes whose data the backup keeps outside its
+	// objects, found in its tarball and volume snapshots file; the caller
+	// checks each (the data is in the cluster or a repository, not among
+	// the objects) and records what it found in VolumeResults.
+	Volumes       []Volume
+	VolumeResults []salvorv1.VerifiedVolume
 	// Checked says, in words, what was checked.
 	Checked string
 	// dropped counts failures beyond maxFailures.
@@ -100,6 +106,12 @@ func Check(ctx context.Context, store *persistence.BackupStore, name, uid string
 	} else {
 		checkWithoutManifest(ctx, store, name, stored, r)
 		r.Checked = "the backup has no manifest (written by Velero, or by a Salvor before manifests): its objects were read and parsed, the tarball read whole under the restore's checks, and its items compared with the resource list; no checksum could be checked"
+	}
+	r.Volumes = withoutMoved(r.Volumes)
+	if snaps, err := pluginSnapshots(ctx, store, name); err != nil {
+		r.fail("%s: the volume snapshots could not be read: %v", name+persistence.VolumeSnapshotsFile.Suffix(), err)
+	} else {
+		r.Volumes = append(r.Volumes, snaps...)
 	}
 	r.Finish()
 	return r, nil
@@ -189,6 +201,9 @@ func checkTarball(ctx context.Context, store *persistence.BackupStore, name stri
 		entries++
 		if e.Version == "" {
 			r.Items++ // its other copies are the same item at a version
+			if v, ok := volumeOf(e); ok {
+				r.Volumes = append(r.Volumes, v)
+			}
 		}
 		seen[e.Path] = true
 		if why := e.Misfiled(); why != "" {

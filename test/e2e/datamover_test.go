@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,12 @@ func TestDataMoverBackup(t *testing.T) {
 	if !strings.Contains(desc, "data moved into location primary") {
 		t.Errorf("describe --details does not say where the data went:\n%s", desc)
 	}
+	// Verification checks the moved data where a restore finds it.
+	if out := c.mustSalvor(t, "backup", "verify", "moved-again"); !strings.Contains(out, "Verification: Passed") ||
+		!regexp.MustCompile(`claim app/data\s+moved data\s+ok\s+kopia snapshot `+second.Status.SnapshotID).MatchString(out) ||
+		!strings.Contains(out, "of the 1 volumes whose data the backup keeps in snapshots or moved data, 1 were found (ok), 0 missing, 0 not checked") {
+		t.Errorf("verify of a backup with moved data:\n%s", out)
+	}
 
 	// Deleting the first backup forgets its kopia snapshot and its
 	// upload; the second backup's stays, and restores whole.
@@ -192,6 +199,23 @@ func TestDataMoverBackup(t *testing.T) {
 		t.Fatalf("the second backup's data:\n got %v\nwant %v", got, want)
 	}
 	restoreMovedData(t, c, csi, "moved-again", second, want)
+
+	// The moved data lost from the bucket (kopia's data packs): the
+	// verification fails naming the claim.
+	bucket := openObjectStore(t, map[string]string{"bucket": "backups", "region": "minio", "s3Url": minio.Endpoint, "s3ForcePathStyle": "true", "credentialsFile": minio.CredentialsFile(t)})
+	packs, err := bucket.ListObjects(context.Background(), "backups", "cluster-a/kopia/app/p")
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("kopia's data packs in the bucket: %v, %v", packs, err)
+	}
+	for _, k := range packs {
+		if err := bucket.DeleteObject(context.Background(), "backups", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := c.salvor(t, "backup", "verify", "moved-again")
+	if err == nil || !strings.Contains(out, "Verification: Failed") || !strings.Contains(out, "claim app/data (moved data): its data is missing") {
+		t.Errorf("verify with the moved data lost: %v\n%s", err, out)
+	}
 }
 
 // restoreMovedData loses the storage side — namespace app and its volume

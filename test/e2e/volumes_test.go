@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -873,6 +874,13 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	}
 	if out := c.mustSalvor(t, "describe", "backup", "to-second"); !strings.Contains(out, "Snapshot location: second") {
 		t.Errorf("describe:\n%s", out)
+	}
+	// Verification says plainly that a VolumeSnapshotter's snapshot was
+	// not checked, and why (issue 58 item 2).
+	if out := c.mustSalvor(t, "backup", "verify", "to-second"); !strings.Contains(out, "Verification: Passed") ||
+		!regexp.MustCompile(`persistentvolume vsl-pv\s+VolumeSnapshotter snapshot\s+unchecked\s+snapshot \S+ in volume snapshot location second: the VolumeSnapshotter plugin API has no call that reads a snapshot`).MatchString(out) ||
+		!strings.Contains(out, "of the 1 volumes whose data the backup keeps in snapshots or moved data, 0 were found (ok), 0 missing, 1 not checked") {
+		t.Errorf("verify of a backup with a VolumeSnapshotter snapshot:\n%s", out)
 	}
 	// It restores from there (the default location has nothing).
 	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "to-second", "--namespace-mappings", "vsl:vsl2", "--wait")

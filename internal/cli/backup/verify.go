@@ -141,6 +141,13 @@ func DescribeVerification(w io.Writer, v *salvorv1.BackupVerification) {
 	if len(rows) > 0 {
 		_ = output.Table(w, []string{"  OBJECT", "RESULT", "DETAIL"}, rows)
 	}
+	var volumes [][]string
+	for _, vol := range v.Volumes {
+		volumes = append(volumes, []string{"  " + vol.Name, vol.Kind, vol.Result, vol.Detail})
+	}
+	if len(volumes) > 0 {
+		_ = output.Table(w, []string{"  VOLUME", "KEPT AS", "RESULT", "DETAIL"}, volumes)
+	}
 	if tr := v.TestRestore; tr != nil {
 		fmt.Fprintf(w, "  Test restore: %s into %s (prefix %s)\n", output.Or(tr.Restore, "not started"), output.List(tr.Namespaces, "no namespaces"), tr.Prefix)
 		if tr.RestorePhase != "" {

@@ -412,7 +412,7 @@ func (o *options) run(ctx context.Context) error {
 		}},
 		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip},
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
-		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, Log: logger},
+		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, MovedData: repositories, Log: logger},
 		&controller.RestoreReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Engine: &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget,

@@ -382,6 +382,11 @@ type BackupVerification struct {
 	// Objects are the backup's stored objects and what was found of each.
 	// +optional
 	Objects []VerifiedObject `json:"objects,omitempty"`
+	// Volumes are the volumes whose data the backup keeps outside its
+	// objects (moved into the location, or in a snapshot) and what was
+	// found of each: ok, missing, or unchecked saying why.
+	// +optional
+	Volumes []VerifiedVolume `json:"volumes,omitempty"`
 	// Failures say what failed (at most 50).
 	// +optional
 	Failures []string `json:"failures,omitempty"`
@@ -392,6 +397,21 @@ type BackupVerification struct {
 	// +optional
 	// +nullable
 	TestRestore *TestRestoreOutcome `json:"testRestore,omitempty"`
+}
+
+// VerifiedVolume is one volume's data kept by a backup and what was
+// found of it.
+type VerifiedVolume struct {
+	// Name is the volume as the backup holds it: "claim NAMESPACE/NAME"
+	// or "persistentvolume NAME".
+	Name string `json:"name"`
+	// Kind is how its data is kept: moved data, CSI snapshot or
+	// VolumeSnapshotter snapshot.
+	Kind string `json:"kind"`
+	// Result is ok, missing or unchecked.
+	Result string `json:"result"`
+	// +optional
+	Detail string `json:"detail,omitempty"`
 }
 
 // VerifiedObject is one stored object of a backup and what was found.
