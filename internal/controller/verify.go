@@ -332,8 +332,8 @@ func (r *VerifyReconciler) record(ctx context.Context, b *salvorv1.Backup, v *sa
 
 // checkVolumes checks the data of each volume the backup keeps outside
 // its objects, where that data is: moved data in its location's kopia
-// repository (found as a restore finds it, its root read back), a CSI
-// snapshot's VolumeSnapshotContent in this cluster (there and ready). A
+// repository (found as a restore finds it, and walked), a CSI snapshot's
+// VolumeSnapshotContent in this cluster (there and ready). A
 // VolumeSnapshotter's snapshot cannot be checked — the plugin API has no
 // call that reads one — and says so. An error is returned only when the
 // cluster could not be asked (to try again).
@@ -386,18 +386,18 @@ func (r *VerifyReconciler) checkVolumes(ctx context.Context, b *salvorv1.Backup,
 			c, ok := contents[v.Handle]
 			ready, _, _ := unstructured.NestedBool(c, "status", "readyToUse")
 			switch {
-			case v.Handle == "":
-				rep.Volume(v, salvorv1.ObjectMissing, "the backup records no snapshot handle for it")
 			case ok && ready:
 				name, _, _ := unstructured.NestedString(c, "metadata", "name")
 				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("VolumeSnapshotContent %s holds snapshot %s of driver %s, ready to use", name, v.Handle, v.Driver))
 			case ok:
 				name, _, _ := unstructured.NestedString(c, "metadata", "name")
 				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("VolumeSnapshotContent %s holds snapshot %s but is not ready to use", name, v.Handle))
-			case b.Annotations[salvorv1.SyncedAnnotation] != "":
-				rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("no VolumeSnapshotContent in this cluster holds snapshot %s (the backup was made by another cluster); driver %s's storage was not asked", v.Handle, v.Driver))
 			default:
-				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("no VolumeSnapshotContent in this cluster holds snapshot %s of driver %s any more", v.Handle, v.Driver))
+				// Gone from the cluster (deleted, or a backup synced from
+				// another): a restore makes a content from the handle, which
+				// works if the storage still holds it — which only the
+				// driver knows, and no Kubernetes API asks it.
+				rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("no VolumeSnapshotContent in this cluster holds snapshot %s; driver %s's storage was not asked whether it still does", v.Handle, v.Driver))
 			}
 		default:
 			rep.Volume(v, salvorv1.ObjectUnchecked, fmt.Sprintf("snapshot %s in volume snapshot location %s: the VolumeSnapshotter plugin API has no call that reads a snapshot, so only a restore shows it is there", v.SnapshotID, v.Location))

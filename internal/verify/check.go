@@ -107,7 +107,6 @@ func Check(ctx context.Context, store *persistence.BackupStore, name, uid string
 		checkWithoutManifest(ctx, store, name, stored, r)
 		r.Checked = "the backup has no manifest (written by Velero, or by a Salvor before manifests): its objects were read and parsed, the tarball read whole under the restore's checks, and its items compared with the resource list; no checksum could be checked"
 	}
-	r.Volumes = withoutMoved(r.Volumes)
 	if snaps, err := pluginSnapshots(ctx, store, name); err != nil {
 		r.fail("%s: the volume snapshots could not be read: %v", name+persistence.VolumeSnapshotsFile.Suffix(), err)
 	} else {

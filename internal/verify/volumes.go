@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -25,17 +23,17 @@ type Volume struct {
 	// Name is the volume as the backup holds it ("claim NS/NAME",
 	// "persistentvolume NAME").
 	Name string
-	// Moved data: the claim and the DataUpload that moved it. (For a CSI
-	// snapshot, Namespace and Claim name its VolumeSnapshot.)
+	// Moved data: the claim and the DataUpload that moved it.
 	Namespace, Claim, DataUpload string
-	// CSI snapshot: the VolumeSnapshotContent, its driver and handle.
-	Content, Driver, Handle string
+	// CSI snapshot: its driver and snapshot handle.
+	Driver, Handle string
 	// VolumeSnapshotter snapshot: its location and ID.
 	Location, SnapshotID string
 }
 
 // volumeOf is the volume an item of the tarball records, if any: a claim
-// whose data a DataUpload moved, or a CSI snapshot's content.
+// whose data a DataUpload moved, or a CSI VolumeSnapshot whose data was
+// not moved.
 func volumeOf(e archive.Entry) (Volume, bool) {
 	obj := e.Object
 	switch {
@@ -43,44 +41,18 @@ func volumeOf(e archive.Entry) (Volume, bool) {
 		return Volume{Kind: MovedData, Name: "claim " + obj.GetNamespace() + "/" + obj.GetName(),
 			Namespace: obj.GetNamespace(), Claim: obj.GetName(), DataUpload: obj.GetAnnotations()[salvorv1.DataUploadAnnotation]}, true
 	case obj.GetKind() == "VolumeSnapshot" && obj.GetAnnotations()[salvorv1.DataUploadAnnotation] != "":
-		// Its data was moved (the claim says where); the storage-side
+		// Its data was moved (the claim says where): the storage-side
 		// snapshot is released once the data is in the location.
-		return Volume{Kind: movedSnapshot, Name: obj.GetNamespace() + "/" + obj.GetName()}, true
-	case obj.GetKind() == "VolumeSnapshotContent":
-		handle, _, _ := unstructured.NestedString(obj.Object, "status", "snapshotHandle")
-		driver, _, _ := unstructured.NestedString(obj.Object, "spec", "driver")
-		claim, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeSnapshotRef", "name")
-		ns, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeSnapshotRef", "namespace")
-		name := "volumesnapshotcontent " + obj.GetName()
-		if claim != "" {
-			name = "volumesnapshot " + ns + "/" + claim
-		}
-		return Volume{Kind: CSISnapshot, Name: name, Content: obj.GetName(), Driver: driver, Handle: handle, Namespace: ns, Claim: claim}, true
+		return Volume{}, false
+	case obj.GetKind() == "VolumeSnapshot" && obj.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation] != "":
+		// The handle and driver a restore makes its content from (Velero's
+		// annotations, on Velero's backups too). A VolumeSnapshot without
+		// them is an item like others, not a snapshot the backup took.
+		a := obj.GetAnnotations()
+		return Volume{Kind: CSISnapshot, Name: "volumesnapshot " + obj.GetNamespace() + "/" + obj.GetName(),
+			Handle: a[salvorv1.CSISnapshotHandleAnnotation], Driver: a[salvorv1.CSIDriverAnnotation]}, true
 	}
 	return Volume{}, false
-}
-
-// movedSnapshot marks a VolumeSnapshot whose data was moved: not a volume
-// to check, but the reason its content is not one either.
-const movedSnapshot = "moved snapshot"
-
-// withoutMoved drops the snapshots whose data was moved, and the contents
-// of those: their data is checked as moved data.
-func withoutMoved(volumes []Volume) []Volume {
-	moved := map[string]bool{}
-	for _, v := range volumes {
-		if v.Kind == movedSnapshot {
-			moved[v.Name] = true
-		}
-	}
-	out := volumes[:0]
-	for _, v := range volumes {
-		if v.Kind == movedSnapshot || (v.Kind == CSISnapshot && moved[v.Namespace+"/"+v.Claim]) {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // pluginSnapshot is what checking reads of a record of the backup's

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -318,10 +319,18 @@ func TestCSISnapshotBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Verified: each snapshot's content is in the cluster, ready.
+	logsHandle := vs.GetAnnotations()[salvorv1.CSISnapshotHandleAnnotation]
+	if out := c.mustSalvor(t, "backup", "verify", "csi"); !strings.Contains(out, "Verification: Passed") ||
+		!regexp.MustCompile(`volumesnapshot app/`+regexp.QuoteMeta(vs.GetName())+`\s+CSI snapshot\s+ok\s+VolumeSnapshotContent `+regexp.QuoteMeta(content)+` holds snapshot `+regexp.QuoteMeta(logsHandle)).MatchString(out) ||
+		!strings.Contains(out, "of the 2 volumes whose data the backup keeps in snapshots or moved data, 2 were found (ok), 0 missing, 0 not checked") {
+		t.Errorf("verify of a CSI backup:\n%s", out)
+	}
 	c.deleteForGood(t, vsc)
 	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 2 {
 		t.Fatalf("deleting a kept content left %d snapshots (%v), want 2", len(snaps), err)
 	}
+
 	// Deleting the backup deletes its snapshots on the storage side.
 	c.mustSalvor(t, "backup", "delete", "csi")
 	eventually(t, "backup and its snapshots deleted", 2*time.Minute, func() (bool, string) {
