@@ -127,6 +127,7 @@ type run struct {
 	resourceList *ResourceList
 	snapshotter  *Snapshotter
 	snapshots    []VolumeSnapshot
+	volumeGroups *volumeGroups
 	// crds records, per resource of the backed-up items, whether its CRD
 	// was looked for (see crdOf).
 	crds sync.Map
@@ -178,7 +179,8 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		return nil, fmt.Errorf("backup %s: a scratch directory: %w", b.Name, err)
 	}
 	r := &run{e: e, backup: b, scope: scopeOf(policies.Merge(b.Spec, all)), policies: policies, store: store, log: log, rec: persistence.Recorder{Log: log}, resources: map[schema.GroupResource]resources.Resource{},
-		seen: seenSet{dir: scratch}, resourceList: NewResourceList(scratch), snapshotter: s}
+		seen: seenSet{dir: scratch}, resourceList: NewResourceList(scratch), snapshotter: s,
+		volumeGroups: newVolumeGroups(b.Spec.VolumeGroupSnapshotLabelKey)}
 	defer r.seen.close()
 	kept := false
 	defer func() {
@@ -227,6 +229,11 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 		return started, fmt.Errorf("finishing the tarball: %w", closeErr)
 	case uploadErr != nil:
 		return started, fmt.Errorf("uploading the tarball of backup %s: %w", b.Name, uploadErr)
+	}
+	if b.Spec.SnapshotVolumes == nil || *b.Spec.SnapshotVolumes {
+		for _, w := range r.volumeGroups.warnings() {
+			r.rec.RunWarning(w)
+		}
 	}
 	kept = true
 	out := &Outcome{

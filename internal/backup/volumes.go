@@ -90,6 +90,9 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 	case podResource:
 		return r.podRelated(ctx, item, what)
 	case pvcResource:
+		r.mu.Lock()
+		r.volumeGroups.note(item)
+		r.mu.Unlock()
 		pv, _, _ := unstructured.NestedString(item.Object, "spec", "volumeName")
 		if id := (api.ResourceIdentifier{GroupResource: pvResource, Name: pv}); pv != "" && !r.filtersOut(id) {
 			return r.backupAdditional(ctx, id, what)

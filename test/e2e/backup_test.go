@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -497,7 +498,8 @@ func TestNamespaceBackupKeepsItsServiceAccountsClusterRights(t *testing.T) {
 }
 
 // TestVeleroFileBackupAnnotationIsAWarning backs up and restores a pod
-// asking Velero to copy its volumes' files: a warning of the backup naming
+// asking Velero to copy its volumes' files, and claims Velero would
+// snapshot as a volume group: a warning each; the first names
 // the volumes left out (a claim is never named: TestFSBackupWarning); a
 // pod asking for nothing gives none, and the
 // restore of both has none. (Exec hooks run: TestBackupHooks,
@@ -515,11 +517,19 @@ func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
 				Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 	}
 	c.create(t, pod("plain", nil), pod("files", map[string]string{"backup.velero.io/backup-volumes": "cache,data"}))
+	// Claims grouped for one VolumeGroupSnapshot (Velero's label): a
+	// warning naming the group, as each is snapshotted on its own.
+	for _, name := range []string{"pg-data", "pg-wal"} {
+		c.create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db", Labels: map[string]string{"velero.io/volume-group": "pg"}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}})
+	}
 
 	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
 	b := c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
 	desc := c.mustSalvor(t, "backup", "describe", "db", "--details")
-	if b.Status.Warnings != 1 || !strings.Contains(desc, "pods db/files: the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes data, which the pod does not have") {
+	if b.Status.Warnings != 2 || !strings.Contains(desc, "pods db/files: the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes data, which the pod does not have") ||
+		!strings.Contains(desc, "volume group velero.io/volume-group=pg in namespace db (claims pg-data, pg-wal): Salvor takes no VolumeGroupSnapshots") {
 		t.Errorf("backup of a pod asking for its files: %d warnings\n%s", b.Status.Warnings, desc)
 	}
 

@@ -92,6 +92,13 @@ type BackupSpec struct {
 	// Timeout bounds the whole backup; zero means no limit.
 	// +optional
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// VolumeGroupSnapshotLabelKey is the claim label whose value groups
+	// volumes to be snapshotted together (Velero 1.17's field; unset:
+	// velero.io/volume-group). Salvor takes no VolumeGroupSnapshots: it
+	// snapshots a group's claims one by one and warns, per group, that
+	// their snapshots are not consistent with each other.
+	// +optional
+	VolumeGroupSnapshotLabelKey string `json:"volumeGroupSnapshotLabelKey,omitempty"`
 	// SnapshotVolumes says whether persistent volumes are snapshotted; unset means yes.
 	// +optional
 	// +nullable
