@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -297,6 +298,15 @@ func (r *run) reportProgress(onProgress func(Progress)) func() {
 func (r *run) loadActions(ctx context.Context) error {
 	if r.e.Plugins == nil {
 		return nil
+	}
+	for _, p := range r.e.Plugins.Ignored() {
+		if strings.HasPrefix(string(p.Kind), "ItemBlockAction") {
+			// Velero's item blocks back an item up together with the items
+			// such a plugin relates to it; without it, nothing says they
+			// were not.
+			r.rec.RunWarning(fmt.Sprintf("plugin %s (%s, in %s) is installed, but Salvor does not run ItemBlockActions: the items it would back up together with each item it applies to are backed up on their own, as the backup's filters select them, and any it would add are not added",
+				p.Name, p.Kind, filepath.Base(p.Binary)))
+		}
 	}
 	actions, err := host.All(ctx, r.e.Plugins, host.BackupItemActions)
 	if err != nil {

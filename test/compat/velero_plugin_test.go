@@ -61,6 +61,10 @@ func TestVeleroPluginIsDiscovered(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("discovered %v", got)
 	}
+	// Kept aside, for backups to say it was not run.
+	if ignored := m.Ignored(); len(ignored) != 1 || ignored[0].Name != "compat.velero.io/iba" || ignored[0].Kind != "ItemBlockAction" {
+		t.Errorf("ignored plugins %+v, want the ItemBlockAction", ignored)
+	}
 }
 
 func TestVeleroBackupItemActions(t *testing.T) {

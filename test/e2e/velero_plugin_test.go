@@ -107,6 +107,12 @@ func TestVeleroSnapshotterInABackupAndRestore(t *testing.T) {
 	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.VolumeSnapshotsAttempted != 1 || b.Status.VolumeSnapshotsCompleted != 1 {
 		t.Fatalf("backup status %+v", b.Status)
 	}
+	// The binary's ItemBlockAction, a kind Salvor does not run, is a
+	// warning of the backup rather than a server log line no one reads.
+	if desc := c.mustSalvor(t, "backup", "describe", "vsnap", "--details"); b.Status.Warnings != 1 || !strings.Contains(desc,
+		"plugin compat.velero.io/iba (ItemBlockAction, in veleroplugin) is installed, but Salvor does not run ItemBlockActions") {
+		t.Errorf("the backup does not say the ItemBlockAction was not run (%d warnings):\n%s", b.Status.Warnings, desc)
+	}
 	// The plugin names its snapshot from the volume and the backup tag.
 	vpbs := &salvorv1.VolumePluginBackupList{}
 	if err := c.client.List(context.Background(), vpbs, client.InNamespace("salvor")); err != nil || len(vpbs.Items) != 1 ||

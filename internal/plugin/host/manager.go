@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -136,6 +137,9 @@ type Manager struct {
 	plugins   map[kind.Kind]map[string]Plugin
 	commands  map[string]Command
 	processes map[string]*process
+	// ignored are the plugins binaries serve of kinds Salvor does not
+	// run (Velero's ItemBlockAction), for runs to say so.
+	ignored []Plugin
 }
 
 // NewManager returns a manager with no plugins; see Discover and Add.
@@ -226,7 +230,10 @@ func (m *Manager) Add(ctx context.Context, cmds ...Command) error {
 		for _, id := range r.plugins {
 			k := kind.Kind(id.GetKind())
 			if _, ok := kind.Lookup(k); !ok || k == kind.PluginLister {
-				m.opts.Logger.Warn("ignoring plugin of a kind Salvor does not use", "kind", k, "name", id.GetName(), "binary", r.cmd.Path)
+				if k != kind.PluginLister {
+					m.opts.Logger.Warn("ignoring plugin of a kind Salvor does not use", "kind", k, "name", id.GetName(), "binary", r.cmd.Path)
+					m.ignored = append(m.ignored, Plugin{Kind: k, Name: id.GetName(), Binary: r.cmd.Path})
+				}
 				continue
 			}
 			if err := kind.ValidateName(id.GetName()); err != nil {
@@ -269,6 +276,14 @@ func (m *Manager) Add(ctx context.Context, cmds ...Command) error {
 }
 
 // List returns every registered plugin, by kind (in table order) then name.
+// Ignored returns the plugins of kinds Salvor does not run that the
+// binaries added serve, in the order found.
+func (m *Manager) Ignored() []Plugin {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.ignored)
+}
+
 func (m *Manager) List() []Plugin {
 	m.mu.Lock()
 	defer m.mu.Unlock()
