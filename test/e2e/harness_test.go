@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -346,4 +348,26 @@ func eventually(t testing.TB, what string, timeout time.Duration, cond func() (b
 	if err != nil {
 		t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
 	}
+}
+
+// salvorOnTerminal runs the CLI with its output on a pseudo-terminal of
+// the given width, as a user's shell runs it, and returns what it drew.
+func (c *cluster) salvorOnTerminal(t testing.TB, width uint16, args ...string) (string, error) {
+	t.Helper()
+	cmd := c.command(append([]string{"--kubeconfig", c.kubeconfig, "--namespace", "salvor"}, args...)...)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: width})
+	if err != nil {
+		t.Fatalf("starting salvor on a terminal: %v", err)
+	}
+	defer tty.Close()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		// Reading ends with EIO once the command has exited and closed it.
+		_, _ = io.Copy(&out, tty)
+		close(copied)
+	}()
+	err = cmd.Wait()
+	<-copied
+	return out.String(), err
 }

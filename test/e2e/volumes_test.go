@@ -857,7 +857,9 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	// With a credential (Velero's spec.credential): the server reads the
 	// Secret and hands the plugin a file of it.
 	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: "salvor"}, Data: map[string][]byte{"cloud": []byte("token")}})
-	c.mustSalvor(t, "snapshot-location", "create", "second", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+secondDir,
+	// Copies at 64 KiB/s: the restore's volume takes a few seconds, which
+	// its --wait bars follow.
+	c.mustSalvor(t, "snapshot-location", "create", "second", "--provider", "salvor.dev/local-volume", "--config", "snapshotDir="+secondDir+",bytesPerSecond=65536",
 		"--credential", "snap-creds=cloud")
 	data := volume(t, 3, 1<<16)
 	want := treeSums(t, data)
@@ -882,8 +884,15 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 		!strings.Contains(out, "of the 1 volumes whose data the backup keeps in snapshots or moved data, 0 were found (ok), 0 missing, 1 not checked") {
 		t.Errorf("verify of a backup with a VolumeSnapshotter snapshot:\n%s", out)
 	}
-	// It restores from there (the default location has nothing).
-	c.mustSalvor(t, "restore", "create", "back", "--from-backup", "to-second", "--namespace-mappings", "vsl:vsl2", "--wait")
+	// It restores from there (the default location has nothing). On a
+	// terminal, --wait draws bars: the items, and the volume's bytes as
+	// they are copied (issue 58 item 14), then says how the items ended.
+	out, err := c.salvorOnTerminal(t, 160, "restore", "create", "back", "--from-backup", "to-second", "--namespace-mappings", "vsl:vsl2", "--wait")
+	if err != nil || !regexp.MustCompile(`back Completed .*\d+ / \d+ items`).MatchString(out) ||
+		!regexp.MustCompile(`salvor.dev/local-volume \S+ .*\d+ / 196608 bytes`).MatchString(out) ||
+		!strings.Contains(out, "Completed: 3 of 3 items:") {
+		t.Errorf("restore create --wait on a terminal: %v\n%s", err, out)
+	}
 	c.checkClaimData(t, "vsl2", "claim", want)
 
 	for name, tc := range map[string]struct{ flag, want string }{

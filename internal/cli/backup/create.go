@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -308,14 +304,10 @@ func finished(p salvorv1.BackupPhase) bool {
 // then one per running plugin operation — on a terminal, and printing a
 // line per change otherwise.
 func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Writer) (*salvorv1.Backup, error) {
-	var bars *progressBars
-	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		width, _, err := term.GetSize(int(f.Fd()))
-		if err != nil || width <= 0 {
-			width = 80
-		}
-		bars = newProgressBars(out, b.Name, width)
-		defer bars.stop()
+	var bars *output.Bars
+	if width, ok := output.TerminalWidth(out); ok {
+		bars = output.NewBars(out, b.Name, "items", width)
+		defer bars.Stop()
 	}
 	last := map[string]string{}
 	pickup := &output.Pickup{Kind: "backup", Name: b.Name, Namespace: b.Namespace}
@@ -328,7 +320,7 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 		}
 		lines := progressLines(cur)
 		if bars != nil {
-			bars.update(cur)
+			bars.Update(barsOf(cur))
 		} else {
 			for _, l := range lines {
 				if last[l.key] != l.text {
@@ -371,83 +363,17 @@ func progressLines(b *salvorv1.Backup) []progressLine {
 	return out
 }
 
-// progressBars draws one bar for items and one per running operation. A
-// bar ends on the last figures it was given: an operation that stopped
-// running (or that still runs when the wait ends) is not drawn as whole.
-type progressBars struct {
-	p     *mpb.Progress
-	items *mpb.Bar
-	phase string
-	ops   map[string]*opBar
-	// done and total are the items' last figures.
-	done, total int
-}
-
-type opBar struct {
-	bar   *mpb.Bar
-	state string
-}
-
-// newProgressBars draws on out, a terminal width columns wide: each line
-// holds its text whole, and the bar takes at most 40 columns.
-func newProgressBars(out io.Writer, name string, width int) *progressBars {
-	pb := &progressBars{p: mpb.New(mpb.WithOutput(out), mpb.WithWidth(width), mpb.WithAutoRefresh()), ops: map[string]*opBar{}}
-	pb.items = pb.p.AddBar(0, mpb.BarWidth(40),
-		mpb.PrependDecorators(decor.Name(name+" "), decor.Any(func(decor.Statistics) string { return pb.phase })),
-		mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d items"), decor.Percentage(decor.WCSyncSpace)),
-	)
-	return pb
-}
-
-func (pb *progressBars) update(b *salvorv1.Backup) {
-	pb.phase = phase(*b)
+// barsOf is what the bars show of a backup: its items, and each running
+// operation.
+func barsOf(b *salvorv1.Backup) (string, int64, int64, []output.Sub) {
 	done, total := 0, 0
 	if p := b.Status.Progress; p != nil {
 		done, total = p.ItemsBackedUp, p.TotalItems
 	}
-	pb.done, pb.total = done, total
-	pb.items.SetTotal(int64(max(total, done)), false)
-	pb.items.SetCurrent(int64(done))
-	seen := map[string]bool{}
+	subs := make([]output.Sub, 0, len(b.Status.RunningOperations))
 	for _, op := range b.Status.RunningOperations {
-		key := op.Plugin + " " + op.OperationID
-		seen[key] = true
-		ob, ok := pb.ops[key]
-		if !ok {
-			ob = &opBar{}
-			label := fmt.Sprintf("  %s %s ", op.Plugin, op.Item)
-			ob.bar = pb.p.AddBar(0, mpb.BarWidth(40),
-				mpb.PrependDecorators(decor.Name(label)),
-				mpb.AppendDecorators(decor.CountersNoUnit(" %d / %d "+op.Units), decor.Percentage(decor.WCSyncSpace),
-					decor.Any(func(decor.Statistics) string { return ob.state })),
-			)
-			pb.ops[key] = ob
-		}
-		ob.bar.SetTotal(max(op.NTotal, op.NCompleted), false)
-		ob.bar.SetCurrent(op.NCompleted)
+		subs = append(subs, output.Sub{Key: op.Plugin + " " + op.OperationID, Label: fmt.Sprintf("  %s %s", op.Plugin, op.Item),
+			Units: op.Units, Done: op.NCompleted, Total: op.NTotal})
 	}
-	for key, ob := range pb.ops {
-		if !seen[key] {
-			// It no longer runs; how it ended shows in the operations
-			// line and in describe.
-			ob.state = " ended"
-			ob.bar.Abort(false)
-			delete(pb.ops, key)
-		}
-	}
-}
-
-// stop ends the drawing: the items bar is whole only if every item was
-// backed up, and operations still running stay as they last were.
-func (pb *progressBars) stop() {
-	for _, ob := range pb.ops {
-		ob.state = " still running"
-		ob.bar.Abort(false)
-	}
-	if pb.done >= pb.total {
-		pb.items.SetTotal(-1, true)
-	} else {
-		pb.items.Abort(false)
-	}
-	pb.p.Wait()
+	return phase(*b), int64(done), int64(total), subs
 }

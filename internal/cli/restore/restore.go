@@ -284,7 +284,36 @@ func volumeLines(vprs []salvorv1.VolumePluginRestore) map[string]string {
 	return out
 }
 
+// volumeBars are the bars of the restore's volumes still being made:
+// their bytes, once the plugin has said how many.
+func volumeBars(vprs []salvorv1.VolumePluginRestore) []output.Sub {
+	var subs []output.Sub
+	for _, v := range vprs {
+		switch v.Status.Phase {
+		case "Completed", "Failed", "Canceled":
+			continue
+		}
+		what := cmp.Or(v.Spec.PluginSpecific["claim"], v.Spec.SnapshotID)
+		subs = append(subs, output.Sub{Key: v.Name, Label: fmt.Sprintf("  %s %s", v.Spec.Plugin, what), Units: "bytes",
+			Done: v.Status.Progress.BytesDone, Total: v.Status.Progress.TotalBytes})
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Key < subs[j].Key })
+	return subs
+}
+
+// wait follows the restore until it ends: on a terminal, bars for its
+// items and each volume being made (its bytes); elsewhere a line per
+// change. The line that says how it ended is printed either way.
 func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Writer) (*salvorv1.Restore, error) {
+	var bars *output.Bars
+	if width, ok := output.TerminalWidth(out); ok {
+		bars = output.NewBars(out, rs.Name, "items", width)
+		defer func() {
+			if bars != nil {
+				bars.Stop()
+			}
+		}()
+	}
 	last := ""
 	lastVolumes := map[string]string{}
 	pickup := &output.Pickup{Kind: "restore", Name: rs.Name, Namespace: rs.Namespace}
@@ -293,15 +322,27 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
 			return nil, fmt.Errorf("watching restore %s: %w", rs.Name, err)
 		}
-		line := progressLine(cur)
-		if line != last {
-			fmt.Fprintln(out, line)
-			last = line
-		}
 		// Volumes' bytes, where the user may read them (salvor-viewer
 		// may); without that right the wait goes on without them.
 		vprs := &salvorv1.VolumePluginRestoreList{}
-		if err := c.List(ctx, vprs, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: salvorv1.LabelValue(rs.Name)}); err == nil {
+		listed := c.List(ctx, vprs, client.InNamespace(rs.Namespace), client.MatchingLabels{salvorv1.RestoreNameLabel: salvorv1.LabelValue(rs.Name)}) == nil
+		if bars != nil {
+			done, total := progress(cur)
+			bars.Update(phase(cur), int64(done), int64(total), volumeBars(vprs.Items))
+			if restoreFinished(cur.Status.Phase) {
+				// The bars end, then what became of the items.
+				bars.Stop()
+				bars = nil
+				fmt.Fprintln(out, progressLine(cur))
+				return cur, nil
+			}
+		}
+		line := progressLine(cur)
+		if bars == nil && line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+		if bars == nil && listed {
 			lines := volumeLines(vprs.Items)
 			keys := make([]string, 0, len(lines))
 			for k := range lines {

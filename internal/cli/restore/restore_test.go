@@ -1,8 +1,10 @@
 package restore
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -56,5 +58,18 @@ func TestVolumeLines(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s: %q, want %q", name, got[name], want)
 		}
+	}
+	// On a terminal, a bar per volume still being made, of its bytes.
+	bars := volumeBars([]salvorv1.VolumePluginRestore{
+		vpr("c", "app/logs", salvorv1.VolumePluginStatus{Phase: "Failed", Message: "mover pod failed"}),
+		vpr("b", "", salvorv1.VolumePluginStatus{}),
+		vpr("a", "app/data", salvorv1.VolumePluginStatus{Phase: "InProgress", Progress: salvorv1.VolumeOperationProgress{TotalBytes: 400, BytesDone: 100}}),
+	})
+	want := []output.Sub{
+		{Key: "a", Label: "  salvor.dev/csi app/data", Units: "bytes", Done: 100, Total: 400},
+		{Key: "b", Label: "  salvor.dev/csi app/snap", Units: "bytes"},
+	}
+	if !slices.Equal(bars, want) {
+		t.Errorf("volume bars %+v, want %+v", bars, want)
 	}
 }
