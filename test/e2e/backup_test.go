@@ -533,6 +533,14 @@ func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
 		t.Errorf("backup of a pod asking for its files: %d warnings\n%s", b.Status.Warnings, desc)
 	}
 
+	// One time and one duration format (issue 58 item 13): EXPIRES reads
+	// as an age does, describe's times as RFC 3339 in UTC.
+	if get := c.mustSalvor(t, "backup", "get", "db"); !regexp.MustCompile(`\s(29|30)d\s`).MatchString(get) || strings.Contains(get, "h0m0s") {
+		t.Errorf("backup get's EXPIRES:\n%s", get)
+	}
+	if !regexp.MustCompile(`Completed:    \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(took \d+s\)`).MatchString(desc) {
+		t.Errorf("describe's times:\n%s", desc)
+	}
 	c.mustSalvor(t, "restore", "create", "db", "--from-backup", "db", "--namespace-mappings", "db:db-copy", "--wait")
 	rs := c.getRestore(t, "db")
 	if rs.Status.Phase != salvorv1.RestorePhaseCompleted || rs.Status.Warnings != 0 || rs.Status.HookStatus != nil {

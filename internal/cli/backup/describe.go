@@ -184,17 +184,17 @@ func describe(w io.Writer, b *salvorv1.Backup) {
 	describeHooks(w, s.Hooks)
 	fmt.Fprintln(w)
 	if st.StartTimestamp != nil {
-		fmt.Fprintf(w, "Started:      %s\n", st.StartTimestamp.Time.Format("2006-01-02 15:04:05 MST"))
+		fmt.Fprintf(w, "Started:      %s\n", output.Time(st.StartTimestamp))
 	}
 	if st.CompletionTimestamp != nil {
-		fmt.Fprintf(w, "Completed:    %s", st.CompletionTimestamp.Time.Format("2006-01-02 15:04:05 MST"))
+		fmt.Fprintf(w, "Completed:    %s", output.Time(st.CompletionTimestamp))
 		if st.StartTimestamp != nil {
-			fmt.Fprintf(w, " (took %s)", st.CompletionTimestamp.Sub(st.StartTimestamp.Time).Round(10_000_000))
+			fmt.Fprintf(w, " (took %s)", output.Duration(st.CompletionTimestamp.Sub(st.StartTimestamp.Time)))
 		}
 		fmt.Fprintln(w)
 	}
 	if st.Expiration != nil {
-		fmt.Fprintf(w, "Expires:      %s\n", st.Expiration.Time.Format("2006-01-02 15:04:05 MST"))
+		fmt.Fprintf(w, "Expires:      %s\n", output.Time(st.Expiration))
 	}
 	if st.Attempts > 1 {
 		fmt.Fprintf(w, "Attempts:     %d (the server restarted during the backup)\n", st.Attempts)
@@ -244,7 +244,7 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, b *salvo
 		st := v.Status
 		rows = append(rows, slices.Concat([]string{v.Spec.Volume}, VolumeProgress(st.VolumePluginStatus), []string{st.SnapshotID}))
 	}
-	_ = output.Table(w, slices.Concat([]string{"  VOLUME"}, VolumeProgressHeader, []string{"SNAPSHOT"}), rows)
+	_ = output.IndentedTable(w, "  ", slices.Concat([]string{"VOLUME"}, VolumeProgressHeader, []string{"SNAPSHOT"}), rows)
 }
 
 // VolumeProgressHeader heads the columns VolumeProgress fills.

@@ -53,7 +53,7 @@ func age(t metav1.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return time.Since(t.Time).Round(time.Second).String()
+	return output.Duration(time.Since(t.Time))
 }
 
 func expires(t *metav1.Time) string {
@@ -64,10 +64,7 @@ func expires(t *metav1.Time) string {
 	if left < 0 {
 		return "expired"
 	}
-	if left > 48*time.Hour {
-		return fmt.Sprintf("%dd", int(left.Hours()/24))
-	}
-	return left.Round(time.Minute).String()
+	return output.Duration(left)
 }
 
 // selector says a spec's label selectors as --selector and --or-selector

@@ -94,13 +94,7 @@ func describeOperations(w io.Writer, b *salvorv1.Backup, ops []itemoperation.Bac
 		if s.NTotal > 0 || s.NCompleted > 0 {
 			progress = fmt.Sprintf("%d of %d %s", s.NCompleted, s.NTotal, s.OperationUnits)
 		}
-		started, updated := "-", "-"
-		if s.Started != nil {
-			started = s.Started.Format("15:04:05")
-		}
-		if s.Updated != nil {
-			updated = s.Updated.Format("15:04:05")
-		}
+		started, updated := output.Time(s.Started), output.Time(s.Updated)
 		phase := string(s.Phase)
 		if phase == "" {
 			phase = "New"

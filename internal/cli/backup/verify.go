@@ -136,17 +136,17 @@ func DescribeVerification(w io.Writer, v *salvorv1.BackupVerification) {
 	}
 	var rows [][]string
 	for _, o := range v.Objects {
-		rows = append(rows, []string{"  " + o.Name, o.Result, o.Detail})
+		rows = append(rows, []string{o.Name, o.Result, o.Detail})
 	}
 	if len(rows) > 0 {
-		_ = output.Table(w, []string{"  OBJECT", "RESULT", "DETAIL"}, rows)
+		_ = output.IndentedTable(w, "  ", []string{"OBJECT", "RESULT", "DETAIL"}, rows)
 	}
 	var volumes [][]string
 	for _, vol := range v.Volumes {
-		volumes = append(volumes, []string{"  " + vol.Name, vol.Kind, vol.Result, vol.Detail})
+		volumes = append(volumes, []string{vol.Name, vol.Kind, vol.Result, vol.Detail})
 	}
 	if len(volumes) > 0 {
-		_ = output.Table(w, []string{"  VOLUME", "KEPT AS", "RESULT", "DETAIL"}, volumes)
+		_ = output.IndentedTable(w, "  ", []string{"VOLUME", "KEPT AS", "RESULT", "DETAIL"}, volumes)
 	}
 	if tr := v.TestRestore; tr != nil {
 		fmt.Fprintf(w, "  Test restore: %s into %s (prefix %s)\n", output.Or(tr.Restore, "not started"), output.List(tr.Namespaces, "no namespaces"), tr.Prefix)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBarsEndOnTheirLastFigures: bars drawn for a wait that ends (Ctrl-C,
@@ -29,6 +30,42 @@ func TestBarsEndOnTheirLastFigures(t *testing.T) {
 	for _, wrong := range []string{"12 / 12 seconds", "7 / 7 seconds", "3 / 3 seconds", "45 / 45 seconds"} {
 		if strings.Contains(got, wrong) {
 			t.Errorf("a bar ends on %q, figures nobody reported:\n%s", wrong, got)
+		}
+	}
+}
+
+// TestTables: a cell keeps to its line (a multi-line error would break the
+// rows after it); an indented table keeps its header over its columns;
+// spans read as kubectl's ages.
+func TestTables(t *testing.T) {
+	var out bytes.Buffer
+	if err := Table(&out, []string{"NAME", "PHASE", "MESSAGE"}, [][]string{
+		{"a", "Unavailable", "opening the store:\n  dial tcp: refused\n"},
+		{"b", "Available", "tab\there"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME  PHASE        MESSAGE\n" +
+		"a     Unavailable  opening the store:; dial tcp: refused\n" +
+		"b     Available    tab here\n"
+	if out.String() != want {
+		t.Errorf("table:\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	if err := IndentedTable(&out, "  ", []string{"VOLUME", "PHASE"}, [][]string{{"pvc-1234", "Completed"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  VOLUME    PHASE\n  pvc-1234  Completed\n"; out.String() != want {
+		t.Errorf("indented table:\n%q\nwant\n%q", out.String(), want)
+	}
+	for d, want := range map[time.Duration]string{
+		45 * time.Second:    "45s",
+		24 * time.Hour:      "24h",
+		720 * time.Hour:     "30d",
+		29*24*time.Hour + 5: "29d",
+	} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%s) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package output
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -61,24 +63,51 @@ func (f Format) Structured(w io.Writer, v any) (bool, error) {
 	return false, nil
 }
 
-// Table writes rows under a header, aligned.
+// Table writes rows under a header, aligned. Every table the CLI prints
+// goes through it (IndentedTable for those inside a describe): a cell is
+// kept to its line — a multi-line message or a tab would break the rows
+// after it — by joining its lines with "; ".
 func Table(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for i, h := range header {
-		if i > 0 {
-			fmt.Fprint(tw, "\t")
-		}
-		fmt.Fprint(tw, h)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rows {
+	for _, r := range append([][]string{header}, rows...) {
 		for i, c := range r {
 			if i > 0 {
 				fmt.Fprint(tw, "\t")
 			}
-			fmt.Fprint(tw, c)
+			fmt.Fprint(tw, cell(c))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// IndentedTable writes a table with each line, header and rows alike,
+// indent in: the header stays over its columns.
+func IndentedTable(w io.Writer, indent string, header []string, rows [][]string) error {
+	var buf bytes.Buffer
+	if err := Table(&buf, header, rows); err != nil {
+		return err
+	}
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			if _, err := fmt.Fprint(w, indent+l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cell is s on one line, without tabs.
+func cell(s string) string {
+	if !strings.ContainsAny(s, "\n\r\t") {
+		return s
+	}
+	var lines []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(strings.ReplaceAll(l, "\t", " ")); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // List joins names with ", ", or says empty when there are none.
@@ -38,6 +39,13 @@ func Time(t *metav1.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// Duration shows a span the way every table and describe does, as
+// kubectl shows ages: "45s", "5m3s", "2h10m", "29d" — never Go's
+// "720h0m0s".
+func Duration(d time.Duration) string {
+	return duration.HumanDuration(d)
 }
 
 // Or is s, or dflt when s is empty.

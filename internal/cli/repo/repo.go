@@ -2,7 +2,6 @@ package repo
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +59,7 @@ func recent(r *salvorv1.BackupRepository) string {
 		}
 		out += string(m.Result)
 		if m.StartTimestamp != nil && m.CompleteTimestamp != nil {
-			out += "(" + m.CompleteTimestamp.Sub(m.StartTimestamp.Time).Round(time.Second).String() + ")"
+			out += "(" + output.Duration(m.CompleteTimestamp.Sub(m.StartTimestamp.Time)) + ")"
 		}
 	}
 	return output.Or(out, "<none>")

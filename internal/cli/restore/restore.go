@@ -376,7 +376,7 @@ func newGet(k *kube.Options) *cobra.Command {
 			Row: func(rs *salvorv1.Restore) []string {
 				done, total := progress(rs)
 				return []string{rs.Name, rs.Spec.BackupName, phase(rs), fmt.Sprintf("%d/%d", done, total),
-					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), time.Since(rs.CreationTimestamp.Time).Round(time.Second).String()}
+					fmt.Sprint(rs.Status.Errors), fmt.Sprint(rs.Status.Warnings), output.Duration(time.Since(rs.CreationTimestamp.Time))}
 			},
 			WideHeader: []string{"NAMESPACES", "MAPPING", "STARTED", "COMPLETED"},
 			WideRow: func(rs *salvorv1.Restore) []string {
@@ -498,7 +498,7 @@ func describeVolumes(ctx context.Context, w io.Writer, c client.Client, rs *salv
 		st := v.Status
 		rows = append(rows, slices.Concat([]string{v.Spec.SnapshotID}, clibackup.VolumeProgress(st.VolumePluginStatus), []string{st.VolumeID}))
 	}
-	_ = output.Table(w, slices.Concat([]string{"  SNAPSHOT"}, clibackup.VolumeProgressHeader, []string{"NEW VOLUME"}), rows)
+	_ = output.IndentedTable(w, "  ", slices.Concat([]string{"SNAPSHOT"}, clibackup.VolumeProgressHeader, []string{"NEW VOLUME"}), rows)
 }
 
 func newLogs(k *kube.Options) *cobra.Command {

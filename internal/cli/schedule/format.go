@@ -1,14 +1,11 @@
 package schedule
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/salvor-dev/salvor/internal/cli/output"
 	"github.com/salvor-dev/salvor/internal/retention"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -76,15 +73,4 @@ func newestFirst(backups []salvorv1.Backup) []salvorv1.Backup {
 		return retention.View(out[i]).Time.After(retention.View(out[j]).Time)
 	})
 	return out
-}
-
-// indented writes a table two spaces in.
-func indented(w io.Writer, header []string, rows [][]string) {
-	var buf bytes.Buffer
-	_ = output.Table(&buf, header, rows)
-	for _, l := range strings.SplitAfter(buf.String(), "\n") {
-		if l != "" {
-			fmt.Fprint(w, "  "+l)
-		}
-	}
 }

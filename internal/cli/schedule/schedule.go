@@ -374,5 +374,5 @@ func describe(w io.Writer, s *salvorv1.Schedule, backups []salvorv1.Backup) {
 		}
 		rows = append(rows, []string{b.Name, phase2(b), output.Time(b.Status.StartTimestamp), b.Spec.StorageLocation, fate})
 	}
-	indented(w, []string{"NAME", "STATUS", "STARTED", "LOCATION", "KEPT BY / EXPIRES"}, rows)
+	_ = output.IndentedTable(w, "  ", []string{"NAME", "STATUS", "STARTED", "LOCATION", "KEPT BY / EXPIRES"}, rows)
 }
