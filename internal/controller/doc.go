@@ -1,7 +1,9 @@
 // Package controller holds the server's reconcilers: backups (and the
 // plugin operations they wait for), restores (and theirs), backup storage
-// locations (availability and sync), download requests, and backup expiry
-// and deletion.
+// locations (availability and sync), volume snapshot locations
+// (availability), verifications, schedules, download requests, server
+// status requests, and backup expiry and deletion (with the restores of a
+// deleted backup).
 //
 // They are thin: the engines (packages backup, restore and operations) do
 // the work, including a backup's finalisation, and the location layout
