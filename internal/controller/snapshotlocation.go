@@ -58,7 +58,7 @@ func (r *SnapshotLocationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	vsl.Status.Phase, vsl.Status.Message, vsl.Status.LastValidationTime = phase, message, &now
 	if err := r.Client.Status().Update(ctx, vsl); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

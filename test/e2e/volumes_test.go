@@ -954,7 +954,7 @@ func TestBackupNamesItsSnapshotLocation(t *testing.T) {
 	if out, err := c.salvor(t, "backup", "create", "with-volume", "--include-namespaces", "vsl", "--volume-snapshot-locations", "relative", "--wait"); err == nil {
 		t.Errorf("a backup whose volume could not be snapshotted exited 0:\n%s", out)
 	}
-	b = c.waitBackup(t, "with-volume", salvorv1.BackupPhasePartiallyFailed)
+	c.waitBackup(t, "with-volume", salvorv1.BackupPhasePartiallyFailed)
 	if desc := c.mustSalvor(t, "backup", "describe", "with-volume", "--details"); !strings.Contains(desc, "vsl-pv: not snapshotted, its data is not in the backup: volume snapshot location relative:") ||
 		!strings.Contains(desc, "want an absolute directory") {
 		t.Errorf("the volume's error:\n%s", desc)
