@@ -393,9 +393,9 @@ func TestFaultSharedBucketSameName(t *testing.T) {
 }
 
 // TestFaultSharedBucketFailedRunDeleted: two clusters share a bucket. A's
-// backup "twin" fails before it claims its name (its snapshot location's
-// plugin does not exist), so B's backup of the same name is free to be
-// written, and is. Deleting A's failed Backup then touches nothing of B's:
+// backup "twin" fails before it claims its name (the bucket holds a
+// directory no location may hold while it runs), so B's backup of the
+// same name is free to be written, and is. Deleting A's failed Backup then touches nothing of B's:
 // no delete action runs over B's items, and B's backup stays whole (and
 // A's sync may then show it in A, as any backup of the shared bucket).
 func TestFaultSharedBucketFailedRunDeleted(t *testing.T) {
@@ -413,13 +413,22 @@ func TestFaultSharedBucketFailedRunDeleted(t *testing.T) {
 		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "app"}})
 	}
-	a.create(t, &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: "salvor"},
-		Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "example.io/no-such-snapshotter"}})
+	// A directory no backup location may hold: A's run finds it (or its
+	// location's check does) and fails before it claims the name.
+	bucket := openObjectStore(t, cfgB)
+	if err := bucket.PutObject(context.Background(), "shared", "junk/planted", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
 	a.mustSalvor(t, "backup", "create", "twin", "--include-namespaces", "app")
 	failed := a.waitBackup(t, "twin", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed)
-	if failed.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(failed.Status.FailureReason, "volume snapshot location broken") {
+	if failed.Status.Phase != salvorv1.BackupPhaseFailed || !strings.Contains(failed.Status.FailureReason, `unknown top-level directory "junk"`) {
 		t.Fatalf("A's backup: phase %s (%s)", failed.Status.Phase, failed.Status.FailureReason)
 	}
+	if err := bucket.DeleteObject(context.Background(), "shared", "junk/planted"); err != nil {
+		t.Fatal(err)
+	}
+	removed := metav1.Now()
+	b.checkedAfter(t, "primary", removed)
 
 	b.mustSalvor(t, "backup", "create", "twin", "--include-namespaces", "app", "--wait")
 	whole := b.waitBackup(t, "twin", salvorv1.BackupPhaseCompleted)
