@@ -21,7 +21,6 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	"github.com/salvor-dev/salvor/internal/datamover"
-	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/verify"
@@ -340,6 +339,7 @@ func (r *VerifyReconciler) record(ctx context.Context, b *salvorv1.Backup, v *sa
 func (r *VerifyReconciler) checkVolumes(ctx context.Context, b *salvorv1.Backup, rep *verify.Report) error {
 	var contents map[string]map[string]any // by snapshot handle
 	var listErr error
+	var bsl *salvorv1.BackupStorageLocation // read once, for the first moved volume
 	for _, v := range rep.Volumes {
 		switch v.Kind {
 		case verify.MovedData:
@@ -347,16 +347,17 @@ func (r *VerifyReconciler) checkVolumes(ctx context.Context, b *salvorv1.Backup,
 				rep.Volume(v, salvorv1.ObjectUnchecked, "this server does not read moved data")
 				continue
 			}
-			bsl, err := r.Locations.Get(ctx, b.Spec.StorageLocation)
-			if err != nil {
-				return err
+			if bsl == nil {
+				var err error
+				if bsl, err = r.Locations.Get(ctx, b.Spec.StorageLocation); err != nil {
+					return err
+				}
 			}
-			src := kopiarepo.Source{Requester: kopiarepo.DataMover, Name: v.Namespace + "/" + v.Claim,
-				Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: v.DataUpload, salvorv1.BackupNameLabel: salvorv1.LabelValue(b.Name)}}
+			src := datamover.MovedSource(v.Namespace, v.Claim, v.DataUpload, salvorv1.LabelValue(b.Name))
 			snap, err := r.MovedData.Check(ctx, bsl, v.Namespace, src)
 			switch {
 			case err == nil:
-				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("kopia snapshot %s in location %s, %d bytes, its root read back", snap.ID, bsl.Name, snap.TotalBytes))
+				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("kopia snapshot %s in location %s, %d bytes, walked: every content in a pack the location holds", snap.ID, bsl.Name, snap.TotalBytes))
 			case ctx.Err() != nil:
 				return ctx.Err()
 			default:

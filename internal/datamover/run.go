@@ -55,8 +55,7 @@ func (m *Mover) upload(ctx context.Context, du *salvorv1.DataUpload) error {
 		return err
 	}
 	defer repo.Close(context.WithoutCancel(ctx))
-	src := kopiarepo.Source{Requester: kopiarepo.DataMover, Name: du.Spec.SourceNamespace + "/" + du.Spec.SourcePVC,
-		Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: du.Name, salvorv1.BackupNameLabel: du.Labels[salvorv1.BackupNameLabel]}}
+	src := MovedSource(du.Spec.SourceNamespace, du.Spec.SourcePVC, du.Name, du.Labels[salvorv1.BackupNameLabel])
 	report, stop := m.progress(ctx, &salvorv1.DataUpload{})
 	res, err := repo.Backup(ctx, m.Dir, src, report)
 	stop() // no progress after the result
@@ -116,9 +115,16 @@ func (m *Mover) progress(ctx context.Context, obj client.Object) (report func(ko
 // it, the backup — so that an ID written into the bucket cannot point a
 // restore at other data.
 func DownloadSource(dd *salvorv1.DataDownload) kopiarepo.Source {
-	return kopiarepo.Source{Requester: kopiarepo.DataMover, Name: dd.Spec.SourceNamespace + "/" + dd.Annotations[salvorv1.SourceClaimAnnotation],
-		Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: dd.Annotations[salvorv1.DataUploadAnnotation],
-			salvorv1.BackupNameLabel: dd.Labels[salvorv1.BackupNameLabel]}}
+	return MovedSource(dd.Spec.SourceNamespace, dd.Annotations[salvorv1.SourceClaimAnnotation], dd.Annotations[salvorv1.DataUploadAnnotation], dd.Labels[salvorv1.BackupNameLabel])
+}
+
+// MovedSource is the kopia source of a claim's data moved by DataUpload
+// upload for the backup whose label value is backupLabel: what the upload
+// tags its snapshot with, and what a download or a verification finds it
+// by.
+func MovedSource(namespace, claim, upload, backupLabel string) kopiarepo.Source {
+	return kopiarepo.Source{Requester: kopiarepo.DataMover, Name: namespace + "/" + claim,
+		Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: upload, salvorv1.BackupNameLabel: backupLabel}}
 }
 
 // Download writes the data of DataDownload Name into the volume at Dir.

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -90,6 +89,3 @@ func (r *Report) Volume(v Volume, result, detail string) {
 		r.fail("%s (%s): its data is missing%s", v.Name, v.Kind, prefixed(detail))
 	}
 }
-
-// String names the volume and how its data is kept.
-func (v Volume) String() string { return fmt.Sprintf("%s (%s)", v.Name, v.Kind) }
