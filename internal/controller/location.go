@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -41,10 +43,18 @@ func (r *LocationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Interval = time.Minute
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&salvorv1.BackupStorageLocation{}).
+		For(&salvorv1.BackupStorageLocation{}, builder.WithPredicates(locationChanges)).
 		Named("backupstoragelocation").
 		Complete(r)
 }
+
+// locationChanges are the events that check a location before its next
+// check is due: it was made or deleted, its spec changed, or an annotation
+// asks for something (a key rotation). Its own status update is not one:
+// every check writes lastValidationTime, so reacting to it checked (and
+// synced) each location again at once, doubling its requests to the store
+// and chaining checks that straddled a second.
+var locationChanges = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})
 
 // locationNameProblem says why no backup can be stored in a location of
 // this name, "" when one can: its name labels the backups stored in it.

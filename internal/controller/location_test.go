@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -63,5 +64,37 @@ func TestLocationCACert(t *testing.T) {
 	bsl.Spec.Config = map[string]string{"caCert": "from config"}
 	if config, err := l.config(context.Background(), bsl); err != nil || config["caCert"] != "from config" {
 		t.Errorf("config %v (%v): the config's caCert should win", config, err)
+	}
+}
+
+// TestLocationChanges: a location is checked out of turn when its spec,
+// annotations or labels change, never because its own check wrote status.
+func TestLocationChanges(t *testing.T) {
+	old := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "l", Generation: 1, Annotations: map[string]string{"a": "1"}}}
+	for _, tc := range []struct {
+		name   string
+		change func(*salvorv1.BackupStorageLocation)
+		want   bool
+	}{
+		{"status written by a check", func(b *salvorv1.BackupStorageLocation) {
+			now := metav1.Now()
+			b.Status.LastValidationTime, b.Status.Phase = &now, salvorv1.BackupStorageLocationPhaseAvailable
+		}, false},
+		{"spec changed", func(b *salvorv1.BackupStorageLocation) { b.Generation = 2 }, true},
+		{"key rotation asked", func(b *salvorv1.BackupStorageLocation) {
+			b.Annotations = map[string]string{"a": "1", salvorv1.RotateKeyAnnotation: "x"}
+		}, true},
+		{"labelled", func(b *salvorv1.BackupStorageLocation) { b.Labels = map[string]string{"team": "a"} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			updated := old.DeepCopy()
+			tc.change(updated)
+			if got := locationChanges.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tc.want {
+				t.Errorf("checked again: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !locationChanges.Create(event.CreateEvent{Object: old}) {
+		t.Error("a new location is not checked")
 	}
 }
