@@ -359,7 +359,8 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	volumes.Elsewhere, volumes.ElsewhereUnread = store.VeleroOnlyVolumes(ctx, b.Name)
+	velero, err := store.VeleroVolumes(ctx, b.Name)
+	volumes.Elsewhere, volumes.VeleroMoved, volumes.ElsewhereUnread = velero.Elsewhere, velero.Moved, err
 	volumes.Authenticated, volumes.Unauthenticated = authenticated, unauthenticated
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {

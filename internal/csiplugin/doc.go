@@ -12,5 +12,8 @@
 //
 // A snapshot is recorded as Velero records its CSI snapshots (the names
 // are in package salvorv1), so Salvor restores Velero's CSI backups and
-// Velero restores Salvor's.
+// Velero restores Salvor's. A claim Velero's data mover moved (the restore
+// marks it from Velero's volume records) comes back through a DataDownload
+// that finds its data in Velero's repository, once the restore trusts the
+// backup.
 package csiplugin

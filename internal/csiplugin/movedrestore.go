@@ -1,6 +1,7 @@
 package csiplugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,7 +48,10 @@ func DownloadName(r *salvorv1.Restore, namespace, name string) string {
 // provisioner gives it another) and followed as an operation until it
 // has it. The storage-side snapshot is not used: the data comes back from
 // the bucket alone, as it must once the storage is gone.
-func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.Unstructured, in *sdk.RestoreItemActionExecuteInput, du string) (*sdk.RestoreItemActionExecuteOutput, error) {
+// The data is named by mark (DataUploadAnnotation for Salvor's uploads,
+// VeleroOperationAnnotation for Velero's) with value id, put on the
+// DataDownload for the mover to find it by.
+func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.Unstructured, in *sdk.RestoreItemActionExecuteInput, mark, id string) (*sdk.RestoreItemActionExecuteOutput, error) {
 	r := in.Restore
 	dyn, err := a.kube.client()
 	if err != nil {
@@ -70,7 +74,7 @@ func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.U
 			// collector), as what it made goes with it.
 			OwnerReferences: salvorv1.OwnedByRestore(r),
 			Labels:          map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name), salvorv1.BackupNameLabel: salvorv1.LabelValue(r.Spec.BackupName)},
-			Annotations:     map[string]string{salvorv1.DataUploadAnnotation: du, salvorv1.SourceClaimAnnotation: source.GetName()}},
+			Annotations:     map[string]string{mark: id, salvorv1.SourceClaimAnnotation: source.GetName()}},
 		Spec: salvorv1.DataDownloadSpec{
 			TargetVolume:          salvorv1.TargetVolumeSpec{PVC: claim.GetName(), Namespace: claim.GetNamespace()},
 			BackupStorageLocation: location,
@@ -109,6 +113,28 @@ func (a *RestoreAction) fromMovedData(ctx context.Context, claim *unstructured.U
 	return out, nil
 }
 
+// fromVeleroMovedData restores a claim whose data Velero's data mover
+// moved (operation op, from Velero's volume records) as fromMovedData
+// does, found in Velero's repository by what Velero tagged it with. Velero
+// signs no backup: what its files say names the data, so a restore uses
+// it only when it trusts the backup, as with the snapshot handles such a
+// backup names — whoever can write to the bucket could otherwise have
+// another namespace's data restored here.
+func (a *RestoreAction) fromVeleroMovedData(ctx context.Context, claim *unstructured.Unstructured, in *sdk.RestoreItemActionExecuteInput, op string) (*sdk.RestoreItemActionExecuteOutput, error) {
+	dyn, err := a.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok, err := trustedBackup(ctx, dyn, in.Restore); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("its data, which Velero's data mover moved (operation %s), is not restored: backup %s is not authenticated, and whoever can write to the bucket can name any data there; "+
+				"restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to its location's bucket", op, in.Restore.Spec.BackupName)
+		}
+		return nil, fmt.Errorf("claim %s/%s: %w", claim.GetNamespace(), claim.GetName(), err)
+	}
+	return a.fromMovedData(ctx, claim, in, salvorv1.VeleroOperationAnnotation, op)
+}
+
 // downloadProgress reports a claim's DataDownload: the operation is done
 // when the claim is bound to the volume the mover wrote.
 func (a *RestoreAction) downloadProgress(ctx context.Context, r *sdk.Restore, name string) (sdk.OperationProgress, error) {
@@ -144,7 +170,7 @@ func (a *RestoreAction) downloadProgress(ctx context.Context, r *sdk.Restore, na
 	default:
 		p.Description = "data download waiting for its claim and a mover"
 	}
-	a.progressResource(ctx, r, dd.Spec.TargetVolume.Namespace, dd.Spec.TargetVolume.PVC, dd.Spec.SourceNamespace+"/"+dd.Annotations[salvorv1.DataUploadAnnotation],
+	a.progressResource(ctx, r, dd.Spec.TargetVolume.Namespace, dd.Spec.TargetVolume.PVC, dd.Spec.SourceNamespace+"/"+cmp.Or(dd.Annotations[salvorv1.DataUploadAnnotation], dd.Annotations[salvorv1.VeleroOperationAnnotation]),
 		dd.Annotations[salvorv1.RestoredVolumeAnnotation], p)
 	return p, nil
 }

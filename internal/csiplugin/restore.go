@@ -89,7 +89,8 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructured, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
 	r := in.Restore
 	vs := csi.SnapshotOfClaim(claim)
-	if vs == "" || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
+	veleroOp := claim.GetAnnotations()[salvorv1.VeleroOperationAnnotation]
+	if (vs == "" && veleroOp == "") || (r.Spec.RestorePVs != nil && !*r.Spec.RestorePVs) {
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
 	}
 	live, err := a.live(ctx, csi.PVCGVR, claim.GetNamespace(), claim.GetName())
@@ -101,7 +102,10 @@ func (a *RestoreAction) claim(ctx context.Context, claim *unstructured.Unstructu
 		return sdk.NewRestoreItemActionExecuteOutput(claim), nil
 	}
 	if du := claim.GetAnnotations()[salvorv1.DataUploadAnnotation]; du != "" {
-		return a.fromMovedData(ctx, claim, in, du)
+		return a.fromMovedData(ctx, claim, in, salvorv1.DataUploadAnnotation, du)
+	}
+	if veleroOp != "" {
+		return a.fromVeleroMovedData(ctx, claim, in, veleroOp)
 	}
 	source := map[string]any{"apiGroup": csi.Group, "kind": "VolumeSnapshot", "name": vs}
 	_ = unstructured.SetNestedMap(claim.Object, source, "spec", "dataSource")
@@ -409,6 +413,27 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, ns
 	}
 }
 
+// trustedBackup tells whether what restore r's backup names may be used
+// as it says: the restore trusts the backup's snapshots, or the backup is
+// authenticated (its status says so only once its signed manifest checked
+// out, and the restore checked it again before it began). It returns the
+// backup read.
+func trustedBackup(ctx context.Context, dyn dynamic.Interface, r *sdk.Restore) (*salvorv1.Backup, bool, error) {
+	if r.Spec.TrustBackupSnapshots {
+		return nil, true, nil
+	}
+	u, err := dyn.Resource(backupGVR).Namespace(r.Namespace).Get(ctx, r.Spec.BackupName, metav1.GetOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading backup %s: %w", r.Spec.BackupName, err)
+	}
+	b := &salvorv1.Backup{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+		return nil, false, fmt.Errorf("reading backup %s: %w", r.Spec.BackupName, err)
+	}
+	auth := b.Status.Authentication
+	return b, auth != nil && auth.State == salvorv1.AuthenticationAuthenticated, nil
+}
+
 // trusted checks that a snapshot handle a backup names may be made into a
 // snapshot of the restore: whoever can write to the bucket can name any
 // handle there, another team's snapshot included. It may when this cluster
@@ -417,19 +442,9 @@ func (a *RestoreAction) progressResource(ctx context.Context, r *sdk.Restore, ns
 // restore checked it again before it began), or when the restore trusts
 // the backup's snapshots.
 func (a *RestoreAction) trusted(ctx context.Context, dyn dynamic.Interface, r *sdk.Restore, handle, driver string) error {
-	if r.Spec.TrustBackupSnapshots {
-		return nil
-	}
-	u, err := dyn.Resource(backupGVR).Namespace(r.Namespace).Get(ctx, r.Spec.BackupName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading backup %s to check snapshot %s: %w", r.Spec.BackupName, handle, err)
-	}
-	b := &salvorv1.Backup{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
-		return fmt.Errorf("reading backup %s: %w", r.Spec.BackupName, err)
-	}
-	if auth := b.Status.Authentication; auth != nil && auth.State == salvorv1.AuthenticationAuthenticated {
-		return nil
+	b, ok, err := trustedBackup(ctx, dyn, r)
+	if err != nil || ok {
+		return err
 	}
 	why, err := a.recorded(ctx, dyn, b, handle, driver)
 	if err != nil || why == "" {

@@ -236,3 +236,68 @@ func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreVeleroMovedData: a claim whose data Velero's data mover moved
+// (the restore marks it with the operation, from Velero's volume records)
+// is restored waiting for a DataDownload that names that operation, and no
+// upload of Salvor's; Velero signs nothing, so only a restore that trusts
+// the backup (or an authenticated backup) asks for the data, and any other
+// is an error naming the claim and the opt-in, with nothing made.
+func TestRestoreVeleroMovedData(t *testing.T) {
+	_, dyn := snapshotAPI(t)
+	ctx := context.Background()
+	makeBackup(t, dyn, "velero", salvorv1.AuthenticationUnauthenticated, true)
+	makeBackup(t, dyn, "signed", salvorv1.AuthenticationAuthenticated, false)
+	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
+	a.kube.once.Do(func() { a.kube.dyn = dyn })
+	for _, c := range []struct {
+		backup  string
+		trust   bool
+		refused bool
+	}{
+		{backup: "velero", refused: true},
+		{backup: "velero", trust: true},
+		{backup: "signed"},
+	} {
+		name := fmt.Sprintf("%s-%v", c.backup, c.trust)
+		t.Run(name, func(t *testing.T) {
+			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+			r.Spec.BackupName, r.Spec.TrustBackupSnapshots = c.backup, c.trust
+			pvc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+				"metadata": map[string]any{"name": "data", "namespace": "app-copy",
+					"labels":      map[string]any{salvorv1.VolumeSnapshotNameLabel: "velero-data-x"},
+					"annotations": map[string]any{salvorv1.VeleroOperationAnnotation: "du-1f.2e"}},
+				"spec": map[string]any{"volumeName": "pv-data", "storageClassName": "fast"}}}
+			fromBackup := pvc.DeepCopy()
+			fromBackup.SetNamespace("app")
+			out, err := a.ExecuteWithContext(ctx, &sdk.RestoreItemActionExecuteInput{Item: pvc, ItemFromBackup: fromBackup, Restore: r})
+			list, lerr := dyn.Resource(ddGVR).Namespace("salvor").List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + name})
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if c.refused {
+				if err == nil || !strings.Contains(err.Error(), "claim app-copy/data") || !strings.Contains(err.Error(), "operation du-1f.2e") ||
+					!strings.Contains(err.Error(), "--trust-backup-snapshots") || len(list.Items) != 0 {
+					t.Errorf("moved data of an untrusted Velero backup: %v, %d DataDownloads", err, len(list.Items))
+				}
+				return
+			}
+			if err != nil || len(list.Items) != 1 {
+				t.Fatalf("moved data of a trusted backup: %v, %d DataDownloads", err, len(list.Items))
+			}
+			dd := list.Items[0]
+			if a := dd.GetAnnotations(); a[salvorv1.VeleroOperationAnnotation] != "du-1f.2e" || a[salvorv1.DataUploadAnnotation] != "" || a[salvorv1.SourceClaimAnnotation] != "data" {
+				t.Errorf("DataDownload annotations %v", a)
+			}
+			if ns, _, _ := unstructured.NestedString(dd.Object, "spec", "sourceNamespace"); ns != "app" {
+				t.Errorf("DataDownload sourceNamespace %q, want the backed-up claim's", ns)
+			}
+			claim := out.UpdatedItem.UnstructuredContent()
+			sel, _, _ := unstructured.NestedString(claim, "spec", "selector", "matchLabels", salvorv1.DataDownloadLabel)
+			volume, _, _ := unstructured.NestedString(claim, "spec", "volumeName")
+			if sel != dd.GetName() || volume != "" || out.OperationID != downloadOp+dd.GetName() {
+				t.Errorf("the claim waits for %q, volume %q, operation %q; want DataDownload %s", sel, volume, out.OperationID, dd.GetName())
+			}
+		})
+	}
+}

@@ -97,9 +97,9 @@ func CheckDownload(dd *salvorv1.DataDownload) string {
 		return "spec: sourceNamespace is empty: it says which repository holds the data"
 	case dd.Spec.BackupStorageLocation == "":
 		return "spec: backupStorageLocation is empty"
-	case dd.Annotations[salvorv1.DataUploadAnnotation] == "" || dd.Annotations[salvorv1.SourceClaimAnnotation] == "":
-		return fmt.Sprintf("annotations %s and %s must name the upload and the backed-up claim whose data this restores",
-			salvorv1.DataUploadAnnotation, salvorv1.SourceClaimAnnotation)
+	case (dd.Annotations[salvorv1.DataUploadAnnotation] == "") == (dd.Annotations[salvorv1.VeleroOperationAnnotation] == "") || dd.Annotations[salvorv1.SourceClaimAnnotation] == "":
+		return fmt.Sprintf("annotations %s (or, for Velero's data, %s) and %s must name the upload and the backed-up claim whose data this restores",
+			salvorv1.DataUploadAnnotation, salvorv1.VeleroOperationAnnotation, salvorv1.SourceClaimAnnotation)
 	case dd.Labels[salvorv1.BackupNameLabel] == "":
 		return fmt.Sprintf("label %s must name the backup whose data this restores", salvorv1.BackupNameLabel)
 	}

@@ -22,13 +22,22 @@ import (
 var ErrNoPassword = errors.New("salvor: no kopia repository password")
 
 // PasswordKeyOf is the key of the password Secret that holds location
-// bsl's repository password: PasswordKey for every unencrypted location,
-// and one of its own for each encrypted location, whose password derives
+// bsl's repository password: PasswordKey for every unencrypted location
+// (unless LocationPasswordKey has one of its own there), and
+// LocationPasswordKey for each encrypted location, whose password derives
 // from its keys.
 func PasswordKeyOf(bsl *salvorv1.BackupStorageLocation) string {
 	if bsl.Spec.Encryption == nil {
 		return PasswordKey
 	}
+	return LocationPasswordKey(bsl)
+}
+
+// LocationPasswordKey is the key of the password Secret for location
+// bsl's own password. An unencrypted location's there wins over the
+// shared one: how the repositories of a location Velero wrote (with
+// Velero's password) are read beside Salvor's own.
+func LocationPasswordKey(bsl *salvorv1.BackupStorageLocation) string {
 	key := PasswordKey + "-" + bsl.Name
 	if len(key) > 253 { // a Secret's key is at most 253 characters
 		sum := sha256.Sum256([]byte(bsl.Name))
@@ -92,6 +101,9 @@ func (p *Passwords) get(ctx context.Context, bsl *salvorv1.BackupStorageLocation
 			return pw, nil
 		}
 		return pw, p.store(ctx, key, pw, true)
+	}
+	if own := string(s.Data[LocationPasswordKey(bsl)]); own != "" {
+		return own, nil
 	}
 	if stored != "" {
 		return stored, nil

@@ -69,11 +69,39 @@ func TestPasswords(t *testing.T) {
 	if _, err := p.Get(ctx, vault); !errors.Is(err, ErrNoPassword) {
 		t.Errorf("an encrypted location without derivation: %v, want ErrNoPassword", err)
 	}
-	// Mover pods take the location's own key.
+	// An unencrypted location given a password of its own (Velero's, for
+	// the repositories Velero wrote there) opens with it; the others keep
+	// the shared one.
+	velero := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "velero", Namespace: "salvor"}}
+	if err := p.store(ctx, "repository-password-velero", "static-passw0rd", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Get(ctx, velero); err != nil || got != "static-passw0rd" {
+		t.Errorf("a location's own password: %q (%v)", got, err)
+	}
+	if got, err := p.Get(ctx, plain); err != nil || got != first {
+		t.Errorf("the shared password beside a location's own: %q (%v), want %q", got, err, first)
+	}
+	// Mover pods take the location's own key: an encrypted location's
+	// alone; an unencrypted one's first, then the shared one.
 	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "salvor"}}
-	for bsl, want := range map[*salvorv1.BackupStorageLocation]string{plain: PasswordKey, vault: "repository-password-vault"} {
-		if ref := (Pods{Image: "salvor"}).UploadPod(du, bsl, 1).Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef; ref.Name != PasswordSecret || ref.Key != want {
-			t.Errorf("location %s: the mover pod's password comes from %s key %s, want %s", bsl.Name, ref.Name, ref.Key, want)
+	for bsl, want := range map[*salvorv1.BackupStorageLocation][]string{plain: {PasswordKey, "repository-password-primary"}, velero: {PasswordKey, "repository-password-velero"},
+		vault: {"repository-password-vault"}} {
+		env := (Pods{Image: "salvor"}).UploadPod(du, bsl, 1).Spec.Containers[0].Env
+		var got []string
+		for _, e := range env {
+			if ref := e.ValueFrom.SecretKeyRef; ref.Name == PasswordSecret {
+				got = append(got, ref.Key)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("location %s: the mover pod's password comes from keys %v, want %v", bsl.Name, got, want)
+		}
+	}
+	for _, tc := range []struct{ shared, own, want string }{{"s", "", "s"}, {"s", "o", "o"}, {"", "o", "o"}, {"", "", ""}} {
+		env := map[string]string{PasswordEnv: tc.shared, LocationPasswordEnv: tc.own}
+		if got := MoverPassword(func(k string) string { return env[k] }); got != tc.want {
+			t.Errorf("MoverPassword(shared %q, own %q) = %q, want %q", tc.shared, tc.own, got, tc.want)
 		}
 	}
 }

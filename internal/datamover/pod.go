@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -21,8 +22,10 @@ import (
 const (
 	PasswordSecret = "salvor-repo-credentials"
 	PasswordKey    = "repository-password"
-	// PasswordEnv passes it to the mover.
-	PasswordEnv = "SALVOR_REPO_PASSWORD"
+	// PasswordEnv passes it to the mover; LocationPasswordEnv an
+	// unencrypted location's own, when the Secret has one, which wins.
+	PasswordEnv         = "SALVOR_REPO_PASSWORD"
+	LocationPasswordEnv = "SALVOR_REPO_LOCATION_PASSWORD"
 )
 
 // Paths inside a mover pod.
@@ -85,6 +88,28 @@ func (p Pods) DownloadPod(dd *salvorv1.DataDownload, bsl *salvorv1.BackupStorage
 	return pod
 }
 
+// passwordEnv hands a mover pod its location's repository password, as
+// Passwords.Get finds it: an encrypted location's own key; for an
+// unencrypted one, its own key if the Secret has it, else the shared key
+// (both optional, so the pod starts either way and MoverPassword says
+// what is missing).
+func passwordEnv(bsl *salvorv1.BackupStorageLocation) []corev1.EnvVar {
+	from := func(key string, optional bool) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: PasswordSecret}, Key: key, Optional: &optional}}
+	}
+	if bsl.Spec.Encryption != nil {
+		return []corev1.EnvVar{{Name: PasswordEnv, ValueFrom: from(PasswordKeyOf(bsl), false)}}
+	}
+	return []corev1.EnvVar{{Name: PasswordEnv, ValueFrom: from(PasswordKey, true)}, {Name: LocationPasswordEnv, ValueFrom: from(LocationPasswordKey(bsl), true)}}
+}
+
+// MoverPassword is the repository password a mover pod was given
+// (passwordEnv): its location's own, else the shared one.
+func MoverPassword(getenv func(string) string) string {
+	return cmp.Or(getenv(LocationPasswordEnv), getenv(PasswordEnv))
+}
+
 // PodName is the name of attempt n's pod.
 func PodName(name string, attempt int) string {
 	base := name
@@ -114,10 +139,9 @@ func (p Pods) pod(name string, attempt int, l map[string]string, args []string, 
 				Image:           p.Image,
 				ImagePullPolicy: p.ImagePullPolicy,
 				Args:            args,
-				Env: []corev1.EnvVar{{Name: PasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: PasswordSecret}, Key: PasswordKeyOf(bsl)}}}},
-				Resources:    p.Resources,
-				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: WorkPath}},
+				Env:             passwordEnv(bsl),
+				Resources:       p.Resources,
+				VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: WorkPath}},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					ReadOnlyRootFilesystem:   &yes,

@@ -113,9 +113,23 @@ func (m *Mover) progress(ctx context.Context, obj client.Object) (report func(ko
 // DownloadSource is what a download restores, found inside the
 // repository by what it is — the backed-up claim, the upload that moved
 // it, the backup — so that an ID written into the bucket cannot point a
-// restore at other data.
+// restore at other data. Velero tags its snapshots with the upload's
+// operation alone (which holds its backup's UID).
 func DownloadSource(dd *salvorv1.DataDownload) kopiarepo.Source {
-	return MovedSource(dd.Spec.SourceNamespace, dd.Annotations[salvorv1.SourceClaimAnnotation], dd.Annotations[salvorv1.DataUploadAnnotation], dd.Labels[salvorv1.BackupNameLabel])
+	claim := dd.Annotations[salvorv1.SourceClaimAnnotation]
+	if op := dd.Annotations[salvorv1.VeleroOperationAnnotation]; op != "" {
+		return kopiarepo.Source{Requester: kopiarepo.DataMover, Name: dd.Spec.SourceNamespace + "/" + claim,
+			Tags: map[string]string{salvorv1.VeleroAsyncOperationIDLabel: op}}
+	}
+	return MovedSource(dd.Spec.SourceNamespace, claim, dd.Annotations[salvorv1.DataUploadAnnotation], dd.Labels[salvorv1.BackupNameLabel])
+}
+
+// movedBy names what moved a download's data.
+func movedBy(dd *salvorv1.DataDownload) string {
+	if op := dd.Annotations[salvorv1.VeleroOperationAnnotation]; op != "" {
+		return "Velero's data upload " + op
+	}
+	return "DataUpload " + dd.Annotations[salvorv1.DataUploadAnnotation]
 }
 
 // MovedSource is the kopia source of a claim's data moved by DataUpload
@@ -155,8 +169,8 @@ func (m *Mover) download(ctx context.Context, dd *salvorv1.DataDownload) error {
 	claim := dd.Spec.SourceNamespace + "/" + dd.Annotations[salvorv1.SourceClaimAnnotation]
 	snap, err := repo.Find(ctx, src)
 	if err != nil {
-		return fmt.Errorf("the data of claim %s (backup %s, DataUpload %s) in location %s: %w", claim, dd.Labels[salvorv1.BackupNameLabel],
-			dd.Annotations[salvorv1.DataUploadAnnotation], bsl.Name, err)
+		return fmt.Errorf("the data of claim %s (backup %s, %s) in location %s: %w", claim, dd.Labels[salvorv1.BackupNameLabel],
+			movedBy(dd), bsl.Name, err)
 	}
 	if dd.Spec.SnapshotID != "" && dd.Spec.SnapshotID != snap.ID {
 		return fmt.Errorf("spec.snapshotID %s is not the data of claim %s in backup %s (that is snapshot %s): refusing to restore it", dd.Spec.SnapshotID, claim, dd.Labels[salvorv1.BackupNameLabel], snap.ID)
@@ -174,7 +188,8 @@ func (m *Mover) download(ctx context.Context, dd *salvorv1.DataDownload) error {
 // restores, which a ReadOnly location allows.
 func (m *Mover) open(ctx context.Context, name, ns string, readOnly bool) (*kopiarepo.Repository, *salvorv1.BackupStorageLocation, error) {
 	if m.Password == "" {
-		return nil, nil, fmt.Errorf("no repository password (%s, from Secret %s key %s)", PasswordEnv, PasswordSecret, PasswordKey)
+		return nil, nil, fmt.Errorf("no repository password for location %s (%s or %s, from Secret %s key %s or %s-%s)", name, LocationPasswordEnv, PasswordEnv,
+			PasswordSecret, PasswordKey, PasswordKey, name)
 	}
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, bsl); err != nil {

@@ -64,7 +64,7 @@ func TestSideFilesAreBoundedWhileDecoded(t *testing.T) {
 			var before runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, err := s.VeleroOnlyVolumes(ctx, name)
+			_, err := s.VeleroVolumes(ctx, name)
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			if tc.want == "" {

@@ -10,7 +10,7 @@
 //	<prefix>/backups/<name>/<name>-itemoperations.json.gz
 //	<prefix>/backups/<name>/<name>-volumesnapshots.json.gz
 //	<prefix>/backups/<name>/<name>-salvor-manifest.json.gz  SHA-256 of every other file and item (Salvor's)
-//	<prefix>/backups/<name>/<name>-volumeinfo.json.gz, -podvolumebackups.json.gz  Velero's, read only (VeleroOnlyVolumes)
+//	<prefix>/backups/<name>/<name>-volumeinfo.json.gz, -podvolumebackups.json.gz  Velero's, read only (VeleroVolumes)
 //	<prefix>/restores/<name>/...
 //	<prefix>/metadata/downloads/...  short-lived copies served from an encrypted location
 //

@@ -66,7 +66,7 @@ func FuzzSideFiles(f *testing.F) {
 			third(s.GetManifest(ctx, "b")),
 			second(s.AuthenticateHeader(ctx, "b", "")),
 			second(s.Authenticate(ctx, "b", "")),
-			second(s.VeleroOnlyVolumes(ctx, "b")),
+			second(s.VeleroVolumes(ctx, "b")),
 		} {
 			if err != nil && strings.Contains(err.Error(), "more than Salvor writes there") && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("a refusal for size that is not ErrTooLarge: %v", err)

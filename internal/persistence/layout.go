@@ -26,7 +26,7 @@ const (
 	// backup and of every item of its tarball (see Manifest).
 	ManifestFile
 	// VolumeInfoFile and PodVolumeBackupsFile are Velero's records of how
-	// it kept a backup's volume data (see VeleroOnlyVolumes). Salvor reads
+	// it kept a backup's volume data (see VeleroVolumes). Salvor reads
 	// them and never writes or deletes them.
 	VolumeInfoFile
 	PodVolumeBackupsFile

@@ -8,15 +8,22 @@ import (
 	"testing"
 )
 
-// TestVeleroOnlyVolumes reads Velero's records of a backup's volume data:
-// only data kept by its file-system backup or moved by its data mover is
-// out of Salvor's reach; skipped and failed volumes, snapshots left in
-// place and native snapshots are not. The records stay when a run's files
+// TestVeleroVolumes reads Velero's records of a backup's volume data: only
+// data kept by its file-system backup or moved by a data mover other than
+// Velero's own with kopia is out of Salvor's reach; skipped and failed
+// volumes, snapshots left in place and native snapshots are not. Data
+// Velero's built-in mover moved whole is found by its operation ID; an ID
+// Velero would not make is not used. The records stay when a run's files
 // are removed: a run never writes them.
-func TestVeleroOnlyVolumes(t *testing.T) {
+func TestVeleroVolumes(t *testing.T) {
 	ctx := context.Background()
 	const volumeInfo = `[
  {"pvcName":"moved","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"acme"}},
+ {"pvcName":"by-velero","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"velero","uploaderType":"kopia","operationID":"du-1f.2e","Phase":"Completed"}},
+ {"pvcName":"default-mover","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"uploaderType":"kopia","operationID":"du-3c.4d"}},
+ {"pvcName":"upload-failed","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"velero","uploaderType":"kopia","operationID":"du-5.6","Phase":"Failed"}},
+ {"pvcName":"forged-id","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"velero","uploaderType":"kopia","operationID":"../../x","Phase":"Completed"}},
+ {"pvcName":"restic","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":true,"result":"succeeded","snapshotDataMovementInfo":{"dataMover":"velero","uploaderType":"restic","operationID":"du-7.8"}},
  {"pvcName":"inplace","pvcNamespace":"a","backupMethod":"CSISnapshot","snapshotDataMoved":false,"result":"succeeded"},
  {"pvcName":"native","pvcNamespace":"a","backupMethod":"NativeSnapshot","result":"succeeded"},
  {"pvcName":"skipped","pvcNamespace":"a","skipped":true,"skippedReason":"no snapshot"},
@@ -32,16 +39,20 @@ func TestVeleroOnlyVolumes(t *testing.T) {
 		name  string
 		files map[File]string
 		want  map[string]string
+		moved map[string]string
 	}{
-		{"salvor", nil, map[string]string{}},
+		{"salvor", nil, map[string]string{}, map[string]string{}},
 		{"volumeinfo", map[File]string{VolumeInfoFile: volumeInfo, PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
-			"persistentvolumeclaims/a/moved": `in Velero's backup repository, moved there by data mover "acme"`,
-			"persistentvolumeclaims/a/claim": `in Velero's file-system backup ("kopia", volume "data" of pod a/p)`,
-			"pods/a/p":                       `in Velero's file-system backup ("kopia", volume "scratch" of pod a/p)`,
-		}},
+			"persistentvolumeclaims/a/moved":         `in Velero's backup repository, moved there by data mover "acme"`,
+			"persistentvolumeclaims/a/upload-failed": `nowhere whole: Velero's data upload of it ended "Failed"`,
+			"persistentvolumeclaims/a/forged-id":     `in Velero's backup repository, under an operation ID Velero does not make ("../../x")`,
+			"persistentvolumeclaims/a/restic":        `in Velero's backup repository, moved there by its data mover with uploader "restic"`,
+			"persistentvolumeclaims/a/claim":         `in Velero's file-system backup ("kopia", volume "data" of pod a/p)`,
+			"pods/a/p":                               `in Velero's file-system backup ("kopia", volume "scratch" of pod a/p)`,
+		}, map[string]string{"a/by-velero": "du-1f.2e", "a/default-mover": "du-3c.4d"}},
 		{"podvolumebackups", map[File]string{PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
 			"pods/b/q": `in Velero's file-system backup (restic, volume "data" of pod b/q)`,
-		}},
+		}, map[string]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, fs := newStore(t, "")
@@ -54,9 +65,9 @@ func TestVeleroOnlyVolumes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := s.VeleroOnlyVolumes(ctx, tc.name)
-			if err != nil || !maps.Equal(got, tc.want) {
-				t.Errorf("VeleroOnlyVolumes = %v, %v; want %v", got, err, tc.want)
+			got, err := s.VeleroVolumes(ctx, tc.name)
+			if err != nil || !maps.Equal(got.Elsewhere, tc.want) || !maps.Equal(got.Moved, tc.moved) {
+				t.Errorf("VeleroVolumes = %v, %v; want elsewhere %v, moved %v", got, err, tc.want, tc.moved)
 			}
 			if err := s.ClaimName(ctx, tc.name, "uid"); err != nil {
 				t.Fatal(err)
@@ -73,7 +84,7 @@ func TestVeleroOnlyVolumes(t *testing.T) {
 	if err := fs.PutObject(ctx, "bkt", s.BackupFile("bad", VolumeInfoFile), bytes.NewReader([]byte("not gzip"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.VeleroOnlyVolumes(ctx, "bad"); err == nil {
+	if _, err := s.VeleroVolumes(ctx, "bad"); err == nil {
 		t.Error("an unreadable volume info file read as none")
 	}
 }

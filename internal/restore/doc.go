@@ -44,8 +44,11 @@
 //
 // A persistent volume with a snapshot is made from it (Volumes.Restorer);
 // a claim or pod whose data the backup keeps where Salvor cannot restore it
-// from (Velero's file-system backup or data mover: Volumes.Elsewhere) is
-// an error of the restore when made, never a silently empty volume.
+// from (Velero's file-system backup, another data mover: Volumes.Elsewhere)
+// is an error of the restore when made, never a silently empty volume. A
+// claim whose data Velero's own data mover moved (Volumes.VeleroMoved) is
+// marked with its operation for the CSI action, which restores it from
+// Velero's kopia repository.
 //
 // # Files
 //

@@ -102,6 +102,13 @@ type Volumes struct {
 	// restored comes back without its data: an error of the restore, not
 	// a silently empty volume.
 	Elsewhere map[string]string
+	// VeleroMoved are the claims, by "namespace/name" in the backup, whose
+	// data Velero's data mover moved into the location's kopia repository,
+	// each with the operation ID its snapshot is tagged with
+	// (persistence.VeleroVolumes): such a claim is restored with
+	// salvorv1.VeleroOperationAnnotation saying so, for the CSI action to
+	// bring its data back, and never with one the backup's JSON carries.
+	VeleroMoved map[string]string
 	// ElsewhereUnread is why Elsewhere could not be read, if it could not:
 	// the restore goes on (a damaged record must not keep a cluster from
 	// its objects) and says that volumes may come back without data.
@@ -153,8 +160,9 @@ type run struct {
 	hooksRun, hooksFailed atomic.Int64
 	hookAccessByNS        sync.Map // namespace → func() string (hookAccess)
 	volumes               VolumeRestorer
-	// elsewhere and snapshotted are Volumes'.
+	// elsewhere, veleroMoved and snapshotted are Volumes'.
 	elsewhere   map[string]string
+	veleroMoved map[string]string
 	snapshotted map[string]bool
 	// anew are the volumes left out so that their claims are provisioned
 	// anew (provisionAnew), by name.
@@ -253,7 +261,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: newOrder(tiers), reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, snapshotted: volumes.Snapshotted,
+		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, veleroMoved: volumes.VeleroMoved, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone

@@ -59,6 +59,26 @@ func (r *run) restoreItem(ctx context.Context, it *entry, w *worker) {
 	}
 }
 
+// markVeleroMoved says on a claim whose data Velero's data mover moved
+// which operation moved it, for the CSI action. Only Velero's volume
+// records say so: the annotation as the backup's JSON has it is dropped,
+// so that a claim cannot name another's data by carrying it.
+func (r *run) markVeleroMoved(it *entry, claim *unstructured.Unstructured) {
+	a := claim.GetAnnotations()
+	op, moved := r.veleroMoved[it.namespace+"/"+it.name]
+	if _, forged := a[salvorv1.VeleroOperationAnnotation]; !moved && !forged {
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	delete(a, salvorv1.VeleroOperationAnnotation)
+	if moved {
+		a[salvorv1.VeleroOperationAnnotation] = op
+	}
+	claim.SetAnnotations(a)
+}
+
 // claim returns the flight w is to restore it in, or nil when it is not
 // w's to restore — after waiting, if another worker was restoring it.
 func (r *run) claim(ctx context.Context, it *entry, w *worker) (*flight, error) {
@@ -141,6 +161,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		obj.SetName(r.targetNamespace(it.name))
 	}
 	if it.kind.gr == pvcResource {
+		r.markVeleroMoved(it, obj)
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" {
 			clone, cloned := r.clones.Load(pv)
 			if cloned {

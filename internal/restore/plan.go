@@ -75,10 +75,12 @@ func (r *run) needs(gr schema.GroupResource, ns string, obj *unstructured.Unstru
 }
 
 // fromCSISnapshot tells whether claim is restored from the CSI snapshot
-// its backup took (the built-in CSI action makes it so), rather than
-// bound to its backed-up volume.
+// its backup took or from the data Velero's data mover moved (the
+// built-in CSI action makes it so), rather than bound to its backed-up
+// volume.
 func (r *run) fromCSISnapshot(claim *unstructured.Unstructured) bool {
-	return csi.SnapshotOfClaim(claim) != "" &&
+	_, moved := r.veleroMoved[claim.GetNamespace()+"/"+claim.GetName()]
+	return (moved || csi.SnapshotOfClaim(claim) != "") &&
 		(r.restore.Spec.RestorePVs == nil || *r.restore.Spec.RestorePVs)
 }
 

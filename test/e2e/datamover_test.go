@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,11 +33,22 @@ import (
 // gets them.
 func moverCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
 	t.Helper()
+	c, csi, minio, node, _ := moverClusterWith(t, nil, []string{"backups"}, serverFlags...)
+	return c, csi, minio, node
+}
+
+// moverClusterWith is moverCluster whose node also runs the given images
+// (name to binary) and whose MinIO has the given buckets, the first
+// Salvor's location's; it returns the server too.
+func moverClusterWith(t *testing.T, images map[string]string, buckets []string, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode, *server) {
+	t.Helper()
 	c := startCluster(t)
 	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)
 	testbed.StartScheduling(t, c.kubeconfig)
-	node := testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{CSI: csi, Images: map[string]string{"salvor": salvorBin}})
-	minio := testbed.StartMinIO(t, "backups")
+	all := map[string]string{"salvor": salvorBin}
+	maps.Copy(all, images)
+	node := testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{CSI: csi, Images: all})
+	minio := testbed.StartMinIO(t, buckets...)
 	// The test runs its server itself, as the installed account: no
 	// replica of the installed Deployment beside it on the node.
 	c.mustSalvor(t, "install", "--replicas", "0")
@@ -45,18 +57,18 @@ func moverCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, 
 		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
 			&authorizationv1.ResourceAttributes{Verb: "delete", Namespace: "salvor", Resource: "pods"}, nil), "denied"
 	})
-	c.asServiceAccount(t, "salvor", "salvor").startServer(t, append([]string{"--item-operation-sync-frequency", "1s",
+	s := c.asServiceAccount(t, "salvor", "salvor").startServer(t, append([]string{"--item-operation-sync-frequency", "1s",
 		"--data-mover-image", "ghcr.io/salvor-dev/salvor:e2e"}, serverFlags...)...)
 	creds, err := os.ReadFile(minio.CredentialsFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "minio"}, Data: map[string][]byte{"cloud": creds}})
-	c.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
+	c.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", buckets[0], "--prefix", "cluster-a",
 		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--default")
 	c.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
 	c.create(t, snapshotClass("testbed-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.CSISnapshotClassLabel: "true"}))
-	return c, csi, minio, node
+	return c, csi, minio, node, s
 }
 
 // TestDataMoverBackup: a backup with --snapshot-move-data puts the claim's

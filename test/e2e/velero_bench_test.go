@@ -33,6 +33,9 @@ import (
 // depend on Velero; Salvor's may not).
 type velero struct {
 	bin, plugins, version string
+	// onNode is Velero's command for its pods on the testbed node
+	// (test/compat/velero/cmd/velerotestbed).
+	onNode string
 }
 
 var (
@@ -66,10 +69,11 @@ func doBuildVelero() (velero, error) {
 	}
 	v := velero{version: strings.TrimSpace(string(out))}
 	dir := filepath.Join(root, "bin", "velero-"+v.version)
-	v.bin, v.plugins = filepath.Join(dir, "velero"), filepath.Join(dir, "plugins")
+	v.bin, v.plugins, v.onNode = filepath.Join(dir, "velero"), filepath.Join(dir, "plugins"), filepath.Join(dir, "velero-on-node")
 	for pkg, to := range map[string]string{
 		"github.com/vmware-tanzu/velero/cmd/velero":                           v.bin,
 		"github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws": filepath.Join(v.plugins, "velero-plugin-for-aws"),
+		"github.com/salvor-dev/salvor/test/compat/velero/cmd/velerotestbed":   v.onNode,
 	} {
 		build := exec.Command("go", "build", "-o", to, pkg)
 		build.Dir = mod

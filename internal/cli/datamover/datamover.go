@@ -51,7 +51,7 @@ func maintainCommand(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m.Client, m.Namespace, m.Password = c, k.Namespace, os.Getenv(datamover.PasswordEnv)
+			m.Client, m.Namespace, m.Password = c, k.Namespace, datamover.MoverPassword(os.Getenv)
 			err = m.Maintain(cmd.Context(), s)
 			datamover.WriteTermination(err)
 			if err == nil {
@@ -115,7 +115,7 @@ func moverCommand(k *kube.Options, d direction) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m.Client, m.Namespace, m.Password = c, k.Namespace, os.Getenv(datamover.PasswordEnv)
+			m.Client, m.Namespace, m.Password = c, k.Namespace, datamover.MoverPassword(os.Getenv)
 			err = d.run(m, cmd.Context())
 			datamover.WriteTermination(err)
 			if err == nil {

@@ -8,6 +8,7 @@ require (
 	github.com/sirupsen/logrus v1.9.4
 	github.com/vmware-tanzu/velero v1.18.3
 	k8s.io/apimachinery v0.33.13
+	sigs.k8s.io/controller-runtime v0.21.0
 )
 
 require (
@@ -190,7 +191,6 @@ require (
 	k8s.io/kube-aggregator v0.33.12 // indirect
 	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
 	k8s.io/utils v0.0.0-20241210054802-24370beab758 // indirect
-	sigs.k8s.io/controller-runtime v0.21.0 // indirect
 	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect

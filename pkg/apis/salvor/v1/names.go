@@ -35,6 +35,13 @@ const (
 	// a restore from the moved data looks the snapshot up by, in the
 	// repository, whose contents the bucket's writer cannot forge.
 	DataUploadAnnotation = "salvor.dev/data-upload"
+	// VeleroOperationAnnotation, on a claim being restored from a Velero
+	// backup and on its DataDownload, is the async operation ID of the
+	// Velero DataUpload that moved the claim's data (the tag
+	// velero.io/async-operation-id of its kopia snapshot; Velero tags no
+	// backup name): set by the restore from Velero's volume records, in
+	// place of DataUploadAnnotation.
+	VeleroOperationAnnotation = "salvor.dev/velero-operation-id"
 	// SourceClaimAnnotation, on a DataDownload, names the claim whose
 	// moved data it restores, as it was backed up (the claim's name in
 	// the DataDownload's sourceNamespace): with DataUploadAnnotation and

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+var veleroDataUploads = schema.GroupVersionResource{Group: "velero.io", Version: "v2alpha1", Resource: "datauploads"}
+
+// veleroImage is the image reference Velero's pods run: the testbed node
+// runs Velero's binary for it.
+func (v velero) image() string { return "velero/velero:" + v.version }
+
+// installVeleroNodeAgent runs Velero's node agent as `velero install
+// --use-node-agent` would: a DaemonSet in namespace velero under a
+// service account bound to cluster-admin, with the bucket's credentials
+// as a file. Its pods run on the testbed node, and the data mover pods it
+// makes inherit its image, account, environment and volumes. It waits
+// until the DaemonSet has a ready pod (Velero's backup checks that).
+func (c *cluster) installVeleroNodeAgent(t *testing.T, v velero, minio *testbed.MinIO) {
+	t.Helper()
+	creds, err := os.ReadFile(minio.CredentialsFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"name": "node-agent", "role": "node-agent"}
+	c.create(t,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "velero"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "velero"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "velero", Name: "velero"}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "cloud-credentials"}, Data: map[string][]byte{"cloud": creds}},
+		&appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "node-agent"},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": "node-agent"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: "velero",
+						Containers: []corev1.Container{{
+							Name: "node-agent", Image: v.image(), Command: []string{"/velero"},
+							Args: []string{"node-agent", "server", "--metrics-address", freeAddress(t), "--log-level", "info"},
+							Env: []corev1.EnvVar{
+								{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+								{Name: "VELERO_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+								{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: "/credentials/cloud"},
+								{Name: "HOME", Value: "/scratch"},
+								{Name: "VELERO_SCRATCH_DIR", Value: "/scratch"},
+							},
+							VolumeMounts: []corev1.VolumeMount{{Name: "cloud-credentials", MountPath: "/credentials"}, {Name: "scratch", MountPath: "/scratch"}},
+						}},
+						Volumes: []corev1.Volume{
+							{Name: "cloud-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "cloud-credentials"}}},
+							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						},
+					},
+				},
+			},
+		})
+	eventually(t, "Velero's node agent ready", 2*time.Minute, func() (bool, string) {
+		ds := &appsv1.DaemonSet{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "velero", Name: "node-agent"}, ds); err != nil {
+			return false, err.Error()
+		}
+		return ds.Status.NumberReady > 0, fmt.Sprintf("%+v", ds.Status)
+	})
+}
+
+// veleroPods says what became of the pods in namespace velero (the node
+// agent's and its data movers'), with their logs' ends, for a failure.
+func (c *cluster) veleroPods(t *testing.T) string {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err.Error()
+	}
+	pods, err := cs.CoreV1().Pods("velero").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s on %q: %s %+v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
+		fmt.Fprintf(&b, "%s\n", tail(podLogs(t, cs, "velero", p.Name, "", &corev1.PodLogOptions{}), 30))
+	}
+	return b.String()
+}
+
+// TestVeleroDataMoverBackupRestoresWithSalvor: a backup Velero 1.18 takes
+// with its CSI data mover (snapshotMoveData, its node agent and data mover
+// pods on the testbed node, its kopia repository under kopia/<namespace>/
+// with Velero's password) restores with Salvor from the bucket alone,
+// once the namespace, the volume and every snapshot of the driver are
+// gone: Salvor finds the claim's data in Velero's repository by what
+// Velero tagged it with, once the restore trusts the backup (Velero signs
+// nothing), and the password is Velero's, given for that location only.
+func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
+	t.Parallel()
+	v := buildVelero(t)
+	c, csi, minio, _, server := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups", "velero"})
+	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}}, csiClaim("vapp", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "vapp", "data")
+	want := fillVolume(t, csi, pv, 12)
+
+	c.installVelero(t, v, minio, "velero")
+	c.installVeleroNodeAgent(t, v, minio)
+	vs := c.startVelero(t, v, minio, "--features=EnableCSI")
+	dyn := c.dynamic(t)
+	backup := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "vmoved", "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []any{"vapp"}, "storageLocation": "default", "snapshotMoveData": true},
+	}}
+	if _, err := dyn.Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vb := c.watchObject(t, veleroBackups, "velero", "vmoved", veleroEnded)
+	uploads, err := dyn.Resource(veleroDataUploads).Namespace("velero").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase, _, _ := unstructured.NestedString(vb.Object, "status", "phase"); phase != "Completed" || len(uploads.Items) != 1 {
+		log, _ := os.ReadFile(vs.logs)
+		var errs []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "level=error") || strings.Contains(l, "level=warn") {
+				errs = append(errs, l)
+			}
+		}
+		t.Fatalf("Velero's backup ended %s with %d DataUploads: %v\n%v\nVelero's errors:\n%s\n%s", phase, len(uploads.Items), vb.Object["status"], uploads.Items, strings.Join(errs, "\n"),
+			c.veleroPods(t))
+	}
+	if phase, _, _ := unstructured.NestedString(uploads.Items[0].Object, "status", "phase"); phase != "Completed" {
+		t.Fatalf("Velero's DataUpload: %v", uploads.Items[0].Object["status"])
+	}
+	vs.stop()
+	veleroPassword := &corev1.Secret{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "velero", Name: "velero-repo-credentials"}, veleroPassword); err != nil {
+		t.Fatal(err)
+	}
+
+	// The storage side is lost: the namespace, its volume and every
+	// snapshot the driver holds.
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "vapp", Name: "data"}})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}})
+	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
+		_, err := os.Stat(csi.Driver.VolumeDir(pv))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if err := csi.Driver.LoseSnapshots(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Salvor reads Velero's location; its own repositories' password (made
+	// by an upload of its own) stays, and Velero's is given for the
+	// location that holds Velero's repository.
+	c.mustSalvor(t, "backup-location", "create", "velero", "--provider", "salvor.dev/s3", "--bucket", "velero",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--access-mode", "ReadOnly")
+	c.waitBackup(t, "vmoved", salvorv1.BackupPhaseCompleted)
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.PasswordSecret},
+		Data: map[string][]byte{datamover.PasswordKey: []byte("salvor's own"), datamover.PasswordKey + "-velero": veleroPassword.Data["repository-password"]}})
+
+	// Without trusting the backup, its claim comes back without data, an
+	// error naming it: Velero's files alone say where the data is.
+	if out, err := c.salvor(t, "restore", "create", "untrusted", "--from-backup", "vmoved", "--namespace-mappings", "vapp:vapp-untrusted", "--wait"); err == nil {
+		t.Errorf("restore create --wait of a restore that cannot bring a volume's data back exits 0:\n%s", out)
+	}
+	r := c.waitRestore(t, "untrusted", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	// A ReadOnly location's restore results stay in the server's memory,
+	// out of describe's reach: the error is read in the server's log.
+	log, _ := os.ReadFile(server.logs)
+	if r.Status.Phase != salvorv1.RestorePhasePartiallyFailed || r.Status.Errors != 1 ||
+		!strings.Contains(string(log), "claim vapp-untrusted/data: its data, which Velero's data mover moved") || !strings.Contains(string(log), "--trust-backup-snapshots") {
+		t.Errorf("restore of Velero's moved data without trusting the backup: %+v\n%s", r.Status, tail(string(log), 20))
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp-untrusted", Name: "data"}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the claim whose data an untrusted backup names was made: %v", err)
+	}
+
+	c.mustSalvor(t, "restore", "create", "from-velero", "--from-backup", "vmoved", "--trust-backup-snapshots", "--wait")
+	r = c.waitRestore(t, "from-velero", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.Errors != 0 || r.Status.RestoreItemOperationsCompleted != 1 {
+		t.Fatalf("restore of Velero's data-mover backup: %+v\n%s", r.Status, c.mustSalvor(t, "restore", "describe", "from-velero", "--details"))
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp", Name: "data"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.DataSource != nil {
+		t.Fatalf("restored claim: %+v %+v", pvc.Spec, pvc.Status)
+	}
+	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the claim restored from Velero's moved data:\n got %v\nwant %v", got, want)
+	}
+}
