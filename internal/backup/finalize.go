@@ -91,8 +91,21 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 			items = append(items, freshItem{gvr: res.GVR, namespace: id.Namespace, name: id.Name, body: body})
 		}
 	}
+	velero, err := veleroCopies(items)
+	if err != nil {
+		return 0, err
+	}
+	if len(velero) > 0 {
+		list, err := f.Store.GetResourceList(ctx, b.Name)
+		if err != nil {
+			return 0, fmt.Errorf("reading the resource list: %w", err)
+		}
+		if err := f.Store.PutJSON(ctx, b.Name, persistence.ResourceListFile, withListed(list, velero, "DataUpload")); err != nil {
+			return 0, err
+		}
+	}
 	if len(items) > 0 {
-		if err := rewriteTarball(ctx, b.Name, f.Store, items); err != nil {
+		if err := rewriteTarball(ctx, b.Name, f.Store, append(items, velero...)); err != nil {
 			return 0, err
 		}
 	}

@@ -158,6 +158,10 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	annotations[salvorv1.VeleroMustIncludeAdditionalItemsAnnotation] = "true"
 	if movesData(b) {
 		annotations[salvorv1.DataUploadAnnotation] = name
+		// Where Velero's restore looks for the upload of a claim it
+		// restores from moved data (the backup carries a Velero copy of
+		// each completed upload).
+		annotations[salvorv1.VeleroDataUploadNameAnnotation] = b.Namespace + "/" + name
 	}
 	claim.SetAnnotations(annotations)
 	if len(validation.IsValidLabelValue(name)) == 0 {

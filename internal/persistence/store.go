@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/salvor-dev/salvor/internal/plugin/host"
@@ -251,6 +252,32 @@ func (s *BackupStore) PutJSON(ctx context.Context, name string, f File, v any) e
 // Velero, as velero-backup.json — the file whose presence makes the backup.
 // The backup's manifest goes first (see Manifest), so a backup that looks
 // whole has one; b's status.authentication then says whether it is signed.
+// veleroMetadata is backup b as Velero's velero-backup.json: Salvor's
+// spec and status under Velero's apiVersion, and csiSnapshotTimeout,
+// which Salvor has not (itemOperationTimeout bounds its CSI snapshots and
+// uploads) and which Velero's restore gives each DataDownload of moved
+// data as its timeout: left out, that is zero, and every download of a
+// Salvor backup timed out at once. Velero's default (10m) stands in when
+// the backup has no itemOperationTimeout.
+func veleroMetadata(b *salvorv1.Backup) ([]byte, error) {
+	velero := b.DeepCopy()
+	velero.APIVersion = "velero.io/v1"
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(velero)
+	if err != nil {
+		return nil, err
+	}
+	timeout := b.Spec.ItemOperationTimeout.Duration
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	if spec, ok := obj["spec"].(map[string]any); ok {
+		if _, set := spec["csiSnapshotTimeout"]; !set {
+			spec["csiSnapshotTimeout"] = timeout.String()
+		}
+	}
+	return json.Marshal(obj)
+}
+
 func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error {
 	own := b.DeepCopy()
 	own.APIVersion, own.Kind = salvorv1.GroupVersion.String(), "Backup"
@@ -259,9 +286,7 @@ func (s *BackupStore) PutMetadata(ctx context.Context, b *salvorv1.Backup) error
 	if err != nil {
 		return err
 	}
-	velero := own.DeepCopy()
-	velero.APIVersion = "velero.io/v1"
-	vb, err := json.Marshal(velero)
+	vb, err := veleroMetadata(own)
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func TestTestbedNode(t *testing.T) {
 			"test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token",
 			"touch /etc/written-by-a-pod 2>/dev/null && echo host-writable || echo host-read-only",
 			"touch /settings/x 2>/dev/null && echo configmap-writable || echo configmap-read-only",
+			"touch /at-the-root 2>/dev/null && echo root-writable || echo root-read-only",
 			"echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT",
 		}, "\n")
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: "reader"}, Spec: corev1.PodSpec{
@@ -119,7 +120,8 @@ func TestTestbedNode(t *testing.T) {
 				},
 				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "settings", MountPath: "/settings"}, {Name: "creds", MountPath: "/creds"}, {Name: "scratch", MountPath: "/scratch"}},
-			}},
+			}, {Name: "read-only-root", Image: "busybox", SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr(true)},
+				Command: []string{"sh", "-c", "touch /at-the-root 2>/dev/null && echo root-writable || echo root-read-only"}}},
 			Volumes: []corev1.Volume{
 				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
 				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
@@ -131,12 +133,18 @@ func TestTestbedNode(t *testing.T) {
 		logs := podLogs(t, cs, n, "reader", "read", nil)
 		u := strings.TrimSuffix(c.restConfig.Host, "/")
 		want := strings.Join([]string{"blue", "hunter2", "scratch", "env hunter2 blue reader large", n, "token",
-			"host-read-only", "configmap-read-only", strings.TrimPrefix(u, "https://")}, "\n") + "\n"
+			"host-read-only", "configmap-read-only", "root-writable", strings.TrimPrefix(u, "https://")}, "\n") + "\n"
 		if p.Status.Phase != corev1.PodSucceeded || logs != want {
 			t.Fatalf("pod reader: phase %s, log:\n%s\nwant:\n%s", p.Status.Phase, logs, want)
 		}
 		if _, err := os.Stat("/etc/written-by-a-pod"); err == nil {
 			t.Error("the pod wrote into the host's /etc")
+		}
+		if _, err := os.Stat("/at-the-root"); err == nil {
+			t.Error("the pod wrote into the host's root")
+		}
+		if got := podLogs(t, cs, n, "reader", "read-only-root", nil); got != "root-read-only\n" {
+			t.Errorf("a container with readOnlyRootFilesystem wrote at its root: %q", got)
 		}
 		if tail := podLogs(t, cs, n, "reader", "read", &corev1.PodLogOptions{TailLines: ptr(int64(1))}); tail != strings.TrimPrefix(u, "https://")+"\n" {
 			t.Errorf("tailLines 1: %q", tail)

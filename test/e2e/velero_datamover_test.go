@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,6 +98,17 @@ func (c *cluster) veleroPods(t *testing.T) string {
 		return err.Error()
 	}
 	var b strings.Builder
+	dyn := c.dynamic(t)
+	for _, r := range []string{"datauploads", "datadownloads"} {
+		list, err := dyn.Resource(schema.GroupVersionResource{Group: "velero.io", Version: "v2alpha1", Resource: r}).Namespace("velero").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", r, err)
+			continue
+		}
+		for _, it := range list.Items {
+			fmt.Fprintf(&b, "%s %s: %v\n", r, it.GetName(), it.Object["status"])
+		}
+	}
 	for _, p := range pods.Items {
 		fmt.Fprintf(&b, "pod %s on %q: %s %+v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
 		fmt.Fprintf(&b, "%s\n", tail(podLogs(t, cs, "velero", p.Name, "", &corev1.PodLogOptions{}), 30))
@@ -210,5 +222,90 @@ func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 	}
 	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the claim restored from Velero's moved data:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestSalvorDataMoverBackupRestoresWithVelero: a backup Salvor takes with
+// --snapshot-move-data restores with Velero 1.18 (its server, node agent
+// and data mover pods on the testbed node) from the bucket alone, given
+// Salvor's repository password as Velero's: the backup carries each
+// completed upload as Velero's DataUpload, and the claim names it where
+// Velero's restore looks.
+func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
+	t.Parallel()
+	v := buildVelero(t)
+	c, csi, minio, _, server := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups"})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}}, csiClaim("sapp", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "sapp", "data")
+	want := fillVolume(t, csi, pv, 12)
+	c.mustSalvor(t, "backup", "create", "smoved", "--include-namespaces", "sapp", "--snapshot-move-data", "--wait")
+	if b := c.getBackup(t, "smoved"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
+		t.Fatalf("Salvor's backup: %+v", b.Status)
+	}
+	password := &corev1.Secret{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, password); err != nil {
+		t.Fatal(err)
+	}
+	server.stop()
+
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "sapp", Name: "data"}})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}})
+	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
+		_, err := os.Stat(csi.Driver.VolumeDir(pv))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if err := csi.Driver.LoseSnapshots(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Velero, on Salvor's bucket and prefix, with Salvor's password as its
+	// repositories' (made before its server starts, which keeps it).
+	c.installVelero(t, v, minio, "backups")
+	dyn := c.dynamic(t)
+	if _, err := dyn.Resource(veleroBSLs).Namespace("velero").Patch(context.Background(), "default", types.MergePatchType,
+		[]byte(`{"spec":{"objectStorage":{"prefix":"cluster-a"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "velero-repo-credentials"},
+		Data: map[string][]byte{"repository-password": password.Data[datamover.PasswordKey]}})
+	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}))
+	c.installVeleroNodeAgent(t, v, minio)
+	vs := c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
+	eventually(t, "Velero sees Salvor's backup", 2*time.Minute, func() (bool, string) {
+		b, err := dyn.Resource(veleroBackups).Namespace("velero").Get(context.Background(), "smoved", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(b.Object, "status", "phase")
+		return phase == "Completed", phase
+	})
+	restore := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": "from-salvor", "namespace": "velero"},
+		"spec":     map[string]any{"backupName": "smoved", "includedNamespaces": []any{"sapp"}},
+	}}
+	if _, err := dyn.Resource(veleroRestores).Namespace("velero").Create(context.Background(), restore, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vr := c.watchObject(t, veleroRestores, "velero", "from-salvor", veleroEnded)
+	if phase, _, _ := unstructured.NestedString(vr.Object, "status", "phase"); phase != "Completed" {
+		log, _ := os.ReadFile(vs.logs)
+		var errs []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "level=error") || strings.Contains(l, "level=warn") {
+				errs = append(errs, l)
+			}
+		}
+		t.Fatalf("Velero's restore of Salvor's moved backup ended %s: %v\nVelero's errors:\n%s\n%s", phase, vr.Object["status"], strings.Join(errs, "\n"), c.veleroPods(t))
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	eventually(t, "the claim bound", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "data"}, pvc); err != nil {
+			return false, err.Error()
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, string(pvc.Status.Phase)
+	})
+	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the claim Velero restored from Salvor's moved data:\n got %v\nwant %v", got, want)
 	}
 }

@@ -38,6 +38,10 @@ type containerSpec struct {
 	ImagePath string   `json:"imagePath,omitempty"`
 	Env       []string `json:"env"`
 	Dir       string   `json:"dir"`
+	// ReadOnlyRoot is the container's readOnlyRootFilesystem: without it
+	// the root tmpfs stays writable, as a runtime's container layer is
+	// (the host's directories in it are read-only either way).
+	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
 	UID       *int64   `json:"uid,omitempty"`
 	GID       *int64   `json:"gid,omitempty"`
 }
@@ -112,7 +116,8 @@ func lookPath(name string, env []string) (string, error) {
 // setUp builds the container's root: a tmpfs holding the host's top-level
 // directories bind-mounted read-only (an overlay where a mount point must
 // be made inside one, so the host is never written), a private /tmp, and
-// the pod's volumes at their mount paths; then chroots into it.
+// the pod's volumes at their mount paths, the tmpfs itself read-only only
+// when the container asks; then chroots into it.
 func (s *containerSpec) setUp() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
@@ -235,8 +240,10 @@ func (s *containerSpec) setUp() error {
 			}
 		}
 	}
-	if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-		return fmt.Errorf("making the root read-only: %w", err)
+	if s.ReadOnlyRoot {
+		if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("making the root read-only: %w", err)
+		}
 	}
 	if err := unix.Chroot(root); err != nil {
 		return fmt.Errorf("chroot %s: %w", root, err)

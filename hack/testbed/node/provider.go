@@ -455,7 +455,8 @@ func (r *podRun) command(c corev1.Container) (*exec.Cmd, error) {
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return nil, err
 	}
-	spec := containerSpec{Rootfs: rootfs, Scratch: scratch, Dir: c.WorkingDir, Env: r.env(c)}
+	spec := containerSpec{Rootfs: rootfs, Scratch: scratch, Dir: c.WorkingDir, Env: r.env(c),
+		ReadOnlyRoot: c.SecurityContext != nil && c.SecurityContext.ReadOnlyRootFilesystem != nil && *c.SecurityContext.ReadOnlyRootFilesystem}
 	bin, imageOK := r.p.cfg.binary(c.Image)
 	spec.Image = imageOK
 	if imageOK {

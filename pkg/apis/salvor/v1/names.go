@@ -35,6 +35,10 @@ const (
 	// a restore from the moved data looks the snapshot up by, in the
 	// repository, whose contents the bucket's writer cannot forge.
 	DataUploadAnnotation = "salvor.dev/data-upload"
+	// VeleroDataUploadNameAnnotation, on a backed-up claim whose data was
+	// moved, names its DataUpload ("<namespace>/<name>") where Velero's
+	// restore looks for it.
+	VeleroDataUploadNameAnnotation = "velero.io/data-upload-name"
 	// VeleroOperationAnnotation, on a claim being restored from a Velero
 	// backup and on its DataDownload, is the async operation ID of the
 	// Velero DataUpload that moved the claim's data (the tag
