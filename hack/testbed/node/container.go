@@ -41,9 +41,9 @@ type containerSpec struct {
 	// ReadOnlyRoot is the container's readOnlyRootFilesystem: without it
 	// the root tmpfs stays writable, as a runtime's container layer is
 	// (the host's directories in it are read-only either way).
-	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
-	UID       *int64   `json:"uid,omitempty"`
-	GID       *int64   `json:"gid,omitempty"`
+	ReadOnlyRoot bool   `json:"readOnlyRoot,omitempty"`
+	UID          *int64 `json:"uid,omitempty"`
+	GID          *int64 `json:"gid,omitempty"`
 }
 
 type mount struct {
