@@ -18,3 +18,5 @@ echo "## Reading and spooling a tarball of 10,000 ConfigMaps (internal/restore, 
 go test -run '^$' -bench BenchmarkRead -benchmem -count 3 ./internal/restore 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 echo "## Volume snapshots (pkg/snapshot/localvolume, BenchmarkLocalVolume; SALVOR_BENCH_VOLUME_MIB=${SALVOR_BENCH_VOLUME_MIB:-256})"
 go test -run '^$' -bench BenchmarkLocalVolume -benchtime 1x ./pkg/snapshot/localvolume 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+echo "## Volume data: the data mover's code beside kopia's CLI (same version, same data, same MinIO) and cat (internal/kopiarepo, BenchmarkMoverBesideKopiaCLI; SALVOR_BENCH_MOVER_MIB=${SALVOR_BENCH_MOVER_MIB:-1024}, SALVOR_BENCH_SMALL_FILES=${SALVOR_BENCH_SMALL_FILES:-100000}; builds bin/kopia-<version>)"
+go test -run '^$' -bench BenchmarkMoverBesideKopiaCLI -benchtime 1x -timeout 2h ./internal/kopiarepo 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\|)'

@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -119,9 +120,21 @@ func (r readOnlyStore) GetObject(ctx context.Context, bucket, key string) (io.Re
 	return r.ObjectStore.GetObject(ctx, bucket, key)
 }
 
+// MaxInlineBytes bounds a restore file of a ReadOnly location handed out
+// inline, as a data: URL in its DownloadRequest's status (an object the
+// API server keeps whole, up to about 1.5 MiB, base64 included).
+const MaxInlineBytes = 512 << 10
+
+// CreateSignedURL of a restore's file kept in memory is the file itself,
+// as a data: URL: there is no object in the bucket to sign, and a
+// restore's results and log are what say why it did not complete.
 func (r readOnlyStore) CreateSignedURL(ctx context.Context, bucket, key string, ttl time.Duration) (string, error) {
-	if _, ok := r.scratched(key); ok {
-		return "", fmt.Errorf("%s is kept in the server's memory only, not in bucket %s: its location is ReadOnly", key, bucket)
+	if b, ok := r.scratched(key); ok {
+		if len(b) > MaxInlineBytes {
+			return "", fmt.Errorf("%s is kept in the server's memory only, not in bucket %s (its location is ReadOnly), and at %d bytes is too large to hand out inline (at most %d)",
+				key, bucket, len(b), MaxInlineBytes)
+		}
+		return "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(b), nil
 	}
 	return r.ObjectStore.CreateSignedURL(ctx, bucket, key, ttl)
 }

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"encoding/base64"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -340,8 +341,17 @@ func TestReadOnlyLocationIsNeverWritten(t *testing.T) {
 	if want := []string{"backups/b1/b1-salvor-manifest.json.gz", "backups/b1/b1.tar.gz", "backups/b1/salvor-backup.json", "backups/b1/velero-backup.json"}; !slices.Equal(keys, want) {
 		t.Errorf("the bucket holds %v; want only what the ReadWrite store wrote, %v", keys, want)
 	}
-	if _, err := ro.SignedKeyURL(ctx, ro.RestoreFile("r1", ResultsFile), time.Minute); err == nil || !strings.Contains(err.Error(), "memory") {
-		t.Errorf("a signed URL for a file in memory: %v", err)
+	// A file in memory is handed out inline, whole, while it is small
+	// enough for a DownloadRequest's status.
+	u, err := ro.SignedKeyURL(ctx, ro.RestoreFile("r1", ResultsFile), time.Minute)
+	kept, _ := scratch.get(ro.RestoreFile("r1", ResultsFile))
+	if err != nil || u != "data:application/octet-stream;base64,"+base64.StdEncoding.EncodeToString(kept) || len(kept) == 0 {
+		t.Errorf("the URL of a restore's file in memory: %.80q, %v", u, err)
+	}
+	big := make([]byte, MaxInlineBytes+1)
+	ro.PutRestoreLogs(ctx, "r2", bytes.NewReader(big))
+	if _, err := ro.SignedKeyURL(ctx, ro.RestoreFile("r2", LogFile), time.Minute); err == nil || !strings.Contains(err.Error(), "memory") || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("the URL of a file in memory too large to inline: %v", err)
 	}
 }
 

@@ -127,7 +127,7 @@ func (c *cluster) veleroPods(t *testing.T) string {
 func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 	t.Parallel()
 	v := buildVelero(t)
-	c, csi, minio, _, server := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups", "velero"})
+	c, csi, minio, _, _ := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups", "velero"})
 	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}}, csiClaim("vapp", "data", csi.StorageClass))
 	pv := c.boundVolume(t, "vapp", "data")
@@ -198,11 +198,11 @@ func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 	}
 	r := c.waitRestore(t, "untrusted", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
 	// A ReadOnly location's restore results stay in the server's memory,
-	// out of describe's reach: the error is read in the server's log.
-	log, _ := os.ReadFile(server.logs)
+	// and describe reads them from there.
+	out := c.mustSalvor(t, "restore", "describe", "untrusted", "--details")
 	if r.Status.Phase != salvorv1.RestorePhasePartiallyFailed || r.Status.Errors != 1 ||
-		!strings.Contains(string(log), "claim vapp-untrusted/data: its data, which Velero's data mover moved") || !strings.Contains(string(log), "--trust-backup-snapshots") {
-		t.Errorf("restore of Velero's moved data without trusting the backup: %+v\n%s", r.Status, tail(string(log), 20))
+		!strings.Contains(out, "claim vapp-untrusted/data: its data, which Velero's data mover moved") || !strings.Contains(out, "--trust-backup-snapshots") {
+		t.Errorf("restore of Velero's moved data without trusting the backup: %+v\n%s", r.Status, out)
 	}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp-untrusted", Name: "data"}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the claim whose data an untrusted backup names was made: %v", err)

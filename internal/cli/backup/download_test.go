@@ -4,6 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +80,24 @@ func TestSaveKeepsOnlyAWholeTarball(t *testing.T) {
 				t.Errorf("%d files left in the directory, want %d", len(left), wantFiles)
 			}
 		})
+	}
+}
+
+// TestOpenDataURL: a restore's file handed out inline (a ReadOnly
+// location's, kept in the server's memory) reads back as it was; a data:
+// URL that is not base64, or whose base64 is broken, is an error.
+func TestOpenDataURL(t *testing.T) {
+	rc, err := open(context.Background(), "data:application/octet-stream;base64,"+base64.StdEncoding.EncodeToString([]byte("results")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil || string(got) != "results" {
+		t.Errorf("read %q, %v", got, err)
+	}
+	for _, bad := range []string{"data:text/plain,results", "data:application/octet-stream;base64,@@@", "data:no-comma"} {
+		if _, err := open(context.Background(), bad, nil); err == nil {
+			t.Errorf("open(%q) succeeded", bad)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package backup
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -142,8 +144,21 @@ func Download(ctx context.Context, c client.Client, namespace string, kind salvo
 	}{gz, body}, nil
 }
 
-// open reads an http(s) URL, or a file:// URL (the filesystem store's).
+// open reads an http(s) URL, a file:// URL (the filesystem store's), or
+// a base64 data: URL (a restore's file a ReadOnly location's server keeps
+// in memory, handed out inline).
 func open(ctx context.Context, raw string, tlsConfig *tls.Config) (io.ReadCloser, error) {
+	if rest, ok := strings.CutPrefix(raw, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		if !found || !strings.HasSuffix(meta, ";base64") {
+			return nil, errors.New("a data: URL that is not base64")
+		}
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, fmt.Errorf("a data: URL: %w", err)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, err
