@@ -1,10 +1,10 @@
 package persistence
 
 import (
-	"encoding/base64"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
