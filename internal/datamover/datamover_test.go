@@ -1,6 +1,8 @@
 package datamover
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -335,5 +337,51 @@ func TestParseResources(t *testing.T) {
 		if _, err := ParseResources(bad[0], bad[1], bad[2], bad[3]); err == nil || !strings.Contains(err.Error(), "--data-mover-") {
 			t.Errorf("ParseResources(%q) = %v; want an error naming the flag", bad, err)
 		}
+	}
+}
+
+// TestPerNodeLimit: with --data-mover-concurrency-per-node, a node running
+// that many mover pods that have not ended gets no other (each placement
+// term of the pod avoids it); none is placed while one is unscheduled, as
+// it may land anywhere.
+func TestPerNodeLimit(t *testing.T) {
+	pod := func(node string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	deleting := pod("a", corev1.PodRunning)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	full, err := fullOf([]corev1.Pod{pod("a", corev1.PodRunning), pod("a", corev1.PodPending), pod("b", corev1.PodRunning),
+		pod("c", corev1.PodSucceeded), pod("c", corev1.PodFailed), pod("b", corev1.PodSucceeded), deleting}, 2)
+	if err != nil || strings.Join(full, ",") != "a" {
+		t.Errorf("full nodes = %v, %v; want a", full, err)
+	}
+	if full, err := fullOf([]corev1.Pod{pod("a", corev1.PodRunning), pod("b", corev1.PodRunning)}, 1); err != nil || strings.Join(full, ",") != "a,b" {
+		t.Errorf("full nodes at one each = %v, %v", full, err)
+	}
+	if _, err := fullOf([]corev1.Pod{pod("a", corev1.PodRunning), pod("", corev1.PodPending)}, 2); !errors.Is(err, errNodesFull) {
+		t.Errorf("a mover pod not yet scheduled: %v, want errNodesFull", err)
+	}
+	if res, err := launched(fmt.Errorf("launch: %w", errNodesFull)); err != nil || res.RequeueAfter == 0 {
+		t.Errorf("launching while the nodes are full: %+v, %v; want to wait a moment", res, err)
+	}
+
+	p := Pods{NodeSelector: map[string]string{"disk": "ssd"}}.UploadPod(upload(), &salvorv1.BackupStorageLocation{}, 1)
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"x"}}}}, {}}}}}
+	avoidNodes(p, []string{"a", "b"})
+	terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i, term := range terms {
+		if len(term.MatchFields) != 1 || term.MatchFields[0].Key != "metadata.name" || term.MatchFields[0].Operator != corev1.NodeSelectorOpNotIn ||
+			strings.Join(term.MatchFields[0].Values, ",") != "a,b" {
+			t.Errorf("placement term %d: %+v; want it to avoid nodes a and b", i, term)
+		}
+	}
+	if len(terms) != 2 || len(terms[0].MatchExpressions) != 1 || p.Spec.NodeSelector["disk"] != "ssd" {
+		t.Errorf("the pod's own placement changed: %+v, %v", terms, p.Spec.NodeSelector)
+	}
+	free := Pods{}.UploadPod(upload(), &salvorv1.BackupStorageLocation{}, 1)
+	avoidNodes(free, nil)
+	if free.Spec.Affinity != nil {
+		t.Errorf("no full node, yet the pod got %+v", free.Spec.Affinity)
 	}
 }

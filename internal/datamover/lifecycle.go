@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strconv"
 	"time"
 
@@ -42,6 +43,9 @@ type Movers struct {
 	Pods      Pods
 	// Concurrency is how many moves of one direction run at once (0: 4).
 	Concurrency int
+	// PerNode is how many mover pods, of both directions, run on one node
+	// at once (0: no limit but Concurrency).
+	PerNode int
 	// Attempts is how many mover pods a move gets (0: 3).
 	Attempts int
 	Log      *slog.Logger
@@ -229,8 +233,86 @@ func attempt(mv move) int {
 	return n
 }
 
-// newPod makes the next attempt's mover pod.
+// errNodesFull: no mover pod may be made yet, for the per-node limit.
+var errNodesFull = errors.New("every node runs as many mover pods as --data-mover-concurrency-per-node allows, or one is still being scheduled")
+
+// launched is the result of launching a move's next pod: waiting a moment
+// when the nodes are full, rather than an error's growing backoff.
+func launched(err error) (reconcile.Result, error) {
+	if errors.Is(err, errNodesFull) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// fullNodes are the nodes already running PerNode mover pods, read live.
+// With a per-node limit, a mover pod not yet scheduled may land anywhere,
+// so none is made beside it (errNodesFull): the limit holds exactly, at
+// the cost of scheduling one mover pod at a time.
+func (m *Movers) fullNodes(ctx context.Context) ([]string, error) {
+	if m.PerNode <= 0 {
+		return nil, nil
+	}
+	pods := &corev1.PodList{}
+	if err := m.APIReader.List(ctx, pods, ctrl.InNamespace(m.Namespace), ctrl.MatchingLabels{ComponentLabel: Component}); err != nil {
+		return nil, fmt.Errorf("counting mover pods per node: %w", err)
+	}
+	return fullOf(pods.Items, m.PerNode)
+}
+
+// fullOf are the nodes where pods that have not ended number perNode or
+// more; errNodesFull while one of them is not scheduled yet.
+func fullOf(pods []corev1.Pod, perNode int) ([]string, error) {
+	count := map[string]int{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Spec.NodeName == "" {
+			return nil, errNodesFull
+		}
+		count[p.Spec.NodeName]++
+	}
+	var full []string
+	for node, n := range count {
+		if n >= perNode {
+			full = append(full, node)
+		}
+	}
+	sort.Strings(full)
+	return full, nil
+}
+
+// avoidNodes keeps pod off nodes, beside whatever placement it has.
+func avoidNodes(pod *corev1.Pod, nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	req := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: nodes}
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	// Terms are ORed: each must avoid the full nodes.
+	for i := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		t := &na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i]
+		t.MatchFields = append(t.MatchFields, req)
+	}
+}
+
+// newPod makes the next attempt's mover pod, off the nodes that run as
+// many mover pods as PerNode allows (errNodesFull while it cannot).
 func (m *Movers) newPod(ctx context.Context, mv move, pod func(attempt int) *corev1.Pod) error {
+	full, err := m.fullNodes(ctx)
+	if err != nil {
+		return err
+	}
 	n := attempt(mv) + 1
 	patch := ctrl.MergeFromWithOptions(mv.obj.DeepCopyObject().(ctrl.Object), ctrl.MergeFromWithOptimisticLock{})
 	annotations := mv.obj.GetAnnotations()
@@ -244,7 +326,9 @@ func (m *Movers) newPod(ctx context.Context, mv move, pod func(attempt int) *cor
 	if err := m.Client.Patch(ctx, mv.obj, patch); err != nil {
 		return err
 	}
-	return createTyped(ctx, m.Client, m.APIReader, pod(n), mv.obj)
+	p := pod(n)
+	avoidNodes(p, full)
+	return createTyped(ctx, m.Client, m.APIReader, p, mv.obj)
 }
 
 // follow watches the mover pod: handed to succeeded when it has
@@ -252,7 +336,7 @@ func (m *Movers) newPod(ctx context.Context, mv move, pod func(attempt int) *cor
 func (m *Movers) follow(ctx context.Context, mv move, s steps) (reconcile.Result, error) {
 	n := attempt(mv)
 	if n == 0 {
-		return reconcile.Result{}, s.launch(ctx)
+		return launched(s.launch(ctx))
 	}
 	name := PodName(mv.obj.GetName(), n)
 	// Read live: the cache may not have the pod just made, and taking it
@@ -298,7 +382,7 @@ func (m *Movers) follow(ctx context.Context, mv move, s steps) (reconcile.Result
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{}, s.launch(ctx)
+	return launched(s.launch(ctx))
 }
 
 // failure is why a mover pod failed: its termination message, or the

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -139,7 +140,9 @@ func veleroMoved(v veleroVolumeInfo) (op, where string) {
 		return "", fmt.Sprintf("in Velero's backup repository, moved there by its data mover with uploader %q", m.UploaderType)
 	case m.Phase != "" && m.Phase != "Completed":
 		return "", fmt.Sprintf("nowhere whole: Velero's data upload of it ended %q", m.Phase)
-	case len(validation.IsValidLabelValue(m.OperationID)) > 0 || m.OperationID == "":
+	case m.OperationID == "":
+		return "", fmt.Sprintf("in Velero's backup repository, moved there by data mover %q, under no operation ID to find it by", cmp.Or(m.DataMover, "velero"))
+	case len(validation.IsValidLabelValue(m.OperationID)) > 0:
 		return "", fmt.Sprintf("in Velero's backup repository, under an operation ID Velero does not make (%.80q)", m.OperationID)
 	}
 	return m.OperationID, ""

@@ -553,3 +553,55 @@ func pendingMoverPod(t *testing.T, c *cluster, node *testbed.PodNode, what strin
 	})
 	return name
 }
+
+// TestDataMoverTwoNodes: with --data-mover-concurrency-per-node 1 and two
+// nodes, a backup of two claims moves them at once, one mover pod on each
+// node (both pods held from their claims until both are placed, so they
+// are seen running side by side); the server is killed while they run and
+// started again, and the new one follows the same pods: both uploads
+// complete, each with its first pod.
+func TestDataMoverTwoNodes(t *testing.T) {
+	t.Parallel()
+	flags := []string{"--item-operation-sync-frequency", "1s", "--data-mover-image", "ghcr.io/salvor-dev/salvor:e2e", "--data-mover-concurrency-per-node", "1"}
+	c, csi, _, first, server := moverClusterWith(t, nil, []string{"backups"}, flags[4:]...)
+	second := testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{Name: "testbed-node-2", CSI: csi, Images: map[string]string{"salvor": salvorBin}})
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "a", csi.StorageClass), csiClaim("app", "b", csi.StorageClass))
+	fillVolume(t, csi, c.boundVolume(t, "app", "a"), 3)
+	fillVolume(t, csi, c.boundVolume(t, "app", "b"), 3)
+	csi.Driver.FailPublish("held until both mover pods are placed")
+	c.mustSalvor(t, "backup", "create", "both", "--include-namespaces", "app", "--snapshot-move-data")
+	eventually(t, "a mover pod on each node", 2*time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), client.MatchingLabels{datamover.ComponentLabel: datamover.Component}); err != nil {
+			return false, err.Error()
+		}
+		on := map[string]int{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				on[p.Spec.NodeName]++
+			}
+		}
+		if on[first.Name] > 1 || on[second.Name] > 1 {
+			t.Fatalf("more than one mover pod on a node: %v", on)
+		}
+		return on[first.Name] == 1 && on[second.Name] == 1, fmt.Sprint(on)
+	})
+	server.kill()
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t, flags...)
+	csi.Driver.FailPublish("")
+	b := c.waitBackup(t, "both", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
+	list := &salvorv1.DataUploadList{}
+	if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "both"}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, du := range list.Items {
+		if du.Status.Phase != salvorv1.DataMoverPhaseCompleted || du.Annotations[datamover.AttemptsAnnotation] != "1" {
+			t.Errorf("upload %s of claim %s: %s after %s pods: %s", du.Name, du.Spec.SourcePVC, du.Status.Phase, du.Annotations[datamover.AttemptsAnnotation], du.Status.Message)
+		}
+		nodes[du.Status.Node] = true
+	}
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || len(list.Items) != 2 || !nodes[first.Name] || !nodes[second.Name] {
+		t.Fatalf("backup %s, %d uploads on nodes %v", b.Status.Phase, len(list.Items), nodes)
+	}
+}

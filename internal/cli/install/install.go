@@ -71,6 +71,7 @@ type Options struct {
 	// The server's --data-mover-* flags (zero: its defaults); the mover
 	// image is always the server's own.
 	MoverConcurrency int
+	MoverPerNode     int
 	// RepoMaintain, KeepMaintenanceJobs and RepoSafety are the server's
 	// repository maintenance flags (zero: its defaults).
 	RepoMaintain        time.Duration
@@ -158,6 +159,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.IntVar(&o.KeepMaintenanceJobs, "keep-latest-maintenance-jobs", 0, "finished maintenance Jobs kept per repository (the server's flag; default 3) (Velero's flag)")
 	f.StringVar(&o.RepoSafety, "repo-maintenance-safety", "", "full or none: how maintenance frees deleted backups' volume data (the server's flag; default full)")
 	f.IntVar(&o.MoverConcurrency, "data-mover-concurrency", 0, "volume uploads the server runs at once, and as many downloads (its --data-mover-concurrency; default 4)")
+	f.IntVar(&o.MoverPerNode, "data-mover-concurrency-per-node", 0, "mover pods that run at once on one node (the server's --data-mover-concurrency-per-node; 0: no limit per node)")
 	f.StringToStringVar(&o.MoverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on (the server's --data-mover-node-selector)")
 	f.StringVar(&o.MoverCacheSize, "data-mover-cache-size", "", "the size of a mover pod's kopia cache volume (the server's --data-mover-cache-size; default 1Gi)")
 	f.StringSliceVar(&o.MoverTolerations, "data-mover-tolerations", nil, "taints mover pods tolerate, KEY[=VALUE][:EFFECT] (the server's --data-mover-tolerations)")
@@ -259,6 +261,12 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	args = append(args, "--data-mover-image", o.Image)
 	if o.MoverConcurrency > 0 {
 		args = append(args, "--data-mover-concurrency", fmt.Sprint(o.MoverConcurrency))
+	}
+	if o.MoverPerNode < 0 {
+		return nil, fmt.Errorf("--data-mover-concurrency-per-node %d: must not be negative (0: no limit per node)", o.MoverPerNode)
+	}
+	if o.MoverPerNode > 0 {
+		args = append(args, "--data-mover-concurrency-per-node", fmt.Sprint(o.MoverPerNode))
 	}
 	if o.RepoMaintain < 0 || o.KeepMaintenanceJobs < 0 {
 		return nil, fmt.Errorf("--default-repo-maintain-frequency and --keep-latest-maintenance-jobs must be positive")

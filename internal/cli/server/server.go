@@ -77,6 +77,7 @@ type options struct {
 	moverImage           string
 	moverAccount         string
 	moverConcurrency     int
+	moverPerNode         int
 	moverNodeSelector    map[string]string
 	moverCache           string
 	moverCacheSize       resource.Quantity
@@ -122,6 +123,9 @@ process, restarted if it dies.`,
 			}
 			if o.moverConcurrency <= 0 {
 				return fmt.Errorf("--data-mover-concurrency %d: must be positive", o.moverConcurrency)
+			}
+			if o.moverPerNode < 0 {
+				return fmt.Errorf("--data-mover-concurrency-per-node %d: must not be negative (0: no limit per node)", o.moverPerNode)
 			}
 			q, err := resource.ParseQuantity(o.moverCache)
 			if err != nil || q.Sign() <= 0 {
@@ -194,6 +198,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.moverImage, "data-mover-image", "ghcr.io/salvor-dev/salvor:latest", "the image of the pods that move volume data (backups with snapshotMoveData): Salvor's own, whose entrypoint is salvor")
 	f.StringVar(&o.moverAccount, "data-mover-service-account", "salvor-data-mover", "the ServiceAccount mover pods run as (salvor install makes it, with only what movers use)")
 	f.IntVar(&o.moverConcurrency, "data-mover-concurrency", 4, "volume uploads that run at once across the cluster's nodes, and as many downloads")
+	f.IntVar(&o.moverPerNode, "data-mover-concurrency-per-node", 0, "mover pods (uploads and downloads) that run at once on one node; 0: no limit but --data-mover-concurrency")
 	f.StringToStringVar(&o.moverNodeSelector, "data-mover-node-selector", nil, "labels of the nodes mover pods may run on, e.g. kubernetes.io/os=linux")
 	f.StringVar(&o.moverCache, "data-mover-cache-size", "1Gi", "the size of a mover pod's emptyDir for kopia's caches")
 	f.StringSliceVar(&o.moverTolerationFlags, "data-mover-tolerations", nil, "taints mover pods tolerate, KEY[=VALUE][:EFFECT], comma-separated or repeated (without a value: any; without an effect: every effect)")
@@ -375,7 +380,7 @@ func (o *options) run(ctx context.Context) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Log: logger,
 		Pods: datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector,
 			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
-		Concurrency: o.moverConcurrency, DefaultTimeout: o.operationTimeout, Passwords: passwords,
+		Concurrency: o.moverConcurrency, PerNode: o.moverPerNode, DefaultTimeout: o.operationTimeout, Passwords: passwords,
 		MaintainFrequency: o.repoMaintain,
 	}
 	// Maintenance that frees data at once is kept apart from the moves of
