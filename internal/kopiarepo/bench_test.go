@@ -217,12 +217,18 @@ func BenchmarkMoverBesideKopiaCLI(b *testing.B) {
 		}
 
 		if d.dir == large {
-			changed := changeOnePercent(b, filepath.Join(large, "big.bin"))
-			r, res = s.salvor(b, benchJob{Op: "backup", Dir: d.dir, Name: filepath.Base(d.dir)})
-			s.row(d.name, "salvor mover", "backup after 1% changed", r, total,
-				fmt.Sprintf("%d KiB written for %d KiB changed (%.1f%% of the volume)", res.IncrementalBytes>>10, changed>>10, 100*float64(res.IncrementalBytes)/float64(total)))
-			k = s.kopia(b, "snapshot", "create", d.dir)
-			s.row(d.name, "kopia CLI", "backup after 1% changed", k, total, fmt.Sprintf("mover/kopia time %.2f", r.seconds/k.seconds))
+			for _, scattered := range []bool{false, true} {
+				op := "backup after 1% changed in one place"
+				if scattered {
+					op = "backup after 1% changed in 64 KiB blocks across the file"
+				}
+				changed := changeOnePercent(b, filepath.Join(large, "big.bin"), scattered)
+				r, res = s.salvor(b, benchJob{Op: "backup", Dir: d.dir, Name: filepath.Base(d.dir)})
+				s.row(d.name, "salvor mover", op, r, total,
+					fmt.Sprintf("%d KiB written for %d KiB changed (%.1f%% of the volume)", res.IncrementalBytes>>10, changed>>10, 100*float64(res.IncrementalBytes)/float64(total)))
+				k = s.kopia(b, "snapshot", "create", d.dir)
+				s.row(d.name, "kopia CLI", op, k, total, fmt.Sprintf("mover/kopia time %.2f", r.seconds/k.seconds))
+			}
 		}
 	}
 	b.StopTimer()
@@ -327,9 +333,10 @@ func writeSmall(b *testing.B, dir string, n int, size int64) {
 	}
 }
 
-// changeOnePercent overwrites 1% of a file in 64 KiB blocks at random
-// places, returning the bytes changed.
-func changeOnePercent(b *testing.B, path string) int64 {
+// changeOnePercent overwrites 1% of a file, in one run at a random place
+// or in 64 KiB blocks at random places (scattered), returning the bytes
+// changed.
+func changeOnePercent(b *testing.B, path string, scattered bool) int64 {
 	b.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -339,6 +346,19 @@ func changeOnePercent(b *testing.B, path string) int64 {
 	fi, err := f.Stat()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if !scattered {
+		n := fi.Size() / 100
+		at, err := rand.Int(rand.Reader, big.NewInt(fi.Size()-n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, n)
+		rand.Read(buf)
+		if _, err := f.WriteAt(buf, at.Int64()); err != nil {
+			b.Fatal(err)
+		}
+		return n
 	}
 	const block = 64 << 10
 	blocks := fi.Size() / 100 / block

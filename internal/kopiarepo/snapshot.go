@@ -293,7 +293,7 @@ func (r *Repository) Restore(ctx context.Context, id, dest string, progress func
 		OverwriteFiles:       true,
 		OverwriteSymlinks:    true,
 		WriteFilesAtomically: true,
-		FlushFiles:           true,
+		FlushFiles:           flushEachFile,
 	}}
 	if err := out.Init(ctx); err != nil {
 		return 0, fmt.Errorf("restore target %s: %w", dest, err)
@@ -321,6 +321,10 @@ func (r *Repository) Restore(ctx context.Context, id, dest string, progress func
 	}
 	if ctx.Err() != nil {
 		return 0, fmt.Errorf("restoring snapshot %s into %s: %w", id, dest, ctx.Err())
+	}
+	// Durable before the volume is handed to its claim.
+	if err := flushTarget(dest); err != nil {
+		return 0, fmt.Errorf("flushing snapshot %s restored into %s: %w", id, dest, err)
 	}
 	if progress != nil {
 		progress(Progress{TotalBytes: total, BytesDone: stats.RestoredTotalFileSize})
