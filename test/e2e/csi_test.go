@@ -641,24 +641,7 @@ func TestSalvorCSIBackupRestoresWithVelero(t *testing.T) {
 
 	c.installVelero(t, v, minio, "backups")
 	c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
-	dyn := c.dynamic(t)
-	eventually(t, "Velero sees Salvor's backup", 2*time.Minute, func() (bool, string) {
-		b, err := dyn.Resource(veleroBackups).Namespace("velero").Get(context.Background(), "scsi", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		phase, _, _ := unstructured.NestedString(b.Object, "status", "phase")
-		return phase == "Completed", phase
-	})
-	restore := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "velero.io/v1", "kind": "Restore",
-		"metadata": map[string]any{"name": "from-salvor", "namespace": "velero"},
-		"spec":     map[string]any{"backupName": "scsi"},
-	}}
-	if _, err := dyn.Resource(veleroRestores).Namespace("velero").Create(context.Background(), restore, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vr := c.watchObject(t, veleroRestores, "velero", "from-salvor", veleroEnded)
+	vr := c.veleroRestoreOf(t, "scsi", "from-salvor", nil)
 	if phase, _, _ := unstructured.NestedString(vr.Object, "status", "phase"); phase != "Completed" {
 		t.Fatalf("Velero's restore of Salvor's CSI backup ended %s: %v", phase, vr.Object["status"])
 	}

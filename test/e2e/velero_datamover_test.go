@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -86,6 +87,45 @@ func (c *cluster) installVeleroNodeAgent(t *testing.T, v velero, minio *testbed.
 	})
 }
 
+// veleroErrors are the error and warning lines of Velero server s's log.
+func veleroErrors(s *server) string {
+	log, _ := os.ReadFile(s.logs)
+	var errs []string
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "level=error") || strings.Contains(l, "level=warn") {
+			errs = append(errs, l)
+		}
+	}
+	return strings.Join(errs, "\n")
+}
+
+// veleroRestoreOf waits until Velero's server has synced backup as
+// Completed, restores it as Restore name with spec (backupName added), and
+// returns the restore once it has ended.
+func (c *cluster) veleroRestoreOf(t *testing.T, backup, name string, spec map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	dyn := c.dynamic(t)
+	eventually(t, "Velero sees backup "+backup, 2*time.Minute, func() (bool, string) {
+		b, err := dyn.Resource(veleroBackups).Namespace("velero").Get(context.Background(), backup, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(b.Object, "status", "phase")
+		return phase == "Completed", phase
+	})
+	full := map[string]any{"backupName": backup}
+	maps.Copy(full, spec)
+	restore := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": name, "namespace": "velero"},
+		"spec":     full,
+	}}
+	if _, err := dyn.Resource(veleroRestores).Namespace("velero").Create(context.Background(), restore, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c.watchObject(t, veleroRestores, "velero", name, veleroEnded)
+}
+
 // veleroPods says what became of the pods in namespace velero (the node
 // agent's and its data movers'), with their logs' ends, for a failure.
 func (c *cluster) veleroPods(t *testing.T) string {
@@ -151,14 +191,7 @@ func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if phase, _, _ := unstructured.NestedString(vb.Object, "status", "phase"); phase != "Completed" || len(uploads.Items) != 1 {
-		log, _ := os.ReadFile(vs.logs)
-		var errs []string
-		for _, l := range strings.Split(string(log), "\n") {
-			if strings.Contains(l, "level=error") || strings.Contains(l, "level=warn") {
-				errs = append(errs, l)
-			}
-		}
-		t.Fatalf("Velero's backup ended %s with %d DataUploads: %v\n%v\nVelero's errors:\n%s\n%s", phase, len(uploads.Items), vb.Object["status"], uploads.Items, strings.Join(errs, "\n"),
+		t.Fatalf("Velero's backup ended %s with %d DataUploads: %v\n%v\nVelero's errors:\n%s\n%s", phase, len(uploads.Items), vb.Object["status"], uploads.Items, veleroErrors(vs),
 			c.veleroPods(t))
 	}
 	if phase, _, _ := unstructured.NestedString(uploads.Items[0].Object, "status", "phase"); phase != "Completed" {
@@ -271,32 +304,9 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}))
 	c.installVeleroNodeAgent(t, v, minio)
 	vs := c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
-	eventually(t, "Velero sees Salvor's backup", 2*time.Minute, func() (bool, string) {
-		b, err := dyn.Resource(veleroBackups).Namespace("velero").Get(context.Background(), "smoved", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		phase, _, _ := unstructured.NestedString(b.Object, "status", "phase")
-		return phase == "Completed", phase
-	})
-	restore := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "velero.io/v1", "kind": "Restore",
-		"metadata": map[string]any{"name": "from-salvor", "namespace": "velero"},
-		"spec":     map[string]any{"backupName": "smoved", "includedNamespaces": []any{"sapp"}},
-	}}
-	if _, err := dyn.Resource(veleroRestores).Namespace("velero").Create(context.Background(), restore, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vr := c.watchObject(t, veleroRestores, "velero", "from-salvor", veleroEnded)
+	vr := c.veleroRestoreOf(t, "smoved", "from-salvor", map[string]any{"includedNamespaces": []any{"sapp"}})
 	if phase, _, _ := unstructured.NestedString(vr.Object, "status", "phase"); phase != "Completed" {
-		log, _ := os.ReadFile(vs.logs)
-		var errs []string
-		for _, l := range strings.Split(string(log), "\n") {
-			if strings.Contains(l, "level=error") || strings.Contains(l, "level=warn") {
-				errs = append(errs, l)
-			}
-		}
-		t.Fatalf("Velero's restore of Salvor's moved backup ended %s: %v\nVelero's errors:\n%s\n%s", phase, vr.Object["status"], strings.Join(errs, "\n"), c.veleroPods(t))
+		t.Fatalf("Velero's restore of Salvor's moved backup ended %s: %v\nVelero's errors:\n%s\n%s", phase, vr.Object["status"], veleroErrors(vs), c.veleroPods(t))
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	eventually(t, "the claim bound", 2*time.Minute, func() (bool, string) {
