@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,8 +165,8 @@ func (s *volumeBench) row(data, tool, op string, r run, bytes int64, note string
 // one large file and of many small files, by the mover's code and by
 // kopia's CLI, with `cat` as the floor.
 func BenchmarkMoverBesideKopiaCLI(b *testing.B) {
-	mib := envInt(b, "SALVOR_BENCH_MOVER_MIB", 1024)
-	files := envInt(b, "SALVOR_BENCH_SMALL_FILES", 100000)
+	mib := testbin.EnvCount(b, "SALVOR_BENCH_MOVER_MIB", 1024)
+	files := testbin.EnvCount(b, "SALVOR_BENCH_SMALL_FILES", 100000)
 	minio := testbed.StartMinIO(b, "bench")
 	s := &volumeBench{password: "bench-password", kopiaBin: buildKopiaCLI(b)}
 	s.loc = Location{Provider: "salvor.dev/s3", Config: map[string]string{"bucket": "bench", "prefix": "salvor", "region": "minio",
@@ -237,18 +236,6 @@ func BenchmarkMoverBesideKopiaCLI(b *testing.B) {
 	for _, r := range s.rows {
 		fmt.Println(r)
 	}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
 }
 
 // buildKopiaCLI builds kopia's command at the version Salvor's go.mod

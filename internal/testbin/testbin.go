@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -33,4 +34,19 @@ func Build(dir, name, pkg string) (string, error) {
 		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, strings.TrimSpace(string(b)))
 	}
 	return out, nil
+}
+
+// EnvCount reads a positive number from the environment variable name (a
+// benchmark's size), or gives def when it is not set; anything else fails
+// t, naming the variable.
+func EnvCount(t interface{ Fatalf(string, ...any) }, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
 }

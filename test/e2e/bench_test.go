@@ -21,26 +21,13 @@ import (
 
 	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/testbed"
+	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // benchItems is how many ConfigMaps BenchmarkBackup backs up:
 // SALVOR_BENCH_ITEMS, default 10000.
-func benchItems(b *testing.B) int { return envCount(b, "SALVOR_BENCH_ITEMS", 10000) }
-
-// envCount reads a positive number from the environment variable name, or
-// gives def when it is not set.
-func envCount(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
-}
+func benchItems(b *testing.B) int { return testbin.EnvCount(b, "SALVOR_BENCH_ITEMS", 10000) }
 
 // BenchmarkBackup backs up N ConfigMaps of about 1 KiB in 10 namespaces, on
 // the testbed, with no plugins and with two BackupItemActions (the v1
@@ -51,7 +38,7 @@ func envCount(b *testing.B, name string, def int) int {
 // varies by a third from one run to the next.
 func BenchmarkBackup(b *testing.B) {
 	n := benchItems(b)
-	repeat := envCount(b, "SALVOR_BENCH_REPEAT", 3)
+	repeat := testbin.EnvCount(b, "SALVOR_BENCH_REPEAT", 3)
 	c := startCluster(b)
 	minio := testbed.StartMinIO(b, "backups")
 	populate(b, c, n)

@@ -395,7 +395,7 @@ func BenchmarkScale(b *testing.B) {
 // veleroItems is how many ConfigMaps BenchmarkBesideVelero uses:
 // SALVOR_BENCH_VELERO_ITEMS, default 10,000 (Velero restores about 50 a
 // second here, so its restore of 10,000 takes minutes; of 300,000, hours).
-func veleroItems(b *testing.B) int { return envCount(b, "SALVOR_BENCH_VELERO_ITEMS", 10000) }
+func veleroItems(b *testing.B) int { return testbin.EnvCount(b, "SALVOR_BENCH_VELERO_ITEMS", 10000) }
 
 // BenchmarkBesideVelero backs up N ConfigMaps (SALVOR_BENCH_VELERO_ITEMS) of
 // about 1 KiB and restores them into new namespaces (ConfigMaps only),

@@ -87,6 +87,22 @@ func (c *cluster) installVeleroNodeAgent(t *testing.T, v velero, minio *testbed.
 	})
 }
 
+// loseStorage loses the storage side of claim ns/name, bound to volume pv:
+// the claim, its namespace, the volume (waited for until the driver has
+// deleted it) and every snapshot the driver holds.
+func (c *cluster) loseStorage(t *testing.T, csi *testbed.CSI, ns, name, pv string) {
+	t.Helper()
+	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	eventually(t, "volume "+pv+" deleted by the driver", 2*time.Minute, func() (bool, string) {
+		_, err := os.Stat(csi.Driver.VolumeDir(pv))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if err := csi.Driver.LoseSnapshots(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // veleroErrors are the error and warning lines of Velero server s's log.
 func veleroErrors(s *server) string {
 	log, _ := os.ReadFile(s.logs)
@@ -203,17 +219,7 @@ func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The storage side is lost: the namespace, its volume and every
-	// snapshot the driver holds.
-	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "vapp", Name: "data"}})
-	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}})
-	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
-		_, err := os.Stat(csi.Driver.VolumeDir(pv))
-		return os.IsNotExist(err), fmt.Sprint(err)
-	})
-	if err := csi.Driver.LoseSnapshots(); err != nil {
-		t.Fatal(err)
-	}
+	c.loseStorage(t, csi, "vapp", "data", pv)
 
 	// Salvor reads Velero's location; its own repositories' password (made
 	// by an upload of its own) stays, and Velero's is given for the
@@ -281,15 +287,7 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	}
 	server.stop()
 
-	c.deleteForGood(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "sapp", Name: "data"}})
-	c.deleteForGood(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}})
-	eventually(t, "the volume deleted by the driver", 2*time.Minute, func() (bool, string) {
-		_, err := os.Stat(csi.Driver.VolumeDir(pv))
-		return os.IsNotExist(err), fmt.Sprint(err)
-	})
-	if err := csi.Driver.LoseSnapshots(); err != nil {
-		t.Fatal(err)
-	}
+	c.loseStorage(t, csi, "sapp", "data", pv)
 
 	// Velero, on Salvor's bucket and prefix, with Salvor's password as its
 	// repositories' (made before its server starts, which keeps it).

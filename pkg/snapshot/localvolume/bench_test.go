@@ -7,23 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
 // benchBytes is the volume size: SALVOR_BENCH_VOLUME_MIB, default 256.
 func benchBytes(b *testing.B) int64 {
-	mib := int64(256)
-	if v := os.Getenv("SALVOR_BENCH_VOLUME_MIB"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("SALVOR_BENCH_VOLUME_MIB=%q", v)
-		}
-		mib = n
-	}
-	return mib << 20
+	return int64(testbin.EnvCount(b, "SALVOR_BENCH_VOLUME_MIB", 256)) << 20
 }
 
 func fill(b *testing.B, dir string, total int64, fileSize int64) {
