@@ -304,7 +304,7 @@ func (r *Repository) Restore(ctx context.Context, id, dest string, progress func
 	defer stop()
 	var last time.Time
 	stats, err := restore.Entry(ctx, r.rep, out, root, restore.Options{
-		Parallel: runtime.NumCPU(),
+		Parallel: restoreParallel(),
 		Cancel:   cancel,
 		// Every depth in full: kopia otherwise leaves placeholders
 		// below this depth (its "shallow" restore).
@@ -330,6 +330,13 @@ func (r *Repository) Restore(ctx context.Context, id, dest string, progress func
 		progress(Progress{TotalBytes: total, BytesDone: stats.RestoredTotalFileSize})
 	}
 	return stats.RestoredTotalFileSize, nil
+}
+
+// restoreParallel is how many files a restore writes at once: at least
+// kopia's CLI's default of 8, since a restore mostly waits (on the store's
+// reads and on the target's metadata writes), not on the cores.
+func restoreParallel() int {
+	return max(8, runtime.NumCPU())
 }
 
 // Forget deletes snapshot id (its data goes at the next full maintenance).
