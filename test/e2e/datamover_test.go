@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -603,5 +605,97 @@ func TestDataMoverTwoNodes(t *testing.T) {
 	}
 	if b.Status.Phase != salvorv1.BackupPhaseCompleted || len(list.Items) != 2 || !nodes[first.Name] || !nodes[second.Name] {
 		t.Fatalf("backup %s, %d uploads on nodes %v", b.Status.Phase, len(list.Items), nodes)
+	}
+}
+
+// TestDataMoverPodKilledMidUpload: the mover's process is SIGKILLed (as
+// the kernel's OOM killer or a node's runtime would) while it writes the
+// volume, after it has reported some bytes and before all: the pod fails,
+// the next mover pod takes the upload over, and the backup completes with
+// the volume's data whole.
+func TestDataMoverPodKilledMidUpload(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, _ := moverCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	// Enough data (random: nothing to compress or deduplicate) that the
+	// upload runs for seconds, past the mover's first progress reports.
+	dir := csi.Driver.VolumeDir(c.boundVolume(t, "app", "data"))
+	for i := range 8 {
+		body := make([]byte, 64<<20)
+		_, _ = rand.Read(body)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d", i)), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := treeSums(t, dir)
+
+	c.mustSalvor(t, "backup", "create", "killed", "--include-namespaces", "app", "--snapshot-move-data")
+	var du *salvorv1.DataUpload
+	eventually(t, "the first mover pod part way through the volume", 5*time.Minute, func() (bool, string) {
+		list := &salvorv1.DataUploadList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "killed"}); err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d uploads", len(list.Items))
+		}
+		du = &list.Items[0]
+		p := du.Status.Progress
+		if du.Status.Phase == salvorv1.DataMoverPhaseCompleted || (p.TotalBytes > 0 && p.BytesDone >= p.TotalBytes) {
+			t.Fatalf("upload %s finished (%d of %d bytes) before it could be killed part way", du.Name, p.BytesDone, p.TotalBytes)
+		}
+		return p.BytesDone > 0, fmt.Sprintf("%s, %d of %d bytes", du.Status.Phase, p.BytesDone, p.TotalBytes)
+	})
+	pod := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PodName(du.Name, 1)}, pod); err != nil {
+		t.Fatal(err)
+	}
+	killContainers(t, pod)
+
+	b := c.waitBackup(t, "killed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
+	got := onlyUpload(t, c, "killed")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || got.Status.Phase != salvorv1.DataMoverPhaseCompleted || got.Annotations[datamover.AttemptsAnnotation] != "2" {
+		t.Fatalf("backup %s; upload %s after %s attempts: %s", b.Status.Phase, got.Status.Phase, got.Annotations[datamover.AttemptsAnnotation], got.Status.Message)
+	}
+	if got.Status.Progress.BytesDone != got.Status.Progress.TotalBytes || got.Status.Progress.TotalBytes != 8*64<<20 {
+		t.Errorf("the completed upload's progress: %d of %d bytes", got.Status.Progress.BytesDone, got.Status.Progress.TotalBytes)
+	}
+	assertMoverGone(t, c, got)
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	repo := openMovedRepo(t, c, bsl, minio, "app")
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := repo.Restore(context.Background(), got.Status.SnapshotID, restored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sums := treeSums(t, restored); fmt.Sprint(sums) != fmt.Sprint(want) {
+		t.Fatalf("the moved data:\n got %v\nwant %v", sums, want)
+	}
+}
+
+// killContainers SIGKILLs the process group of each running container of
+// pod on the testbed node (whose container IDs are testbed://NAME-PID),
+// as a runtime kills a container that is out of memory.
+func killContainers(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	killed := 0
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.State.Running == nil {
+			continue
+		}
+		i := strings.LastIndex(st.ContainerID, "-")
+		pid, err := strconv.Atoi(st.ContainerID[i+1:])
+		if !strings.HasPrefix(st.ContainerID, "testbed://") || i < 0 || err != nil || pid <= 1 {
+			t.Fatalf("pod %s container %s: no process in its ID %q", pod.Name, st.Name, st.ContainerID)
+		}
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("pod %s container %s: SIGKILL of process group %d: %v", pod.Name, st.Name, pid, err)
+		}
+		killed++
+	}
+	if killed == 0 {
+		t.Fatalf("pod %s has no running container to kill (%s)", pod.Name, pod.Status.Phase)
 	}
 }
