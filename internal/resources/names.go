@@ -48,6 +48,7 @@ var NotRestored = []string{
 	"backups.salvor.dev", "restores.salvor.dev", "backupstoragelocations.salvor.dev",
 	"downloadrequests.salvor.dev", "serverstatusrequests.salvor.dev",
 	"volumepluginbackups.salvor.dev", "volumepluginrestores.salvor.dev",
-	"datauploads.salvor.dev", "datadownloads.salvor.dev", "datauploads.velero.io", "datadownloads.velero.io",
+	"datauploads.salvor.dev", "datadownloads.salvor.dev", "podvolumebackups.salvor.dev", "podvolumerestores.salvor.dev",
+	"podvolumebackups.velero.io", "podvolumerestores.velero.io", "datauploads.velero.io", "datadownloads.velero.io",
 	"backups.velero.io", "restores.velero.io", "backuprepositories.velero.io", "resticrepositories.velero.io",
 }

@@ -4,8 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DataMoverPhase is how far a DataUpload or DataDownload has come
-// (Velero's phases).
+// DataMoverPhase is how far a DataUpload, DataDownload, PodVolumeBackup or
+// PodVolumeRestore has come (Velero's phases).
 // +kubebuilder:validation:Enum=New;Accepted;Prepared;InProgress;Canceling;Canceled;Completed;Failed
 type DataMoverPhase string
 

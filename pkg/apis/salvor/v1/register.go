@@ -29,6 +29,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ServerStatusRequest{}, &ServerStatusRequestList{},
 		&DataUpload{}, &DataUploadList{},
 		&DataDownload{}, &DataDownloadList{},
+		&PodVolumeBackup{}, &PodVolumeBackupList{},
+		&PodVolumeRestore{}, &PodVolumeRestoreList{},
 		&BackupRepository{}, &BackupRepositoryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
