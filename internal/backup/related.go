@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -43,7 +46,7 @@ func (r *run) clusterRelated() bool { return r.scope.clusterRelated() }
 // of the volumes it asks Velero to copy the files of that are not in the
 // backup.
 func (r *run) podRelated(ctx context.Context, pod *unstructured.Unstructured, what string) error {
-	if msg := fsBackupWarning(pod); msg != "" {
+	for _, msg := range fsBackupWarnings(pod, r.backup.Spec.DefaultVolumesToFsBackup != nil && *r.backup.Spec.DefaultVolumesToFsBackup) {
 		r.rec.Warning(pod.GetNamespace(), what+": "+msg)
 	}
 	for _, claim := range resources.PodClaims(pod) {
@@ -153,47 +156,18 @@ func bindingsBySubject(items []unstructured.Unstructured) map[string][]binding {
 	return out
 }
 
-// fsBackupWarning says which of the volumes a pod asks Velero to copy the
-// files of (resources.FSBackupVolumes) are left out of the backup, or ""
-// when none is. A claim's volume is not named: its data is in the backup
-// as a snapshot or moved data when the volume policy takes it, and the
-// volume's own outcome (describe's Volumes) says so either way, so a
-// warning here would be wrong whenever the claim was snapshotted.
-func fsBackupWarning(pod *unstructured.Unstructured) string {
-	asked := pod.GetAnnotations()[resources.FSBackupVolumes]
-	if asked == "" {
-		return ""
+// fsBackupWarnings are the backup's warnings for the volumes of pod that
+// its annotations (or defaultVolumesToFsBackup) choose for file-system
+// backup but that cannot be copied (package podvolume says why): the
+// salvor.dev/pod-volumes action copies the others.
+func fsBackupWarnings(pod *unstructured.Unstructured, defaultFS bool) []string {
+	typed := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pod.Object, typed); err != nil {
+		return []string{fmt.Sprintf("reading the pod to choose its volumes for file-system backup: %v", err)}
 	}
-	kinds := map[string]string{}
-	specVolumes, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
-	for _, v := range specVolumes {
-		m, _ := v.(map[string]any)
-		name, _ := m["name"].(string)
-		for k := range m {
-			if k != "name" {
-				kinds[name] = k
-			}
-		}
+	var out []string
+	for _, s := range podvolume.Choose(typed, defaultFS, nil).Skipped {
+		out = append(out, "the files of volume "+s.Volume+" are not in the backup: "+s.Reason)
 	}
-	var left, missing []string
-	for _, name := range strings.Split(asked, ",") {
-		name = strings.TrimSpace(name)
-		switch kind, ok := kinds[name]; {
-		case name == "":
-		case !ok:
-			missing = append(missing, name)
-		case kind == "persistentVolumeClaim":
-		default:
-			left = append(left, fmt.Sprintf("%s (%s)", name, kind))
-		}
-	}
-	var parts []string
-	if len(left) > 0 {
-		parts = append(parts, fmt.Sprintf("the files of volumes %s are not in the backup: %s asks Velero to copy them, and Salvor copies no files of volumes without a claim",
-			strings.Join(left, ", "), resources.FSBackupVolumes))
-	}
-	if len(missing) > 0 {
-		parts = append(parts, fmt.Sprintf("%s names volumes %s, which the pod does not have", resources.FSBackupVolumes, strings.Join(missing, ", ")))
-	}
-	return strings.Join(parts, "; ")
+	return out
 }

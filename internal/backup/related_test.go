@@ -39,27 +39,31 @@ func TestBindingsBySubject(t *testing.T) {
 	}
 }
 
-// TestFSBackupWarning: the warning for Velero's file-backup annotation
-// names only the volumes whose files are left out, never a claim (its
-// snapshot or moved data is its own outcome), and the names the pod does
-// not have.
-func TestFSBackupWarning(t *testing.T) {
-	spec := `{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"pg"}},{"name":"cache","emptyDir":{}},{"name":"conf","configMap":{"name":"c"}}]}`
-	for _, tc := range []struct{ annotation, want string }{
-		{"", ""},
-		{"data", ""},
-		{" data ,", ""},
-		{"data,cache", "the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim"},
-		{"cache,conf,gone", "the files of volumes cache (emptyDir), conf (configMap) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes gone, which the pod does not have"},
+// TestFSBackupWarnings: a warning for each volume chosen for file-system
+// backup that cannot be copied, and none for those that can (a claim's or
+// an emptyDir's, copied by the pod volume action).
+func TestFSBackupWarnings(t *testing.T) {
+	spec := `{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"pg"}},{"name":"cache","emptyDir":{}},{"name":"logs","hostPath":{"path":"/var/log"}}],` +
+		`"containers":[{"name":"c","volumeMounts":[{"name":"data","mountPath":"/d"},{"name":"cache","mountPath":"/c"},{"name":"logs","mountPath":"/l"}]}]}`
+	for _, tc := range []struct {
+		annotation string
+		defaultFS  bool
+		want       string
+	}{
+		{"", false, "[]"},
+		{"", true, "[]"},
+		{" data ,cache", false, "[]"},
+		{"logs,gone", false, "[the files of volume logs are not in the backup: volume logs of pod app/web is a hostPath volume, which is not under the kubelet's pod directories where the node agent reads " +
+			"the files of volume gone are not in the backup: pod app/web has no volume gone (named by backup.velero.io/backup-volumes)]"},
 	} {
 		pod := &unstructured.Unstructured{Object: map[string]any{}}
-		if err := json.Unmarshal([]byte(`{"spec":`+spec+`}`), &pod.Object); err != nil {
+		if err := json.Unmarshal([]byte(`{"metadata":{"namespace":"app","name":"web"},"spec":`+spec+`,"status":{"phase":"Running"}}`), &pod.Object); err != nil {
 			t.Fatal(err)
 		}
 		if tc.annotation != "" {
 			pod.SetAnnotations(map[string]string{"backup.velero.io/backup-volumes": tc.annotation})
 		}
-		if got := fsBackupWarning(pod); got != tc.want {
+		if got := fmt.Sprint(fsBackupWarnings(pod, tc.defaultFS)); got != tc.want {
 			t.Errorf("%q:\n got %q\nwant %q", tc.annotation, got, tc.want)
 		}
 	}

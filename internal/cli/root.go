@@ -14,6 +14,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/install"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/location"
+	"github.com/salvor-dev/salvor/internal/cli/nodeagent"
 	"github.com/salvor-dev/salvor/internal/cli/plugin"
 	"github.com/salvor-dev/salvor/internal/cli/repo"
 	"github.com/salvor-dev/salvor/internal/cli/restore"
@@ -48,6 +49,7 @@ restores them, extended by plugins that speak Velero's plugin protocol.`,
 		server.NewCommand(k),
 		runplugins.NewCommand(),
 		datamover.NewCommand(k),
+		nodeagent.NewCommand(k),
 		repo.NewCommand(k),
 		version.NewCommand(k),
 		clientconfig.NewCommand(),

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -58,6 +59,11 @@ type BackupReconciler struct {
 	// follow every backup's own (--global-backup-volume-policies-configmap);
 	// empty for none.
 	GlobalVolumePolicies string
+	// DefaultVolumesToFsBackup is what a backup without
+	// defaultVolumesToFsBackup gets (--default-volumes-to-fs-backup); it
+	// is written into the spec when the backup starts, so the actions that
+	// choose pods' volumes read one answer.
+	DefaultVolumesToFsBackup bool
 }
 
 // SetupWithManager registers the reconciler.
@@ -198,6 +204,9 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	b.Spec.StorageLocation = bsl.Name
 	b.Labels[salvorv1.LocationLabel] = bsl.Name
+	if b.Spec.DefaultVolumesToFsBackup == nil {
+		b.Spec.DefaultVolumesToFsBackup = ptr.To(r.DefaultVolumesToFsBackup)
+	}
 	// The engine and the CSI actions read the global policies from here:
 	// the server's, never one the backup's author named.
 	if r.GlobalVolumePolicies != "" {

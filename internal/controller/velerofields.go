@@ -24,14 +24,10 @@ import (
 
 // backupRefused are the fields of Velero's BackupSpec that would change
 // what a backup selects or does, with what to do instead. Salvor's
-// BackupSpec has every such field of Velero 1.18's but the one asking for
-// volume data Salvor does not yet keep (file-system backup): a backup that asks for it must not
-// end Completed without it (a runbook's alerting would stay green with no
-// volume data).
-var backupRefused = map[string]string{
-	"defaultVolumesToFsBackup": "Salvor has no file-system backup yet, so this backup would end without the volume data it asks for: " +
-		"remove it (or set it false); volumes are snapshotted where a volume snapshot location or a CSI snapshot class serves them",
-}
+// BackupSpec has every such field of Velero 1.18's; one Velero adds goes
+// here until it does, so that a backup asking for it never ends Completed
+// without it.
+var backupRefused = map[string]string{}
 
 // restoreRefused are the fields of Velero's RestoreSpec that would change
 // what a restore selects or the objects it makes. Salvor's RestoreSpec has

@@ -48,11 +48,6 @@ func TestJudgeUnknown(t *testing.T) {
 			"[spec.gadgets: Salvor has no gadgets]", "[]"},
 		{"tuning is ignored, sorted", map[string]any{"uploaderConfig": map[string]any{}, "csiSnapshotTimeout": "10m"}, backupRefused,
 			"[]", "[csiSnapshotTimeout uploaderConfig]"},
-		// Volume data Salvor does not keep yet: asked for, refused.
-		{"volume data asked for", map[string]any{"defaultVolumesToFsBackup": true}, backupRefused,
-			"[spec.defaultVolumesToFsBackup: " + backupRefused["defaultVolumesToFsBackup"] + "]", "[]"},
-		{"volume data not asked for", map[string]any{"defaultVolumesToFsBackup": false}, backupRefused,
-			"[]", "[defaultVolumesToFsBackup]"},
 		{"a restore's uploader config ignored", map[string]any{"uploaderConfig": map[string]any{"writeSparseFiles": true}}, restoreRefused, "[]", "[uploaderConfig]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,12 +6,16 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -24,6 +28,7 @@ var (
 	ClassGVR    = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "volumesnapshotclasses"}
 	PVGVR       = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
 	PVCGVR      = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	podGVR      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 )
 
 // Group is the snapshot API's group.
@@ -91,6 +96,16 @@ func PlanVolume(ctx context.Context, dyn dynamic.Interface, pv *unstructured.Uns
 	case decision.Action == resourcepolicy.Snapshot:
 	case b.Spec.SnapshotVolumes != nil && !*b.Spec.SnapshotVolumes:
 		p.Skip = "the backup's snapshotVolumes is false"
+	default:
+		ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
+		name, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
+		pod, err := fsBackupOf(ctx, dyn, ns, name, b)
+		if err != nil {
+			return p, err
+		}
+		if pod != "" {
+			p.Skip = fmt.Sprintf("pod %s/%s has its files copied by file-system backup", ns, pod)
+		}
 	}
 	if p.Skip != "" || driver == "" {
 		return p, nil
@@ -147,6 +162,35 @@ func classFor(ctx context.Context, dyn dynamic.Interface, driver string, b *salv
 			slices.Sort(names)
 			return "", fmt.Errorf("VolumeSnapshotClasses %s of driver %s are all labelled for backups; label one, or name one in the backup's annotation %s%s",
 				strings.Join(names, ", "), driver, salvorv1.CSISnapshotClassAnnotationPrefix, driver)
+		}
+	}
+	return "", nil
+}
+
+// fsBackupOf names a running pod that has the files of claim ns/name
+// copied by file-system backup (package podvolume's choice), so that its
+// volume is not snapshotted too (Velero's rule), or "" if none does. A
+// volume policy that says snapshot wins over the pods' annotations.
+func fsBackupOf(ctx context.Context, dyn dynamic.Interface, ns, name string, b *salvorv1.Backup) (string, error) {
+	if ns == "" || name == "" {
+		return "", nil
+	}
+	list, err := dyn.Resource(podGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing the pods of namespace %s, to see whether one copies claim %s by file-system backup: %w", ns, name, err)
+	}
+	defaultFS := b.Spec.DefaultVolumesToFsBackup != nil && *b.Spec.DefaultVolumesToFsBackup
+	for _, u := range list.Items {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod); err != nil {
+			return "", fmt.Errorf("pod %s/%s: %w", ns, u.GetName(), err)
+		}
+		for _, vol := range podvolume.Choose(pod, defaultFS, nil).Copy {
+			for _, v := range pod.Spec.Volumes {
+				if v.Name == vol && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name {
+					return pod.Name, nil
+				}
+			}
 		}
 	}
 	return "", nil

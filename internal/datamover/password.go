@@ -1,6 +1,7 @@
 package datamover
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -157,4 +158,15 @@ func (p *Passwords) store(ctx context.Context, key, pw string, replace bool) err
 		return nil
 	}
 	return fmt.Errorf("keeping the kopia repositories' password (Secret %s/%s key %s): the Secret kept changing", p.Namespace, PasswordSecret, key)
+}
+
+// PasswordIn is location bsl's repository password as Secret s (the
+// password Secret) holds it, as a mover pod is given it (passwordEnv): an
+// encrypted location's derived one; for the others the location's own,
+// else the shared one. Empty: none there.
+func PasswordIn(s *corev1.Secret, bsl *salvorv1.BackupStorageLocation) string {
+	if bsl.Spec.Encryption != nil {
+		return string(s.Data[PasswordKeyOf(bsl)])
+	}
+	return cmp.Or(string(s.Data[LocationPasswordKey(bsl)]), string(s.Data[PasswordKey]))
 }

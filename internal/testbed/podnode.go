@@ -10,7 +10,10 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,6 +155,9 @@ func (n *PodNode) Stop(t TB) {
 		<-done
 		t.Errorf("testbed node %s did not stop within 2 minutes of SIGTERM", n.Name)
 	}
+	// The node unmounts its shared kubelet directory as it exits; one
+	// killed leaves it mounted, and the test's directory could not go.
+	_ = unix.Unmount(filepath.Join(n.Root, "var", "lib", "kubelet"), unix.MNT_DETACH)
 	n.cmd = nil
 }
 

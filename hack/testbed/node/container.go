@@ -119,8 +119,13 @@ func lookPath(name string, env []string) (string, error) {
 // the pod's volumes at their mount paths, the tmpfs itself read-only only
 // when the container asks; then chroots into it.
 func (s *containerSpec) setUp() error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making mounts private: %w", err)
+	// Slaves, not private: mounts the node makes later under its shared
+	// kubelet directory (a CSI volume published for another pod) still
+	// reach a container whose volume asks for them (HostToContainer);
+	// each bind below is made private unless it asks. Nothing made here
+	// goes back to the node.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("making mounts slaves: %w", err)
 	}
 	root := s.Rootfs
 	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "mode=755"); err != nil {
@@ -157,6 +162,9 @@ func (s *containerSpec) setUp() error {
 		}
 		if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s: %w", src, err)
+		}
+		if err := unix.Mount("", dst, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("making %s private: %w", dst, err)
 		}
 		host[name] = true
 	}
@@ -229,10 +237,12 @@ func (s *containerSpec) setUp() error {
 		if err := unix.Mount(m.Source, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("mounting %s at %s: %w", m.Source, m.Target, err)
 		}
+		propagation, what := uintptr(unix.MS_PRIVATE), "private"
 		if m.Slave {
-			if err := unix.Mount("", p, "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-				return fmt.Errorf("making %s a slave mount: %w", m.Target, err)
-			}
+			propagation, what = unix.MS_SLAVE, "a slave mount"
+		}
+		if err := unix.Mount("", p, "", unix.MS_REC|propagation, ""); err != nil {
+			return fmt.Errorf("making %s %s: %w", m.Target, what, err)
 		}
 		if m.ReadOnly {
 			if err := readOnly(p); err != nil {

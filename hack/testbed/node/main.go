@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"math/big"
 	"net"
@@ -171,6 +172,21 @@ func run(cfg *config, cpu, memory string, pods int) error {
 		return err
 	}
 	cfg.root = root
+	// A kubelet's pods directory is there from its start: a node agent's
+	// hostPath of it (type Directory) must find it before any pod runs.
+	if err := os.MkdirAll(filepath.Join(cfg.kubeletDir(), "pods"), 0o750); err != nil {
+		return err
+	}
+	// A shared mount, as a kubelet makes its directory: volumes mounted
+	// under it later reach the containers that mount it HostToContainer.
+	kd := cfg.kubeletDir()
+	if err := unix.Mount(kd, kd, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("binding the kubelet directory %s on itself: %w", kd, err)
+	}
+	defer unix.Unmount(kd, unix.MNT_DETACH)
+	if err := unix.Mount("", kd, "", unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("making the kubelet directory %s a shared mount: %w", kd, err)
+	}
 	for name, bin := range cfg.images {
 		abs, err := filepath.Abs(bin)
 		if err != nil {

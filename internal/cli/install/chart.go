@@ -45,8 +45,11 @@ func ChartFiles() (map[string][]byte, error) {
 		CSI           []rbacv1.PolicyRule `json:"csi"`
 		TestRestores  []rbacv1.PolicyRule `json:"testRestores"`
 		ExecHooks     []rbacv1.PolicyRule `json:"execHooks"`
+		NodeAgent     []rbacv1.PolicyRule `json:"nodeAgent"`
+		NodeAgentCl   []rbacv1.PolicyRule `json:"nodeAgentCluster"`
 		NotRestored   []string            `json:"notRestored"`
-	}{NamespaceRules, MoverRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, ExecHookRules, resources.NotRestored})
+	}{NamespaceRules, MoverRules, ViewerRules, OperatorRules, MetricsReaderRules, AuthRules, CSIRules, TestRestoreRules, ExecHookRules,
+		NodeAgentRules, NodeAgentClusterRules, resources.NotRestored})
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,15 @@ type Options struct {
 	// image is always the server's own.
 	MoverConcurrency int
 	MoverPerNode     int
+	// UseNodeAgent installs the node agent (file-system backup), with
+	// NodeAgentConcurrency pod volumes at once per node (0: its default)
+	// and the kubelets' root directory (empty: /var/lib/kubelet).
+	UseNodeAgent         bool
+	NodeAgentConcurrency int
+	KubeletRoot          string
+	UploaderType         string // Velero's flag: kopia, the only one
+	// DefaultVolumesToFsBackup is the server's --default-volumes-to-fs-backup.
+	DefaultVolumesToFsBackup bool
 	// RepoMaintain, KeepMaintenanceJobs and RepoSafety are the server's
 	// repository maintenance flags (zero: its defaults).
 	RepoMaintain        time.Duration
@@ -167,6 +176,11 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.MoverResources[1], "data-mover-memory-request", "", "mover pods' memory request (the server's --data-mover-memory-request; empty for none)")
 	f.StringVar(&o.MoverResources[2], "data-mover-cpu-limit", "", "mover pods' CPU limit (the server's --data-mover-cpu-limit; empty for none)")
 	f.StringVar(&o.MoverResources[3], "data-mover-memory-limit", "", "mover pods' memory limit (the server's --data-mover-memory-limit; empty for none)")
+	f.BoolVar(&o.UseNodeAgent, "use-node-agent", false, "install the node agent, a DaemonSet that copies pod volumes' files for file-system backup (backup.velero.io/backup-volumes, --default-volumes-to-fs-backup); it reads the node's kubelet pods directory, read-only (Velero's flag)")
+	f.StringVar(&o.UploaderType, "uploader-type", salvorv1.UploaderKopia, "the file-system backup's uploader: kopia, the only one (Velero's flag)")
+	f.IntVar(&o.NodeAgentConcurrency, "node-agent-concurrency", 0, "with --use-node-agent: pod volumes each node agent backs up at once (default 1)")
+	f.StringVar(&o.KubeletRoot, "kubelet-root-dir", "", "with --use-node-agent: the kubelets' root directory, whose pods/ the agent reads (default /var/lib/kubelet) (Velero's flag)")
+	f.BoolVar(&o.DefaultVolumesToFsBackup, "default-volumes-to-fs-backup", false, "with --use-node-agent: copy the files of every volume of a backup's pods when the backup does not say (the server's --default-volumes-to-fs-backup) (Velero's flag)")
 	f.StringToStringVar(&o.NodeSelector, "node-selector", nil, "labels of the nodes the server's pod may run on (kubernetes.io/os=linux unless this names kubernetes.io/os)")
 	f.StringSliceVar(&o.Tolerations, "tolerations", nil, "taints the server's pod tolerates, KEY[=VALUE][:EFFECT]")
 	f.StringVar(&o.AffinityFile, "affinity-file", "", "a YAML or JSON file of the server pod's affinity (a pod's spec.affinity)")
@@ -256,6 +270,12 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	}
 	if o.ScheduleSkip {
 		args = append(args, "--schedule-skip-immediately")
+	}
+	if o.DefaultVolumesToFsBackup {
+		if !o.UseNodeAgent {
+			return nil, fmt.Errorf("--default-volumes-to-fs-backup needs the node agent, which copies the files: add --use-node-agent")
+		}
+		args = append(args, "--default-volumes-to-fs-backup")
 	}
 	// Mover pods run the server's image (salvor data-mover).
 	args = append(args, "--data-mover-image", o.Image)
@@ -386,6 +406,15 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		// any scraper that finds targets through Services.
 		&corev1.Service{TypeMeta: tm("v1", "Service"), ObjectMeta: metav1.ObjectMeta{Name: "salvor-metrics", Namespace: ns, Labels: labels},
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstrFromString("metrics")}}}},
+	}
+	if o.UseNodeAgent {
+		agent, err := o.nodeAgent(labels, placement.ImagePullSecrets)
+		if err != nil {
+			return nil, err
+		}
+		typed = append(typed, agent...)
+	} else if o.NodeAgentConcurrency != 0 || o.KubeletRoot != "" {
+		return nil, fmt.Errorf("--node-agent-concurrency and --kubelet-root-dir configure the node agent: add --use-node-agent")
 	}
 	for _, extra := range []struct {
 		on    bool

@@ -150,6 +150,8 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-test-restores-" + namespace}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-exec-hooks-" + namespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-exec-hooks-" + namespace}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-node-agent-" + namespace}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-node-agent-" + namespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 	}
 	if len(others) == 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/salvor-dev/salvor/internal/cli/veleroflag"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
 // addVeleroFlags binds the flags of `velero install` that mean something
@@ -45,11 +46,9 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 		f.Bool(flag, true, what+" (Velero's flag)")
 	}
 	refused := veleroflag.Refuse(f, []veleroflag.Refused{
-		{Why: veleroflag.NoNodeAgent, Bools: []string{"use-node-agent", "use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path",
-			"default-volumes-to-fs-backup", "default-snapshot-move-data"},
+		{Why: veleroflag.NoNodeAgent, Bools: []string{"use-node-agent-windows", "privileged-node-agent", "node-agent-disable-host-path", "default-snapshot-move-data"},
 			Values: []string{"node-agent-pod-cpu-request", "node-agent-pod-mem-request", "node-agent-pod-cpu-limit", "node-agent-pod-mem-limit",
-				"node-agent-configmap", "node-agent-priority-class-name", "kubelet-root-dir", "uploader-type",
-				"pod-volume-operation-timeout"}},
+				"node-agent-configmap", "node-agent-priority-class-name", "pod-volume-operation-timeout"}},
 		{Why: veleroflag.NoRepositories, Values: []string{"backup-repository-configmap", "repo-maintenance-job-configmap",
 			"maintenance-job-cpu-request", "maintenance-job-mem-request", "maintenance-job-cpu-limit", "maintenance-job-mem-limit"}},
 		{Why: veleroflag.NoSweep, Values: []string{"garbage-collection-frequency"}},
@@ -82,6 +81,8 @@ func (o *Options) addVeleroFlags(cmd *cobra.Command) {
 // checkVelero checks the flags that go together.
 func (o *Options) checkVelero() error {
 	switch {
+	case o.UploaderType != "" && o.UploaderType != salvorv1.UploaderKopia:
+		return fmt.Errorf("--uploader-type %q: Salvor's file-system backup is kopia's (restic's repositories are not read): leave it out", o.UploaderType)
 	case o.Bucket != "" && o.Provider == "":
 		return fmt.Errorf("--bucket needs --provider: the object store plugin of the default location")
 	case o.Bucket != "" && o.NoDefaultLocation:

@@ -161,9 +161,11 @@ func TestVeleroInstallFlagsRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--use-node-agent"}, "--use-node-agent is Velero's: Salvor has no node agent"},
-		{[]string{"--uploader-type", "kopia"}, "--uploader-type is Velero's"},
-		{[]string{"--default-volumes-to-fs-backup"}, "--default-volumes-to-fs-backup is Velero's"},
+		{[]string{"--use-node-agent-windows"}, "--use-node-agent-windows is Velero's: Salvor's node agent (--use-node-agent) runs as a least-privileged Linux DaemonSet"},
+		{[]string{"--uploader-type", "restic", "--dry-run"}, `--uploader-type "restic": Salvor's file-system backup is kopia's`},
+		{[]string{"--default-volumes-to-fs-backup", "--dry-run"}, "--default-volumes-to-fs-backup needs the node agent, which copies the files: add --use-node-agent"},
+		{[]string{"--kubelet-root-dir", "/k", "--dry-run"}, "configure the node agent: add --use-node-agent"},
+		{[]string{"--use-node-agent", "--kubelet-root-dir", "k", "--dry-run"}, `--kubelet-root-dir "k": must be an absolute path`},
 		{[]string{"--features", "EnableCSI"}, "Salvor has no feature flags"},
 		{[]string{"--restore-only"}, "ReadOnly"},
 		{[]string{"--garbage-collection-frequency", "1h"}, "--garbage-collection-frequency is Velero's: Salvor deletes each expired backup when its TTL ends"},

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/salvor-dev/salvor/internal/csiplugin"
+	"github.com/salvor-dev/salvor/internal/podvolumeplugin"
 	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 	"github.com/salvor-dev/salvor/pkg/objectstore/s3"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -18,7 +19,8 @@ func Server() *sdk.Server {
 		RegisterVolumeSnapshotterV2(localvolume.Name, localvolume.NewV2).
 		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction).
 		RegisterRestoreItemActionV2(csiplugin.Name, csiplugin.NewRestoreAction).
-		RegisterDeleteItemAction(csiplugin.Name, csiplugin.NewDeleteAction)
+		RegisterDeleteItemAction(csiplugin.Name, csiplugin.NewDeleteAction).
+		RegisterBackupItemActionV2(podvolumeplugin.Name, podvolumeplugin.NewBackupAction)
 }
 
 // NewCommand returns `salvor run-plugins`.
@@ -28,7 +30,8 @@ func NewCommand() *cobra.Command {
 		Short: "Serve Salvor's built-in plugins (started by the server, not by hand)",
 		Long: `Serves the plugins built into the salvor binary — the salvor.dev/filesystem
 and salvor.dev/s3 object stores, the salvor.dev/local-volume snapshotter and
-the salvor.dev/csi actions (CSI volume snapshots) —
+the salvor.dev/csi actions (CSI volume snapshots) and the salvor.dev/pod-volumes
+action (file-system backup of pod volumes) —
 over the plugin protocol. The server starts
 this command itself, like any plugin binary; it speaks only to a plugin host
 and refuses to run otherwise.`,

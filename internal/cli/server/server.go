@@ -68,6 +68,8 @@ type options struct {
 	restoreWorkers       int
 	restoreTiers         []string
 	operationTimeout     time.Duration
+	defaultFSBackup      bool
+	uploaderType         string
 	restoreMemory        string
 	finalizeAttempts     int
 	finalizeBackoff      time.Duration
@@ -209,14 +211,16 @@ process, restarted if it dies.`,
 	f.DurationVar(&o.repoMaintain, "default-repo-maintain-frequency", datamover.DefaultMaintainFrequency, "how often kopia's maintenance runs, as a Job, on each repository of moved volume data it makes (Velero's flag; a BackupRepository's spec.maintenanceFrequency changes it for one)")
 	f.IntVar(&o.keepMaintenanceJobs, "keep-latest-maintenance-jobs", datamover.DefaultKeepJobs, "finished maintenance Jobs kept for each repository (Velero's flag)")
 	f.StringVar(&o.repoSafety, "repo-maintenance-safety", string(kopiarepo.SafetyFull), "full: kopia's safety margins (a deleted backup's volume data is freed a day or more later; uploads run beside maintenance); none: freed at the next maintenance runs, with uploads and downloads of a repository kept apart from its maintenance")
+	f.StringVar(&o.uploaderType, "uploader-type", salvorv1.UploaderKopia, "the file-system backup's uploader: kopia, the only one (Velero's flag)")
+	f.BoolVar(&o.defaultFSBackup, "default-volumes-to-fs-backup", false, "copy the files of every volume of a backup's running pods (file-system backup, by the node agent) when the backup does not say (Velero's flag; a pod opts volumes out with backup.velero.io/backup-volumes-excludes)")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
 	f.DurationVar(&o.finalizeBackoff, "finalize-backoff", 2*time.Second, "delay after a failed finalisation, doubled after each failure up to a minute")
 	f.StringVar(&o.globalPolicies, "global-backup-volume-policies-configmap", "", "a ConfigMap in the server's namespace holding volume policies (Velero's resource policies format) that follow every backup's own; checked at start, the server does not start with it missing or wrong (Velero's flag)")
 	refused = veleroflag.Refuse(f, []veleroflag.Refused{
-		{Why: veleroflag.NoNodeAgent, Bools: []string{"default-volumes-to-fs-backup", "default-snapshot-move-data"},
-			Values: []string{"uploader-type", "fs-backup-timeout"}},
+		{Why: "set snapshotMoveData on each backup or schedule (salvor backup create --snapshot-move-data)", Bools: []string{"default-snapshot-move-data"}},
+		{Why: "each pod volume's backup is bounded by its backup's itemOperationTimeout (--default-item-operation-timeout)", Values: []string{"fs-backup-timeout"}},
 		{Why: veleroflag.NoRepositories, Values: []string{"backup-repository-configmap", "repo-maintenance-job-configmap"}},
 		{Why: veleroflag.NoSweep, Values: []string{"garbage-collection-frequency"}},
 		{Why: veleroflag.NoItemBlocks, Values: []string{"item-block-worker-count"}},
@@ -239,6 +243,9 @@ func (o *options) run(ctx context.Context) error {
 	var level slog.LevelVar
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.uploaderType != salvorv1.UploaderKopia {
+		return fmt.Errorf("--uploader-type %q: Salvor's file-system backup is kopia's (restic's repositories are not read): leave it out", o.uploaderType)
 	}
 	budget, err := resource.ParseQuantity(o.restoreMemory)
 	if err != nil || budget.Value() <= 0 {
@@ -392,6 +399,8 @@ func (o *options) run(ctx context.Context) error {
 	maintenance := &datamover.MaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
 		Pods: movers.Pods, Safety: safety, Keep: o.keepMaintenanceJobs, Gate: movers.Gate, Log: logger}
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
+	podVolumeBackups := &datamover.PodVolumeBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
+		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -403,7 +412,8 @@ func (o *options) run(ctx context.Context) error {
 			MaxConcurrent: o.maxConcurrentBackups,
 			DefaultTTL:    o.defaultTTL,
 
-			GlobalVolumePolicies: o.globalPolicies,
+			GlobalVolumePolicies:     o.globalPolicies,
+			DefaultVolumesToFsBackup: o.defaultFSBackup,
 		},
 		&controller.LocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval, SyncPeriod: o.syncPeriod},
 		&controller.SnapshotLocationReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger, Interval: o.locationInterval},
@@ -430,6 +440,7 @@ func (o *options) run(ctx context.Context) error {
 			FinalizeAttempts: o.finalizeAttempts, FinalizeBackoff: o.finalizeBackoff,
 		},
 		uploads,
+		podVolumeBackups,
 		&datamover.DownloadReconciler{Movers: movers},
 		maintenance,
 		&controller.OperationsReconciler{

@@ -10,7 +10,7 @@ import (
 // Why Velero's install and server flags for machinery Salvor has not are
 // refused; both commands say the same.
 const (
-	NoNodeAgent    = "Salvor has no node agent, file-system backup or data mover (volumes are backed up by snapshots, docs/volumes.md)"
+	NoNodeAgent    = "Salvor's node agent (--use-node-agent) runs as a least-privileged Linux DaemonSet with kopia alone, and the data mover's defaults are per backup (--snapshot-move-data): docs/volumes.md"
 	NoRepositories = "Salvor's repository maintenance Jobs run as its mover pods do (--data-mover-node-selector, --data-mover-tolerations, --data-mover-cpu-request, ...), with --default-repo-maintain-frequency, --keep-latest-maintenance-jobs and --repo-maintenance-safety"
 	NoSweep        = "Salvor deletes each expired backup when its TTL ends, with no periodic sweep"
 	NoItemBlocks   = "Salvor backs up each item on its own, with no item blocks (the server's --workers sets how many at once)"

@@ -111,6 +111,16 @@ type BackupSpec struct {
 	// +optional
 	// +nullable
 	SnapshotMoveData *bool `json:"snapshotMoveData,omitempty"`
+	// DefaultVolumesToFsBackup copies the files of every volume of the
+	// backup's running pods (Velero's file-system backup, by the node agent)
+	// but those a pod lists in backup.velero.io/backup-volumes-excludes and
+	// those whose data is the cluster's own (secrets, config maps,
+	// projected, downward API) or no node agent can read (hostPath, block).
+	// Unset means the server's --default-volumes-to-fs-backup; false copies
+	// only the volumes a pod lists in backup.velero.io/backup-volumes.
+	// +optional
+	// +nullable
+	DefaultVolumesToFsBackup *bool `json:"defaultVolumesToFsBackup,omitempty"`
 	// DataMover names the data mover (Velero's field): empty or "salvor"
 	// is Salvor's built-in one ("velero" is taken as the same, so
 	// Velero's specs apply unchanged); another name fails validation.

@@ -29,6 +29,24 @@ const (
 	// deleting the backup forgets the moved data only of uploads that
 	// carry its UID, never of an earlier backup's of the same name.
 	BackupUIDLabel = "salvor.dev/backup-uid"
+	// PodUIDLabel is the UID of the pod whose volume a PodVolumeBackup
+	// backs up: the pod's operation follows its PodVolumeBackups by it.
+	PodUIDLabel = "salvor.dev/pod-uid"
+	// PodVolumeBackupsAnnotation, on a backed-up pod, lists the volumes
+	// whose files its backup copied (comma-separated): what a restore
+	// brings back into the restored pod, each found in the repository by
+	// the pod, the volume and the backup (podvolume.Source).
+	PodVolumeBackupsAnnotation = "salvor.dev/pod-volume-backups"
+	// PodVolumeRestoreAnnotation, on a pod a restore makes with volumes to
+	// fill, is the restore's UID: the pod's operation fills only a pod
+	// that carries it, never one of the same name made by someone else.
+	PodVolumeRestoreAnnotation = "salvor.dev/pod-volume-restore"
+	// RestoreUIDLabel is the UID of the Restore a PodVolumeRestore fills
+	// a pod for.
+	RestoreUIDLabel = "salvor.dev/restore-uid"
+	// PVCNameAnnotation, on a PodVolumeBackup of a claim's volume, names
+	// the claim (Velero's annotation: its snapshot's source is the claim's).
+	PVCNameAnnotation = "velero.io/pvc-name"
 	// DataUploadAnnotation, on a backed-up claim and its VolumeSnapshot,
 	// names the DataUpload that moved the claim's data into the location
 	// (the kopia snapshot carries it as its async-operation-id tag): what

@@ -396,6 +396,11 @@ func (in *BackupSpec) DeepCopyInto(out *BackupSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.DefaultVolumesToFsBackup != nil {
+		in, out := &in.DefaultVolumesToFsBackup, &out.DefaultVolumesToFsBackup
+		*out = new(bool)
+		**out = **in
+	}
 	if in.ResourcePolicy != nil {
 		in, out := &in.ResourcePolicy, &out.ResourcePolicy
 		*out = new(corev1.TypedLocalObjectReference)

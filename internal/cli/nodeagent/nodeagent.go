@@ -1,0 +1,83 @@
+package nodeagent
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/nodeagent"
+)
+
+// HostPodsPath is where the node agent's pod has the node's kubelet pods
+// directory (/var/lib/kubelet/pods) mounted.
+const HostPodsPath = "/host_pods"
+
+// NewCommand returns `salvor node-agent`.
+func NewCommand(k *kube.Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "node-agent",
+		Short: "Back up pod volumes' files on this node (run by the node agent's DaemonSet)",
+		Long: `Runs in the node agent's pods, one per node, that salvor install --use-node-agent
+(or the chart's nodeAgent.enabled) makes: "server" copies the files of the pod
+volumes on its node that backups ask for (PodVolumeBackups in the server's
+namespace) into the location's kopia repository for the pod's namespace. There
+is no need to run it by hand.`,
+	}
+	cmd.AddCommand(serverCommand(k))
+	return cmd
+}
+
+func serverCommand(k *kube.Options) *cobra.Command {
+	a := &nodeagent.Agent{}
+	cmd := &cobra.Command{
+		Use:     "server",
+		Short:   "Serve the PodVolumeBackups of the pods on this node",
+		Example: "  # as the node agent's DaemonSet runs it (NODE_NAME from the pod's spec.nodeName)\n  salvor node-agent server --namespace salvor --node $NODE_NAME",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.Node == "" {
+				a.Node = os.Getenv("NODE_NAME")
+			}
+			if a.Node == "" {
+				return fmt.Errorf("--node: name the node this agent runs on (the pod's spec.nodeName, given as NODE_NAME)")
+			}
+			if fi, err := os.Stat(a.HostPods); err != nil || !fi.IsDir() {
+				return fmt.Errorf("--host-pods %s: the node's kubelet pods directory must be mounted there (%v)", a.HostPods, err)
+			}
+			if err := os.MkdirAll(a.WorkDir, 0o700); err != nil {
+				return fmt.Errorf("--work-dir: %w", err)
+			}
+			cfg, err := k.RESTConfig()
+			if err != nil {
+				return err
+			}
+			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:  kube.Scheme(),
+				Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{k.Namespace: {}}},
+				Metrics: metricsserver.Options{BindAddress: "0"},
+			})
+			if err != nil {
+				return fmt.Errorf("creating the controller manager: %w", err)
+			}
+			a.Client, a.Reader, a.Namespace = mgr.GetClient(), mgr.GetAPIReader(), k.Namespace
+			a.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("node", a.Node)
+			if err := a.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			a.Log.Info("node agent started", "namespace", k.Namespace, "concurrency", max(a.Concurrency, 1))
+			return mgr.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&a.Node, "node", "", "the node this agent serves (default: $NODE_NAME)")
+	f.StringVar(&a.HostPods, "host-pods", HostPodsPath, "where the node's kubelet pods directory (/var/lib/kubelet/pods) is mounted")
+	f.StringVar(&a.WorkDir, "work-dir", "/tmp/salvor-node-agent", "a writable directory for kopia's caches")
+	f.IntVar(&a.Concurrency, "concurrency", 1, "pod volumes backed up at once on this node")
+	return cmd
+}

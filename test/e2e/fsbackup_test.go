@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/podvolume"
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// fsBackupCluster is moverCluster with the node agent installed (salvor
+// install --use-node-agent), its pod running on the testbed node.
+func fsBackupCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
+	t.Helper()
+	c, csi, minio, node := moverCluster(t, serverFlags...)
+	c.mustSalvor(t, "install", "--replicas", "0", "--use-node-agent", "--image", "ghcr.io/salvor-dev/salvor:e2e")
+	eventually(t, "the node agent running on the testbed node", 2*time.Minute, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), client.MatchingLabels{"app.kubernetes.io/component": "node-agent"}); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node.Name && p.Status.Phase == corev1.PodRunning {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d agent pods", len(pods.Items))
+	})
+	return c, csi, minio, node
+}
+
+// appPod is a pod on the testbed node whose container writes script's
+// files into its volumes, then says so (a file "ready" in /cache) and
+// keeps running.
+func appPod(ns, name string, annotations map[string]string, script string, volumes ...corev1.Volume) *corev1.Pod {
+	var mounts []corev1.VolumeMount
+	for _, v := range volumes {
+		mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", script + " && touch /cache/ready && exec sleep 3600"},
+			VolumeMounts: mounts}},
+		Volumes: volumes,
+	}}
+}
+
+// podVolumeDir is the directory on node of pod ns/name's emptyDir volume.
+func (c *cluster) podVolumeDir(t *testing.T, node *testbed.PodNode, ns, name, volume string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(node.PodDir(string(pod.UID)), "volumes", "kubernetes.io~empty-dir", volume)
+}
+
+// TestFSBackup: a pod's claim and emptyDir volumes named by Velero's
+// annotation are backed up file by file by the node agent into the
+// location's kopia repository for the namespace: one PodVolumeBackup each,
+// Completed, whose snapshots hold the volumes' files (contents, modes,
+// symlinks, empty directories) exactly; the claim is not snapshotted as
+// well.
+func TestFSBackup(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, node := fsBackupCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	want := map[string]map[string]string{"data": fillVolume(t, csi, c.boundVolume(t, "app", "data"), 4)}
+	script := strings.Join([]string{
+		"mkdir -p /cache/sub/empty", "echo cached > /cache/sub/file", "chmod 600 /cache/sub/file",
+		"ln -s sub/file /cache/link", "head -c 300000 /dev/urandom > /cache/random",
+	}, " && ")
+	c.create(t, appPod("app", "web", map[string]string{podvolume.IncludeAnnotation: "data,cache"}, script,
+		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+	var cacheDir string
+	eventually(t, "pod app/web running with its files written", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprint(pod.Status.Phase, err)
+		}
+		cacheDir = c.podVolumeDir(t, node, "app", "web", "cache")
+		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
+		return err == nil, fmt.Sprint(err)
+	})
+	want["cache"] = treeSums(t, cacheDir)
+
+	c.mustSalvor(t, "backup", "create", "files", "--include-namespaces", "app", "--wait")
+	b := c.waitBackup(t, "files", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("backup %s: %+v", b.Status.Phase, b.Status)
+	}
+	pvbs := &salvorv1.PodVolumeBackupList{}
+	if err := c.client.List(context.Background(), pvbs, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "files"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvbs.Items) != 2 {
+		t.Fatalf("%d PodVolumeBackups, want one for data and one for cache", len(pvbs.Items))
+	}
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	repo := openMovedRepo(t, c, bsl, minio, "app")
+	for _, pvb := range pvbs.Items {
+		if pvb.Status.Phase != salvorv1.DataMoverPhaseCompleted || pvb.Status.SnapshotID == "" || pvb.Spec.Node != node.Name {
+			t.Fatalf("PodVolumeBackup %s of volume %s: %s on %s, snapshot %q: %s", pvb.Name, pvb.Spec.Volume, pvb.Status.Phase, pvb.Spec.Node, pvb.Status.SnapshotID, pvb.Status.Message)
+		}
+		dir := filepath.Join(t.TempDir(), pvb.Spec.Volume)
+		if _, err := repo.Restore(context.Background(), pvb.Status.SnapshotID, dir, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := treeSums(t, dir); fmt.Sprint(got) != fmt.Sprint(want[pvb.Spec.Volume]) {
+			t.Errorf("volume %s's files in the repository:\n got %v\nwant %v", pvb.Spec.Volume, got, want[pvb.Spec.Volume])
+		}
+		if pvb.Spec.Volume == "cache" {
+			if fi, err := os.Lstat(filepath.Join(dir, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the symlink came back as %v (%v)", fi, err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "sub", "file")); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("sub/file's mode: %v (%v)", fi, err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "sub", "empty")); err != nil || !fi.IsDir() {
+				t.Errorf("the empty directory: %v (%v)", fi, err)
+			}
+		}
+	}
+	snaps, err := csi.Driver.Snapshots()
+	if err != nil || len(snaps) != 0 {
+		t.Errorf("the claim copied by file-system backup was snapshotted too: %d snapshots (%v)", len(snaps), err)
+	}
+}
