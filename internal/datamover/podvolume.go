@@ -108,6 +108,58 @@ func (r *PodVolumeBackupReconciler) agentOn(ctx context.Context, node string) (r
 }
 
 func (r *PodVolumeBackupReconciler) status(ctx context.Context, pvb *salvorv1.PodVolumeBackup, phase salvorv1.DataMoverPhase, msg string) error {
+	return patchStatus(ctx, r.Client, pvb, phase, msg)
+}
+
+// PodVolumeRestoreReconciler readies New PodVolumeRestores for the node
+// agent: the location's repository password must be in the cluster (an
+// encrypted location's is derived from its keys here), then the restore
+// is Accepted and the agent of the restored pod's node writes it.
+type PodVolumeRestoreReconciler struct {
+	Client    ctrl.Client
+	Namespace string
+	Passwords *Passwords
+}
+
+// SetupWithManager registers the reconciler.
+func (r *PodVolumeRestoreReconciler) SetupWithManager(mgr runtimectrl.Manager) error {
+	return runtimectrl.NewControllerManagedBy(mgr).Named("podvolumerestore-server").For(&salvorv1.PodVolumeRestore{}).Complete(r)
+}
+
+func (r *PodVolumeRestoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pvr := &salvorv1.PodVolumeRestore{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pvr); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if pvr.Namespace != r.Namespace || (pvr.Status.Phase != "" && pvr.Status.Phase != salvorv1.DataMoverPhaseNew) {
+		return reconcile.Result{}, nil
+	}
+	what := fmt.Sprintf("pod %s/%s volume %s", pvr.Spec.Pod.Namespace, pvr.Spec.Pod.Name, pvr.Spec.Volume)
+	end := func(phase salvorv1.DataMoverPhase, msg string) error {
+		return patchStatus(ctx, r.Client, pvr, phase, msg)
+	}
+	if pvr.Spec.Cancel {
+		return reconcile.Result{}, end(salvorv1.DataMoverPhaseCanceled, "cancelled before it started")
+	}
+	if pvr.Spec.UploaderType != salvorv1.UploaderKopia {
+		return reconcile.Result{}, end(salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s: uploaderType %q: Salvor's file-system backup is kopia's", what, pvr.Spec.UploaderType))
+	}
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: r.Namespace, Name: pvr.Spec.BackupStorageLocation}, bsl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, end(salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s: backup storage location %s does not exist", what, pvr.Spec.BackupStorageLocation))
+		}
+		return reconcile.Result{}, err
+	}
+	if err := r.Passwords.Ensure(ctx, bsl, false); err != nil {
+		return reconcile.Result{}, end(salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s: %v", what, err))
+	}
+	return reconcile.Result{}, end(salvorv1.DataMoverPhaseAccepted, "")
+}
+
+// patchStatus sets a PodVolumeBackup's or PodVolumeRestore's phase and
+// message, with the time it was accepted or ended.
+func patchStatus(ctx context.Context, c ctrl.Client, obj ctrl.Object, phase salvorv1.DataMoverPhase, msg string) error {
 	now := metav1.Now()
 	st := map[string]any{"phase": phase, "message": msg}
 	if phase == salvorv1.DataMoverPhaseAccepted {
@@ -119,8 +171,8 @@ func (r *PodVolumeBackupReconciler) status(ctx context.Context, pvb *salvorv1.Po
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Status().Patch(ctx, pvb, ctrl.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("PodVolumeBackup %s/%s status: %w", pvb.Namespace, pvb.Name, err)
+	if err := c.Status().Patch(ctx, obj, ctrl.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

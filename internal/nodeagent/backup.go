@@ -166,12 +166,14 @@ func (a *Agent) backup(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (stri
 	if err != nil {
 		return "", none, fmt.Errorf("%s: %w", what, err)
 	}
-	repo, done, err := a.open(ctx, pvb.Spec.BackupStorageLocation, pvb.Spec.Pod.Namespace)
+	repo, done, err := a.open(ctx, pvb.Spec.BackupStorageLocation, pvb.Spec.Pod.Namespace, false)
 	if err != nil {
 		return "", none, fmt.Errorf("%s: %w", what, err)
 	}
 	defer done()
-	report, stop := a.progress(ctx, pvb)
+	report, stop := progressReporter(a.Every, func(p kopiarepo.Progress) {
+		_ = a.patch(ctx, pvb, map[string]any{"progress": map[string]any{"totalBytes": p.TotalBytes, "bytesDone": p.BytesDone}})
+	})
 	res, err := repo.Backup(ctx, dir, podvolume.Source(pvb), report)
 	stop()
 	if err != nil {
@@ -194,9 +196,15 @@ func (a *Agent) volumeDir(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (s
 	if pod.Spec.NodeName != a.Node {
 		return "", fmt.Errorf("the pod runs on node %q, not on this agent's node %s", pod.Spec.NodeName, a.Node)
 	}
+	return a.volumeDirOf(ctx, pod, pvb.Spec.Volume, a.HostPods)
+}
+
+// volumeDirOf finds the directory of pod's volume under root, where the
+// node's kubelet pods directory is mounted.
+func (a *Agent) volumeDirOf(ctx context.Context, pod *corev1.Pod, volume, root string) (string, error) {
 	var vol *corev1.Volume
 	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Name == pvb.Spec.Volume {
+		if pod.Spec.Volumes[i].Name == volume {
 			vol = &pod.Spec.Volumes[i]
 		}
 	}
@@ -221,7 +229,7 @@ func (a *Agent) volumeDir(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (s
 	if err != nil {
 		return "", err
 	}
-	matches, err := filepath.Glob(filepath.Join(a.HostPods, rel))
+	matches, err := filepath.Glob(filepath.Join(root, rel))
 	if err != nil {
 		return "", err
 	}
@@ -241,12 +249,12 @@ func (a *Agent) volumeDir(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (s
 // open opens namespace ns's repository in location name with the
 // location's credentials and the repository password, read from their
 // Secrets now; done closes it and removes the scratch files.
-func (a *Agent) open(ctx context.Context, name, ns string) (*kopiarepo.Repository, func(), error) {
+func (a *Agent) open(ctx context.Context, name, ns string, readOnly bool) (*kopiarepo.Repository, func(), error) {
 	bsl := &salvorv1.BackupStorageLocation{}
 	if err := a.Reader.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, bsl); err != nil {
 		return nil, nil, fmt.Errorf("backup storage location %s: %w", name, err)
 	}
-	if bsl.Spec.ReadOnly() {
+	if !readOnly && bsl.Spec.ReadOnly() {
 		return nil, nil, fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
 	}
 	secret := func(name, key, what string) ([]byte, error) {
@@ -301,20 +309,19 @@ func (a *Agent) open(ctx context.Context, name, ns string) (*kopiarepo.Repositor
 	if err != nil {
 		return fail(fmt.Errorf("backup storage location %s: %w", bsl.Name, err))
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: scratch})
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: scratch, ReadOnly: readOnly})
 	if err != nil {
 		return fail(fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err))
 	}
 	return repo, func() { repo.Close(context.WithoutCancel(ctx)); os.RemoveAll(scratch) }, nil
 }
 
-// progress returns a callback that writes the bytes done at most every
-// a.Every, and a stop that ends its writes.
-func (a *Agent) progress(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (func(kopiarepo.Progress), func()) {
+// progressReporter returns a callback that hands progress to write at
+// most every every (0: 2s), and a stop that ends its writes.
+func progressReporter(every time.Duration, write func(kopiarepo.Progress)) (func(kopiarepo.Progress), func()) {
 	var mu sync.Mutex
 	var last time.Time
 	stopped := false
-	every := a.Every
 	if every == 0 {
 		every = 2 * time.Second
 	}
@@ -325,7 +332,7 @@ func (a *Agent) progress(ctx context.Context, pvb *salvorv1.PodVolumeBackup) (fu
 				return
 			}
 			last = time.Now()
-			_ = a.patch(ctx, pvb, map[string]any{"progress": map[string]any{"totalBytes": p.TotalBytes, "bytesDone": p.BytesDone}})
+			write(p)
 		}, func() {
 			mu.Lock()
 			defer mu.Unlock()

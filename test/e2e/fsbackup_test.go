@@ -41,14 +41,15 @@ func fsBackupCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CS
 
 // appPod is a pod on the testbed node whose container writes script's
 // files into its volumes, then says so (a file "ready" in /cache) and
-// keeps running.
+// keeps running; one that finds "ready" there (its files restored before
+// it started) writes nothing.
 func appPod(ns, name string, annotations map[string]string, script string, volumes ...corev1.Volume) *corev1.Pod {
 	var mounts []corev1.VolumeMount
 	for _, v := range volumes {
 		mounts = append(mounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", script + " && touch /cache/ready && exec sleep 3600"},
+		Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", "{ [ -e /cache/ready ] || { " + script + " && touch /cache/ready; }; } && exec sleep 3600"},
 			VolumeMounts: mounts}},
 		Volumes: volumes,
 	}}
@@ -137,5 +138,37 @@ func TestFSBackup(t *testing.T) {
 	snaps, err := csi.Driver.Snapshots()
 	if err != nil || len(snaps) != 0 {
 		t.Errorf("the claim copied by file-system backup was snapshotted too: %d snapshots (%v)", len(snaps), err)
+	}
+
+	// Restored into another namespace: the pod waits in its init
+	// container until the node agent has written both volumes, then
+	// starts on its files (it finds "ready" and writes nothing).
+	c.mustSalvor(t, "restore", "create", "files-back", "--from-backup", "files", "--namespace-mappings", "app:app-copy", "--wait")
+	rs := c.waitRestore(t, "files-back", salvorv1.RestorePhaseCompleted)
+	pvrs := &salvorv1.PodVolumeRestoreList{}
+	if err := c.client.List(context.Background(), pvrs, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.RestoreUIDLabel: string(rs.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvrs.Items) != 2 {
+		t.Fatalf("%d PodVolumeRestores, want one for data and one for cache", len(pvrs.Items))
+	}
+	for _, pvr := range pvrs.Items {
+		if pvr.Status.Phase != salvorv1.DataMoverPhaseCompleted || pvr.Status.Node != node.Name || pvr.Spec.Pod.Namespace != "app-copy" {
+			t.Errorf("PodVolumeRestore %s of volume %s: %s on %s into %s: %s", pvr.Name, pvr.Spec.Volume, pvr.Status.Phase, pvr.Status.Node, pvr.Spec.Pod.Namespace, pvr.Status.Message)
+		}
+	}
+	restored := &corev1.Pod{}
+	eventually(t, "the restored pod running", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "web"}, restored)
+		return err == nil && restored.Status.Phase == corev1.PodRunning, fmt.Sprint(restored.Status.Phase, err)
+	})
+	if len(restored.Spec.InitContainers) != 1 || restored.Spec.InitContainers[0].Name != "restore-wait" {
+		t.Errorf("the restored pod's init containers: %+v", restored.Spec.InitContainers)
+	}
+	if got := treeSums(t, c.podVolumeDir(t, node, "app-copy", "web", "cache")); fmt.Sprint(got) != fmt.Sprint(want["cache"]) {
+		t.Errorf("the restored pod's cache:\n got %v\nwant %v", got, want["cache"])
+	}
+	if got := treeSums(t, csi.Driver.VolumeDir(volumeHandle(t, c, c.boundVolume(t, "app-copy", "data")))); fmt.Sprint(got) != fmt.Sprint(want["data"]) {
+		t.Errorf("the restored pod's data:\n got %v\nwant %v", got, want["data"])
 	}
 }

@@ -16,17 +16,17 @@ import (
 
 // NodeAgentAccount is the node agent's ServiceAccount. NodeAgentRules are
 // what it may do in the server's namespace: follow the PodVolumeBackups
-// (of its node: it filters), report on their status, and read the
-// location and the Secrets of its credentials and repository password
-// when a backup starts. NodeAgentClusterRules are what it reads of the
+// and PodVolumeRestores (of its node: it filters), report on their
+// status, and read the location and the Secrets of its credentials and
+// repository password when one starts. NodeAgentClusterRules are what it reads of the
 // pods it backs up: the pod, its claim and the claim's volume, to find
 // the volume's directory on the node.
 const NodeAgentAccount = "salvor-node-agent"
 
 var (
 	NodeAgentRules = []rbacv1.PolicyRule{
-		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"podvolumebackups"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"podvolumebackups/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"podvolumebackups", "podvolumerestores"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"podvolumebackups/status", "podvolumerestores/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backupstoragelocations"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	}
@@ -34,6 +34,12 @@ var (
 		{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get"}},
 	}
 )
+
+// NodeAgentCapabilities are the node agent's only capabilities: reading
+// any file (backups), and writing files as their owners had them
+// (restores: chown, and chmod and utimes of files it does not own, into
+// directories it does not own).
+var NodeAgentCapabilities = []corev1.Capability{"DAC_READ_SEARCH", "CHOWN", "DAC_OVERRIDE", "FOWNER"}
 
 // DefaultKubeletRoot is where kubelets keep their pods' directories unless
 // configured otherwise (--kubelet-root-dir, Velero's flag).
@@ -54,7 +60,8 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 	}
 	ns := o.Namespace
 	agentLabels := map[string]string{"app.kubernetes.io/name": "salvor", datamover.ComponentLabel: datamover.NodeAgentComponent}
-	args := []string{"node-agent", "server", "--namespace", ns, "--host-pods", nodeagent.HostPodsPath, "--work-dir", "/tmp/salvor-node-agent"}
+	args := []string{"node-agent", "server", "--namespace", ns, "--host-pods", nodeagent.HostPodsPath,
+		"--host-pods-writable", nodeagent.HostPodsWritablePath, "--work-dir", "/tmp/salvor-node-agent"}
 	if o.NodeAgentConcurrency > 0 {
 		args = append(args, "--concurrency", fmt.Sprint(o.NodeAgentConcurrency))
 	}
@@ -89,17 +96,22 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 							Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 							VolumeMounts: []corev1.VolumeMount{
-								// Read-only: a backup reads; HostToContainer: volumes the
-								// kubelet mounts after the agent started are seen.
+								// Read-only for backups, read-write for restores (which
+								// write into restored pods' volumes); HostToContainer:
+								// volumes the kubelet mounts after the agent started
+								// are seen.
 								{Name: "host-pods", MountPath: nodeagent.HostPodsPath, ReadOnly: true, MountPropagation: &propagation},
+								{Name: "host-pods", MountPath: nodeagent.HostPodsWritablePath, MountPropagation: &propagation},
 								{Name: "scratch", MountPath: "/tmp"},
 							},
-							// Root with only the right to read every file and
-							// directory (pods' files belong to any user).
+							// Root with only the rights to read every file and
+							// directory (pods' files belong to any user), and to
+							// write restored ones with their owners, modes and
+							// times: no other capability, no privilege.
 							SecurityContext: &corev1.SecurityContext{
 								RunAsUser: ptr(int64(0)), RunAsNonRoot: ptr(false),
 								AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
-								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"DAC_READ_SEARCH"}},
+								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: NodeAgentCapabilities},
 							},
 						}},
 						Volumes: []corev1.Volume{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,8 +17,12 @@ import (
 )
 
 // HostPodsPath is where the node agent's pod has the node's kubelet pods
-// directory (/var/lib/kubelet/pods) mounted.
-const HostPodsPath = "/host_pods"
+// directory (/var/lib/kubelet/pods) mounted read-only, for backups, and
+// HostPodsWritablePath where it has it read-write, for restores.
+const (
+	HostPodsPath         = "/host_pods"
+	HostPodsWritablePath = "/host_pods_rw"
+)
 
 // NewCommand returns `salvor node-agent`.
 func NewCommand(k *kube.Options) *cobra.Command {
@@ -26,15 +32,18 @@ func NewCommand(k *kube.Options) *cobra.Command {
 		Long: `Runs in the node agent's pods, one per node, that salvor install --use-node-agent
 (or the chart's nodeAgent.enabled) makes: "server" copies the files of the pod
 volumes on its node that backups ask for (PodVolumeBackups in the server's
-namespace) into the location's kopia repository for the pod's namespace. There
-is no need to run it by hand.`,
+namespace) into the location's kopia repository for the pod's namespace, and
+writes them back into restored pods (PodVolumeRestores); "restore-wait" is the
+init container a restored pod waits in until its volumes are written. There is
+no need to run either by hand.`,
 	}
-	cmd.AddCommand(serverCommand(k))
+	cmd.AddCommand(serverCommand(k), waitCommand())
 	return cmd
 }
 
 func serverCommand(k *kube.Options) *cobra.Command {
 	a := &nodeagent.Agent{}
+	r := &nodeagent.Restorer{Agent: a}
 	cmd := &cobra.Command{
 		Use:     "server",
 		Short:   "Serve the PodVolumeBackups of the pods on this node",
@@ -67,7 +76,13 @@ func serverCommand(k *kube.Options) *cobra.Command {
 			}
 			a.Client, a.Reader, a.Namespace = mgr.GetClient(), mgr.GetAPIReader(), k.Namespace
 			a.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("node", a.Node)
+			if fi, err := os.Stat(r.HostPodsWritable); err != nil || !fi.IsDir() {
+				return fmt.Errorf("--host-pods-writable %s: the node's kubelet pods directory must be mounted there read-write, for restores (%v)", r.HostPodsWritable, err)
+			}
 			if err := a.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
 			a.Log.Info("node agent started", "namespace", k.Namespace, "concurrency", max(a.Concurrency, 1))
@@ -77,7 +92,35 @@ func serverCommand(k *kube.Options) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&a.Node, "node", "", "the node this agent serves (default: $NODE_NAME)")
 	f.StringVar(&a.HostPods, "host-pods", HostPodsPath, "where the node's kubelet pods directory (/var/lib/kubelet/pods) is mounted")
+	f.StringVar(&r.HostPodsWritable, "host-pods-writable", HostPodsWritablePath, "where the node's kubelet pods directory is mounted read-write, for restores")
 	f.StringVar(&a.WorkDir, "work-dir", "/tmp/salvor-node-agent", "a writable directory for kopia's caches")
-	f.IntVar(&a.Concurrency, "concurrency", 1, "pod volumes backed up at once on this node")
+	f.IntVar(&a.Concurrency, "concurrency", 1, "pod volumes backed up, and as many restored, at once on this node")
+	return cmd
+}
+
+func waitCommand() *cobra.Command {
+	var uid, dir string
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "restore-wait --restore-uid UID",
+		Short: "Wait until each volume mounted under --dir is restored (a restored pod's init container)",
+		Long: `Runs as the first init container of a pod a restore makes whose volumes' files
+are restored by the node agent: each volume is mounted under --dir, and the
+command returns once every one holds the agent's marker for this restore
+(.velero/UID, as Velero's restore helper waits for), which it then removes.
+Until then the pod's own containers do not start.`,
+		Example: "  # as a restored pod's init container runs it\n  salvor node-agent restore-wait --restore-uid 5f0c... --dir /restores",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if uid == "" || strings.ContainsAny(uid, "/\\") || uid == "." || uid == ".." {
+				return fmt.Errorf("--restore-uid %q: give the restore's UID", uid)
+			}
+			return nodeagent.WaitRestored(cmd.Context(), dir, uid, every, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&uid, "restore-uid", "", "the UID of the restore whose marker each volume must hold")
+	f.StringVar(&dir, "dir", "/restores", "the directory the volumes are mounted under, one directory each")
+	f.DurationVar(&every, "interval", time.Second, "how often the volumes are looked at")
 	return cmd
 }

@@ -20,7 +20,8 @@ func Server() *sdk.Server {
 		RegisterBackupItemActionV2(csiplugin.Name, csiplugin.NewBackupAction).
 		RegisterRestoreItemActionV2(csiplugin.Name, csiplugin.NewRestoreAction).
 		RegisterDeleteItemAction(csiplugin.Name, csiplugin.NewDeleteAction).
-		RegisterBackupItemActionV2(podvolumeplugin.Name, podvolumeplugin.NewBackupAction)
+		RegisterBackupItemActionV2(podvolumeplugin.Name, podvolumeplugin.NewBackupAction).
+		RegisterRestoreItemActionV2(podvolumeplugin.Name, podvolumeplugin.NewRestoreAction)
 }
 
 // NewCommand returns `salvor run-plugins`.

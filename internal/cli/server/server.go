@@ -441,6 +441,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		uploads,
 		podVolumeBackups,
+		&datamover.PodVolumeRestoreReconciler{Client: mgr.GetClient(), Namespace: o.kube.Namespace, Passwords: passwords},
 		&datamover.DownloadReconciler{Movers: movers},
 		maintenance,
 		&controller.OperationsReconciler{

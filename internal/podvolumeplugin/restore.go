@@ -1,0 +1,351 @@
+package podvolumeplugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/salvor-dev/salvor/internal/podvolume"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+var (
+	pvrGVR       = salvorv1.GroupVersion.WithResource("podvolumerestores")
+	backupGVR    = salvorv1.GroupVersion.WithResource("backups")
+	daemonSetGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}
+)
+
+// RestoreAction brings back the files of a restored pod's volumes that its
+// backup copied (the pod's PodVolumeBackupsAnnotation): it gives the pod
+// an init container (WaitContainer, the node agent's image) that holds the
+// pod's own containers until each volume is filled, and makes one
+// PodVolumeRestore per volume, which the node agent on the pod's node
+// writes once the pod is there. The operation, TARGET-NAMESPACE/POD, ends
+// when they have.
+type RestoreAction struct{ *BackupAction }
+
+// NewRestoreAction is the factory `salvor run-plugins` registers.
+func NewRestoreAction(log *slog.Logger) (sdk.RestoreItemActionV2, error) {
+	return &RestoreAction{&BackupAction{log: log}}, nil
+}
+
+func (a *RestoreAction) AppliesTo() (sdk.ResourceSelector, error) {
+	return sdk.ResourceSelector{IncludedResources: []string{"pods"}}, nil
+}
+
+func (a *RestoreAction) Execute(in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.ExecuteWithContext(ctx, in)
+}
+
+func (a *RestoreAction) Progress(id string, r *sdk.Restore) (sdk.OperationProgress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.ProgressWithContext(ctx, id, r)
+}
+
+func (a *RestoreAction) Cancel(id string, r *sdk.Restore) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.CancelWithContext(ctx, id, r)
+}
+
+func (a *RestoreAction) AreAdditionalItemsReady([]sdk.ResourceIdentifier, *sdk.Restore) (bool, error) {
+	return true, nil
+}
+
+// WaitContainer is the name of the init container a restored pod waits
+// in until its volumes' files are back.
+const WaitContainer = "restore-wait"
+
+// WaitMount is where the wait container has each volume: WaitMount/VOLUME.
+const WaitMount = "/restores"
+
+// ExecuteWithContext prepares a pod whose backup copied volumes' files.
+func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	item := withoutAnnotation(in.Item, salvorv1.PodVolumeRestoreAnnotation)
+	pod := &unstructured.Unstructured{Object: item.UnstructuredContent()}
+	from := pod
+	if in.ItemFromBackup != nil {
+		from = &unstructured.Unstructured{Object: in.ItemFromBackup.UnstructuredContent()}
+	}
+	vols := list(from.GetAnnotations()[salvorv1.PodVolumeBackupsAnnotation])
+	if len(vols) == 0 {
+		return sdk.NewRestoreItemActionExecuteOutput(withoutAnnotation(item, salvorv1.PodVolumeBackupsAnnotation)), nil
+	}
+	typed := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pod.Object, typed); err != nil {
+		return nil, fmt.Errorf("reading the pod: %w", err)
+	}
+	what := fmt.Sprintf("pod %s/%s", typed.Namespace, typed.Name)
+	sources := map[string]string{} // volume -> the last part of its snapshot's source
+	for _, vol := range vols {
+		var v *corev1.Volume
+		for i := range typed.Spec.Volumes {
+			if typed.Spec.Volumes[i].Name == vol {
+				v = &typed.Spec.Volumes[i]
+			}
+		}
+		if v == nil {
+			return nil, fmt.Errorf("%s: its backup copied the files of volume %s, which the pod does not have", what, vol)
+		}
+		sources[vol] = vol
+		if v.PersistentVolumeClaim != nil {
+			sources[vol] = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	dyn, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	r := in.Restore
+	image, err := a.agentImage(ctx, r.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the files of volumes %s cannot be restored: %w", what, strings.Join(vols, ", "), err)
+	}
+	b, err := dyn.Resource(backupGVR).Namespace(r.Namespace).Get(ctx, r.Spec.BackupName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading backup %s, whose location holds its volumes' files: %w", what, r.Spec.BackupName, err)
+	}
+	location, _, _ := unstructured.NestedString(b.Object, "spec", "storageLocation")
+	// The wait container comes first, with each volume mounted.
+	wait := corev1.Container{Name: WaitContainer, Image: image,
+		Args: []string{"node-agent", "restore-wait", "--restore-uid", string(r.UID), "--dir", WaitMount},
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}
+	for _, vol := range vols {
+		wait.VolumeMounts = append(wait.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: WaitMount + "/" + vol})
+	}
+	var inits []corev1.Container
+	for _, c := range typed.Spec.InitContainers {
+		if c.Name != WaitContainer {
+			inits = append(inits, c)
+		}
+	}
+	typed.Spec.InitContainers = append([]corev1.Container{wait}, inits...)
+	if typed.Annotations == nil {
+		typed.Annotations = map[string]string{}
+	}
+	typed.Annotations[salvorv1.PodVolumeRestoreAnnotation] = string(r.UID)
+	typed.Annotations[salvorv1.PodVolumeBackupsAnnotation] = strings.Join(vols, ",")
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	// Made now, by the pod's name: the node agent fills the pod of that
+	// name that carries this restore's UID, once it runs its wait.
+	for _, vol := range vols {
+		if err := a.createRestore(ctx, r, b, location, from, typed, vol, sources[vol]); err != nil {
+			return nil, err
+		}
+	}
+	o := sdk.NewRestoreItemActionExecuteOutput(&unstructured.Unstructured{Object: out})
+	o.OperationID = typed.Namespace + "/" + typed.Name
+	return o, nil
+}
+
+// agentImage is the node agent's image, which the wait container runs:
+// the DaemonSet `salvor install --use-node-agent` makes.
+func (a *RestoreAction) agentImage(ctx context.Context, ns string) (string, error) {
+	dyn, err := a.client()
+	if err != nil {
+		return "", err
+	}
+	ds, err := dyn.Resource(daemonSetGVR).Namespace(ns).Get(ctx, "node-agent", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("no node agent is installed in %s to write them (salvor install --use-node-agent, or the chart's nodeAgent.enabled)", ns)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the node agent's DaemonSet %s/node-agent: %w", ns, err)
+	}
+	cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		return "", fmt.Errorf("the node agent's DaemonSet %s/node-agent has no container", ns)
+	}
+	image, _ := cs[0].(map[string]any)["image"].(string)
+	if image == "" {
+		return "", fmt.Errorf("the node agent's DaemonSet %s/node-agent names no image", ns)
+	}
+	return image, nil
+}
+
+// PVRName names the PodVolumeRestore of a pod's volume in restore r.
+func PVRName(r *sdk.Restore, ns, pod, volume string) string {
+	sum := sha256.Sum256([]byte(string(r.UID) + "/" + ns + "/" + pod + "/" + volume))
+	prefix := r.Name
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:5])
+}
+
+func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *unstructured.Unstructured, location string, from *unstructured.Unstructured, pod *corev1.Pod, vol, source string) error {
+	dyn, err := a.client()
+	if err != nil {
+		return err
+	}
+	name := PVRName(r, pod.Namespace, pod.Name, vol)
+	pvr := &salvorv1.PodVolumeRestore{
+		TypeMeta: metav1.TypeMeta{APIVersion: salvorv1.GroupVersion.String(), Kind: "PodVolumeRestore"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
+			Labels: map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name), salvorv1.RestoreUIDLabel: string(r.UID),
+				salvorv1.BackupNameLabel: salvorv1.LabelValue(b.GetName())},
+			Annotations: map[string]string{
+				// What the snapshot is found by in the repository.
+				podvolume.SourcePodAnnotation:  from.GetName(),
+				podvolume.SourceNameAnnotation: source,
+				podvolume.BackupUIDAnnotation:  string(b.GetUID()),
+				podvolume.PVBAnnotation:        PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: b.GetUID()}}, from.GetUID(), vol),
+			}},
+		Spec: salvorv1.PodVolumeRestoreSpec{
+			Pod:                   corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
+			Volume:                vol,
+			BackupStorageLocation: location,
+			UploaderType:          salvorv1.UploaderKopia,
+			SourceNamespace:       from.GetNamespace(),
+		},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pvr)
+	if err != nil {
+		return err
+	}
+	res := dyn.Resource(pvrGVR).Namespace(r.Namespace)
+	_, err = res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		live, gerr := res.Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if live.GetLabels()[salvorv1.RestoreUIDLabel] != string(r.UID) {
+			return fmt.Errorf("PodVolumeRestore %s/%s exists and is not restore %s's", r.Namespace, name, r.Name)
+		}
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("asking for the files of pod %s/%s volume %s to be restored (PodVolumeRestore %s): %w", pod.Namespace, pod.Name, vol, name, err)
+	}
+	return nil
+}
+
+// restores reads the PodVolumeRestores of operation id (NAMESPACE/POD) of
+// restore r.
+func (a *RestoreAction) restores(ctx context.Context, id string, r *sdk.Restore) ([]salvorv1.PodVolumeRestore, error) {
+	ns, pod, ok := strings.Cut(id, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(pod)) > 0 {
+		return nil, fmt.Errorf("operation ID %q is not NAMESPACE/POD", id)
+	}
+	dyn, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	l, err := dyn.Resource(pvrGVR).Namespace(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreUIDLabel + "=" + string(r.UID)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the PodVolumeRestores of restore %s: %w", r.Name, err)
+	}
+	var out []salvorv1.PodVolumeRestore
+	for _, u := range l.Items {
+		var pvr salvorv1.PodVolumeRestore
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pvr); err != nil {
+			return nil, fmt.Errorf("PodVolumeRestore %s/%s: %w", r.Namespace, u.GetName(), err)
+		}
+		if pvr.Spec.Pod.Namespace == ns && pvr.Spec.Pod.Name == pod {
+			out = append(out, pvr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.Volume < out[j].Spec.Volume })
+	return out, nil
+}
+
+// ProgressWithContext sums the pod's volumes' bytes; the operation ends
+// when each volume has, failing with every volume not filled named.
+func (a *RestoreAction) ProgressWithContext(ctx context.Context, id string, r *sdk.Restore) (sdk.OperationProgress, error) {
+	pvrs, err := a.restores(ctx, id, r)
+	if err != nil {
+		return sdk.OperationProgress{}, err
+	}
+	if len(pvrs) == 0 {
+		return sdk.OperationProgress{Completed: true, Err: fmt.Sprintf("the PodVolumeRestores of pod %s were deleted: its volumes' files are not restored", id), Updated: time.Now()}, nil
+	}
+	p := sdk.OperationProgress{Completed: true, OperationUnits: "bytes", Updated: time.Now()}
+	var failed, waiting []string
+	for _, pvr := range pvrs {
+		p.NTotal += pvr.Status.Progress.TotalBytes
+		p.NCompleted += pvr.Status.Progress.BytesDone
+		if st := pvr.Status.StartTimestamp; st != nil && (p.Started.IsZero() || st.Time.Before(p.Started)) {
+			p.Started = st.Time
+		}
+		switch pvr.Status.Phase {
+		case salvorv1.DataMoverPhaseCompleted:
+		case salvorv1.DataMoverPhaseFailed, salvorv1.DataMoverPhaseCanceled:
+			failed = append(failed, fmt.Sprintf("volume %s (PodVolumeRestore %s): %s: %s", pvr.Spec.Volume, pvr.Name, pvr.Status.Phase, pvr.Status.Message))
+		default:
+			p.Completed = false
+			waiting = append(waiting, fmt.Sprintf("%s %s", pvr.Spec.Volume, orNew(pvr.Status.Phase)))
+		}
+	}
+	switch {
+	case !p.Completed:
+		p.Description = fmt.Sprintf("restoring files of pod %s: %d of %d bytes (%s)", id, p.NCompleted, p.NTotal, strings.Join(waiting, ", "))
+	case len(failed) > 0:
+		p.Err = fmt.Sprintf("pod %s: the files of %s", id, strings.Join(failed, "; "))
+	default:
+		p.NCompleted = p.NTotal
+		p.Description = fmt.Sprintf("files of %d volumes of pod %s restored: %d bytes", len(pvrs), id, p.NTotal)
+	}
+	return p, nil
+}
+
+// CancelWithContext asks the node agent to stop the pod's unfinished
+// PodVolumeRestores.
+func (a *RestoreAction) CancelWithContext(ctx context.Context, id string, r *sdk.Restore) error {
+	pvrs, err := a.restores(ctx, id, r)
+	if err != nil {
+		return err
+	}
+	dyn, err := a.client()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"cancel": true}})
+	var errs []error
+	for _, pvr := range pvrs {
+		if pvr.Status.Phase.Ended() {
+			continue
+		}
+		if _, err := dyn.Resource(pvrGVR).Namespace(pvr.Namespace).Patch(ctx, pvr.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("cancelling PodVolumeRestore %s/%s: %w", pvr.Namespace, pvr.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// list splits a comma-separated list of volume names.
+func list(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
