@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/podvolume"
@@ -74,6 +76,29 @@ func (c *cluster) podVolumeDir(t *testing.T, node *testbed.PodNode, ns, name, vo
 func TestFSBackup(t *testing.T) {
 	t.Parallel()
 	c, csi, minio, node := fsBackupCluster(t)
+	// The node agent's rights: what it uses (the rest of the test shows
+	// they are enough), and nothing else.
+	agent, groups := "system:serviceaccount:salvor:salvor-node-agent", []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
+	for _, tc := range []struct {
+		a    authorizationv1.ResourceAttributes
+		want bool
+	}{
+		{authorizationv1.ResourceAttributes{Verb: "watch", Group: "salvor.dev", Resource: "podvolumebackups", Namespace: "salvor"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "patch", Group: "salvor.dev", Resource: "podvolumerestores", Subresource: "status", Namespace: "salvor"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "salvor"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "persistentvolumes"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: "salvor"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "app"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "app"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "patch", Group: "salvor.dev", Resource: "podvolumebackups", Namespace: "salvor"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Group: "salvor.dev", Resource: "podvolumerestores", Namespace: "salvor"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Group: "salvor.dev", Resource: "backups", Namespace: "salvor"}, false},
+	} {
+		if got := c.allowed(t, agent, groups, &tc.a, nil); got != tc.want {
+			t.Errorf("the node agent may %s %s/%s in %q: %v, want %v", tc.a.Verb, tc.a.Resource, tc.a.Subresource, tc.a.Namespace, got, tc.want)
+		}
+	}
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
 	want := map[string]map[string]string{"data": fillVolume(t, csi, c.boundVolume(t, "app", "data"), 4)}
 	script := strings.Join([]string{
@@ -140,6 +165,28 @@ func TestFSBackup(t *testing.T) {
 		t.Errorf("the claim copied by file-system backup was snapshotted too: %d snapshots (%v)", len(snaps), err)
 	}
 
+	// Velero's opt-out: every volume by default but the one the pod
+	// excludes, which its CSI snapshot class snapshots instead; the
+	// volume copied again writes little (incremental).
+	patch := []byte(`{"metadata":{"annotations":{"backup.velero.io/backup-volumes":null,"backup.velero.io/backup-volumes-excludes":"data"}}}`)
+	if err := c.client.Patch(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup", "create", "default-fs", "--include-namespaces", "app", "--default-volumes-to-fs-backup", "--wait")
+	again := &salvorv1.PodVolumeBackupList{}
+	if err := c.client.List(context.Background(), again, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "default-fs"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Items) != 1 || again.Items[0].Spec.Volume != "cache" || again.Items[0].Status.Phase != salvorv1.DataMoverPhaseCompleted {
+		t.Fatalf("with defaultVolumesToFsBackup and data excluded: %d PodVolumeBackups (%+v), want cache's alone", len(again.Items), again.Items)
+	}
+	if st := again.Items[0].Status; st.IncrementalBytes <= 0 || st.IncrementalBytes >= st.Progress.TotalBytes/4 {
+		t.Errorf("the unchanged cache copied again wrote %d bytes of %d: not incremental", st.IncrementalBytes, st.Progress.TotalBytes)
+	}
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
+		t.Errorf("the excluded claim: %d CSI snapshots (%v), want 1", len(snaps), err)
+	}
+
 	// Restored into another namespace: the pod waits in its init
 	// container until the node agent has written both volumes, then
 	// starts on its files (it finds "ready" and writes nothing).
@@ -170,5 +217,79 @@ func TestFSBackup(t *testing.T) {
 	}
 	if got := treeSums(t, csi.Driver.VolumeDir(volumeHandle(t, c, c.boundVolume(t, "app-copy", "data")))); fmt.Sprint(got) != fmt.Sprint(want["data"]) {
 		t.Errorf("the restored pod's data:\n got %v\nwant %v", got, want["data"])
+	}
+}
+
+// TestFSBackupAgentKilled: the node agent's process is SIGKILLed while it
+// copies a volume, after it has reported some bytes and before all; the
+// agent's container starts again, takes the PodVolumeBackup up where it
+// was (InProgress on its node), and the backup completes with the
+// volume's files whole.
+func TestFSBackupAgentKilled(t *testing.T) {
+	t.Parallel()
+	c, _, minio, node := fsBackupCluster(t)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	// 512 MiB of random data, so the copy runs past the agent's first
+	// progress reports.
+	script := `i=0; while [ $i -lt 8 ]; do head -c 67108864 /dev/urandom > /cache/part-$i || exit 1; i=$((i+1)); done`
+	c.create(t, appPod("app", "big", map[string]string{podvolume.IncludeAnnotation: "cache"}, script,
+		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+	var cacheDir string
+	eventually(t, "pod app/big running with its files written", 3*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "big"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprint(pod.Status.Phase, err)
+		}
+		cacheDir = c.podVolumeDir(t, node, "app", "big", "cache")
+		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
+		return err == nil, fmt.Sprint(err)
+	})
+	want := treeSums(t, cacheDir)
+
+	c.mustSalvor(t, "backup", "create", "killed", "--include-namespaces", "app")
+	var pvb salvorv1.PodVolumeBackup
+	eventually(t, "the agent part way through the volume", 5*time.Minute, func() (bool, string) {
+		list := &salvorv1.PodVolumeBackupList{}
+		if err := c.client.List(context.Background(), list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "killed"}); err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d PodVolumeBackups", len(list.Items))
+		}
+		pvb = list.Items[0]
+		p := pvb.Status.Progress
+		if pvb.Status.Phase.Ended() || (p.TotalBytes > 0 && p.BytesDone >= p.TotalBytes) {
+			t.Fatalf("PodVolumeBackup %s ended %s (%d of %d bytes) before the agent could be killed part way", pvb.Name, pvb.Status.Phase, p.BytesDone, p.TotalBytes)
+		}
+		return p.BytesDone > 0, fmt.Sprintf("%s, %d of %d bytes", pvb.Status.Phase, p.BytesDone, p.TotalBytes)
+	})
+	pods := &corev1.PodList{}
+	if err := c.client.List(context.Background(), pods, client.InNamespace("salvor"), client.MatchingLabels{"app.kubernetes.io/component": "node-agent"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the node agent's pods: %d (%v)", len(pods.Items), err)
+	}
+	killContainers(t, &pods.Items[0])
+
+	b := c.waitBackup(t, "killed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhaseFailed, salvorv1.BackupPhasePartiallyFailed)
+	got := &salvorv1.PodVolumeBackup{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(&pvb), got); err != nil {
+		t.Fatal(err)
+	}
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || got.Status.Phase != salvorv1.DataMoverPhaseCompleted {
+		t.Fatalf("backup %s; PodVolumeBackup %s: %s", b.Status.Phase, got.Status.Phase, got.Status.Message)
+	}
+	agentPod := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(&pods.Items[0]), agentPod); err != nil || len(agentPod.Status.ContainerStatuses) != 1 || agentPod.Status.ContainerStatuses[0].RestartCount < 1 {
+		t.Errorf("the agent's container was not restarted: %+v (%v)", agentPod.Status.ContainerStatuses, err)
+	}
+	bsl := &salvorv1.BackupStorageLocation{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "primary"}, bsl); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := openMovedRepo(t, c, bsl, minio, "app").Restore(context.Background(), got.Status.SnapshotID, restored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sums := treeSums(t, restored); fmt.Sprint(sums) != fmt.Sprint(want) {
+		t.Fatalf("the copied files:\n got %v\nwant %v", sums, want)
 	}
 }
