@@ -360,7 +360,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		return
 	}
 	velero, err := store.VeleroVolumes(ctx, b.Name)
-	volumes.Elsewhere, volumes.VeleroMoved, volumes.ElsewhereUnread = velero.Elsewhere, velero.Moved, err
+	volumes.Elsewhere, volumes.VeleroMoved, volumes.VeleroFS, volumes.ElsewhereUnread = velero.Elsewhere, velero.Moved, velero.FS, err
 	volumes.Authenticated, volumes.Unauthenticated = authenticated, unauthenticated
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {

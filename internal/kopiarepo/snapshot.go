@@ -50,8 +50,11 @@ type Source struct {
 }
 
 func (s Source) info() snapshot.SourceInfo {
-	return snapshot.SourceInfo{Host: host, UserName: user, Path: s.Requester + "/" + uploaderName + "/" + s.Name}
+	return snapshot.SourceInfo{Host: host, UserName: user, Path: s.Path()}
 }
+
+// Path is the source's path in the repository, as its snapshots record it.
+func (s Source) Path() string { return s.Requester + "/" + uploaderName + "/" + s.Name }
 
 // Progress is how far a backup or restore has come.
 type Progress struct {

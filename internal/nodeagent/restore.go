@@ -183,8 +183,16 @@ func (r *Restorer) restore(ctx context.Context, pvr *salvorv1.PodVolumeRestore, 
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	defer done()
-	src := podvolume.RestoreSource(pvr)
-	snap, err := repo.Find(ctx, src)
+	src, veleroID := podvolume.RestoreSource(pvr)
+	var snap kopiarepo.Snapshot
+	if veleroID != "" {
+		snap, err = repo.Describe(ctx, veleroID)
+		if err == nil && (snap.Path != src.Path() || snap.Requester != src.Requester) {
+			err = fmt.Errorf("snapshot %s that Velero's records name is of %s, not of %s", veleroID, snap.Path, src.Path())
+		}
+	} else {
+		snap, err = repo.Find(ctx, src)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: its backed-up files are not in the location's repository for namespace %s: %w", what, pvr.Spec.SourceNamespace, err)
 	}

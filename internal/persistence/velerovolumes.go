@@ -9,13 +9,14 @@ import (
 )
 
 // Velero keeps some volume data where only its own node agent can bring it
-// back: its file-system backup (restic or kopia, per pod volume) and a
-// data mover other than its built-in one. Salvor restores neither, so
-// restoring such a backup's claim or pod brings it back without that
-// data; VeleroVolumes finds those items so the restore says so instead of
-// looking complete. What Velero's built-in data mover moved with kopia
-// Salvor restores: VeleroVolumes names those claims with the operation
-// their kopia snapshot is tagged with.
+// back: its file-system backup with restic, and a data mover other than
+// its built-in one. Salvor restores neither, so restoring such a backup's
+// claim or pod brings it back without that data; VeleroVolumes finds those
+// items so the restore says so instead of looking complete. What Velero's
+// built-in data mover moved with kopia, and what its file-system backup
+// copied with kopia, Salvor restores: VeleroVolumes names those claims
+// with the operation their kopia snapshot is tagged with, and those pods
+// with their volumes' snapshots.
 
 // veleroVolumeInfo is the part of an entry of Velero's
 // <name>-volumeinfo.json.gz (Velero 1.13 and later) read here.
@@ -27,10 +28,11 @@ type veleroVolumeInfo struct {
 	Skipped           bool   `json:"skipped"`
 	Result            string `json:"result"`
 	PVBInfo           *struct {
-		PodName      string `json:"podName"`
-		PodNamespace string `json:"podNamespace"`
-		VolumeName   string `json:"volumeName"`
-		UploaderType string `json:"uploaderType"`
+		PodName        string `json:"podName"`
+		PodNamespace   string `json:"podNamespace"`
+		VolumeName     string `json:"volumeName"`
+		UploaderType   string `json:"uploaderType"`
+		SnapshotHandle string `json:"snapshotHandle"`
 	} `json:"pvbInfo"`
 	SnapshotDataMovementInfo *struct {
 		DataMover    string `json:"dataMover"`
@@ -45,6 +47,9 @@ type veleroVolumeInfo struct {
 // <name>-podvolumebackups.json.gz read here (for backups older than the
 // volume info file).
 type veleroPodVolumeBackup struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
 	Spec struct {
 		Pod struct {
 			Namespace string `json:"namespace"`
@@ -54,7 +59,8 @@ type veleroPodVolumeBackup struct {
 		UploaderType string `json:"uploaderType"`
 	} `json:"spec"`
 	Status struct {
-		Phase string `json:"phase"`
+		Phase      string `json:"phase"`
+		SnapshotID string `json:"snapshotID"`
 	} `json:"status"`
 }
 
@@ -71,12 +77,26 @@ type VeleroVolumeData struct {
 	// repository of their namespace, each with the async operation ID its
 	// kopia snapshot is tagged with (velero.io/async-operation-id).
 	Moved map[string]string
+	// FS are the pods, by "<namespace>/<name>" as backed up, whose
+	// volumes' files Velero's file-system backup copied with kopia into
+	// the location's repository of their namespace.
+	FS map[string][]VeleroPodVolume
+}
+
+// VeleroPodVolume is one volume of a pod Velero's file-system backup
+// copied with kopia: the snapshot ID Velero recorded, and the last part of
+// the snapshot's source (the claim's name for a claim's volume, the
+// volume's otherwise), which the restore checks the snapshot against.
+type VeleroPodVolume struct {
+	Volume     string `json:"volume"`
+	Source     string `json:"source"`
+	SnapshotID string `json:"snapshotID"`
 }
 
 // VeleroVolumes reads Velero's records of where backup name's volume
 // data is. A backup Velero did not write has none.
 func (s *BackupStore) VeleroVolumes(ctx context.Context, name string) (VeleroVolumeData, error) {
-	out := VeleroVolumeData{Elsewhere: map[string]string{}, Moved: map[string]string{}}
+	out := VeleroVolumeData{Elsewhere: map[string]string{}, Moved: map[string]string{}, FS: map[string][]VeleroPodVolume{}}
 	var infos []veleroVolumeInfo
 	ok, err := s.getOptionalJSON(ctx, name, VolumeInfoFile, &infos)
 	if err != nil {
@@ -88,6 +108,10 @@ func (s *BackupStore) VeleroVolumes(ctx context.Context, name string) (VeleroVol
 				continue // not backed up at all: Velero's backup said so
 			}
 			switch {
+			case v.BackupMethod == "PodVolumeBackup" && v.PVBInfo != nil && v.PVBInfo.UploaderType == "kopia" && validKopiaID(v.PVBInfo.SnapshotHandle) &&
+				validName(v.PVBInfo.PodNamespace, v.PVBInfo.PodName, v.PVBInfo.VolumeName, v.PVCName):
+				key := v.PVBInfo.PodNamespace + "/" + v.PVBInfo.PodName
+				out.FS[key] = append(out.FS[key], VeleroPodVolume{Volume: v.PVBInfo.VolumeName, Source: cmp.Or(v.PVCName, v.PVBInfo.VolumeName), SnapshotID: v.PVBInfo.SnapshotHandle})
 			case v.BackupMethod == "PodVolumeBackup" && v.PVBInfo != nil:
 				where := fmt.Sprintf("in Velero's file-system backup (%s, volume %q of pod %s/%s)", uploader(v.PVBInfo.UploaderType),
 					v.PVBInfo.VolumeName, v.PVBInfo.PodNamespace, v.PVBInfo.PodName)
@@ -115,6 +139,12 @@ func (s *BackupStore) VeleroVolumes(ctx context.Context, name string) (VeleroVol
 	}
 	for _, p := range pvbs {
 		if p.Status.Phase != "Completed" {
+			continue
+		}
+		claim := p.Metadata.Annotations["velero.io/pvc-name"]
+		if p.Spec.UploaderType == "kopia" && validKopiaID(p.Status.SnapshotID) && validName(p.Spec.Pod.Namespace, p.Spec.Pod.Name, p.Spec.Volume, claim) {
+			key := p.Spec.Pod.Namespace + "/" + p.Spec.Pod.Name
+			out.FS[key] = append(out.FS[key], VeleroPodVolume{Volume: p.Spec.Volume, Source: cmp.Or(claim, p.Spec.Volume), SnapshotID: p.Status.SnapshotID})
 			continue
 		}
 		out.Elsewhere["pods/"+p.Spec.Pod.Namespace+"/"+p.Spec.Pod.Name] = fmt.Sprintf("in Velero's file-system backup (%s, volume %q of pod %s/%s)",
@@ -146,6 +176,28 @@ func veleroMoved(v veleroVolumeInfo) (op, where string) {
 		return "", fmt.Sprintf("in Velero's backup repository, under an operation ID Velero does not make (%.80q)", m.OperationID)
 	}
 	return m.OperationID, ""
+}
+
+// validKopiaID says id can be a kopia snapshot (manifest) ID: what a
+// restore later looks up, so nothing else is taken from the bucket.
+func validKopiaID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// validName says the namespace, pod, volume and claim (optional) of a
+// record are names Kubernetes could have given: they become parts of a
+// snapshot's source, which the restore compares.
+func validName(ns, pod, volume, claim string) bool {
+	return len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Subdomain(pod)) == 0 &&
+		len(validation.IsDNS1123Label(volume)) == 0 && (claim == "" || len(validation.IsDNS1123Subdomain(claim)) == 0)
 }
 
 // uploader names Velero's file-system uploader; restic before Velero 1.10

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"maps"
 	"testing"
 )
@@ -30,19 +31,25 @@ func TestVeleroVolumes(t *testing.T) {
  {"pvcName":"skipped","pvcNamespace":"a","skipped":true,"skippedReason":"no snapshot"},
  {"pvcName":"failed","pvcNamespace":"a","backupMethod":"PodVolumeBackup","result":"failed","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"v"}},
  {"pvcName":"claim","pvcNamespace":"a","backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"data","uploaderType":"kopia"}},
- {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"scratch","uploaderType":"kopia"}}
+ {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"p","podNamespace":"a","volumeName":"scratch","uploaderType":"kopia"}},
+ {"pvcName":"pg","pvcNamespace":"a","backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"db","podNamespace":"a","volumeName":"data","uploaderType":"kopia","snapshotHandle":"k0f3a"}},
+ {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"db","podNamespace":"a","volumeName":"cache","uploaderType":"kopia","snapshotHandle":"9e21"}},
+ {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"db","podNamespace":"a","volumeName":"forged","uploaderType":"kopia","snapshotHandle":"../k1"}},
+ {"backupMethod":"PodVolumeBackup","result":"succeeded","pvbInfo":{"podName":"old","podNamespace":"a","volumeName":"cache","uploaderType":"restic","snapshotHandle":"ab12"}}
 ]`
 	const podVolumeBackups = `[
  {"spec":{"pod":{"namespace":"b","name":"q"},"volume":"data"},"status":{"phase":"Completed"}},
- {"spec":{"pod":{"namespace":"b","name":"r"},"volume":"data"},"status":{"phase":"Failed"}}
+ {"spec":{"pod":{"namespace":"b","name":"r"},"volume":"data"},"status":{"phase":"Failed"}},
+ {"metadata":{"annotations":{"velero.io/pvc-name":"pg"}},"spec":{"pod":{"namespace":"b","name":"db"},"volume":"data","uploaderType":"kopia"},"status":{"phase":"Completed","snapshotID":"7cd0"}}
 ]`
 	for _, tc := range []struct {
 		name  string
 		files map[File]string
 		want  map[string]string
 		moved map[string]string
+		fs    string
 	}{
-		{"salvor", nil, map[string]string{}, map[string]string{}},
+		{"salvor", nil, map[string]string{}, map[string]string{}, "map[]"},
 		{"volumeinfo", map[File]string{VolumeInfoFile: volumeInfo, PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
 			"persistentvolumeclaims/a/moved":         `in Velero's backup repository, moved there by data mover "acme"`,
 			"persistentvolumeclaims/a/upload-failed": `nowhere whole: Velero's data upload of it ended "Failed"`,
@@ -51,10 +58,13 @@ func TestVeleroVolumes(t *testing.T) {
 			"persistentvolumeclaims/a/no-id":         `in Velero's backup repository, moved there by data mover "velero", under no operation ID to find it by`,
 			"persistentvolumeclaims/a/claim":         `in Velero's file-system backup ("kopia", volume "data" of pod a/p)`,
 			"pods/a/p":                               `in Velero's file-system backup ("kopia", volume "scratch" of pod a/p)`,
-		}, map[string]string{"a/by-velero": "du-1f.2e", "a/default-mover": "du-3c.4d"}},
+			"pods/a/db":                              `in Velero's file-system backup ("kopia", volume "forged" of pod a/db)`,
+			"pods/a/old":                             `in Velero's file-system backup ("restic", volume "cache" of pod a/old)`,
+		}, map[string]string{"a/by-velero": "du-1f.2e", "a/default-mover": "du-3c.4d"},
+			"map[a/db:[{data pg k0f3a} {cache cache 9e21}]]"},
 		{"podvolumebackups", map[File]string{PodVolumeBackupsFile: podVolumeBackups}, map[string]string{
 			"pods/b/q": `in Velero's file-system backup (restic, volume "data" of pod b/q)`,
-		}, map[string]string{}},
+		}, map[string]string{}, "map[b/db:[{data pg 7cd0}]]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, fs := newStore(t, "")
@@ -68,8 +78,8 @@ func TestVeleroVolumes(t *testing.T) {
 				}
 			}
 			got, err := s.VeleroVolumes(ctx, tc.name)
-			if err != nil || !maps.Equal(got.Elsewhere, tc.want) || !maps.Equal(got.Moved, tc.moved) {
-				t.Errorf("VeleroVolumes = %v, %v; want elsewhere %v, moved %v", got, err, tc.want, tc.moved)
+			if err != nil || !maps.Equal(got.Elsewhere, tc.want) || !maps.Equal(got.Moved, tc.moved) || fmt.Sprint(got.FS) != tc.fs {
+				t.Errorf("VeleroVolumes = %v, %v; want elsewhere %v, moved %v, fs %s", got, err, tc.want, tc.moved, tc.fs)
 			}
 			if err := s.ClaimName(ctx, tc.name, "uid"); err != nil {
 				t.Fatal(err)

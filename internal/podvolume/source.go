@@ -6,8 +6,9 @@ import (
 )
 
 // Requester is what file-system backups' kopia snapshots are requested by
-// (Velero's name: its snapshots and Salvor's share the repository).
-const Requester = "pod-volume-backup-restore"
+// (Velero 1.18's name: its snapshots and Salvor's share the repository,
+// and a volume's next backup finds its last one, whichever made it).
+const Requester = "snapshot-pod-volume"
 
 // PodVolumeBackupTag tags a snapshot with the PodVolumeBackup that made
 // it: with the source, what a restore finds the snapshot by in the
@@ -38,14 +39,23 @@ const (
 	SourceNameAnnotation = "salvor.dev/source-name"
 	BackupUIDAnnotation  = "salvor.dev/backup-uid"
 	PVBAnnotation        = "salvor.dev/pod-volume-backup"
+	// VeleroSnapshotAnnotation is the snapshot Velero's records name for
+	// a volume its file-system backup copied: restored only if it is a
+	// snapshot of that pod's volume (RestoreSource).
+	VeleroSnapshotAnnotation = "salvor.dev/velero-snapshot"
 )
 
 // RestoreSource is the kopia source a PodVolumeRestore restores: the
 // snapshot its PodVolumeBackup made, found by the backed-up pod, its
-// volume's source name, the backup and the PodVolumeBackup.
-func RestoreSource(pvr *salvorv1.PodVolumeRestore) kopiarepo.Source {
+// volume's source name, the backup and the PodVolumeBackup; for one of
+// Velero's, the snapshot Velero recorded (veleroID), which must be of
+// that source.
+func RestoreSource(pvr *salvorv1.PodVolumeRestore) (src kopiarepo.Source, veleroID string) {
 	a := pvr.Annotations
-	return kopiarepo.Source{Requester: Requester,
-		Name: pvr.Spec.SourceNamespace + "/" + a[SourcePodAnnotation] + "/" + a[SourceNameAnnotation],
-		Tags: map[string]string{PodVolumeBackupTag: a[PVBAnnotation], "backup-uid": a[BackupUIDAnnotation]}}
+	src = kopiarepo.Source{Requester: Requester, Name: pvr.Spec.SourceNamespace + "/" + a[SourcePodAnnotation] + "/" + a[SourceNameAnnotation]}
+	if id := a[VeleroSnapshotAnnotation]; id != "" {
+		return src, id
+	}
+	src.Tags = map[string]string{PodVolumeBackupTag: a[PVBAnnotation], "backup-uid": a[BackupUIDAnnotation]}
+	return src, ""
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/podvolume"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
@@ -81,14 +83,24 @@ const WaitMount = "/restores"
 
 // ExecuteWithContext prepares a pod whose backup copied volumes' files.
 func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreItemActionExecuteInput) (*sdk.RestoreItemActionExecuteOutput, error) {
+	// The restore's own record of Velero's copies is on the item it is
+	// making (the engine set it from Velero's records, never from the
+	// backup's JSON); Salvor's list is on the pod as backed up.
+	veleroRecord := (&unstructured.Unstructured{Object: in.Item.UnstructuredContent()}).GetAnnotations()[salvorv1.VeleroPodVolumesAnnotation]
 	item := withoutAnnotation(in.Item, salvorv1.PodVolumeRestoreAnnotation)
 	pod := &unstructured.Unstructured{Object: item.UnstructuredContent()}
 	from := pod
 	if in.ItemFromBackup != nil {
 		from = &unstructured.Unstructured{Object: in.ItemFromBackup.UnstructuredContent()}
 	}
+	item = withoutAnnotation(item, salvorv1.VeleroPodVolumesAnnotation)
+	pod = &unstructured.Unstructured{Object: item.UnstructuredContent()}
 	vols := list(from.GetAnnotations()[salvorv1.PodVolumeBackupsAnnotation])
-	if len(vols) == 0 {
+	velero, err := veleroVolumes(veleroRecord)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.GetNamespace(), pod.GetName(), err)
+	}
+	if len(vols) == 0 && len(velero) == 0 {
 		return sdk.NewRestoreItemActionExecuteOutput(withoutAnnotation(item, salvorv1.PodVolumeBackupsAnnotation)), nil
 	}
 	typed := &corev1.Pod{}
@@ -97,6 +109,13 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 	}
 	what := fmt.Sprintf("pod %s/%s", typed.Namespace, typed.Name)
 	sources := map[string]string{} // volume -> the last part of its snapshot's source
+	snapshots := map[string]string{} // volume -> the snapshot Velero recorded
+	for _, v := range velero {
+		if !slices.Contains(vols, v.Volume) {
+			vols = append(vols, v.Volume)
+		}
+		sources[v.Volume], snapshots[v.Volume] = v.Source, v.SnapshotID
+	}
 	for _, vol := range vols {
 		var v *corev1.Volume
 		for i := range typed.Spec.Volumes {
@@ -107,10 +126,22 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 		if v == nil {
 			return nil, fmt.Errorf("%s: its backup copied the files of volume %s, which the pod does not have", what, vol)
 		}
+		if _, ok := sources[vol]; ok {
+			continue
+		}
 		sources[vol] = vol
 		if v.PersistentVolumeClaim != nil {
 			sources[vol] = v.PersistentVolumeClaim.ClaimName
 		}
+	}
+	if len(velero) > 0 && !in.Restore.Spec.TrustBackupSnapshots {
+		var names []string
+		for _, v := range velero {
+			names = append(names, v.Volume)
+		}
+		return nil, fmt.Errorf("%s not restored: the files of its volumes %s are in Velero's file-system backup, whose records in the bucket name the snapshots and are signed by no one, "+
+			"so whoever can write to the bucket could name other data; restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to its location's bucket",
+			what, strings.Join(names, ", "))
 	}
 	dyn, err := a.client()
 	if err != nil {
@@ -153,7 +184,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 	// Made now, by the pod's name: the node agent fills the pod of that
 	// name that carries this restore's UID, once it runs its wait.
 	for _, vol := range vols {
-		if err := a.createRestore(ctx, r, b, location, from, typed, vol, sources[vol]); err != nil {
+		if err := a.createRestore(ctx, r, b, location, from, typed, vol, sources[vol], snapshots[vol]); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +228,7 @@ func PVRName(r *sdk.Restore, ns, pod, volume string) string {
 	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:5])
 }
 
-func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *unstructured.Unstructured, location string, from *unstructured.Unstructured, pod *corev1.Pod, vol, source string) error {
+func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *unstructured.Unstructured, location string, from *unstructured.Unstructured, pod *corev1.Pod, vol, source, veleroSnapshot string) error {
 	dyn, err := a.client()
 	if err != nil {
 		return err
@@ -208,13 +239,7 @@ func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *un
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
 			Labels: map[string]string{salvorv1.RestoreNameLabel: salvorv1.LabelValue(r.Name), salvorv1.RestoreUIDLabel: string(r.UID),
 				salvorv1.BackupNameLabel: salvorv1.LabelValue(b.GetName())},
-			Annotations: map[string]string{
-				// What the snapshot is found by in the repository.
-				podvolume.SourcePodAnnotation:  from.GetName(),
-				podvolume.SourceNameAnnotation: source,
-				podvolume.BackupUIDAnnotation:  string(b.GetUID()),
-				podvolume.PVBAnnotation:        PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: b.GetUID()}}, from.GetUID(), vol),
-			}},
+			Annotations: restoreAnnotations(b, from, vol, source, veleroSnapshot)},
 		Spec: salvorv1.PodVolumeRestoreSpec{
 			Pod:                   corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
 			Volume:                vol,
@@ -243,6 +268,34 @@ func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *un
 		return fmt.Errorf("asking for the files of pod %s/%s volume %s to be restored (PodVolumeRestore %s): %w", pod.Namespace, pod.Name, vol, name, err)
 	}
 	return nil
+}
+
+// restoreAnnotations say what a PodVolumeRestore's snapshot is found by
+// in the repository: the backed-up pod and its volume's source, and the
+// backup and PodVolumeBackup that made it, or for Velero's the snapshot
+// its records name (checked against the source).
+func restoreAnnotations(b, from *unstructured.Unstructured, vol, source, veleroSnapshot string) map[string]string {
+	a := map[string]string{podvolume.SourcePodAnnotation: from.GetName(), podvolume.SourceNameAnnotation: source}
+	if veleroSnapshot != "" {
+		a[podvolume.VeleroSnapshotAnnotation] = veleroSnapshot
+		return a
+	}
+	a[podvolume.BackupUIDAnnotation] = string(b.GetUID())
+	a[podvolume.PVBAnnotation] = PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: b.GetUID()}}, from.GetUID(), vol)
+	return a
+}
+
+// veleroVolumes reads the restore's own record of a pod's volumes that
+// Velero's file-system backup copied (salvorv1.VeleroPodVolumesAnnotation).
+func veleroVolumes(s string) ([]persistence.VeleroPodVolume, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []persistence.VeleroPodVolume
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("its record of Velero's file-system backup (%s): %w", salvorv1.VeleroPodVolumesAnnotation, err)
+	}
+	return out, nil
 }
 
 // restores reads the PodVolumeRestores of operation id (NAMESPACE/POD) of

@@ -109,6 +109,13 @@ type Volumes struct {
 	// salvorv1.VeleroOperationAnnotation saying so, for the CSI action to
 	// bring its data back, and never with one the backup's JSON carries.
 	VeleroMoved map[string]string
+	// VeleroFS are the pods, by "namespace/name" in the backup, whose
+	// volumes' files Velero's file-system backup copied with kopia
+	// (persistence.VeleroVolumes): such a pod is restored with
+	// salvorv1.VeleroPodVolumesAnnotation listing them, for the pod volume
+	// action to bring them back, and never with one the backup's JSON
+	// carries.
+	VeleroFS map[string][]persistence.VeleroPodVolume
 	// ElsewhereUnread is why Elsewhere could not be read, if it could not:
 	// the restore goes on (a damaged record must not keep a cluster from
 	// its objects) and says that volumes may come back without data.
@@ -163,6 +170,7 @@ type run struct {
 	// elsewhere, veleroMoved and snapshotted are Volumes'.
 	elsewhere   map[string]string
 	veleroMoved map[string]string
+	veleroFS    map[string][]persistence.VeleroPodVolume
 	snapshotted map[string]bool
 	// anew are the volumes left out so that their claims are provisioned
 	// anew (provisionAnew), by name.
@@ -261,7 +269,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: newOrder(tiers), reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, veleroMoved: volumes.VeleroMoved, snapshotted: volumes.Snapshotted,
+		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, veleroMoved: volumes.VeleroMoved, veleroFS: volumes.VeleroFS, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -77,6 +78,30 @@ func (r *run) markVeleroMoved(it *entry, claim *unstructured.Unstructured) {
 		a[salvorv1.VeleroOperationAnnotation] = op
 	}
 	claim.SetAnnotations(a)
+}
+
+// markVeleroFS says on a pod whose volumes' files Velero's file-system
+// backup copied with kopia which snapshots hold them, for the pod volume
+// action. Only Velero's records say so: the annotation as the backup's
+// JSON has it is dropped, so that a pod cannot name other data by
+// carrying it.
+func (r *run) markVeleroFS(it *entry, pod *unstructured.Unstructured) {
+	a := pod.GetAnnotations()
+	vols, copied := r.veleroFS[it.namespace+"/"+it.name]
+	if _, forged := a[salvorv1.VeleroPodVolumesAnnotation]; !copied && !forged {
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	delete(a, salvorv1.VeleroPodVolumesAnnotation)
+	if copied {
+		b, err := json.Marshal(vols)
+		if err == nil {
+			a[salvorv1.VeleroPodVolumesAnnotation] = string(b)
+		}
+	}
+	pod.SetAnnotations(a)
 }
 
 // claim returns the flight w is to restore it in, or nil when it is not
@@ -159,6 +184,9 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	obj.SetNamespace(target)
 	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
 		obj.SetName(r.targetNamespace(it.name))
+	}
+	if it.kind.gr == podResource {
+		r.markVeleroFS(it, obj)
 	}
 	if it.kind.gr == pvcResource {
 		r.markVeleroMoved(it, obj)

@@ -11,10 +11,14 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -25,6 +29,14 @@ import (
 func fsBackupCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode) {
 	t.Helper()
 	c, csi, minio, node := moverCluster(t, serverFlags...)
+	c.installNodeAgent(t, node)
+	return c, csi, minio, node
+}
+
+// installNodeAgent installs Salvor's node agent (salvor install
+// --use-node-agent) and waits until it runs on node.
+func (c *cluster) installNodeAgent(t *testing.T, node *testbed.PodNode) {
+	t.Helper()
 	c.mustSalvor(t, "install", "--replicas", "0", "--use-node-agent", "--image", "ghcr.io/salvor-dev/salvor:e2e")
 	eventually(t, "the node agent running on the testbed node", 2*time.Minute, func() (bool, string) {
 		pods := &corev1.PodList{}
@@ -38,7 +50,6 @@ func fsBackupCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CS
 		}
 		return false, fmt.Sprintf("%d agent pods", len(pods.Items))
 	})
-	return c, csi, minio, node
 }
 
 // appPod is a pod on the testbed node whose container writes script's
@@ -291,5 +302,95 @@ func TestFSBackupAgentKilled(t *testing.T) {
 	}
 	if sums := treeSums(t, restored); fmt.Sprint(sums) != fmt.Sprint(want) {
 		t.Fatalf("the copied files:\n got %v\nwant %v", sums, want)
+	}
+}
+
+// TestVeleroFSBackupRestoresWithSalvor: a backup Velero 1.18 takes with
+// its file-system backup (kopia, its node agent on the testbed node) of a
+// pod's claim and emptyDir restores with Salvor's node agent, files
+// identical, from the bucket alone: only when the restore trusts the
+// backup (Velero signs nothing; untrusted, the pod is not made and an
+// error names its volumes and the opt-in).
+func TestVeleroFSBackupRestoresWithSalvor(t *testing.T) {
+	t.Parallel()
+	v := buildVelero(t)
+	c, csi, minio, node, _ := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups", "velero"})
+	c.installNodeAgent(t, node)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vapp"}}, csiClaim("vapp", "data", csi.StorageClass))
+	want := map[string]map[string]string{"data": fillVolume(t, csi, c.boundVolume(t, "vapp", "data"), 5)}
+	c.create(t, appPod("vapp", "web", map[string]string{podvolume.IncludeAnnotation: "data,cache"},
+		"mkdir -p /cache/sub/empty && echo cached > /cache/sub/file && ln -s sub/file /cache/link && head -c 200000 /dev/urandom > /cache/random",
+		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+	var cacheDir string
+	eventually(t, "pod vapp/web running with its files written", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprint(pod.Status.Phase, err)
+		}
+		cacheDir = c.podVolumeDir(t, node, "vapp", "web", "cache")
+		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
+		return err == nil, fmt.Sprint(err)
+	})
+	want["cache"] = treeSums(t, cacheDir)
+
+	c.installVelero(t, v, minio, "velero")
+	c.installVeleroNodeAgent(t, v, minio)
+	vs := c.startVelero(t, v, minio)
+	dyn := c.dynamic(t)
+	backup := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": "vfiles", "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []any{"vapp"}, "storageLocation": "default", "snapshotVolumes": false},
+	}}
+	if _, err := dyn.Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vb := c.watchObject(t, veleroBackups, "velero", "vfiles", veleroEnded)
+	pvbs, err := dyn.Resource(schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "podvolumebackups"}).Namespace("velero").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase, _, _ := unstructured.NestedString(vb.Object, "status", "phase"); phase != "Completed" || len(pvbs.Items) != 2 {
+		t.Fatalf("Velero's backup ended %s with %d PodVolumeBackups: %v\n%v\nVelero's errors:\n%s\n%s", phase, len(pvbs.Items), vb.Object["status"], pvbs.Items, veleroErrors(vs), c.veleroPods(t))
+	}
+	vs.stop()
+	veleroPassword := &corev1.Secret{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "velero", Name: "velero-repo-credentials"}, veleroPassword); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "velero", "--provider", "salvor.dev/s3", "--bucket", "velero",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--access-mode", "ReadOnly")
+	c.waitBackup(t, "vfiles", salvorv1.BackupPhaseCompleted)
+	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.PasswordSecret},
+		Data: map[string][]byte{datamover.PasswordKey + "-velero": veleroPassword.Data["repository-password"]}})
+
+	if out, err := c.salvor(t, "restore", "create", "untrusted", "--from-backup", "vfiles", "--namespace-mappings", "vapp:vapp-untrusted", "--wait"); err == nil {
+		t.Errorf("restore create --wait of a restore that cannot bring volumes' files back exits 0:\n%s", out)
+	}
+	r := c.waitRestore(t, "untrusted", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	out := c.mustSalvor(t, "restore", "describe", "untrusted", "--details")
+	if r.Status.Phase != salvorv1.RestorePhasePartiallyFailed || !strings.Contains(out, "data, cache") || !strings.Contains(out, "--trust-backup-snapshots") {
+		t.Errorf("restore of Velero's file-system backup without trusting it: %+v\n%s", r.Status, out)
+	}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp-untrusted", Name: "web"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod whose files an untrusted backup names was made: %v", err)
+	}
+
+	_, _ = c.salvor(t, "restore", "create", "from-velero", "--from-backup", "vfiles", "--namespace-mappings", "vapp:vapp-copy", "--trust-backup-snapshots", "--wait")
+	r = c.waitRestore(t, "from-velero", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed)
+	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.Errors != 0 {
+		t.Fatalf("restore of Velero's file-system backup: %+v\n%s", r.Status, c.mustSalvor(t, "restore", "describe", "from-velero", "--details"))
+	}
+	eventually(t, "the restored pod running", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp-copy", Name: "web"}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
+	})
+	if got := treeSums(t, c.podVolumeDir(t, node, "vapp-copy", "web", "cache")); fmt.Sprint(got) != fmt.Sprint(want["cache"]) {
+		t.Errorf("the restored pod's cache:\n got %v\nwant %v", got, want["cache"])
+	}
+	if got := treeSums(t, csi.Driver.VolumeDir(volumeHandle(t, c, c.boundVolume(t, "vapp-copy", "data")))); fmt.Sprint(got) != fmt.Sprint(want["data"]) {
+		t.Errorf("the restored pod's data:\n got %v\nwant %v", got, want["data"])
 	}
 }

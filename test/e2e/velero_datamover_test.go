@@ -68,11 +68,14 @@ func (c *cluster) installVeleroNodeAgent(t *testing.T, v velero, minio *testbed.
 								{Name: "HOME", Value: "/scratch"},
 								{Name: "VELERO_SCRATCH_DIR", Value: "/scratch"},
 							},
-							VolumeMounts: []corev1.VolumeMount{{Name: "cloud-credentials", MountPath: "/credentials"}, {Name: "scratch", MountPath: "/scratch"}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "cloud-credentials", MountPath: "/credentials"}, {Name: "scratch", MountPath: "/scratch"},
+								{Name: "host-pods", MountPath: "/host_pods", MountPropagation: ptr(corev1.MountPropagationHostToContainer)}},
 						}},
 						Volumes: []corev1.Volume{
 							{Name: "cloud-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "cloud-credentials"}}},
 							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+							// As velero install makes it: its file-system backup reads there.
+							{Name: "host-pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet/pods"}}},
 						},
 					},
 				},

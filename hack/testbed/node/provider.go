@@ -412,6 +412,11 @@ func (r *podRun) runContainer(c corev1.Container, init bool, i int) int {
 	msg := ""
 	if code == setupFailed {
 		msg = lastLine(r.logPath(c.Name, -1))
+	} else {
+		msg = terminationMessage(terminationPath(filepath.Join(r.dir, "containers", c.Name)))
+		if msg == "" && code != 0 && c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+			msg = lastLine(r.logPath(c.Name, -1))
+		}
 	}
 	status(func(st *corev1.ContainerStatus) {
 		st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
@@ -436,6 +441,23 @@ func (r *podRun) stopProcess(p *os.Process, exited <-chan int) int {
 	}
 	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	return <-exited
+}
+
+// terminationPath is where a container's termination message file is
+// kept on the node.
+func terminationPath(scratch string) string { return filepath.Join(scratch, "termination-log") }
+
+// terminationMessage reads a container's termination message: at most
+// 4096 bytes, as a kubelet reads it.
+func terminationMessage(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := io.ReadFull(f, b)
+	return string(b[:n])
 }
 
 func exitCode(s *os.ProcessState) int {
@@ -495,6 +517,20 @@ func (r *podRun) command(c corev1.Container) (*exec.Cmd, error) {
 		}
 	}
 	spec.Mounts = append(spec.Mounts, mounts...)
+	// The termination message file, as a kubelet gives it: empty at each
+	// start, read when the container ends (terminationMessage).
+	term := terminationPath(scratch)
+	if err := os.WriteFile(term, nil, 0o666); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(term, 0o666); err != nil {
+		return nil, err
+	}
+	target := c.TerminationMessagePath
+	if target == "" {
+		target = corev1.TerminationMessagePathDefault
+	}
+	spec.Mounts = append(spec.Mounts, mount{Source: term, Target: target})
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err

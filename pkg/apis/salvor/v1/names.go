@@ -41,6 +41,13 @@ const (
 	// fill, is the restore's UID: the pod's operation fills only a pod
 	// that carries it, never one of the same name made by someone else.
 	PodVolumeRestoreAnnotation = "salvor.dev/pod-volume-restore"
+	// VeleroPodVolumesAnnotation, on a pod a restore makes, lists (JSON:
+	// volume, source, snapshotID) the volumes whose files Velero's
+	// file-system backup copied with kopia, as Velero's records in the
+	// bucket say: set by the restore from those records alone, for the pod
+	// volume action, which restores them only when the restore trusts the
+	// backup (Velero signs nothing).
+	VeleroPodVolumesAnnotation = "salvor.dev/velero-pod-volumes"
 	// RestoreUIDLabel is the UID of the Restore a PodVolumeRestore fills
 	// a pod for.
 	RestoreUIDLabel = "salvor.dev/restore-uid"
