@@ -108,7 +108,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 		return nil, fmt.Errorf("reading the pod: %w", err)
 	}
 	what := fmt.Sprintf("pod %s/%s", typed.Namespace, typed.Name)
-	sources := map[string]string{} // volume -> the last part of its snapshot's source
+	sources := map[string]string{}   // volume -> the last part of its snapshot's source
 	snapshots := map[string]string{} // volume -> the snapshot Velero recorded
 	for _, v := range velero {
 		if !slices.Contains(vols, v.Volume) {
