@@ -29,13 +29,13 @@ func TestRunStopsWhenItsPoliciesChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().ConfigMaps("salvor").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rewritten"},
-		Data: map[string]string{"policies.yaml": "version: v1\nvolumePolicies: [{conditions: {}, action: {type: fs-backup}}]"}}, metav1.CreateOptions{}); err != nil {
+		Data: map[string]string{"policies.yaml": "version: v1\nvolumePolicies: [{conditions: {}, action: {type: custom}}]"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e := &Engine{Dynamic: dynamic.NewForConfigOrDie(cfg), REST: listClient(t, cfg), Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg)}
 	for name, want := range map[string]string{
 		"gone":      "backup nightly: spec.resourcePolicy: resource policies configmap salvor/gone does not exist",
-		"rewritten": "backup nightly: resource policies configmap salvor/rewritten: volumePolicies[0]: action fs-backup: Salvor has no file-system backup",
+		"rewritten": "backup nightly: resource policies configmap salvor/rewritten: volumePolicies[0]: action custom: Salvor runs no custom volume actions",
 	} {
 		b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor"},
 			Spec: salvorv1.BackupSpec{ResourcePolicy: &corev1.TypedLocalObjectReference{Kind: "configmap", Name: name}}}

@@ -107,6 +107,8 @@ func (r *run) afterWrite(ctx context.Context, res resources.Resource, it *item, 
 			return nil
 		}
 		switch {
+		case plan.Lost:
+			r.rec.Warning("", fmt.Sprintf("%s: %s", what, plan.Skip))
 		case plan.Skip != "":
 			// Asked for: the volume's object is kept, its data is not.
 			r.log.Info("volume not snapshotted, as asked", "volume", item.GetName(), "because", plan.Skip)

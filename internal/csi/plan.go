@@ -57,6 +57,10 @@ type Plan struct {
 	// snapshotVolumes false, the claim's opt-out annotation); empty when
 	// one is.
 	Skip string
+	// Lost: Skip leaves the volume's data out of the backup although the
+	// backup asked for it (a volume policy's fs-backup with no running pod
+	// to copy it from): a warning of the backup, not a quiet skip.
+	Lost bool
 }
 
 // NoClass is the reason a CSI volume has no snapshot class, for messages.
@@ -93,6 +97,18 @@ func PlanVolume(ctx context.Context, dyn dynamic.Interface, pv *unstructured.Uns
 		p.Skip = fmt.Sprintf("its claim %s/%s is annotated %s=true", claim.GetNamespace(), claim.GetName(), salvorv1.SkipVolumeSnapshotAnnotation)
 	case decision.Action == resourcepolicy.Skip:
 		p.Skip = decision.String()
+	case decision.Action == resourcepolicy.FSBackup:
+		ns, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "namespace")
+		name, _, _ := unstructured.NestedString(pv.Object, "spec", "claimRef", "name")
+		pod, err := mountedBy(ctx, dyn, ns, name)
+		if err != nil {
+			return p, err
+		}
+		if pod != "" {
+			p.Skip = fmt.Sprintf("%s: the node agent copies its files from pod %s/%s", decision, ns, pod)
+		} else {
+			p.Skip, p.Lost = fmt.Sprintf("%s, and no running pod mounts claim %s/%s to copy its files from: its data is not in the backup", decision, ns, name), true
+		}
 	case decision.Action == resourcepolicy.Snapshot:
 	case b.Spec.SnapshotVolumes != nil && !*b.Spec.SnapshotVolumes:
 		p.Skip = "the backup's snapshotVolumes is false"
@@ -190,6 +206,32 @@ func fsBackupOf(ctx context.Context, dyn dynamic.Interface, ns, name string, b *
 				if v.Name == vol && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name {
 					return pod.Name, nil
 				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// mountedBy names a running pod that mounts claim ns/name, or "".
+func mountedBy(ctx context.Context, dyn dynamic.Interface, ns, name string) (string, error) {
+	if ns == "" || name == "" {
+		return "", nil
+	}
+	list, err := dyn.Resource(podGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing the pods of namespace %s, to find one that mounts claim %s: %w", ns, name, err)
+	}
+	for _, u := range list.Items {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod); err != nil {
+			return "", fmt.Errorf("pod %s/%s: %w", ns, u.GetName(), err)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == name {
+				return pod.Name, nil
 			}
 		}
 	}

@@ -25,6 +25,11 @@ type Claim struct {
 	HostPath bool
 	// Block: the claim is a raw block device (volumeMode Block).
 	Block bool
+	// Policy is what the backup's volume policies say of the claim's
+	// volume (skip, snapshot, fs-backup), or "" when none matched: where
+	// one did, it decides, whatever the pod's annotations say (Velero
+	// 1.18's order).
+	Policy string
 }
 
 // Choice is what a backup does with the pod's volumes.
@@ -53,6 +58,13 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 		byName[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	var wanted []string
+	decided := func(v corev1.Volume) (string, bool) {
+		if v.PersistentVolumeClaim == nil {
+			return "", false
+		}
+		p := claims[v.PersistentVolumeClaim.ClaimName].Policy
+		return p, p != ""
+	}
 	if defaultToFS {
 		excluded := list(pod.Annotations[ExcludeAnnotation])
 		for _, v := range pod.Spec.Volumes {
@@ -61,6 +73,8 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 				strings.HasPrefix(v.Name, "default-token"):
 				// The cluster's own state, backed up as objects; or not
 				// under the kubelet's pod directories (hostPath).
+			case func() bool { _, ok := decided(v); return ok }():
+				// The volume policy's, below.
 			case slices.Contains(excluded, v.Name):
 				c.OptedOut = append(c.OptedOut, v.Name)
 			default:
@@ -68,7 +82,19 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 			}
 		}
 	} else {
-		wanted = list(pod.Annotations[IncludeAnnotation])
+		for _, name := range list(pod.Annotations[IncludeAnnotation]) {
+			if v := byName[name]; v != nil {
+				if _, ok := decided(*v); ok {
+					continue // the volume policy's, below
+				}
+			}
+			wanted = append(wanted, name)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if p, _ := decided(v); p == "fs-backup" {
+			wanted = append(wanted, v.Name)
+		}
 	}
 	if len(wanted) == 0 {
 		return c
@@ -103,6 +129,11 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 			c.Copy = append(c.Copy, name)
 		}
 	}
+	index := map[string]int{}
+	for i, v := range pod.Spec.Volumes {
+		index[v.Name] = i
+	}
+	slices.SortStableFunc(c.Copy, func(a, b string) int { return index[a] - index[b] })
 	return c
 }
 

@@ -53,7 +53,7 @@ func TestChoose(t *testing.T) {
 	}{
 		{"no annotation, opt-in: nothing", pod(corev1.PodRunning, nil), false, "copy [] out [] skip []"},
 		{"opt-in names volumes", pod(corev1.PodRunning, map[string]string{IncludeAnnotation: "cache, data,cache"}), false,
-			"copy [cache data] out [] skip []"},
+			"copy [data cache] out [] skip []"},
 		{"opt-in of what cannot be copied", pod(corev1.PodRunning, map[string]string{IncludeAnnotation: "host,raw,hostpv,unmounted,nope"}), false,
 			"copy [] out [] skip [host raw hostpv unmounted nope]"},
 		{"opt-in ignores the exclude annotation", pod(corev1.PodRunning, map[string]string{IncludeAnnotation: "data", ExcludeAnnotation: "data"}), false,
@@ -133,6 +133,37 @@ func TestDir(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("Dir(%q, %s): %s (%v), want %s", tc.uid, tc.v.Name, got, err, tc.want)
+		}
+	}
+}
+
+// TestChoosePolicies: a volume policy that matches a claim's volume
+// decides before the annotations, as in Velero 1.18: fs-backup copies it
+// unasked, snapshot and skip keep it out even when annotated or by
+// default.
+func TestChoosePolicies(t *testing.T) {
+	claim := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+	}
+	vols := []corev1.Volume{claim("data"), claim("logs"), claim("tmp"), claim("plain")}
+	var mounts []corev1.VolumeMount
+	for _, v := range vols {
+		mounts = append(mounts, corev1.VolumeMount{Name: v.Name})
+	}
+	claims := map[string]Claim{"data": {Policy: "fs-backup"}, "logs": {Policy: "snapshot"}, "tmp": {Policy: "skip"}}
+	for _, tc := range []struct {
+		annotation string
+		defaultFS  bool
+		want       string
+	}{
+		{"", false, "[data]"},
+		{"logs,tmp,plain", false, "[data plain]"},
+		{"", true, "[data plain]"},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db", Annotations: map[string]string{IncludeAnnotation: tc.annotation}},
+			Spec: corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{{Name: "c", VolumeMounts: mounts}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if got := fmt.Sprint(Choose(pod, tc.defaultFS, claims).Copy); got != tc.want {
+			t.Errorf("annotation %q, default %v: copy %s, want %s", tc.annotation, tc.defaultFS, got, tc.want)
 		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/podvolume"
+	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
 )
@@ -107,14 +109,34 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	// never kept.
 	item = withoutAnnotation(item, salvorv1.PodVolumeBackupsAnnotation)
 	choice := podvolume.Choose(pod, defaultFS, nil)
-	if len(choice.Copy) == 0 && len(choice.Skipped) == 0 {
+	// Volume policies may choose a claim's volume the annotations do not.
+	mayDecide := (b.Spec.ResourcePolicy != nil || b.Annotations[salvorv1.VeleroGlobalVolumePoliciesAnnotation] != "") && hasClaim(pod)
+	if len(choice.Copy) == 0 && len(choice.Skipped) == 0 && !mayDecide {
 		return item, nil, "", nil, nil
 	}
 	dyn, err := a.client()
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	claims, err := a.claims(ctx, dyn, pod, choice.Copy)
+	var policies *resourcepolicy.Policies
+	if mayDecide {
+		var problems []string
+		policies, problems, err = resourcepolicy.ForBackup(ctx, configmapref.Dynamic(dyn), b)
+		if err == nil && len(problems) > 0 {
+			err = errors.New(strings.Join(problems, "; "))
+		}
+		if err != nil {
+			return nil, nil, "", nil, fmt.Errorf("backup %s: pod %s/%s: its resource policies: %w", b.Name, pod.Namespace, pod.Name, err)
+		}
+	}
+	look := choice.Copy
+	if policies.HasVolumePolicies() {
+		look = nil
+		for _, v := range pod.Spec.Volumes {
+			look = append(look, v.Name)
+		}
+	}
+	claims, err := a.claims(ctx, dyn, pod, look, policies)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -147,8 +169,10 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 	return u, nil, b.Namespace + "/" + string(pod.UID), made, nil
 }
 
-// claims reads what the choice needs of the claims among vols.
-func (a *BackupAction) claims(ctx context.Context, dyn dynamic.Interface, pod *corev1.Pod, vols []string) (map[string]podvolume.Claim, error) {
+// claims reads what the choice needs of the claims among vols: their
+// modes, whether their volumes are hostPath, and what the volume policies
+// say of them.
+func (a *BackupAction) claims(ctx context.Context, dyn dynamic.Interface, pod *corev1.Pod, vols []string, policies *resourcepolicy.Policies) (map[string]podvolume.Claim, error) {
 	out := map[string]podvolume.Claim{}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil || !contains(vols, v.Name) {
@@ -169,11 +193,21 @@ func (a *BackupAction) claims(ctx context.Context, dyn dynamic.Interface, pod *c
 			}
 			if err == nil {
 				_, c.HostPath, _ = unstructured.NestedMap(pv.Object, "spec", "hostPath")
+				c.Policy = string(policies.Decide(pv, u).Action)
 			}
 		}
 		out[name] = c
 	}
 	return out, nil
+}
+
+func hasClaim(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(s []string, v string) bool {

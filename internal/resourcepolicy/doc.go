@@ -21,8 +21,8 @@
 //
 // Everything is checked when the backup is validated, and what Salvor
 // cannot do as asked is refused there rather than done otherwise: the
-// fs-backup and custom actions (Salvor has no file-system backup, and
-// runs no custom volume actions), and filter policies' resource names
+// custom action (Salvor runs no custom volume actions), and filter
+// policies' resource names
 // that mean no resource, or one of the other scope (Velero logs those and
 // goes on).
 package resourcepolicy

@@ -106,6 +106,10 @@ const (
 	Skip Action = "skip"
 	// Snapshot snapshots the volume, whatever snapshotVolumes says.
 	Snapshot Action = "snapshot"
+	// FSBackup copies the volume's files from the running pod that mounts
+	// it (file-system backup, by the node agent) instead of snapshotting
+	// it, whatever the pod's annotations say.
+	FSBackup Action = "fs-backup"
 )
 
 // Policies are a backup's or a restore's resource policies, parsed and
@@ -215,18 +219,16 @@ func compile(source string, n int, spec volumeSpec) (volumePolicy, []string) {
 		phases: c.PVCPhase, mode: c.PVCVolumeMode, access: c.PVCAccessModes}
 	var problems []string
 	switch v.action {
-	case Skip, Snapshot:
+	case Skip, Snapshot, FSBackup:
 		if len(spec.Action.Parameters) > 0 {
 			problems = append(problems, fmt.Sprintf("action.parameters: only Velero's custom action takes parameters; %s takes none: remove them", v.action))
 		}
-	case "fs-backup":
-		problems = append(problems, "action fs-backup: Salvor has no file-system backup: use snapshot, or skip to keep the volume's objects without its data")
 	case "custom":
 		problems = append(problems, "action custom: Salvor runs no custom volume actions (a BackupItemAction on persistentvolumeclaims may act on the claims): use snapshot or skip")
 	case "":
-		problems = append(problems, "action.type is required: skip or snapshot")
+		problems = append(problems, "action.type is required: skip, snapshot or fs-backup")
 	default:
-		problems = append(problems, fmt.Sprintf("action.type %q: use skip or snapshot", spec.Action.Type))
+		problems = append(problems, fmt.Sprintf("action.type %q: use skip, snapshot or fs-backup", spec.Action.Type))
 	}
 	var err error
 	if v.capacity, err = parseCapacity(c.Capacity); err != nil {

@@ -528,7 +528,8 @@ func TestVeleroFileBackupAnnotationIsAWarning(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "db", "--include-namespaces", "db", "--wait")
 	b := c.waitBackup(t, "db", salvorv1.BackupPhaseCompleted)
 	desc := c.mustSalvor(t, "backup", "describe", "db", "--details")
-	if b.Status.Warnings != 2 || !strings.Contains(desc, "pods db/files: the files of volumes cache (emptyDir) are not in the backup: backup.velero.io/backup-volumes asks Velero to copy them, and Salvor copies no files of volumes without a claim; backup.velero.io/backup-volumes names volumes data, which the pod does not have") ||
+	if b.Status.Warnings != 3 || !strings.Contains(desc, "pods db/files: the files of volume cache are not in the backup: pod db/files is Pending, not Running: its volumes are mounted only while it runs") ||
+		!strings.Contains(desc, "pods db/files: the files of volume data are not in the backup: pod db/files has no volume data (named by backup.velero.io/backup-volumes)") ||
 		!strings.Contains(desc, "volume group velero.io/volume-group=pg in namespace db (claims pg-data, pg-wal): Salvor takes no VolumeGroupSnapshots") {
 		t.Errorf("backup of a pod asking for its files: %d warnings\n%s", b.Status.Warnings, desc)
 	}

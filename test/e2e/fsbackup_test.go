@@ -198,6 +198,23 @@ func TestFSBackup(t *testing.T) {
 		t.Errorf("the excluded claim: %d CSI snapshots (%v), want 1", len(snaps), err)
 	}
 
+	// A volume policy decides before the annotations: fs-backup for the
+	// testbed driver's volumes copies the claim's files (no snapshot), and
+	// nothing else (cache is no longer annotated, and not by default).
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "fs-policy"}, Data: map[string]string{"policy.yaml": fmt.Sprintf(
+		"version: v1\nvolumePolicies:\n- conditions: {csi: {driver: %s}}\n  action: {type: fs-backup}\n", testbed.CSIDriverName)}})
+	c.mustSalvor(t, "backup", "create", "by-policy", "--include-namespaces", "app", "--resource-policies-configmap", "fs-policy", "--wait")
+	byPolicy := &salvorv1.PodVolumeBackupList{}
+	if err := c.client.List(context.Background(), byPolicy, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "by-policy"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(byPolicy.Items) != 1 || byPolicy.Items[0].Spec.Volume != "data" || byPolicy.Items[0].Status.Phase != salvorv1.DataMoverPhaseCompleted {
+		t.Fatalf("with a volume policy of fs-backup: %d PodVolumeBackups (%+v), want data's alone", len(byPolicy.Items), byPolicy.Items)
+	}
+	if snaps, err := csi.Driver.Snapshots(); err != nil || len(snaps) != 1 {
+		t.Errorf("the claim the policy copies by file-system backup was snapshotted: %d CSI snapshots (%v), want the 1 from before", len(snaps), err)
+	}
+
 	// Restored into another namespace: the pod waits in its init
 	// container until the node agent has written both volumes, then
 	// starts on its files (it finds "ready" and writes nothing).

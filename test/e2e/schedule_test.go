@@ -432,7 +432,7 @@ func TestScheduleValidationAndVeleroYAML(t *testing.T) {
 		s = c.schedule(t, "velero-style")
 		return s.Status.Phase == salvorv1.SchedulePhaseEnabled, fmt.Sprintf("%+v", s.Status)
 	})
-	if got := fmt.Sprint(s.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup]" {
+	if got := fmt.Sprint(s.Status.IgnoredFields); got != "[csiSnapshotTimeout]" {
 		t.Errorf("ignored fields %s", got)
 	}
 	// Created without skipImmediately, it backs up at once, as Velero's do:

@@ -124,7 +124,7 @@ spec:
 	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.Progress == nil || b.Status.Progress.ItemsBackedUp != 2 {
 		t.Fatalf("the Velero backup: %s %q, items %+v (want the web ConfigMap and its namespace)", b.Status.Phase, b.Status.ValidationErrors, b.Status.Progress)
 	}
-	if got := fmt.Sprint(b.Status.IgnoredFields); got != "[csiSnapshotTimeout defaultVolumesToFsBackup]" {
+	if got := fmt.Sprint(b.Status.IgnoredFields); got != "[csiSnapshotTimeout]" {
 		t.Errorf("ignored fields %s", got)
 	}
 	// The server's own writes to the backup (its finalizer, location
@@ -137,7 +137,7 @@ spec:
 	if v, found, _ := unstructured.NestedString(stored.Object, "spec", "csiSnapshotTimeout"); !found || v != "10m0s" || len(stored.GetFinalizers()) == 0 {
 		t.Errorf("stored backup spec %v, finalizers %v: csiSnapshotTimeout lost", stored.Object["spec"], stored.GetFinalizers())
 	}
-	if out := c.mustSalvor(t, "backup", "describe", "velero-style"); !strings.Contains(out, "Ignored:      csiSnapshotTimeout, defaultVolumesToFsBackup (Velero's") {
+	if out := c.mustSalvor(t, "backup", "describe", "velero-style"); !strings.Contains(out, "Ignored:      csiSnapshotTimeout (Velero's") {
 		t.Errorf("backup describe does not list the ignored fields:\n%s", out)
 	}
 
@@ -192,14 +192,14 @@ spec:
 	c.mustSalvor(t, "backup", "create", "by-flags", "--include-namespaces", "shop", "--selector", "app=web",
 		"--csi-snapshot-timeout", "10m", "--default-volumes-to-fs-backup=false", "--snapshot-move-data=false", "--wait")
 	if b := c.getBackup(t, "by-flags"); b.Status.Phase != salvorv1.BackupPhaseCompleted ||
-		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout defaultVolumesToFsBackup]" || b.Spec.SnapshotMoveData == nil || *b.Spec.SnapshotMoveData {
+		fmt.Sprint(b.Status.IgnoredFields) != "[csiSnapshotTimeout]" || b.Spec.DefaultVolumesToFsBackup == nil || *b.Spec.DefaultVolumesToFsBackup ||
+		b.Spec.SnapshotMoveData == nil || *b.Spec.SnapshotMoveData {
 		t.Errorf("backup by Velero's flags: %s, ignored %v", b.Status.Phase, b.Status.IgnoredFields)
 	}
-	// Volume data Salvor does not keep yet, or another data mover, asked
-	// for as a Velero runbook asks: the backup fails validation saying
-	// why, and the CLI exits non-zero, never Completed without the data.
+	// Another data mover, asked for as a Velero runbook asks: the backup
+	// fails validation saying why, and the CLI exits non-zero, never
+	// Completed without the data.
 	for flag, why := range map[string]string{
-		"--default-volumes-to-fs-backup": "spec.defaultVolumesToFsBackup: Salvor has no file-system backup yet",
 		"--data-mover=acme":              `spec.datamover "acme": Salvor moves data with its own mover only`,
 	} {
 		name := "asks" + strings.NewReplacer("-", "", "=", "").Replace(flag)

@@ -1012,8 +1012,8 @@ includeExcludePolicy:
 	}
 
 	for name, tc := range map[string]struct{ policies, want string }{
-		"fs-backup": {"version: v1\nvolumePolicies: [{conditions: {nfs: {}}, action: {type: fs-backup}}]",
-			"resource policies configmap salvor/fs-backup: volumePolicies[0]: action fs-backup: Salvor has no file-system backup"},
+		"custom": {"version: v1\nvolumePolicies: [{conditions: {nfs: {}}, action: {type: custom}}]",
+			"resource policies configmap salvor/custom: volumePolicies[0]: action custom: Salvor runs no custom volume actions"},
 		"typo": {"version: v1\nvolumePolicies: [{conditions: {pvcLabel: {a: b}}, action: {type: skip}}]", `unknown field "pvcLabel"`},
 		"unknown-resource": {"version: v1\nincludeExcludePolicy: {excludedNamespaceScopedResources: [confgmaps]}",
 			`spec.resourcePolicy: includeExcludePolicy.excludedNamespaceScopedResources: "confgmaps" is not a resource this cluster serves`},
@@ -1090,13 +1090,13 @@ func TestGlobalVolumePolicies(t *testing.T) {
 		t.Errorf("describe:\n%s", out)
 	}
 
-	global.Data["policies.yaml"] = "version: v1\nvolumePolicies: [{conditions: {}, action: {type: fs-backup}}]"
+	global.Data["policies.yaml"] = "version: v1\nvolumePolicies: [{conditions: {}, action: {type: custom}}]"
 	if err := c.client.Update(context.Background(), global); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = c.salvor(t, "backup", "create", "broken", "--include-namespaces", "glob")
 	if b := c.waitBackup(t, "broken", salvorv1.BackupPhaseFailedValidation); !strings.Contains(strings.Join(b.Status.ValidationErrors, "\n"),
-		"global backup volume policies configmap salvor/global-volume-policy: volumePolicies[0]: action fs-backup: Salvor has no file-system backup") {
+		"global backup volume policies configmap salvor/global-volume-policy: volumePolicies[0]: action custom: Salvor runs no custom volume actions") {
 		t.Errorf("a backup after the global policies broke: %q", b.Status.ValidationErrors)
 	}
 }

@@ -166,7 +166,7 @@ func (o *SpecFlags) AddFlags(f *pflag.FlagSet) {
 	f.Lookup("snapshot-move-data").NoOptDefVal = "true"
 	f.StringVar(&o.dataMover, "data-mover", "", `the data mover for --snapshot-move-data: empty or "salvor" (Velero's "velero" means the same)`)
 	f.StringSliceVar(&o.volumeSnapshotLocations, "volume-snapshot-locations", nil, "the volume snapshot location to snapshot volumes through (default: the one marked default, or the only one)")
-	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): volume policies that skip or snapshot volumes, resource lists merged under the backup's, filter policies choosing items per resource and per namespace")
+	f.StringVar(&o.resourcePolicies, "resource-policies-configmap", "", "a ConfigMap in the server's namespace holding resource policies (Velero's format): volume policies that skip, snapshot or fs-backup volumes, resource lists merged under the backup's, filter policies choosing items per resource and per namespace")
 	f.StringVar(&o.orderedResources, "ordered-resources", "", `back up these items of a resource one after another, in this order, each with what it brings along (Velero's flag): "pods=ns/db-0,ns/db-1;persistentvolumeclaims=ns/data-db-0"; a name alone for a cluster-scoped resource`)
 	f.BoolVar(&o.strict, "strict", false, "fail validation when a namespace filter names a namespace the cluster does not have (default: a warning)")
 	f.StringToStringVar(&o.Labels, "labels", nil, "labels to apply, KEY=VALUE,...")

@@ -8,7 +8,7 @@ var veleroFlags = []veleroflag.Flag{
 	{Name: "csi-snapshot-timeout", Path: []string{"csiSnapshotTimeout"}, Value: veleroflag.Duration,
 		Usage: "Velero's; Salvor bounds CSI snapshots by --item-operation-timeout (kept, listed as ignored)"},
 	{Name: "default-volumes-to-fs-backup", Path: []string{"defaultVolumesToFsBackup"}, Value: veleroflag.Bool, Bool: true,
-		Usage: "Velero's; Salvor has no file-system backup yet: true fails validation, saying why (false is kept, listed as ignored)"},
+		Usage: "copy the files of every volume of the backup's running pods (file-system backup, by the node agent) but those a pod excludes with backup.velero.io/backup-volumes-excludes; false copies only those a pod lists in backup.velero.io/backup-volumes; unset, the server's --default-volumes-to-fs-backup (Velero's flag)"},
 	{Name: "parallel-files-upload", Path: []string{"uploaderConfig", "parallelFilesUpload"}, Value: veleroflag.Int,
 		Usage: "Velero's; Salvor has no file-system uploader (kept, listed as ignored)"},
 }
