@@ -200,7 +200,7 @@ spec:
 	// fails validation saying why, and the CLI exits non-zero, never
 	// Completed without the data.
 	for flag, why := range map[string]string{
-		"--data-mover=acme":              `spec.datamover "acme": Salvor moves data with its own mover only`,
+		"--data-mover=acme": `spec.datamover "acme": Salvor moves data with its own mover only`,
 	} {
 		name := "asks" + strings.NewReplacer("-", "", "=", "").Replace(flag)
 		out, err := c.salvor(t, "backup", "create", name, "--include-namespaces", "shop", flag, "--wait")
