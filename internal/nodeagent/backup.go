@@ -342,21 +342,31 @@ func progressReporter(every time.Duration, write func(kopiarepo.Progress)) (func
 
 // end records the outcome.
 func (a *Agent) end(ctx context.Context, pvb *salvorv1.PodVolumeBackup, phase salvorv1.DataMoverPhase, msg string, fields map[string]any) error {
+	return a.patch(ctx, pvb, outcome(phase, msg, fields))
+}
+
+func (a *Agent) patch(ctx context.Context, pvb *salvorv1.PodVolumeBackup, status map[string]any) error {
+	return patchStatus(ctx, a.Client, &salvorv1.PodVolumeBackup{ObjectMeta: metav1.ObjectMeta{Namespace: pvb.Namespace, Name: pvb.Name}}, "PodVolumeBackup", status)
+}
+
+// outcome is the status of an ended PodVolumeBackup or PodVolumeRestore.
+func outcome(phase salvorv1.DataMoverPhase, msg string, fields map[string]any) map[string]any {
 	st := map[string]any{"phase": phase, "message": msg, "completionTimestamp": metav1.Now()}
 	for k, v := range fields {
 		st[k] = v
 	}
-	return a.patch(ctx, pvb, st)
+	return st
 }
 
-func (a *Agent) patch(ctx context.Context, pvb *salvorv1.PodVolumeBackup, status map[string]any) error {
+// patchStatus merges status into the status of obj (kind, by namespace and
+// name).
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, kind string, status map[string]any) error {
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	obj := &salvorv1.PodVolumeBackup{ObjectMeta: metav1.ObjectMeta{Namespace: pvb.Namespace, Name: pvb.Name}}
-	if err := a.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("PodVolumeBackup %s/%s status: %w", pvb.Namespace, pvb.Name, err)
+	if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("%s %s/%s status: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -220,21 +219,9 @@ func (r *Restorer) restore(ctx context.Context, pvr *salvorv1.PodVolumeRestore, 
 }
 
 func (r *Restorer) endRestore(ctx context.Context, pvr *salvorv1.PodVolumeRestore, phase salvorv1.DataMoverPhase, msg string, fields map[string]any) error {
-	st := map[string]any{"phase": phase, "message": msg, "completionTimestamp": metav1.Now()}
-	for k, v := range fields {
-		st[k] = v
-	}
-	return r.patchRestore(ctx, pvr, st)
+	return r.patchRestore(ctx, pvr, outcome(phase, msg, fields))
 }
 
 func (r *Restorer) patchRestore(ctx context.Context, pvr *salvorv1.PodVolumeRestore, status map[string]any) error {
-	body, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return err
-	}
-	obj := &salvorv1.PodVolumeRestore{ObjectMeta: metav1.ObjectMeta{Namespace: pvr.Namespace, Name: pvr.Name}}
-	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("PodVolumeRestore %s/%s status: %w", pvr.Namespace, pvr.Name, err)
-	}
-	return nil
+	return patchStatus(ctx, r.Client, &salvorv1.PodVolumeRestore{ObjectMeta: metav1.ObjectMeta{Namespace: pvr.Namespace, Name: pvr.Name}}, "PodVolumeRestore", status)
 }

@@ -249,26 +249,34 @@ func (a *BackupAction) create(ctx context.Context, dyn dynamic.Interface, b *sdk
 	if claim := claimOf(pod, vol); claim != "" {
 		pvb.Annotations = map[string]string{salvorv1.PVCNameAnnotation: claim}
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pvb)
-	if err != nil {
-		return err
-	}
-	res := dyn.Resource(pvbGVR).Namespace(b.Namespace)
-	_, err = res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		live, gerr := res.Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		if live.GetLabels()[salvorv1.BackupUIDLabel] != string(b.UID) {
-			return fmt.Errorf("PodVolumeBackup %s/%s exists and is not backup %s's", b.Namespace, name, b.Name)
-		}
-		err = nil
-	}
-	if err != nil {
+	if err := createOnce(ctx, dyn.Resource(pvbGVR).Namespace(b.Namespace), pvb, salvorv1.BackupUIDLabel, string(b.UID)); err != nil {
 		return fmt.Errorf("asking for the files of pod %s/%s volume %s to be backed up (PodVolumeBackup %s): %w", pod.Namespace, pod.Name, vol, name, err)
 	}
 	return nil
+}
+
+// createOnce creates obj (a PodVolumeBackup or PodVolumeRestore) in res,
+// or finds it made by an earlier call for the same backup or restore (its
+// label says whose it is): one of the same name that is someone else's is
+// an error.
+func createOnce(ctx context.Context, res dynamic.ResourceInterface, obj runtime.Object, label, owner string) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	made := &unstructured.Unstructured{Object: u}
+	_, err = res.Create(ctx, made, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		live, gerr := res.Get(ctx, made.GetName(), metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if live.GetLabels()[label] != owner {
+			return fmt.Errorf("%s %s/%s exists and is not this one's (%s=%s)", made.GetKind(), made.GetNamespace(), made.GetName(), label, owner)
+		}
+		return nil
+	}
+	return err
 }
 
 func claimOf(pod *corev1.Pod, vol string) string {

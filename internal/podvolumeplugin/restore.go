@@ -248,23 +248,7 @@ func (a *RestoreAction) createRestore(ctx context.Context, r *sdk.Restore, b *un
 			SourceNamespace:       from.GetNamespace(),
 		},
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pvr)
-	if err != nil {
-		return err
-	}
-	res := dyn.Resource(pvrGVR).Namespace(r.Namespace)
-	_, err = res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		live, gerr := res.Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		if live.GetLabels()[salvorv1.RestoreUIDLabel] != string(r.UID) {
-			return fmt.Errorf("PodVolumeRestore %s/%s exists and is not restore %s's", r.Namespace, name, r.Name)
-		}
-		err = nil
-	}
-	if err != nil {
+	if err := createOnce(ctx, dyn.Resource(pvrGVR).Namespace(r.Namespace), pvr, salvorv1.RestoreUIDLabel, string(r.UID)); err != nil {
 		return fmt.Errorf("asking for the files of pod %s/%s volume %s to be restored (PodVolumeRestore %s): %w", pod.Namespace, pod.Name, vol, name, err)
 	}
 	return nil
