@@ -17,7 +17,7 @@ import (
 func TestSummarize(t *testing.T) {
 	pvb := func(vol string, phase salvorv1.DataMoverPhase, done, total int64, msg string) salvorv1.PodVolumeBackup {
 		return salvorv1.PodVolumeBackup{ObjectMeta: metav1.ObjectMeta{Name: "b-" + vol},
-			Spec: salvorv1.PodVolumeBackupSpec{Node: "n1", Pod: corev1.ObjectReference{Namespace: "app", Name: "web"}, Volume: vol, BackupStorageLocation: "primary"},
+			Spec:   salvorv1.PodVolumeBackupSpec{Node: "n1", Pod: corev1.ObjectReference{Namespace: "app", Name: "web"}, Volume: vol, BackupStorageLocation: "primary"},
 			Status: salvorv1.PodVolumeBackupStatus{Phase: phase, Message: msg, Progress: salvorv1.VolumeOperationProgress{BytesDone: done, TotalBytes: total}}}
 	}
 	now := time.Now()
@@ -57,11 +57,13 @@ func TestNames(t *testing.T) {
 		}
 		names[n] = true
 	}
-	if PVBName(b, "p1", "data") != PVBName(b, "p1", "data") {
+	first, again := PVBName(b, "p1", "data"), PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.Name, UID: b.UID}}, "p1", "data")
+	if first != again {
 		t.Error("a PodVolumeBackup's name is not the same on a retried call")
 	}
 	r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "ru"}}
-	if PVRName(r, "app", "web", "data") == PVRName(r, "app", "web", "cache") || PVRName(r, "app", "web", "data") != PVRName(r, "app", "web", "data") {
+	data, cache, retried := PVRName(r, "app", "web", "data"), PVRName(r, "app", "web", "cache"), PVRName(&sdk.Restore{ObjectMeta: r.ObjectMeta}, "app", "web", "data")
+	if data == cache || data != retried {
 		t.Error("PodVolumeRestore names are not one per volume")
 	}
 }
