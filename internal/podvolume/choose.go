@@ -66,7 +66,7 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 		return p, p != ""
 	}
 	if defaultToFS {
-		excluded := list(pod.Annotations[ExcludeAnnotation])
+		excluded := Names(pod.Annotations[ExcludeAnnotation])
 		for _, v := range pod.Spec.Volumes {
 			switch {
 			case v.HostPath != nil, v.Secret != nil, v.ConfigMap != nil, v.Projected != nil, v.DownwardAPI != nil,
@@ -82,7 +82,7 @@ func Choose(pod *corev1.Pod, defaultToFS bool, claims map[string]Claim) Choice {
 			}
 		}
 	} else {
-		for _, name := range list(pod.Annotations[IncludeAnnotation]) {
+		for _, name := range Names(pod.Annotations[IncludeAnnotation]) {
 			if v := byName[name]; v != nil {
 				if _, ok := decided(*v); ok {
 					continue // the volume policy's, below
@@ -144,9 +144,9 @@ func phaseOf(pod *corev1.Pod) corev1.PodPhase {
 	return pod.Status.Phase
 }
 
-// list splits an annotation's comma-separated volume names (spaces around
+// Names splits an annotation's comma-separated volume names (spaces around
 // a name are not part of it).
-func list(s string) []string {
+func Names(s string) []string {
 	var out []string
 	for _, n := range strings.Split(s, ",") {
 		if n = strings.TrimSpace(n); n != "" {

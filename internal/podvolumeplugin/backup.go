@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/podvolume"
@@ -175,7 +177,7 @@ func (a *BackupAction) ExecuteWithContext(ctx context.Context, item runtime.Unst
 func (a *BackupAction) claims(ctx context.Context, dyn dynamic.Interface, pod *corev1.Pod, vols []string, policies *resourcepolicy.Policies) (map[string]podvolume.Claim, error) {
 	out := map[string]podvolume.Claim{}
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil || !contains(vols, v.Name) {
+		if v.PersistentVolumeClaim == nil || !slices.Contains(vols, v.Name) {
 			continue
 		}
 		name := v.PersistentVolumeClaim.ClaimName
@@ -204,15 +206,6 @@ func (a *BackupAction) claims(ctx context.Context, dyn dynamic.Interface, pod *c
 func hasClaim(pod *corev1.Pod) bool {
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
 			return true
 		}
 	}
@@ -379,14 +372,24 @@ func (a *BackupAction) CancelWithContext(ctx context.Context, id string, b *sdk.
 	if err != nil {
 		return err
 	}
+	return cancelAll(ctx, dyn, pvbGVR, "PodVolumeBackup", pvbs, func(pvb *salvorv1.PodVolumeBackup) bool { return pvb.Status.Phase.Ended() })
+}
+
+// cancelAll sets spec.cancel on each of objs (PodVolumeBackups or
+// PodVolumeRestores of gvr) that has not ended; one gone is no error.
+func cancelAll[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, kind string, objs []T, ended func(P) bool) error {
 	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"cancel": true}})
 	var errs []error
-	for _, pvb := range pvbs {
-		if pvb.Status.Phase.Ended() {
+	for i := range objs {
+		o := P(&objs[i])
+		if ended(o) {
 			continue
 		}
-		if _, err := dyn.Resource(pvbGVR).Namespace(pvb.Namespace).Patch(ctx, pvb.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("cancelling PodVolumeBackup %s/%s: %w", pvb.Namespace, pvb.Name, err))
+		if _, err := dyn.Resource(gvr).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("cancelling %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
 		}
 	}
 	return errors.Join(errs...)

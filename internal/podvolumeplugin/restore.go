@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -95,7 +93,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 	}
 	item = withoutAnnotation(item, salvorv1.VeleroPodVolumesAnnotation)
 	pod = &unstructured.Unstructured{Object: item.UnstructuredContent()}
-	vols := list(from.GetAnnotations()[salvorv1.PodVolumeBackupsAnnotation])
+	vols := podvolume.Names(from.GetAnnotations()[salvorv1.PodVolumeBackupsAnnotation])
 	velero, err := veleroVolumes(veleroRecord)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.GetNamespace(), pod.GetName(), err)
@@ -361,28 +359,7 @@ func (a *RestoreAction) CancelWithContext(ctx context.Context, id string, r *sdk
 	if err != nil {
 		return err
 	}
-	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"cancel": true}})
-	var errs []error
-	for _, pvr := range pvrs {
-		if pvr.Status.Phase.Ended() {
-			continue
-		}
-		if _, err := dyn.Resource(pvrGVR).Namespace(pvr.Namespace).Patch(ctx, pvr.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("cancelling PodVolumeRestore %s/%s: %w", pvr.Namespace, pvr.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// list splits a comma-separated list of volume names.
-func list(s string) []string {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
+	return cancelAll(ctx, dyn, pvrGVR, "PodVolumeRestore", pvrs, func(pvr *salvorv1.PodVolumeRestore) bool { return pvr.Status.Phase.Ended() })
 }
 
 func ptr[T any](v T) *T { return &v }
