@@ -133,9 +133,12 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 		}
 	}
 	if len(velero) > 0 && !in.Restore.Spec.TrustBackupSnapshots {
+		// In the pod's order, not the bucket's: the message is the same every time.
 		var names []string
-		for _, v := range velero {
-			names = append(names, v.Volume)
+		for _, v := range typed.Spec.Volumes {
+			if slices.ContainsFunc(velero, func(p persistence.VeleroPodVolume) bool { return p.Volume == v.Name }) {
+				names = append(names, v.Name)
+			}
 		}
 		return nil, fmt.Errorf("%s not restored: the files of its volumes %s are in Velero's file-system backup, whose records in the bucket name the snapshots and are signed by no one, "+
 			"so whoever can write to the bucket could name other data; restore with --trust-backup-snapshots (spec.trustBackupSnapshots) if only you can write to its location's bucket",

@@ -1,0 +1,48 @@
+package podvolumeplugin
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/salvor-dev/salvor/internal/persistence"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
+)
+
+// TestUntrustedVeleroVolumesRefused: a pod whose files are in Velero's
+// file-system backup is not made unless the restore trusts the backup's
+// snapshots, and the error names its volumes in the pod's order whatever
+// the order of the records in the bucket.
+func TestUntrustedVeleroVolumesRefused(t *testing.T) {
+	record, err := json.Marshal([]persistence.VeleroPodVolume{{Volume: "cache", Source: "cache", SnapshotID: "k1"}, {Volume: "data", Source: "data", SnapshotID: "k2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Annotations: map[string]string{salvorv1.VeleroPodVolumesAnnotation: string(record)}},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+			{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := &unstructured.Unstructured{Object: obj}
+	r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "r"}}
+	_, err = (&RestoreAction{}).ExecuteWithContext(context.Background(), &sdk.RestoreItemActionExecuteInput{Item: item, ItemFromBackup: item, Restore: r})
+	if err == nil || !strings.Contains(err.Error(), "pod app/web not restored: the files of its volumes data, cache are in Velero's file-system backup") ||
+		!strings.Contains(err.Error(), "--trust-backup-snapshots") {
+		t.Errorf("untrusted restore of a pod with Velero's file-system copies: %v", err)
+	}
+}
