@@ -92,6 +92,13 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 		from = &unstructured.Unstructured{Object: in.ItemFromBackup.UnstructuredContent()}
 	}
 	item = withoutAnnotation(item, salvorv1.VeleroPodVolumesAnnotation)
+	// A pod backed up after an earlier restore (Salvor's or Velero's) still
+	// has that restore's wait container, which waits for a restore that is
+	// not this one: it never ends unless taken out.
+	item, err := withoutWaitContainers(item)
+	if err != nil {
+		return nil, err
+	}
 	pod = &unstructured.Unstructured{Object: item.UnstructuredContent()}
 	vols := podvolume.Names(from.GetAnnotations()[salvorv1.PodVolumeBackupsAnnotation])
 	velero, err := veleroVolumes(veleroRecord)
@@ -166,13 +173,7 @@ func (a *RestoreAction) ExecuteWithContext(ctx context.Context, in *sdk.RestoreI
 	for _, vol := range vols {
 		wait.VolumeMounts = append(wait.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: WaitMount + "/" + vol})
 	}
-	var inits []corev1.Container
-	for _, c := range typed.Spec.InitContainers {
-		if c.Name != WaitContainer {
-			inits = append(inits, c)
-		}
-	}
-	typed.Spec.InitContainers = append([]corev1.Container{wait}, inits...)
+	typed.Spec.InitContainers = append([]corev1.Container{wait}, typed.Spec.InitContainers...)
 	if typed.Annotations == nil {
 		typed.Annotations = map[string]string{}
 	}
@@ -268,6 +269,33 @@ func restoreAnnotations(b, from *unstructured.Unstructured, vol, source, veleroS
 	a[podvolume.BackupUIDAnnotation] = string(b.GetUID())
 	a[podvolume.PVBAnnotation] = PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: b.GetUID()}}, from.GetUID(), vol)
 	return a
+}
+
+// waitContainers are the names of the init containers restores add:
+// Salvor's and Velero's (whose older releases called it restic-wait).
+var waitContainers = []string{WaitContainer, "restic-wait"}
+
+// withoutWaitContainers returns pod item without the init containers an
+// earlier restore added (item itself when it has none).
+func withoutWaitContainers(item runtime.Unstructured) (runtime.Unstructured, error) {
+	u := &unstructured.Unstructured{Object: item.UnstructuredContent()}
+	inits, found, err := unstructured.NestedSlice(u.Object, "spec", "initContainers")
+	if err != nil || !found {
+		return item, err
+	}
+	kept := slices.DeleteFunc(slices.Clone(inits), func(c any) bool {
+		m, _ := c.(map[string]any)
+		name, _ := m["name"].(string)
+		return slices.Contains(waitContainers, name)
+	})
+	if len(kept) == len(inits) {
+		return item, nil
+	}
+	out := u.DeepCopy()
+	if err := unstructured.SetNestedSlice(out.Object, kept, "spec", "initContainers"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // veleroVolumes reads the restore's own record of a pod's volumes that

@@ -46,3 +46,39 @@ func TestUntrustedVeleroVolumesRefused(t *testing.T) {
 		t.Errorf("untrusted restore of a pod with Velero's file-system copies: %v", err)
 	}
 }
+
+// TestEarlierWaitContainersRemoved: a pod backed up after an earlier
+// restore carries that restore's wait container (Salvor's restore-wait,
+// Velero's restore-wait or restic-wait); restored without copied files it
+// loses them and keeps its own init containers, or it would wait forever.
+func TestEarlierWaitContainersRemoved(t *testing.T) {
+	for _, wait := range []string{WaitContainer, "restic-wait"} {
+		pod := &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Annotations: map[string]string{salvorv1.PodVolumeRestoreAnnotation: "old-restore"}},
+			Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: wait, Image: "salvor", Args: []string{"node-agent", "restore-wait", "--restore-uid", "old-restore"}}, {Name: "migrate", Image: "app"}},
+				Containers:     []corev1.Container{{Name: "app", Image: "app"}},
+			},
+		}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := &unstructured.Unstructured{Object: obj}
+		out, err := (&RestoreAction{}).ExecuteWithContext(context.Background(), &sdk.RestoreItemActionExecuteInput{Item: item, ItemFromBackup: item, Restore: &sdk.Restore{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(out.UpdatedItem.UnstructuredContent(), got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Spec.InitContainers) != 1 || got.Spec.InitContainers[0].Name != "migrate" || got.Annotations[salvorv1.PodVolumeRestoreAnnotation] != "" {
+			t.Errorf("restored pod that had %s: init containers %v, annotations %v", wait, got.Spec.InitContainers, got.Annotations)
+		}
+		if len(pod.Spec.InitContainers) != 2 || len(item.Object["spec"].(map[string]any)["initContainers"].([]any)) != 2 {
+			t.Errorf("the action changed the item it was given")
+		}
+	}
+}
