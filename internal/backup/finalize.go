@@ -109,6 +109,15 @@ func (e *Engine) Finalize(ctx context.Context, f Finalization) (int, error) {
 			return 0, err
 		}
 	}
+	pvbs, err := veleroPodVolumeBackups(items, b)
+	if err != nil {
+		return 0, err
+	}
+	if len(pvbs) > 0 {
+		if err := f.Store.PutJSON(ctx, b.Name, persistence.PodVolumeBackupsFile, pvbs); err != nil {
+			return 0, err
+		}
+	}
 	for _, sn := range f.Snapshots {
 		if sn.Status.Phase == string(itemoperation.PhaseFailed) {
 			addOnce(&results.Errors, "", fmt.Sprintf("snapshot %s of persistentvolume %s by %s failed: %s",
