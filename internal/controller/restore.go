@@ -359,8 +359,13 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 		_ = r.fail(ctx, rs, err.Error())
 		return
 	}
-	velero, err := store.VeleroVolumes(ctx, b.Name)
-	volumes.Elsewhere, volumes.VeleroMoved, volumes.VeleroFS, volumes.ElsewhereUnread = velero.Elsewhere, velero.Moved, velero.FS, err
+	// Velero's records of volume data are read only for a backup Salvor did
+	// not sign: a backup Salvor signed has its own, and the Velero records
+	// Salvor writes into it are for Velero's restores only.
+	if !authenticated {
+		velero, err := store.VeleroVolumes(ctx, b.Name)
+		volumes.Elsewhere, volumes.VeleroMoved, volumes.VeleroFS, volumes.ElsewhereUnread = velero.Elsewhere, velero.Moved, velero.FS, err
+	}
 	volumes.Authenticated, volumes.Unauthenticated = authenticated, unauthenticated
 	tarball, err := store.GetTarball(runCtx, b.Name)
 	if err != nil {

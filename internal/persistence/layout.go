@@ -26,8 +26,11 @@ const (
 	// backup and of every item of its tarball (see Manifest).
 	ManifestFile
 	// VolumeInfoFile and PodVolumeBackupsFile are Velero's records of how
-	// it kept a backup's volume data (see VeleroVolumes). Salvor reads
-	// them and never writes or deletes them.
+	// it kept a backup's volume data (see VeleroVolumes). Salvor reads them
+	// in backups it did not sign. It never writes VolumeInfoFile; it writes
+	// PodVolumeBackupsFile into its own backups, for Velero's restores, but
+	// a failed run leaves it (it cannot tell its copy from Velero's; without
+	// the metadata no one reads it, and deleting the backup removes it).
 	VolumeInfoFile
 	PodVolumeBackupsFile
 )

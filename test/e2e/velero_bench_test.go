@@ -36,6 +36,10 @@ type velero struct {
 	// onNode is Velero's command for its pods on the testbed node
 	// (test/compat/velero/cmd/velerotestbed).
 	onNode string
+	// restoreHelper is Velero's velero-restore-helper, the command of the
+	// init container Velero's restore gives a pod whose volumes' files its
+	// node agent writes.
+	restoreHelper string
 }
 
 var (
@@ -70,10 +74,12 @@ func doBuildVelero() (velero, error) {
 	v := velero{version: strings.TrimSpace(string(out))}
 	dir := filepath.Join(root, "bin", "velero-"+v.version)
 	v.bin, v.plugins, v.onNode = filepath.Join(dir, "velero"), filepath.Join(dir, "plugins"), filepath.Join(dir, "velero-on-node")
+	v.restoreHelper = filepath.Join(dir, "velero-restore-helper")
 	for pkg, to := range map[string]string{
 		"github.com/vmware-tanzu/velero/cmd/velero":                           v.bin,
 		"github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws": filepath.Join(v.plugins, "velero-plugin-for-aws"),
 		"github.com/salvor-dev/salvor/test/compat/velero/cmd/velerotestbed":   v.onNode,
+		"github.com/vmware-tanzu/velero/cmd/velero-restore-helper":            v.restoreHelper,
 	} {
 		build := exec.Command("go", "build", "-o", to, pkg)
 		build.Dir = mod

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/datamover"
+	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -268,21 +270,41 @@ func TestVeleroDataMoverBackupRestoresWithSalvor(t *testing.T) {
 }
 
 // TestSalvorDataMoverBackupRestoresWithVelero: a backup Salvor takes with
-// --snapshot-move-data restores with Velero 1.18 (its server, node agent
-// and data mover pods on the testbed node) from the bucket alone, given
-// Salvor's repository password as Velero's: the backup carries each
-// completed upload as Velero's DataUpload, and the claim names it where
-// Velero's restore looks.
+// --snapshot-move-data and file-system backup restores with Velero 1.18
+// (its server, node agent, data mover pods and restore helper on the
+// testbed node) from the bucket alone, given Salvor's repository password
+// as Velero's: the backup carries each completed upload as Velero's
+// DataUpload, the claim names it where Velero's restore looks, and each
+// completed PodVolumeBackup is in Velero's <backup>-podvolumebackups.json.gz,
+// so the pod's emptyDir comes back with its files too.
 func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	t.Parallel()
 	v := buildVelero(t)
-	c, csi, minio, _, server := moverClusterWith(t, map[string]string{"velero": v.onNode}, []string{"backups"})
+	c, csi, minio, node, server := moverClusterWith(t, map[string]string{"velero": v.onNode, "velero-restore-helper": v.restoreHelper}, []string{"backups"})
+	c.installNodeAgent(t, node)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sapp"}}, csiClaim("sapp", "data", csi.StorageClass))
 	pv := c.boundVolume(t, "sapp", "data")
 	want := fillVolume(t, csi, pv, 12)
+	// The claim is moved by the data mover, the emptyDir copied by
+	// file-system backup (the annotation names only it).
+	c.create(t, appPod("sapp", "web", map[string]string{podvolume.IncludeAnnotation: "cache"},
+		"mkdir -p /cache/sub/empty && echo cached > /cache/sub/file && ln -s sub/file /cache/link && head -c 300000 /dev/urandom > /cache/random && chmod 0600 /cache/random",
+		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+	var cacheDir string
+	eventually(t, "pod sapp/web running with its files written", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprint(pod.Status.Phase, err)
+		}
+		cacheDir = c.podVolumeDir(t, node, "sapp", "web", "cache")
+		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
+		return err == nil, fmt.Sprint(err)
+	})
+	wantCache := treeSums(t, cacheDir)
 	c.mustSalvor(t, "backup", "create", "smoved", "--include-namespaces", "sapp", "--snapshot-move-data", "--wait")
-	if b := c.getBackup(t, "smoved"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 {
-		t.Fatalf("Salvor's backup: %+v", b.Status)
+	if b := c.getBackup(t, "smoved"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 2 {
+		t.Fatalf("Salvor's backup: %+v\n%s", b.Status, c.mustSalvor(t, "backup", "describe", "smoved", "--details"))
 	}
 	password := &corev1.Secret{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, password); err != nil {
@@ -303,6 +325,10 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "velero-repo-credentials"},
 		Data: map[string][]byte{"repository-password": password.Data[datamover.PasswordKey]}})
 	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}))
+	// Velero's documented way to name its restore helper's image.
+	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "fs-restore-action-config",
+		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/pod-volume-restore": "RestoreItemAction"}},
+		Data: map[string]string{"image": "velero/velero-restore-helper:" + v.version}})
 	c.installVeleroNodeAgent(t, v, minio)
 	vs := c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
 	vr := c.veleroRestoreOf(t, "smoved", "from-salvor", map[string]any{"includedNamespaces": []any{"sapp"}})
@@ -318,5 +344,19 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	})
 	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the claim Velero restored from Salvor's moved data:\n got %v\nwant %v", got, want)
+	}
+	eventually(t, "the pod Velero restored running", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "web"}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
+	})
+	got := treeSums(t, c.podVolumeDir(t, node, "sapp", "web", "cache"))
+	for name := range got {
+		if strings.HasPrefix(name, ".velero/") {
+			delete(got, name) // Velero's marker, when its helper could not remove it
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantCache) {
+		t.Errorf("the emptyDir Velero restored from Salvor's file-system backup:\n got %v\nwant %v\n%s", got, wantCache, c.veleroPods(t))
 	}
 }
