@@ -480,7 +480,13 @@ func (r *run) listScope(ctx context.Context, res resources.Resource, ns, labelSe
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.rec.Error(ns, fmt.Sprintf("listing %s: %v", res, err))
+			msg := fmt.Sprintf("listing %s: %v", res, err)
+			if apierrors.IsForbidden(err) {
+				// The install's role names the resources discovery listed
+				// when it ran: a CRD installed since is not in it.
+				msg += " (the server's role covers the resources the cluster served when Salvor was installed: for one installed since, run `salvor install` again, or `helm upgrade --reuse-values`)"
+			}
+			r.rec.Error(ns, msg)
 			return nil
 		}
 		kind := strings.TrimSuffix(page.Kind, "List")

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -179,11 +180,26 @@ func listPage(ctx context.Context, c rest.Interface, gvr schema.GroupVersionReso
 	}
 	body, err := req.Do(ctx).Raw()
 	if err != nil {
-		return nil, err
+		return nil, withStatusMessage(err, body)
 	}
 	p := &page{}
 	if err := json.Unmarshal(body, p); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	return p, nil
+}
+
+// withStatusMessage gives err the API server's own message when the REST
+// client could not read it (it says only "unknown" for a Status it did not
+// decode, a LIST refused for want of a role among them), keeping its
+// reason so apierrors.IsForbidden and the like still tell.
+func withStatusMessage(err error, body []byte) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) != nil || st.Kind != "Status" || st.Message == "" {
+		return err
+	}
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message == st.Message {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: st}
 }
