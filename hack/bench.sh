@@ -20,3 +20,5 @@ echo "## Volume snapshots (pkg/snapshot/localvolume, BenchmarkLocalVolume; SALVO
 go test -run '^$' -bench BenchmarkLocalVolume -benchtime 1x ./pkg/snapshot/localvolume 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 echo "## Volume data: the data mover's code beside kopia's CLI (same version, same data, same MinIO) and cat (internal/kopiarepo, BenchmarkMoverBesideKopiaCLI; SALVOR_BENCH_MOVER_MIB=${SALVOR_BENCH_MOVER_MIB:-1024}, SALVOR_BENCH_SMALL_FILES=${SALVOR_BENCH_SMALL_FILES:-100000}; builds bin/kopia-<version>)"
 go test -run '^$' -bench BenchmarkMoverBesideKopiaCLI -benchtime 1x -timeout 2h ./internal/kopiarepo 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\|)'
+echo "## File-system backup: Salvor's node agent beside Velero 1.18's and kopia's CLI (same pod volumes, testbed node and MinIO) (test/e2e, BenchmarkFSBackupBesideVelero; SALVOR_BENCH_FS_MIB=${SALVOR_BENCH_FS_MIB:-1024}, SALVOR_BENCH_SMALL_FILES=${SALVOR_BENCH_SMALL_FILES:-100000}; builds Velero and bin/kopia-<version>)"
+go test -run '^$' -bench BenchmarkFSBackupBesideVelero -benchtime 1x -timeout 2h ./test/e2e 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\|)'

@@ -238,33 +238,11 @@ func BenchmarkMoverBesideKopiaCLI(b *testing.B) {
 	}
 }
 
-// buildKopiaCLI builds kopia's command at the version Salvor's go.mod
-// requires, into bin/kopia-<version> (kept between runs), from a module of
-// its own so Salvor's module needs none of the CLI's dependencies.
 func buildKopiaCLI(b *testing.B) string {
 	b.Helper()
-	root, err := testbin.ModuleRoot()
+	bin, err := testbin.KopiaCLI()
 	if err != nil {
 		b.Fatal(err)
-	}
-	out, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Version}}", "github.com/kopia/kopia").Output()
-	if err != nil {
-		b.Fatalf("kopia's version: %v", err)
-	}
-	version := strings.TrimSpace(string(out))
-	bin := filepath.Join(root, "bin", "kopia-"+version)
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	mod := b.TempDir()
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module kopiacli\n\ngo 1.25\n\nrequire github.com/kopia/kopia "+version+"\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-mod=mod", "-o", bin, "github.com/kopia/kopia")
-	build.Dir = mod
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building kopia's CLI %s: %v\n%s", version, err, out)
 	}
 	return bin
 }

@@ -26,6 +26,12 @@ import (
 // restored pod's wait container waits for (Velero's marker).
 const DoneDir = ".velero"
 
+// podPoll is how soon the agent looks again at a restored pod that is not
+// yet waiting on its node. It reads the one pod (it may not watch pods:
+// that would be every pod of the cluster), and the pod's containers wait
+// on it, so it looks often.
+const podPoll = 500 * time.Millisecond
+
 // WaitContainer is the init container a restored pod waits in (package
 // podvolumeplugin adds it): the agent writes a volume once it runs, its
 // volumes mounted.
@@ -104,7 +110,7 @@ func (r *Restorer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, r.endRestore(ctx, pvr, salvorv1.DataMoverPhaseFailed, fmt.Sprintf(
 			"pod %s/%s was not made by this restore (its %s annotation is not the restore's UID): its volume %s is not written", pod.Namespace, pod.Name, salvorv1.PodVolumeRestoreAnnotation, pvr.Spec.Volume), nil)
 	case pod.Spec.NodeName == "":
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil // not scheduled yet
+		return reconcile.Result{RequeueAfter: podPoll}, nil // not scheduled yet
 	case pod.Spec.NodeName != r.Node:
 		return reconcile.Result{}, nil
 	case pvr.Spec.Cancel:
@@ -113,7 +119,7 @@ func (r *Restorer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || pod.DeletionTimestamp != nil {
 			return reconcile.Result{}, r.endRestore(ctx, pvr, salvorv1.DataMoverPhaseFailed, fmt.Sprintf("pod %s/%s ended (%s) before its volume %s was written", pod.Namespace, pod.Name, pod.Status.Phase, pvr.Spec.Volume), nil)
 		}
-		return reconcile.Result{RequeueAfter: time.Second}, nil // its volumes are not mounted yet
+		return reconcile.Result{RequeueAfter: podPoll}, nil // its volumes are not mounted yet
 	case len(r.running) >= max(r.Concurrency, 1):
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}

@@ -50,3 +50,38 @@ func EnvCount(t interface{ Fatalf(string, ...any) }, name string, def int) int {
 	}
 	return n
 }
+
+// KopiaCLI builds kopia's command at the version Salvor's go.mod requires,
+// into bin/kopia-<version> (kept between runs), from a module of its own
+// so Salvor's module needs none of the CLI's dependencies, and returns its
+// path: the benchmarks compare Salvor's copies with it.
+func KopiaCLI() (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("go", "-C", root, "list", "-m", "-f", "{{.Version}}", "github.com/kopia/kopia").Output()
+	if err != nil {
+		return "", fmt.Errorf("kopia's version: %v", err)
+	}
+	version := strings.TrimSpace(string(out))
+	bin := filepath.Join(root, "bin", "kopia-"+version)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	mod, err := os.MkdirTemp("", "kopiacli-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(mod)
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module kopiacli\n\ngo 1.25\n\nrequire github.com/kopia/kopia "+version+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	build := exec.Command("go", "build", "-mod=mod", "-o", bin, "github.com/kopia/kopia")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kopia's CLI %s: %v\n%s", version, err, out)
+	}
+	return bin, nil
+}

@@ -42,7 +42,7 @@ func moverCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CSI, 
 // moverClusterWith is moverCluster whose node also runs the given images
 // (name to binary) and whose MinIO has the given buckets, the first
 // Salvor's location's; it returns the server too.
-func moverClusterWith(t *testing.T, images map[string]string, buckets []string, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode, *server) {
+func moverClusterWith(t testing.TB, images map[string]string, buckets []string, serverFlags ...string) (*cluster, *testbed.CSI, *testbed.MinIO, *testbed.PodNode, *server) {
 	t.Helper()
 	c := startCluster(t)
 	csi := testbed.StartCSI(t, c.kubeconfig, c.restConfig)

@@ -35,7 +35,7 @@ func fsBackupCluster(t *testing.T, serverFlags ...string) (*cluster, *testbed.CS
 
 // installNodeAgent installs Salvor's node agent (salvor install
 // --use-node-agent) and waits until it runs on node.
-func (c *cluster) installNodeAgent(t *testing.T, node *testbed.PodNode) {
+func (c *cluster) installNodeAgent(t testing.TB, node *testbed.PodNode) {
 	t.Helper()
 	c.mustSalvor(t, "install", "--replicas", "0", "--use-node-agent", "--image", "ghcr.io/salvor-dev/salvor:e2e")
 	eventually(t, "the node agent running on the testbed node", 2*time.Minute, func() (bool, string) {
@@ -69,7 +69,7 @@ func appPod(ns, name string, annotations map[string]string, script string, volum
 }
 
 // podVolumeDir is the directory on node of pod ns/name's emptyDir volume.
-func (c *cluster) podVolumeDir(t *testing.T, node *testbed.PodNode, ns, name, volume string) string {
+func (c *cluster) podVolumeDir(t testing.TB, node *testbed.PodNode, ns, name, volume string) string {
 	t.Helper()
 	pod := &corev1.Pod{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {

@@ -39,7 +39,7 @@ func (v velero) image() string { return "velero/velero:" + v.version }
 // as a file. Its pods run on the testbed node, and the data mover pods it
 // makes inherit its image, account, environment and volumes. It waits
 // until the DaemonSet has a ready pod (Velero's backup checks that).
-func (c *cluster) installVeleroNodeAgent(t *testing.T, v velero, minio *testbed.MinIO) {
+func (c *cluster) installVeleroNodeAgent(t testing.TB, v velero, minio *testbed.MinIO) {
 	t.Helper()
 	creds, err := os.ReadFile(minio.CredentialsFile(t))
 	if err != nil {
@@ -123,7 +123,7 @@ func veleroErrors(s *server) string {
 // veleroRestoreOf waits until Velero's server has synced backup as
 // Completed, restores it as Restore name with spec (backupName added), and
 // returns the restore once it has ended.
-func (c *cluster) veleroRestoreOf(t *testing.T, backup, name string, spec map[string]any) *unstructured.Unstructured {
+func (c *cluster) veleroRestoreOf(t testing.TB, backup, name string, spec map[string]any) *unstructured.Unstructured {
 	t.Helper()
 	dyn := c.dynamic(t)
 	eventually(t, "Velero sees backup "+backup, 2*time.Minute, func() (bool, string) {
@@ -149,7 +149,7 @@ func (c *cluster) veleroRestoreOf(t *testing.T, backup, name string, spec map[st
 
 // veleroPods says what became of the pods in namespace velero (the node
 // agent's and its data movers'), with their logs' ends, for a failure.
-func (c *cluster) veleroPods(t *testing.T) string {
+func (c *cluster) veleroPods(t testing.TB) string {
 	cs, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
 		return err.Error()

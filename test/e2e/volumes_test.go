@@ -121,7 +121,7 @@ func (c *cluster) checkClaimData(t *testing.T, namespace, name string, want map[
 
 // treeSums is the SHA-256 of every file under dir, by relative path: what
 // "the same bytes" means for a volume.
-func treeSums(t *testing.T, dir string) map[string]string {
+func treeSums(t testing.TB, dir string) map[string]string {
 	sums := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

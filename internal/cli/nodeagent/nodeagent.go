@@ -121,6 +121,6 @@ Until then the pod's own containers do not start.`,
 	f := cmd.Flags()
 	f.StringVar(&uid, "restore-uid", "", "the UID of the restore whose marker each volume must hold")
 	f.StringVar(&dir, "dir", "/restores", "the directory the volumes are mounted under, one directory each")
-	f.DurationVar(&every, "interval", time.Second, "how often the volumes are looked at")
+	f.DurationVar(&every, "interval", 250*time.Millisecond, "how often the volumes are looked at")
 	return cmd
 }

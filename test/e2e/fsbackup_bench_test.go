@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/podvolume"
+	"github.com/salvor-dev/salvor/internal/testbin"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// BenchmarkFSBackupBesideVelero: file-system backup and restore of the same
+// pod volumes (an emptyDir holding one large file, then one holding many
+// small files) by Salvor's node agent, by Velero 1.18's node agent and by
+// kopia's CLI reading the volume's directory, in the same run on the same
+// testbed node and MinIO. Each tool writes its own bucket; each backup is
+// a first, full one. Backups are timed from create to Completed, restores
+// from create to Completed (both tools complete a restore only once the
+// volume's files are written), and the restored files are counted.
+func BenchmarkFSBackupBesideVelero(b *testing.B) {
+	mib := testbin.EnvCount(b, "SALVOR_BENCH_FS_MIB", 1024)
+	files := testbin.EnvCount(b, "SALVOR_BENCH_SMALL_FILES", 100000)
+	v := buildVelero(b)
+	kopiaBin, err := testbin.KopiaCLI()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _, minio, node, _ := moverClusterWith(b, map[string]string{"velero": v.onNode, "velero-restore-helper": v.restoreHelper}, []string{"backups", "velero", "kopia"})
+	// Velero's CRDs first: installing Salvor again (with its node agent)
+	// then gives the server read access to them, as docs/install.md says.
+	c.installVelero(b, v, minio, "velero")
+	c.installNodeAgent(b, node)
+	c.create(b, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "fs-restore-action-config",
+		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/pod-volume-restore": "RestoreItemAction"}},
+		Data: map[string]string{"image": "velero/velero-restore-helper:" + v.version}})
+	c.installVeleroNodeAgent(b, v, minio)
+	vs := c.startVelero(b, v, minio)
+	defer vs.stop()
+
+	work := b.TempDir()
+	kopia := func(args ...string) time.Duration {
+		cmd := exec.Command(kopiaBin, args...)
+		cmd.Env = append(os.Environ(), "KOPIA_PASSWORD=bench-password", "KOPIA_CONFIG_PATH="+filepath.Join(work, "kopia.config"),
+			"KOPIA_CHECK_FOR_UPDATES=false", "KOPIA_LOG_DIR="+filepath.Join(work, "kopia-logs"))
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("kopia %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return time.Since(start)
+	}
+	kopia("repository", "create", "s3", "--bucket", "kopia", "--endpoint", strings.TrimPrefix(minio.Endpoint, "http://"), "--disable-tls",
+		"--region", "minio", "--access-key", minio.AccessKey, "--secret-access-key", minio.SecretKey, "--cache-directory", filepath.Join(work, "kopia-cache"))
+	kopia("policy", "set", "--global", "--compression", "zstd-fastest") // the node agent's
+
+	var rows []string
+	row := func(data, tool, op string, d time.Duration, bytes int64, note string) {
+		fmt.Fprintf(os.Stderr, "%s: %s %s took %.2f s\n", data, tool, op, d.Seconds()) // progress: the run is long
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.2f | %.0f | %s |", data, tool, op, d.Seconds(), float64(bytes)/(1<<20)/d.Seconds(), note))
+	}
+	b.ResetTimer()
+	for _, set := range []struct {
+		ns, name string
+		fill     func(dir string)
+	}{
+		{"fs-large", fmt.Sprintf("1 file, %d MiB", mib), func(dir string) { writeRandom(b, filepath.Join(dir, "big.bin"), int64(mib)<<20) }},
+		{"fs-small", fmt.Sprintf("%d files, %d MiB", files, mib), func(dir string) {
+			for i := range files {
+				writeRandom(b, filepath.Join(dir, fmt.Sprintf("d%03d", i/1000), fmt.Sprintf("f%05d", i)), int64(mib)<<20/int64(files))
+			}
+		}},
+	} {
+		c.create(b, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: set.ns}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: set.ns, Name: "app", Annotations: map[string]string{podvolume.IncludeAnnotation: "data"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "36000"},
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
+		waitPodRunning(b, c, set.ns, "app")
+		dir := c.podVolumeDir(b, node, set.ns, "app", "data")
+		set.fill(dir)
+		total := filesBytes(b, dir)
+
+		start := time.Now()
+		_, _ = c.salvor(b, "backup", "create", set.ns, "--include-namespaces", set.ns, "--wait")
+		took := time.Since(start)
+		if got := c.getBackup(b, set.ns); got.Status.Phase != salvorv1.BackupPhaseCompleted {
+			b.Fatalf("Salvor's backup of %s: %+v\n%s", set.ns, got.Status, c.mustSalvor(b, "backup", "describe", set.ns, "--details"))
+		}
+		row(set.name, "salvor node agent", "backup", took, total, "")
+
+		start = time.Now()
+		vb := c.veleroBackupOf(b, set.ns, set.ns)
+		took = time.Since(start)
+		if phase, _, _ := unstructured.NestedString(vb.Object, "status", "phase"); phase != "Completed" {
+			b.Fatalf("Velero's backup of %s ended %s: %v\n%s", set.ns, phase, vb.Object["status"], veleroErrors(vs))
+		}
+		row(set.name, "velero node agent", "backup", took, total, "")
+
+		took = kopia("snapshot", "create", dir)
+		row(set.name, "kopia CLI", "backup (the volume's directory)", took, total, "")
+
+		start = time.Now()
+		c.mustSalvor(b, "restore", "create", set.ns+"-s", "--from-backup", set.ns, "--namespace-mappings", set.ns+":"+set.ns+"-s", "--wait")
+		took = time.Since(start)
+		if r := c.waitRestore(b, set.ns+"-s", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed); r.Status.Phase != salvorv1.RestorePhaseCompleted {
+			b.Fatalf("Salvor's restore of %s: %+v", set.ns, r.Status)
+		}
+		restored := c.podVolumeDir(b, node, set.ns+"-s", "app", "data")
+		if got := filesBytes(b, restored); got != total {
+			b.Fatalf("Salvor's node agent restored %d bytes of %d", got, total)
+		}
+		row(set.name, "salvor node agent", "restore", took, total, "")
+
+		start = time.Now()
+		vr := c.veleroRestoreOf(b, set.ns, set.ns+"-v", map[string]any{"namespaceMapping": map[string]any{set.ns: set.ns + "-v"}})
+		took = time.Since(start)
+		if phase, _, _ := unstructured.NestedString(vr.Object, "status", "phase"); phase != "Completed" {
+			b.Fatalf("Velero's restore of %s ended %s: %v\n%s\n%s", set.ns, phase, vr.Object["status"], veleroErrors(vs), c.veleroPods(b))
+		}
+		if got := filesBytes(b, c.podVolumeDir(b, node, set.ns+"-v", "app", "data")); got != total {
+			b.Fatalf("Velero's node agent restored %d bytes of %d", got, total)
+		}
+		row(set.name, "velero node agent", "restore", took, total, "")
+
+		out := filepath.Join(work, "restored-"+set.ns)
+		took = kopia("snapshot", "restore", latestSnapshot(b, kopiaBin, work, dir), out)
+		if got := filesBytes(b, out); got != total {
+			b.Fatalf("kopia's CLI restored %d bytes of %d", got, total)
+		}
+		row(set.name, "kopia CLI", "restore (into a directory)", took, total, "")
+		if err := os.RemoveAll(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	fmt.Println("| data | tool | operation | seconds | MiB/s | note |")
+	fmt.Println("|---|---|---|---:|---:|---|")
+	for _, r := range rows {
+		fmt.Println(r)
+	}
+}
+
+// veleroBackupOf has Velero back up namespace ns, its pods' annotated
+// volumes by its file-system backup, and waits for the end.
+func (c *cluster) veleroBackupOf(b testing.TB, name, ns string) *unstructured.Unstructured {
+	b.Helper()
+	backup := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": name, "namespace": "velero"},
+		"spec":     map[string]any{"includedNamespaces": []any{ns}, "storageLocation": "default", "snapshotVolumes": false},
+	}}
+	if _, err := c.dynamic(b).Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return c.watchObject(b, veleroBackups, "velero", name, veleroEnded)
+}
+
+func waitPodRunning(t testing.TB, c *cluster, ns, name string) {
+	t.Helper()
+	eventually(t, "pod "+ns+"/"+name+" running", 2*time.Minute, func() (bool, string) {
+		pod := &corev1.Pod{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
+	})
+}
+
+// writeRandom writes size bytes of incompressible data to path.
+func writeRandom(t testing.TB, path string, size int64) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seeded by the path: no two files alike, or kopia would store one.
+	r := rand.NewChaCha8(sha256.Sum256([]byte(path)))
+	buf := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(buf)) {
+		n := min(left, int64(len(buf)))
+		_, _ = r.Read(buf[:n])
+		if _, err := f.Write(buf[:n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// filesBytes is the size of the regular files under dir, Velero's restore
+// marker (.velero/) left out.
+func filesBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".velero" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func latestSnapshot(t testing.TB, kopiaBin, work, dir string) string {
+	t.Helper()
+	cmd := exec.Command(kopiaBin, "snapshot", "list", dir, "--json")
+	cmd.Env = append(os.Environ(), "KOPIA_PASSWORD=bench-password", "KOPIA_CONFIG_PATH="+filepath.Join(work, "kopia.config"), "KOPIA_CHECK_FOR_UPDATES=false")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kopia snapshot list: %v", err)
+	}
+	var list []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil || len(list) == 0 {
+		t.Fatalf("kopia snapshot list: %v\n%s", err, out)
+	}
+	return list[len(list)-1].ID
+}
