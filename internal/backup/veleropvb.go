@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -14,9 +16,11 @@ var salvorPVBs = salvorv1.GroupVersion.WithResource("podvolumebackups")
 // PodVolumeBackup), for the backup's <name>-podvolumebackups.json.gz:
 // Velero's restore reads that file, whatever its filters, and restores
 // each pod's volume from the kopia snapshot its record names, in the
-// location's repository of the pod's namespace, which both share.
-func veleroPodVolumeBackups(items []freshItem, b *salvorv1.Backup) ([]map[string]any, error) {
-	var out []map[string]any
+// location's repository of the pod's namespace, which both share. Salvor's
+// spec and status carry Velero's field names, so they go over as they
+// are; the metadata is what Velero selects by.
+func veleroPodVolumeBackups(items []freshItem, b *salvorv1.Backup) ([]salvorv1.PodVolumeBackup, error) {
+	var out []salvorv1.PodVolumeBackup
 	for _, it := range items {
 		if it.gvr != salvorPVBs {
 			continue
@@ -28,26 +32,13 @@ func veleroPodVolumeBackups(items []freshItem, b *salvorv1.Backup) ([]map[string
 		if pvb.Status.Phase != salvorv1.DataMoverPhaseCompleted || pvb.Status.SnapshotID == "" {
 			continue
 		}
-		meta := map[string]any{"name": pvb.Name, "namespace": pvb.Namespace,
-			"labels": map[string]any{"velero.io/backup-name": salvorv1.LabelValue(b.Name), "velero.io/backup-uid": string(b.UID)}}
+		meta := metav1.ObjectMeta{Name: pvb.Name, Namespace: pvb.Namespace,
+			Labels: map[string]string{"velero.io/backup-name": salvorv1.LabelValue(b.Name), "velero.io/backup-uid": string(b.UID)}}
 		if claim := pvb.Annotations[salvorv1.PVCNameAnnotation]; claim != "" {
-			meta["annotations"] = map[string]any{salvorv1.PVCNameAnnotation: claim}
+			meta.Annotations = map[string]string{salvorv1.PVCNameAnnotation: claim}
 		}
-		status := map[string]any{"phase": string(pvb.Status.Phase), "path": pvb.Status.Path, "snapshotID": pvb.Status.SnapshotID,
-			"progress": map[string]any{"totalBytes": pvb.Status.Progress.TotalBytes, "bytesDone": pvb.Status.Progress.BytesDone}}
-		if t := pvb.Status.StartTimestamp; t != nil {
-			status["startTimestamp"] = t
-		}
-		if t := pvb.Status.CompletionTimestamp; t != nil {
-			status["completionTimestamp"] = t
-		}
-		out = append(out, map[string]any{
-			"apiVersion": "velero.io/v1", "kind": "PodVolumeBackup", "metadata": meta,
-			"spec": map[string]any{"node": pvb.Spec.Node, "pod": pvb.Spec.Pod, "volume": pvb.Spec.Volume,
-				"backupStorageLocation": pvb.Spec.BackupStorageLocation, "repoIdentifier": pvb.Spec.RepoIdentifier,
-				"uploaderType": pvb.Spec.UploaderType, "tags": pvb.Spec.Tags},
-			"status": status,
-		})
+		out = append(out, salvorv1.PodVolumeBackup{TypeMeta: metav1.TypeMeta{APIVersion: "velero.io/v1", Kind: "PodVolumeBackup"},
+			ObjectMeta: meta, Spec: pvb.Spec, Status: pvb.Status})
 	}
 	return out, nil
 }
