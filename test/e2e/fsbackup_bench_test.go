@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -17,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/testbin"
@@ -45,23 +45,23 @@ func BenchmarkFSBackupBesideVelero(b *testing.B) {
 	// then gives the server read access to them, as docs/install.md says.
 	c.installVelero(b, v, minio, "velero")
 	c.installNodeAgent(b, node)
-	c.create(b, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "fs-restore-action-config",
-		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/pod-volume-restore": "RestoreItemAction"}},
-		Data: map[string]string{"image": "velero/velero-restore-helper:" + v.version}})
 	c.installVeleroNodeAgent(b, v, minio)
 	vs := c.startVelero(b, v, minio)
 	defer vs.stop()
 
 	work := b.TempDir()
-	kopia := func(args ...string) time.Duration {
+	kopia := func(args ...string) (time.Duration, []byte) {
 		cmd := exec.Command(kopiaBin, args...)
 		cmd.Env = append(os.Environ(), "KOPIA_PASSWORD=bench-password", "KOPIA_CONFIG_PATH="+filepath.Join(work, "kopia.config"),
 			"KOPIA_CHECK_FOR_UPDATES=false", "KOPIA_LOG_DIR="+filepath.Join(work, "kopia-logs"))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("kopia %s: %v\n%s", strings.Join(args, " "), err, out)
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("kopia %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 		}
-		return time.Since(start)
+		return time.Since(start), out
 	}
 	kopia("repository", "create", "s3", "--bucket", "kopia", "--endpoint", strings.TrimPrefix(minio.Endpoint, "http://"), "--disable-tls",
 		"--region", "minio", "--access-key", minio.AccessKey, "--secret-access-key", minio.SecretKey, "--cache-directory", filepath.Join(work, "kopia-cache"))
@@ -89,7 +89,7 @@ func BenchmarkFSBackupBesideVelero(b *testing.B) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "36000"},
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
-		waitPodRunning(b, c, set.ns, "app")
+		c.waitPodRunning(b, set.ns, "app")
 		dir := c.podVolumeDir(b, node, set.ns, "app", "data")
 		set.fill(dir)
 		total := filesBytes(b, dir)
@@ -110,7 +110,7 @@ func BenchmarkFSBackupBesideVelero(b *testing.B) {
 		}
 		row(set.name, "velero node agent", "backup", took, total, "")
 
-		took = kopia("snapshot", "create", dir)
+		took, _ = kopia("snapshot", "create", dir)
 		row(set.name, "kopia CLI", "backup (the volume's directory)", took, total, "")
 
 		start = time.Now()
@@ -137,7 +137,14 @@ func BenchmarkFSBackupBesideVelero(b *testing.B) {
 		row(set.name, "velero node agent", "restore", took, total, "")
 
 		out := filepath.Join(work, "restored-"+set.ns)
-		took = kopia("snapshot", "restore", latestSnapshot(b, kopiaBin, work, dir), out)
+		_, list := kopia("snapshot", "list", dir, "--json")
+		var snaps []struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(list, &snaps); err != nil || len(snaps) == 0 {
+			b.Fatalf("kopia snapshot list: %v\n%s", err, list)
+		}
+		took, _ = kopia("snapshot", "restore", snaps[len(snaps)-1].ID, out)
 		if got := filesBytes(b, out); got != total {
 			b.Fatalf("kopia's CLI restored %d bytes of %d", got, total)
 		}
@@ -167,15 +174,6 @@ func (c *cluster) veleroBackupOf(b testing.TB, name, ns string) *unstructured.Un
 		b.Fatal(err)
 	}
 	return c.watchObject(b, veleroBackups, "velero", name, veleroEnded)
-}
-
-func waitPodRunning(t testing.TB, c *cluster, ns, name string) {
-	t.Helper()
-	eventually(t, "pod "+ns+"/"+name+" running", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod)
-		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
-	})
 }
 
 // writeRandom writes size bytes of incompressible data to path.
@@ -228,21 +226,4 @@ func filesBytes(t testing.TB, dir string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func latestSnapshot(t testing.TB, kopiaBin, work, dir string) string {
-	t.Helper()
-	cmd := exec.Command(kopiaBin, "snapshot", "list", dir, "--json")
-	cmd.Env = append(os.Environ(), "KOPIA_PASSWORD=bench-password", "KOPIA_CONFIG_PATH="+filepath.Join(work, "kopia.config"), "KOPIA_CHECK_FOR_UPDATES=false")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kopia snapshot list: %v", err)
-	}
-	var list []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(out, &list); err != nil || len(list) == 0 {
-		t.Fatalf("kopia snapshot list: %v\n%s", err, out)
-	}
-	return list[len(list)-1].ID
 }

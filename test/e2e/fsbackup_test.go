@@ -78,6 +78,34 @@ func (c *cluster) podVolumeDir(t testing.TB, node *testbed.PodNode, ns, name, vo
 	return filepath.Join(node.PodDir(string(pod.UID)), "volumes", "kubernetes.io~empty-dir", volume)
 }
 
+// waitPodRunning waits until pod ns/name runs and returns it.
+func (c *cluster) waitPodRunning(t testing.TB, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	eventually(t, "pod "+ns+"/"+name+" running", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
+	})
+	return pod
+}
+
+// appPodReady waits until appPod ns/name runs with its script's files
+// written and returns its cache volume's directory on node.
+func (c *cluster) appPodReady(t testing.TB, node *testbed.PodNode, ns, name string, timeout time.Duration) string {
+	t.Helper()
+	var cacheDir string
+	eventually(t, "pod "+ns+"/"+name+" running with its files written", timeout, func() (bool, string) {
+		pod := &corev1.Pod{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprint(pod.Status.Phase, err)
+		}
+		cacheDir = c.podVolumeDir(t, node, ns, name, "cache")
+		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
+		return err == nil, fmt.Sprint(err)
+	})
+	return cacheDir
+}
+
 // TestFSBackup: a pod's claim and emptyDir volumes named by Velero's
 // annotation are backed up file by file by the node agent into the
 // location's kopia repository for the namespace: one PodVolumeBackup each,
@@ -119,16 +147,7 @@ func TestFSBackup(t *testing.T) {
 	c.create(t, appPod("app", "web", map[string]string{podvolume.IncludeAnnotation: "data,cache"}, script,
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
-	var cacheDir string
-	eventually(t, "pod app/web running with its files written", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprint(pod.Status.Phase, err)
-		}
-		cacheDir = c.podVolumeDir(t, node, "app", "web", "cache")
-		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
-		return err == nil, fmt.Sprint(err)
-	})
+	cacheDir := c.appPodReady(t, node, "app", "web", 2*time.Minute)
 	want["cache"] = treeSums(t, cacheDir)
 
 	c.mustSalvor(t, "backup", "create", "files", "--include-namespaces", "app", "--wait")
@@ -232,11 +251,7 @@ func TestFSBackup(t *testing.T) {
 			t.Errorf("PodVolumeRestore %s of volume %s: %s on %s into %s: %s", pvr.Name, pvr.Spec.Volume, pvr.Status.Phase, pvr.Status.Node, pvr.Spec.Pod.Namespace, pvr.Status.Message)
 		}
 	}
-	restored := &corev1.Pod{}
-	eventually(t, "the restored pod running", 2*time.Minute, func() (bool, string) {
-		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app-copy", Name: "web"}, restored)
-		return err == nil && restored.Status.Phase == corev1.PodRunning, fmt.Sprint(restored.Status.Phase, err)
-	})
+	restored := c.waitPodRunning(t, "app-copy", "web")
 	if len(restored.Spec.InitContainers) != 1 || restored.Spec.InitContainers[0].Name != "restore-wait" {
 		t.Errorf("the restored pod's init containers: %+v", restored.Spec.InitContainers)
 	}
@@ -286,16 +301,7 @@ func TestFSBackupAgentKilled(t *testing.T) {
 	script := `i=0; while [ $i -lt 8 ]; do head -c 67108864 /dev/urandom > /cache/part-$i || exit 1; i=$((i+1)); done`
 	c.create(t, appPod("app", "big", map[string]string{podvolume.IncludeAnnotation: "cache"}, script,
 		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
-	var cacheDir string
-	eventually(t, "pod app/big running with its files written", 3*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "big"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprint(pod.Status.Phase, err)
-		}
-		cacheDir = c.podVolumeDir(t, node, "app", "big", "cache")
-		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
-		return err == nil, fmt.Sprint(err)
-	})
+	cacheDir := c.appPodReady(t, node, "app", "big", 3*time.Minute)
 	want := treeSums(t, cacheDir)
 
 	c.mustSalvor(t, "backup", "create", "killed", "--include-namespaces", "app")
@@ -365,31 +371,14 @@ func TestVeleroFSBackupRestoresWithSalvor(t *testing.T) {
 		"mkdir -p /cache/sub/empty && echo cached > /cache/sub/file && ln -s sub/file /cache/link && head -c 200000 /dev/urandom > /cache/random",
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
-	var cacheDir string
-	eventually(t, "pod vapp/web running with its files written", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprint(pod.Status.Phase, err)
-		}
-		cacheDir = c.podVolumeDir(t, node, "vapp", "web", "cache")
-		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
-		return err == nil, fmt.Sprint(err)
-	})
+	cacheDir := c.appPodReady(t, node, "vapp", "web", 2*time.Minute)
 	want["cache"] = treeSums(t, cacheDir)
 
 	c.installVelero(t, v, minio, "velero")
 	c.installVeleroNodeAgent(t, v, minio)
 	vs := c.startVelero(t, v, minio)
 	dyn := c.dynamic(t)
-	backup := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "velero.io/v1", "kind": "Backup",
-		"metadata": map[string]any{"name": "vfiles", "namespace": "velero"},
-		"spec":     map[string]any{"includedNamespaces": []any{"vapp"}, "storageLocation": "default", "snapshotVolumes": false},
-	}}
-	if _, err := dyn.Resource(veleroBackups).Namespace("velero").Create(context.Background(), backup, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vb := c.watchObject(t, veleroBackups, "velero", "vfiles", veleroEnded)
+	vb := c.veleroBackupOf(t, "vfiles", "vapp")
 	pvbs, err := dyn.Resource(schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "podvolumebackups"}).Namespace("velero").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -425,11 +414,7 @@ func TestVeleroFSBackupRestoresWithSalvor(t *testing.T) {
 	if r.Status.Phase != salvorv1.RestorePhaseCompleted || r.Status.Errors != 0 {
 		t.Fatalf("restore of Velero's file-system backup: %+v\n%s", r.Status, c.mustSalvor(t, "restore", "describe", "from-velero", "--details"))
 	}
-	eventually(t, "the restored pod running", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "vapp-copy", Name: "web"}, pod)
-		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
-	})
+	c.waitPodRunning(t, "vapp-copy", "web")
 	if got := treeSums(t, c.podVolumeDir(t, node, "vapp-copy", "web", "cache")); fmt.Sprint(got) != fmt.Sprint(want["cache"]) {
 		t.Errorf("the restored pod's cache:\n got %v\nwant %v", got, want["cache"])
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +51,11 @@ func (c *cluster) installVeleroNodeAgent(t testing.TB, v velero, minio *testbed.
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "velero", Name: "velero"}},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "cloud-credentials"}, Data: map[string][]byte{"cloud": creds}},
+		// Velero's documented way to name its restore helper's image
+		// (the testbed node runs v.restoreHelper for it).
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "fs-restore-action-config",
+			Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/pod-volume-restore": "RestoreItemAction"}},
+			Data: map[string]string{"image": "velero/velero-restore-helper:" + v.version}},
 		&appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "node-agent"},
 			Spec: appsv1.DaemonSetSpec{
@@ -291,16 +295,7 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 		"mkdir -p /cache/sub/empty && echo cached > /cache/sub/file && ln -s sub/file /cache/link && head -c 300000 /dev/urandom > /cache/random && chmod 0600 /cache/random",
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
-	var cacheDir string
-	eventually(t, "pod sapp/web running with its files written", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "web"}, pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprint(pod.Status.Phase, err)
-		}
-		cacheDir = c.podVolumeDir(t, node, "sapp", "web", "cache")
-		_, err := os.Stat(filepath.Join(cacheDir, "ready"))
-		return err == nil, fmt.Sprint(err)
-	})
+	cacheDir := c.appPodReady(t, node, "sapp", "web", 2*time.Minute)
 	wantCache := treeSums(t, cacheDir)
 	c.mustSalvor(t, "backup", "create", "smoved", "--include-namespaces", "sapp", "--snapshot-move-data", "--wait")
 	if b := c.getBackup(t, "smoved"); b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 2 {
@@ -325,10 +320,6 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	c.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "velero-repo-credentials"},
 		Data: map[string][]byte{"repository-password": password.Data[datamover.PasswordKey]}})
 	c.create(t, snapshotClass("velero-snapshots", testbed.CSIDriverName, map[string]any{salvorv1.VeleroCSISnapshotClassLabel: "true"}))
-	// Velero's documented way to name its restore helper's image.
-	c.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "fs-restore-action-config",
-		Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/pod-volume-restore": "RestoreItemAction"}},
-		Data: map[string]string{"image": "velero/velero-restore-helper:" + v.version}})
 	c.installVeleroNodeAgent(t, v, minio)
 	vs := c.startVelero(t, v, minio, "--features=EnableCSI", "--backup-sync-period", "1s")
 	vr := c.veleroRestoreOf(t, "smoved", "from-salvor", map[string]any{"includedNamespaces": []any{"sapp"}})
@@ -345,11 +336,7 @@ func TestSalvorDataMoverBackupRestoresWithVelero(t *testing.T) {
 	if got := treeSums(t, csi.Driver.VolumeDir(pvc.Spec.VolumeName)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the claim Velero restored from Salvor's moved data:\n got %v\nwant %v", got, want)
 	}
-	eventually(t, "the pod Velero restored running", 2*time.Minute, func() (bool, string) {
-		pod := &corev1.Pod{}
-		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "sapp", Name: "web"}, pod)
-		return err == nil && pod.Status.Phase == corev1.PodRunning, fmt.Sprint(pod.Status.Phase, err)
-	})
+	c.waitPodRunning(t, "sapp", "web")
 	got := treeSums(t, c.podVolumeDir(t, node, "sapp", "web", "cache"))
 	for name := range got {
 		if strings.HasPrefix(name, ".velero/") {
