@@ -11,6 +11,7 @@ import (
 	"github.com/kopia/kopia/repo"
 	"github.com/kopia/kopia/repo/blob"
 	"github.com/kopia/kopia/repo/content"
+	"github.com/kopia/kopia/repo/format"
 )
 
 // Velero's repositories are used as user "default" at host "default"; so
@@ -40,7 +41,13 @@ type Options struct {
 	Create bool
 	// ReadOnly opens it for reads only (a ReadOnly location).
 	ReadOnly bool
-	// CacheBytes bounds the content cache (0: 512 MiB).
+	// CacheDir keeps the caches (empty: WorkDir/cache). Opens of one
+	// repository may share it, one after another or at once (kopia
+	// writes each cache file whole, under a temporary name); it holds
+	// one repository's caches, never two repositories'.
+	CacheDir string
+	// CacheBytes bounds the metadata cache: indexes and directory
+	// listings (0: 512 MiB).
 	CacheBytes int64
 	// Now is kopia's clock (nil: the time): tests move it on rather than
 	// wait for maintenance's margins.
@@ -62,6 +69,18 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 		return nil, fmt.Errorf("kopia work directory: %w", err)
 	}
 	configFile := filepath.Join(opt.WorkDir, "repository.config")
+	cacheDir := opt.CacheDir
+	if cacheDir == "" {
+		cacheDir = filepath.Join(opt.WorkDir, "cache")
+	}
+	// The repository's format is read from the storage on every open,
+	// never from a cache an earlier open left: a repository made anew in
+	// its place must not be taken for the one that was.
+	for _, f := range []string{format.KopiaRepositoryBlobID, format.KopiaBlobCfgBlobID} {
+		if err := os.Remove(filepath.Join(cacheDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("kopia cache: %w", err)
+		}
+	}
 	cacheBytes := opt.CacheBytes
 	if cacheBytes == 0 {
 		cacheBytes = 512 << 20
@@ -69,8 +88,11 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 	connect := &repo.ConnectOptions{
 		ClientOptions: repo.ClientOptions{Hostname: host, Username: user, ReadOnly: opt.ReadOnly, Description: "salvor"},
 		CachingOptions: content.CachingOptions{
-			CacheDirectory:         filepath.Join(opt.WorkDir, "cache"),
-			ContentCacheSizeBytes:  cacheBytes,
+			CacheDirectory: cacheDir,
+			// No cache of file data: a restore reads each content once
+			// and a backup reads none, so caching it only wrote every
+			// restored byte a second time, to the cache's disk.
+			ContentCacheSizeBytes:  0,
 			MetadataCacheSizeBytes: cacheBytes,
 		},
 	}

@@ -52,6 +52,7 @@ type Agent struct {
 
 	mu      sync.Mutex
 	running map[types.UID]context.CancelCauseFunc
+	cache   caches
 }
 
 // SetupWithManager registers the agent for the PodVolumeBackups of its
@@ -309,11 +310,14 @@ func (a *Agent) open(ctx context.Context, name, ns string, readOnly bool) (*kopi
 	if err != nil {
 		return fail(fmt.Errorf("backup storage location %s: %w", bsl.Name, err))
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: scratch, ReadOnly: readOnly})
+	cacheDir, release := a.cache.acquire(filepath.Join(a.WorkDir, "caches"), string(bsl.UID), ns, password)
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: scratch, ReadOnly: readOnly,
+		CacheDir: cacheDir, CacheBytes: cacheBytes})
 	if err != nil {
+		release()
 		return fail(fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err))
 	}
-	return repo, func() { repo.Close(context.WithoutCancel(ctx)); os.RemoveAll(scratch) }, nil
+	return repo, func() { repo.Close(context.WithoutCancel(ctx)); release(); os.RemoveAll(scratch) }, nil
 }
 
 // progressReporter returns a callback that hands progress to write at
