@@ -232,6 +232,9 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			},
 			Spec: stored.Spec,
 		}
+		if uid := string(stored.UID); uid != "" && len(validation.IsValidLabelValue(uid)) == 0 {
+			b.Annotations[salvorv1.SyncedUIDAnnotation] = uid
+		}
 		for k, v := range stored.Labels {
 			if _, ok := b.Labels[k]; !ok {
 				b.Labels[k] = v

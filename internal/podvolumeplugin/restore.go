@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/salvor-dev/salvor/internal/persistence"
@@ -266,8 +267,12 @@ func restoreAnnotations(b, from *unstructured.Unstructured, vol, source, veleroS
 		a[podvolume.VeleroSnapshotAnnotation] = veleroSnapshot
 		return a
 	}
-	a[podvolume.BackupUIDAnnotation] = string(b.GetUID())
-	a[podvolume.PVBAnnotation] = PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: b.GetUID()}}, from.GetUID(), vol)
+	uid := b.GetUID()
+	if written := b.GetAnnotations()[salvorv1.SyncedUIDAnnotation]; written != "" && b.GetAnnotations()[salvorv1.SyncedAnnotation] != "" {
+		uid = types.UID(written) // synced from another cluster: its writer's UID tags the snapshots
+	}
+	a[podvolume.BackupUIDAnnotation] = string(uid)
+	a[podvolume.PVBAnnotation] = PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: b.GetName(), UID: uid}}, from.GetUID(), vol)
 	return a
 }
 

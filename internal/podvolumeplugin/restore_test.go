@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/podvolume"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
 )
@@ -80,5 +82,41 @@ func TestEarlierWaitContainersRemoved(t *testing.T) {
 		if len(pod.Spec.InitContainers) != 2 || len(item.Object["spec"].(map[string]any)["initContainers"].([]any)) != 2 {
 			t.Errorf("the action changed the item it was given")
 		}
+	}
+}
+
+// TestSnapshotFoundByTheWritersBackupUID: a restore looks for a pod
+// volume's snapshot by the UID the backup had where it was written — a
+// Backup synced from a location (another cluster's) has a UID of its own,
+// and the server records the writer's in SyncedUIDAnnotation — and by its
+// own UID otherwise, whatever the annotation says.
+func TestSnapshotFoundByTheWritersBackupUID(t *testing.T) {
+	from := &unstructured.Unstructured{}
+	from.SetName("web")
+	from.SetUID("pod-uid")
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        string
+	}{
+		{"made here", nil, "own-uid"},
+		{"synced", map[string]string{salvorv1.SyncedAnnotation: "primary", salvorv1.SyncedUIDAnnotation: "writer-uid"}, "writer-uid"},
+		{"synced before the writer's UID was recorded", map[string]string{salvorv1.SyncedAnnotation: "primary"}, "own-uid"},
+		{"not synced, annotated by hand", map[string]string{salvorv1.SyncedUIDAnnotation: "writer-uid"}, "own-uid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &unstructured.Unstructured{}
+			b.SetName("nightly")
+			b.SetUID("own-uid")
+			b.SetAnnotations(tc.annotations)
+			a := restoreAnnotations(b, from, "cache", "cache", "")
+			if a[podvolume.BackupUIDAnnotation] != tc.want {
+				t.Errorf("backup UID %q, want %q", a[podvolume.BackupUIDAnnotation], tc.want)
+			}
+			wantPVB := PVBName(&sdk.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", UID: types.UID(tc.want)}}, "pod-uid", "cache")
+			if a[podvolume.PVBAnnotation] != wantPVB {
+				t.Errorf("PodVolumeBackup %q, want %q (named with the UID %s)", a[podvolume.PVBAnnotation], wantPVB, tc.want)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/testbed"
@@ -260,6 +261,41 @@ func TestFSBackup(t *testing.T) {
 	}
 	if got := treeSums(t, csi.Driver.VolumeDir(volumeHandle(t, c, c.boundVolume(t, "app-copy", "data")))); fmt.Sprint(got) != fmt.Sprint(want["data"]) {
 		t.Errorf("the restored pod's data:\n got %v\nwant %v", got, want["data"])
+	}
+
+	// Restored into another cluster that shares the bucket (as a
+	// disaster-recovery cluster is prepared: the location's credentials,
+	// the signing key and the repository password copied, the location
+	// read-only under its name): its own node agent writes the pod's
+	// files before the pod starts.
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "solo"}})
+	c.create(t, appPod("solo", "web", map[string]string{podvolume.IncludeAnnotation: "cache"}, "head -c 200000 /dev/urandom > /cache/random && mkdir /cache/d && echo hi > /cache/d/hi",
+		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}))
+	soloWant := treeSums(t, c.appPodReady(t, node, "solo", "web", 2*time.Minute))
+	c.mustSalvor(t, "backup", "create", "solo", "--include-namespaces", "solo", "--wait")
+	other := startCluster(t)
+	testbed.StartScheduling(t, other.kubeconfig)
+	otherNode := testbed.StartPodNode(t, other.kubeconfig, other.restConfig, testbed.PodNodeOptions{Images: map[string]string{"salvor": salvorBin}})
+	other.installNodeAgent(t, otherNode)
+	for _, name := range []string{"minio", controller.SigningKeySecret, datamover.PasswordSecret} {
+		sec := &corev1.Secret{}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: name}, sec); err != nil {
+			t.Fatal(err)
+		}
+		other.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: name}, Data: sec.Data})
+	}
+	other.asServiceAccount(t, "salvor", "salvor").startServer(t, "--item-operation-sync-frequency", "1s")
+	other.mustSalvor(t, "backup-location", "create", "primary", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--access-mode", "ReadOnly", "--default")
+	other.waitLocation(t, "primary", salvorv1.BackupStorageLocationPhaseAvailable)
+	other.waitBackup(t, "solo", salvorv1.BackupPhaseCompleted)
+	_, _ = other.salvor(t, "restore", "create", "solo-back", "--from-backup", "solo", "--wait")
+	if r := other.waitRestore(t, "solo-back", salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed); r.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Fatalf("the other cluster's restore: %s\n%s", r.Status.Phase, other.mustSalvor(t, "restore", "describe", "solo-back", "--details"))
+	}
+	other.waitPodRunning(t, "solo", "web")
+	if got := treeSums(t, other.podVolumeDir(t, otherNode, "solo", "web", "cache")); fmt.Sprint(got) != fmt.Sprint(soloWant) {
+		t.Errorf("the pod restored in the other cluster:\n got %v\nwant %v", got, soloWant)
 	}
 
 	// A volume whose files are gone from the repository: the restore

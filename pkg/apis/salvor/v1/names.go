@@ -119,6 +119,12 @@ const (
 	// it is a record of a finished backup, never one to run. Its value is
 	// the location it was read from.
 	SyncedAnnotation = "salvor.dev/synced-from-location"
+	// SyncedUIDAnnotation is, on a Backup created by sync, the UID its
+	// writer's Backup had: what its pod volumes' snapshots are tagged
+	// with (the synced object has a UID of its own). The server sets it
+	// from the backup's metadata, which the backup's signed manifest
+	// covers.
+	SyncedUIDAnnotation = "salvor.dev/synced-uid"
 	// CancelAnnotation asks the server to stop a backup or restore
 	// (`salvor backup cancel`, `salvor restore cancel`).
 	CancelAnnotation = "salvor.dev/cancel-requested"
