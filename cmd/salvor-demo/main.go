@@ -19,7 +19,7 @@ func main() {
 	flag.StringVar(&o.PluginDir, "plugin-dir", "bin/plugins", "directory of plugin binaries")
 	flag.StringVar(&o.Testbed, "testbed", "bin/testbed", "directory holding etcd and kube-apiserver")
 	flag.StringVar(&o.CRDs, "crds", "config/crd", "directory of Salvor's CRDs")
-	csi := flag.Bool("csi", false, "tell the CSI story instead (make demo-csi): a volume's data moved into the bucket, the storage lost, the volume restored from the bucket alone")
+	csi := flag.Bool("csi", false, "tell the volume-data story instead (make demo-csi): a claim's data moved into the bucket and a pod's emptyDir copied there by file-system backup, the storage lost, both restored from the bucket alone")
 	flag.Parse()
 	o.Out = os.Stdout
 	// Ctrl-C stops the demo and everything it started.

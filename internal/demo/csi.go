@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/podvolume"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -26,9 +27,11 @@ import (
 // CSIVerdict is the last line of a successful `make demo-csi`.
 const CSIVerdict = "DEMO PASSED: every file came back from the bucket alone"
 
-// RunCSI tells the CSI story: a volume's data moved into the bucket by a
-// mover pod, the storage side lost, the volume restored from the bucket
-// alone into a new volume and checked file by file.
+// RunCSI tells the volume-data story: a volume's data moved into the
+// bucket by a mover pod and a pod's emptyDir copied there by the node
+// agent, the storage side lost, both restored from the bucket alone (the
+// volume into a new volume, the emptyDir into the restored pod before it
+// starts) and checked file by file.
 func RunCSI(ctx context.Context, o Options) (err error) {
 	d := &demo{o: o}
 	d.o.PluginDir = "" // the built-in plugins tell this story
@@ -73,10 +76,18 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	d.took("storage, node and MinIO up", start)
 	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
 
-	d.say("Installing Salvor (its roles and the mover pods' account) and starting salvor server")
-	// The demo runs the server itself, beside the cluster, so no replica.
-	if err := d.salvor(ctx, "install", "--replicas", "0"); err != nil {
+	d.say("Installing Salvor (its roles, the mover pods' account, the node agent) and starting salvor server")
+	// The demo runs the server itself, beside the cluster, so no replica;
+	// the node agent's DaemonSet runs on the node.
+	if err := d.salvor(ctx, "install", "--replicas", "0", "--use-node-agent", "--image", "ghcr.io/salvor-dev/salvor:demo"); err != nil {
 		return err
+	}
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		pods := &corev1.PodList{}
+		err := d.c.List(ctx, pods, client.InNamespace("salvor"), client.MatchingLabels{"app.kubernetes.io/component": "node-agent"})
+		return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning
+	}); err != nil {
+		return fmt.Errorf("the node agent did not run on node %s", node.Name)
 	}
 	if err := d.startServer("--data-mover-image", "ghcr.io/salvor-dev/salvor:demo"); err != nil {
 		return err
@@ -113,13 +124,20 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	fmt.Fprintf(o.Out, "    %d files, %d MiB, in volume %s at %s\n", len(sums), size>>20, pv, csi.Driver.VolumeDir(pv))
+	d.say("And pod shop/web's emptyDir uploads, a volume no storage system snapshots, annotated for file-system backup")
+	podSums, podSize, err := d.podVolume(ctx, node)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    %d files, %d MiB, in pod shop/web's volume uploads on node %s (annotation %s=uploads)\n",
+		len(podSums), podSize>>20, node.Name, podvolume.IncludeAnnotation)
 
 	d.say("Backing it up, moving the snapshot's data into the bucket")
 	t := time.Now()
 	if err := d.salvor(ctx, "backup", "create", "shop-offsite", "--include-namespaces", "shop", "--snapshot-move-data", "--wait"); err != nil {
 		return err
 	}
-	d.took(fmt.Sprintf("backup, %d MiB moved by a mover pod", size>>20), t)
+	d.took(fmt.Sprintf("backup, %d MiB moved by a mover pod, %d MiB copied by the node agent", size>>20, podSize>>20), t)
 	if err := d.salvor(ctx, "backup", "describe", "shop-offsite", "--details"); err != nil {
 		return err
 	}
@@ -131,6 +149,14 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 		fmt.Fprintf(o.Out, "    DataUpload %s: %s on node %s, kopia snapshot %s, %d bytes, %d new, at s3://backups/cluster-a/kopia/%s/\n",
 			du.Name, du.Status.Phase, du.Status.Node, du.Status.SnapshotID, du.Status.Progress.TotalBytes, du.Status.IncrementalBytes, du.Spec.SourceNamespace)
 	}
+	pvbs := &salvorv1.PodVolumeBackupList{}
+	if err := d.c.List(ctx, pvbs, client.InNamespace("salvor")); err != nil {
+		return err
+	}
+	for _, pvb := range pvbs.Items {
+		fmt.Fprintf(o.Out, "    PodVolumeBackup %s: %s on node %s, pod %s/%s volume %s, kopia snapshot %s, %d bytes, in the same repository\n",
+			pvb.Name, pvb.Status.Phase, pvb.Spec.Node, pvb.Spec.Pod.Namespace, pvb.Spec.Pod.Name, pvb.Spec.Volume, pvb.Status.SnapshotID, pvb.Status.Progress.TotalBytes)
+	}
 
 	// The data is in the bucket: the storage keeps no snapshot of it.
 	if err := d.eventually(ctx, 2*time.Minute, func() bool {
@@ -141,7 +167,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	}
 	fmt.Fprintln(o.Out, "    the storage-side snapshot released once its data was in the bucket: the driver holds no snapshot")
 
-	d.say("Disaster: the storage system is lost — namespace shop and its volume deleted, every snapshot gone from the driver")
+	d.say("Disaster: the storage system is lost — namespace shop, its volume and its pod's files deleted, every snapshot gone from the driver")
 	if err := d.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
 		return err
 	}
@@ -170,7 +196,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	if err := d.salvor(ctx, "restore", "create", "shop-back", "--from-backup", "shop-offsite", "--wait"); err != nil {
 		return err
 	}
-	d.took("restore, the data written by a mover pod into a new volume", t)
+	d.took("restore, the data written by a mover pod into a new volume and by the node agent into the pod's", t)
 
 	d.say("Checking every file against the original")
 	claim := &corev1.PersistentVolumeClaim{}
@@ -189,6 +215,11 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	}
 	fmt.Fprintf(o.Out, "    claim shop/data bound to new volume %s (no snapshot as its source): %d of %d files identical (sha256)\n",
 		claim.Spec.VolumeName, len(sums)-diffs, len(sums))
+	podDiffs, err := d.checkPodVolume(ctx, node, podSums)
+	if err != nil {
+		return err
+	}
+	diffs += podDiffs
 
 	d.say("Summary")
 	tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
@@ -248,4 +279,75 @@ func (d *demo) csiVolume(ctx context.Context, csi *testbed.CSI) (string, map[str
 		total += int64(len(buf))
 	}
 	return claim.Spec.VolumeName, sums, total, nil
+}
+
+// podVolume runs pod shop/web on node with an emptyDir, uploads, that its
+// annotation names for file-system backup, and writes 16 MiB of random
+// files into it (as the application would have); it returns each file's
+// sum and the bytes.
+func (d *demo) podVolume(ctx context.Context, node *testbed.PodNode) (map[string]string, int64, error) {
+	if err := d.create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{podvolume.IncludeAnnotation: "uploads"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "busybox", Command: []string{"sleep", "36000"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "uploads", MountPath: "/uploads"}}}},
+			Volumes: []corev1.Volume{{Name: "uploads", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}); err != nil {
+		return nil, 0, err
+	}
+	dir, err := d.runningPodVolume(ctx, node)
+	if err != nil {
+		return nil, 0, err
+	}
+	sums := map[string]string{}
+	var total int64
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 64 {
+		buf := make([]byte, 256<<10)
+		for j := range buf {
+			buf[j] = byte(rng.Uint32())
+		}
+		name := filepath.Join(fmt.Sprintf("2026-12-%02d", 1+i%8), fmt.Sprintf("upload-%03d.jpg", i))
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			return nil, 0, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
+			return nil, 0, err
+		}
+		sum := sha256.Sum256(buf)
+		sums[name] = hex.EncodeToString(sum[:])
+		total += int64(len(buf))
+	}
+	return sums, total, nil
+}
+
+// runningPodVolume waits until pod shop/web runs on node and returns its
+// volume uploads' directory there.
+func (d *demo) runningPodVolume(ctx context.Context, node *testbed.PodNode) (string, error) {
+	pod := &corev1.Pod{}
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodRunning
+	}); err != nil {
+		return "", fmt.Errorf("pod shop/web did not run (%s)", pod.Status.Phase)
+	}
+	return filepath.Join(node.PodDir(string(pod.UID)), "volumes", "kubernetes.io~empty-dir", "uploads"), nil
+}
+
+// checkPodVolume checks the restored pod shop/web's files against sums
+// and returns how many differ.
+func (d *demo) checkPodVolume(ctx context.Context, node *testbed.PodNode, sums map[string]string) (int, error) {
+	dir, err := d.runningPodVolume(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	diffs := 0
+	for name, want := range sums {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		sum := sha256.Sum256(b)
+		if err != nil || hex.EncodeToString(sum[:]) != want {
+			fmt.Fprintf(d.o.Out, "    DIFFERS  uploads/%s\n", name)
+			diffs++
+		}
+	}
+	fmt.Fprintf(d.o.Out, "    pod shop/web running again, its files written by the node agent before it started: %d of %d files identical (sha256)\n",
+		len(sums)-diffs, len(sums))
+	return diffs, nil
 }

@@ -8,6 +8,7 @@
 //
 // RunCSI is `make demo-csi`: on the whole testbed (the CSI stack, a node
 // that runs pods, MinIO, started through a runner that stands in for a
-// test), a claim's data moved into the bucket by a mover pod, the
-// storage lost, and the claim restored from the bucket alone.
+// test), a claim's data moved into the bucket by a mover pod and a pod's
+// emptyDir copied there by the node agent (file-system backup), the
+// storage lost, and both restored from the bucket alone.
 package demo

@@ -60,7 +60,8 @@ func TestDemoCSI(t *testing.T) {
 	folded := strings.Join(strings.Fields(out.String()), " ")
 	for _, want := range []string{demo.CSIVerdict, "$ salvor backup create shop-offsite --include-namespaces shop --snapshot-move-data --wait",
 		"the driver holds no snapshot", "0 snapshot(s) lost with the storage", "$ salvor restore create shop-back --from-backup shop-offsite --wait",
-		"salvor.dev/csi shop/data: Completed", "64 of 64 files identical (sha256)"} {
+		"salvor.dev/csi shop/data: Completed", "64 of 64 files identical (sha256)", "PodVolumeBackup", "pod shop/web volume uploads",
+		"pod shop/web running again, its files written by the node agent before it started: 64 of 64 files identical (sha256)"} {
 		if !strings.Contains(folded, want) {
 			t.Errorf("demo-csi output lacks %q:\n%s", want, out.String())
 		}
