@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"filippo.io/age"
@@ -111,12 +110,11 @@ func stream(r io.Reader, recipient age.Recipient) io.ReadCloser {
 func (k *Keys) Decrypt(r io.Reader) (io.Reader, error) {
 	pr, err := age.Decrypt(r, k.identities...)
 	if err != nil {
+		// age names what it could not parse (its intro line, its header)
+		// in err; it exports a type only for the wrong-key case.
 		var noMatch *age.NoIdentityMatchError
-		switch {
-		case errors.As(err, &noMatch):
+		if errors.As(err, &noMatch) {
 			return nil, ErrNoKey
-		case strings.Contains(err.Error(), "header"), strings.Contains(err.Error(), "intro"):
-			return nil, fmt.Errorf("not an encrypted object (%v): %w", err, ErrCorrupt)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

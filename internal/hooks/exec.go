@@ -86,7 +86,7 @@ type Result struct {
 
 // ErrEnded is the error of a hook not run because its pod has ended
 // (Succeeded or Failed): there is nothing left in it to quiesce.
-var ErrEnded = errors.New("the pod has ended")
+var ErrEnded = errors.New("salvor: the pod has ended")
 
 // Run runs e in pod. The error names the container and says why: the pod
 // not running, the container missing, the command's exit code and the

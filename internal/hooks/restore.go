@@ -227,7 +227,7 @@ func RestoreHasCommands(h *salvorv1.RestoreHooks) bool {
 
 // ErrNoContainer is the error of a hook for a container the pod does not
 // have: it is not run, and as in Velero that is a warning, not a failure.
-var ErrNoContainer = errors.New("the pod has no such container")
+var ErrNoContainer = errors.New("salvor: the pod has no such container")
 
 // Ran is what became of one of a restored pod's commands.
 type Ran struct {

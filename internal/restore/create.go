@@ -99,11 +99,12 @@ func (r *run) create(ctx context.Context, it *entry, obj *unstructured.Unstructu
 		return
 	}
 	err := postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
-	if nodePortTaken(err) && gvr.GroupResource() == (schema.GroupResource{Resource: "services"}) {
-		// A node port kept because someone set it is in use here — a
-		// namespace copied beside its original, say: the cluster assigns
-		// one instead, and the restore says so.
-		r.rec.Warning(ns, fmt.Sprintf("%s: its node ports are taken in this cluster (%v); restored with node ports the cluster assigned", what, err))
+	if nodePortRefused(err) && gvr.GroupResource() == (schema.GroupResource{Resource: "services"}) {
+		// A node port kept because someone set it is in use here (a
+		// namespace copied beside its original, say) or out of this
+		// cluster's range: the cluster assigns one instead, and the
+		// restore says so.
+		r.rec.Warning(ns, fmt.Sprintf("%s: its node ports are refused in this cluster (%v); restored with node ports the cluster assigned", what, err))
 		DropNodePorts(obj)
 		err = postObject(ctx, r.e.REST, gvr, namespaced, obj, r.dry != nil)
 	}
@@ -175,10 +176,21 @@ func resourceClient(d dynamic.Interface, gvr schema.GroupVersionResource, namesp
 	return d.Resource(gvr)
 }
 
-// nodePortTaken tells whether a create failed because a node port it asks
-// for is in use.
-func nodePortTaken(err error) bool {
-	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "provided port is already allocated")
+// nodePortRefused tells whether a create failed because a node port it asks
+// for is refused (in use here, or outside this cluster's range): the API
+// server names the port's field, spec.ports[i].nodePort, in the Invalid
+// status's causes.
+func nodePortRefused(err error) bool {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || !apierrors.IsInvalid(err) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldValueInvalid && strings.HasSuffix(c.Field, ".nodePort") {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutData reports an item just made whose volume data the backup keeps

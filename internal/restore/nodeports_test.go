@@ -1,11 +1,15 @@
 package restore
 
 import (
+	"errors"
 	"maps"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestNodePortsKeptWhenSomeoneSetThem: a Service's node ports survive a
@@ -71,5 +75,33 @@ func TestNodePortsKeptWhenSomeoneSetThem(t *testing.T) {
 				t.Error("managed fields kept")
 			}
 		})
+	}
+}
+
+// TestNodePortRefusedFromTheStatusCauses: a Service's create is retried
+// without its node ports only when the API server's Invalid status names a
+// node port field, whatever its message says.
+func TestNodePortRefusedFromTheStatusCauses(t *testing.T) {
+	port := field.NewPath("spec", "ports").Index(1).Child("nodePort")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"port in use", apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web",
+			field.ErrorList{field.Invalid(port, 30080, "provided port is already allocated")}), true},
+		{"port out of range", apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web",
+			field.ErrorList{field.Invalid(port, 80, "provided port is not in the valid range")}), true},
+		{"another field", apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIP"), "10.0.0.1", "provided IP is already allocated")}), false},
+		{"a node port required", apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web",
+			field.ErrorList{field.Required(port, "")}), false},
+		{"already exists", apierrors.NewAlreadyExists(schema.GroupResource{Resource: "services"}, "web"), false},
+		{"not an API error", errors.New("spec.ports[0].nodePort: Invalid value"), false},
+		{"no error", nil, false},
+	} {
+		if got := nodePortRefused(tc.err); got != tc.want {
+			t.Errorf("%s: nodePortRefused = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
