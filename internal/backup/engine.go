@@ -56,6 +56,29 @@ type Engine struct {
 	// Hooks runs the backups' exec hooks in pods; without it a pod that
 	// has hooks to run is an error of its backup.
 	Hooks *hooks.Runner
+
+	// prep is what the run's validation read (ForRun).
+	prep *Prepared
+}
+
+// Prepared is what a backup's spec points to outside itself, read once
+// by its validation: the run follows the same answers, so a ConfigMap
+// edited in between cannot make it differ from what was judged.
+type Prepared struct {
+	// Policies are the backup's own resource policies, then the server's
+	// global volume policies (nil: there are none).
+	Policies *resourcepolicy.Policies
+}
+
+// ForRun is the engine for one run that reads the cluster's resources
+// through disc (the run's own discovery, resources.Once) and uses p, both
+// as its validation read them before it: one answer each, asked for once.
+// A nil p (a run no validation judged: one started again after a restart)
+// is read at the run's start.
+func (e *Engine) ForRun(disc discovery.DiscoveryInterface, p *Prepared) *Engine {
+	run := *e
+	run.Discovery, run.prep = disc, p
+	return &run
 }
 
 // Progress is how far a backup has got.
@@ -164,14 +187,20 @@ func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store
 	if err != nil {
 		return nil, err
 	}
-	// Validation has read the policies once already; problems here mean
-	// the ConfigMap changed since, and the backup stops before it starts.
-	policies, problems, err := resourcepolicy.ForBackup(ctx, configmapref.Dynamic(e.Dynamic), b)
-	if err != nil {
-		return nil, fmt.Errorf("backup %s: %w", b.Name, err)
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("backup %s: %s", b.Name, strings.Join(problems, "; "))
+	var policies *resourcepolicy.Policies
+	if e.prep != nil {
+		policies = e.prep.Policies
+	} else {
+		// No validation read them for this run (one started again after
+		// a restart): problems stop the backup before it starts.
+		var problems []string
+		policies, problems, err = resourcepolicy.ForBackup(ctx, configmapref.Dynamic(e.Dynamic), b)
+		if err != nil {
+			return nil, fmt.Errorf("backup %s: %w", b.Name, err)
+		}
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("backup %s: %s", b.Name, strings.Join(problems, "; "))
+		}
 	}
 	// The set of items seen and the resource list grow with the backup:
 	// past a small budget they live in a scratch directory of their own.

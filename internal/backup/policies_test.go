@@ -16,11 +16,12 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// TestRunStopsWhenItsPoliciesChanged: validation read the backup's
-// resource policies, but by the time the engine runs their ConfigMap is
-// gone, or no longer holds policies. The run stops before it writes
-// anything (the store is nil: touching it would panic) rather than back up
-// otherwise than asked, and says why.
+// TestRunStopsWhenItsPoliciesChanged: a run no validation prepared (one
+// started again after a server restart, ForRun with no Prepared) reads the
+// backup's resource policies itself, and their ConfigMap is gone, or no
+// longer holds policies. The run stops before it writes anything (the
+// store is nil: touching it would panic) rather than back up otherwise
+// than asked, and says why.
 func TestRunStopsWhenItsPoliciesChanged(t *testing.T) {
 	cfg := testbed.ControlPlane(t)
 	ctx := context.Background()

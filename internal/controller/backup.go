@@ -138,12 +138,18 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// Kept aside: the backup is read anew before it starts.
 	ignored := b.Status.IgnoredFields
+	// The validation and the pass read the cluster's resources once.
+	disc := resources.Once(r.Engine.Discovery)
+	// What validation read, for the run; a run started again after a
+	// restart (not validated here) reads its own.
+	var prep *backup.Prepared
 	switch b.Status.Phase {
 	case "", salvorv1.BackupPhaseNew:
-		problems, ign, err := r.validate(ctx, b)
+		problems, ign, policies, err := r.validate(ctx, b, disc)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		prep = &backup.Prepared{Policies: policies}
 		ignored = ign
 		if len(problems) > 0 {
 			b.Status.Phase = salvorv1.BackupPhaseFailedValidation
@@ -229,19 +235,20 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	metrics.BackupsInProgress.Inc()
 	defer metrics.BackupsInProgress.Dec()
-	r.run(runCtx, ctx, b, bsl, cancel)
+	r.run(runCtx, ctx, r.Engine.ForRun(disc, prep), b, bsl, cancel)
 	return ctrl.Result{}, nil
 }
 
 // validateSpec returns what is wrong with a backup spec (a Backup's, or a
-// Schedule's template), and the location it writes to when that is usable.
-// Its resource policies are read from the API server with reader; an
-// error is a failure to read them, for the caller to try again.
-func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, reader client.Reader, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation, error) {
+// Schedule's template), the location it writes to when that is usable, and
+// the resource policies it names as read for the judging. They are read
+// from the API server with reader; an error is a failure to read them, for
+// the caller to try again.
+func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *Locations, reader client.Reader, spec salvorv1.BackupSpec) ([]string, *salvorv1.BackupStorageLocation, *resourcepolicy.Policies, error) {
 	problems := backup.Validate(spec)
 	policies, bad, err := resourcepolicy.Load(ctx, configMaps(reader), locs.Namespace, spec.ResourcePolicy)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	problems = append(problems, bad...)
 	problems = append(problems, policies.Conflicts(spec)...)
@@ -266,7 +273,7 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 	if hooks.HasCommands(spec.Hooks) {
 		review := hooks.ExecReview("")
 		if err := locs.Client.Create(ctx, review); err != nil {
-			return nil, nil, fmt.Errorf("asking whether the server may run commands in pods, for the hooks: %w", err)
+			return nil, nil, nil, fmt.Errorf("asking whether the server may run commands in pods, for the hooks: %w", err)
 		}
 		if !review.Status.Allowed {
 			problems = append(problems, "spec.hooks: "+hooks.Denial)
@@ -283,9 +290,9 @@ func validateSpec(ctx context.Context, disc discovery.DiscoveryInterface, locs *
 	case bsl.Spec.ReadOnly():
 		problems = append(problems, fmt.Sprintf("backup storage location %q is ReadOnly: Salvor never writes to it; back up to a ReadWrite location", bsl.Name))
 	default:
-		return append(problems, dataMoverProblems(spec, bsl)...), bsl, nil
+		return append(problems, dataMoverProblems(spec, bsl)...), bsl, policies, nil
 	}
-	return problems, nil, nil
+	return problems, nil, policies, nil
 }
 
 // dataMoverProblems is what keeps a spec's snapshotMoveData from being
@@ -346,24 +353,25 @@ func snapshotLocationProblems(ctx context.Context, locs *Locations, names []stri
 	return nil
 }
 
-// validate returns what is wrong with a new Backup, and the fields of
-// Velero's spec it has that Salvor ignores.
-func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (problems, ignored []string, err error) {
+// validate returns what is wrong with a new Backup, the fields of Velero's
+// spec it has that Salvor ignores, and the resource policies the run is to
+// use (its own, then the server's global volume policies) as judged.
+func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup, disc discovery.DiscoveryInterface) (problems, ignored []string, policies *resourcepolicy.Policies, err error) {
 	extra, err := unknownFields(ctx, r.APIReader, b, salvorv1.BackupSpec{}, "spec")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	problems, bsl, err := validateSpec(ctx, r.Engine.Discovery, r.Locations, r.APIReader, b.Spec)
+	problems, bsl, own, err := validateSpec(ctx, disc, r.Locations, r.APIReader, b.Spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	refused, ignored := judgeUnknown(extra, backupRefused, "spec.")
 	problems = append(problems, refused...)
 	// Checked at the server's start, and again here: the ConfigMap may
 	// have gone or been broken since.
-	_, bad, err := resourcepolicy.LoadGlobal(ctx, configMaps(r.APIReader), b.Namespace, r.GlobalVolumePolicies)
+	global, bad, err := resourcepolicy.LoadGlobal(ctx, configMaps(r.APIReader), b.Namespace, r.GlobalVolumePolicies)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	problems = append(problems, bad...)
 	if b.Spec.Strict && (len(b.Spec.IncludedNamespaces) > 0 || len(b.Spec.ExcludedNamespaces) > 0) {
@@ -403,7 +411,7 @@ func (r *BackupReconciler) validate(ctx context.Context, b *salvorv1.Backup) (pr
 			problems = append(problems, fmt.Sprintf("could not check that the name %s is free in location %s: %v", b.Name, bsl.Name, err))
 		}
 	}
-	return problems, ignored, nil
+	return problems, ignored, own.Then(global), nil
 }
 
 func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason string) error {
@@ -542,9 +550,10 @@ func cancelCause(b *salvorv1.Backup) error {
 	}
 }
 
-// run does the backup under runCtx (cancelled by the user or the backup's
-// timeout) and records its end with ctx.
-func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation, cancel context.CancelCauseFunc) {
+// run does the backup with engine (the server's, reading the run's one
+// discovery) under runCtx (cancelled by the user or the backup's timeout)
+// and records its end with ctx.
+func (r *BackupReconciler) run(runCtx, ctx context.Context, engine *backup.Engine, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation, cancel context.CancelCauseFunc) {
 	started := time.Now()
 	log, err := newRunLog(r.Log, b.Name)
 	if err != nil {
@@ -587,7 +596,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, b *salvorv1.Backup, 
 	}
 	log.Info("backup started", "location", bsl.Name, "attempt", b.Status.Attempts)
 	var progressMu sync.Mutex
-	out, err := r.Engine.RunWithSnapshots(runCtx, b, store, snap, log.Logger, func(p backup.Progress) {
+	out, err := engine.RunWithSnapshots(runCtx, b, store, snap, log.Logger, func(p backup.Progress) {
 		progressMu.Lock()
 		defer progressMu.Unlock()
 		patch := client.MergeFrom(b.DeepCopy())

@@ -12,16 +12,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/salvor-dev/salvor/internal/backup"
-	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
-	"github.com/salvor-dev/salvor/internal/modifiers"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
@@ -88,8 +87,10 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	problems, ignored := judgeUnknown(extra, restoreRefused, "spec.")
 	rs.Status.IgnoredFields = ignored
 	problems = append(problems, restore.Validate(rs.Spec)...)
+	// The validation and the pass read the cluster's resources once.
+	disc := resources.Once(r.Engine.Discovery)
 	if rs.Spec.Hooks != nil {
-		if served, unavailable, err := resources.Discover(r.Engine.Discovery); err == nil {
+		if served, unavailable, err := resources.Discover(disc); err == nil {
 			problems = append(problems, hooks.RestoreDiscoveryProblems(rs.Spec.Hooks, served, unavailable)...)
 		}
 	}
@@ -102,12 +103,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			problems = append(problems, "spec.hooks: "+hooks.Denial)
 		}
 	}
-	_, bad, err := modifiers.Load(ctx, configmapref.Dynamic(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourceModifier)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	problems = append(problems, bad...)
-	policies, bad, err := resourcepolicy.LoadForRestore(ctx, configmapref.Dynamic(r.Engine.Dynamic), rs.Namespace, rs.Spec.ResourcePolicy)
+	prep, bad, err := restore.Prepare(ctx, r.Engine.Dynamic, rs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -140,7 +136,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	// Both checks read the backup's resource list: from the location once.
 	list := sync.OnceValues(func() (*persistence.ListSummary, error) { return r.resourceList(ctx, b) })
 	if len(problems) == 0 {
-		problems = r.unknownResources(rs, policies, list)
+		problems = unknownResources(rs, disc, prep.Policies, list)
 	}
 	if len(problems) == 0 && rs.Spec.Strict {
 		problems = unmatchedNamespaces(rs, b, list)
@@ -184,7 +180,7 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := updateRestoreStatus(ctx, r.Client, rs); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.run(runCtx, ctx, rs, b, cancel)
+	r.run(runCtx, ctx, r.Engine.ForRun(disc, prep), rs, b, cancel)
 	return ctrl.Result{}, nil
 }
 
@@ -264,7 +260,7 @@ func (r *RestoreReconciler) resourceList(ctx context.Context, b *salvorv1.Backup
 // held by the backup (whose custom resources the cluster may not serve
 // yet). Without the backup's resource list it checks nothing rather than
 // refuse a good name.
-func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, policies *resourcepolicy.Policies, resourceList func() (*persistence.ListSummary, error)) []string {
+func unknownResources(rs *salvorv1.Restore, disc discovery.DiscoveryInterface, policies *resourcepolicy.Policies, resourceList func() (*persistence.ListSummary, error)) []string {
 	lists := map[string][]string{"includedResources": rs.Spec.IncludedResources, "excludedResources": rs.Spec.ExcludedResources}
 	if st := rs.Spec.RestoreStatus; st != nil {
 		lists["restoreStatus.includedResources"], lists["restoreStatus.excludedResources"] = st.IncludedResources, st.ExcludedResources
@@ -272,7 +268,7 @@ func (r *RestoreReconciler) unknownResources(rs *salvorv1.Restore, policies *res
 	if !slices.ContainsFunc(slices.Collect(maps.Values(lists)), func(names []string) bool { return len(names) > 0 }) && policies.Filters().Empty() {
 		return nil
 	}
-	served, unavailable, err := resources.Discover(r.Engine.Discovery)
+	served, unavailable, err := resources.Discover(disc)
 	if err != nil {
 		return nil
 	}
@@ -323,7 +319,9 @@ func (r *RestoreReconciler) fail(ctx context.Context, rs *salvorv1.Restore, reas
 	return updateRestoreStatus(ctx, r.Client, rs)
 }
 
-func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restore, b *salvorv1.Backup, cancel context.CancelCauseFunc) {
+// run does the restore with engine (the server's, reading the run's one
+// discovery) under runCtx and records its end with ctx.
+func (r *RestoreReconciler) run(runCtx, ctx context.Context, engine *restore.Engine, rs *salvorv1.Restore, b *salvorv1.Backup, cancel context.CancelCauseFunc) {
 	log, err := newRunLog(r.Log, b.Name)
 	if err != nil {
 		_ = r.fail(ctx, rs, err.Error())
@@ -374,7 +372,7 @@ func (r *RestoreReconciler) run(runCtx, ctx context.Context, rs *salvorv1.Restor
 	}
 	defer tarball.Close()
 	var mu sync.Mutex
-	out, err := r.Engine.RunWithVolumes(runCtx, rs, tarball, volumes, restoreLog, func(p restore.Progress) {
+	out, err := engine.RunWithVolumes(runCtx, rs, tarball, volumes, restoreLog, func(p restore.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		patch := client.MergeFrom(rs.DeepCopy())

@@ -436,7 +436,7 @@ func (r *ScheduleReconciler) validate(ctx context.Context, s *salvorv1.Schedule)
 			problems = append(problems, fmt.Sprintf("spec.retention.keepFailed %d: must not be negative", *p.KeepFailed))
 		}
 	}
-	templateProblems, _, err := validateSpec(ctx, r.Discovery, r.Locations, r.APIReader, s.Spec.Template)
+	templateProblems, _, _, err := validateSpec(ctx, r.Discovery, r.Locations, r.APIReader, s.Spec.Template)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/salvor-dev/salvor/internal/configmapref"
 	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/modifiers"
@@ -70,6 +68,19 @@ type Engine struct {
 	// HookWaitTimeout bounds the wait for a restored pod's container to
 	// come up when its hooks give no waitTimeout (hooks.DefaultWait).
 	HookWaitTimeout time.Duration
+
+	// prep is what the run's validation read (ForRun); nil reads it at
+	// the run's start.
+	prep *Prepared
+}
+
+// ForRun is the engine for one run that reads the cluster's resources
+// through disc (the run's own discovery, resources.Once) and uses p, both
+// as its validation read them before it: one answer each, asked for once.
+func (e *Engine) ForRun(disc discovery.DiscoveryInterface, p *Prepared) *Engine {
+	run := *e
+	run.Discovery, run.prep = disc, p
+	return &run
 }
 
 // VolumeRestorer recreates persistent volumes from their snapshots.
@@ -292,22 +303,20 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	if r.execHooks, err = hooks.CompileRestore(rs.Spec.Hooks); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
-	if err := r.loadModifiers(ctx); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
-	}
-	// Validation has read the policies once already; problems here mean
-	// the ConfigMap changed since, and the restore stops before it starts.
-	policies, problems, err := resourcepolicy.LoadForRestore(ctx, configmapref.Dynamic(e.Dynamic), rs.Namespace, rs.Spec.ResourcePolicy)
-	if err == nil && len(problems) > 0 {
-		err = errors.New(strings.Join(problems, "; "))
-	}
+	prep, err := e.prepared(ctx, rs)
 	if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
+		return nil, err
 	}
-	r.filters = policies.Filters()
+	policies := prep.Policies
+	r.modifiers, r.filters = prep.Modifiers, policies.Filters()
+	// The mappings' ConfigMaps are read before the tarball: a bad one
+	// stops the restore before it downloads anything.
+	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
+		return nil, err
+	}
 	// Discovery first: reading checks each item's scope against it, and
 	// files each item in the tier its resource's name in the list means.
-	if err := r.discover(); err != nil {
+	if err := r.discover(e.Discovery); err != nil {
 		return nil, err
 	}
 	served := slices.SortedFunc(maps.Values(r.resources), func(a, b resources.Resource) int {
@@ -325,9 +334,6 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	for _, w := range UnmatchedNamespaces(rs.Spec, r.held) {
 		r.rec.RunWarning(w)
-	}
-	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
-		return nil, err
 	}
 	if err := r.loadActions(ctx); err != nil {
 		return nil, err

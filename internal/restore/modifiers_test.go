@@ -120,3 +120,64 @@ resourceModifierRules:
 		t.Errorf("the stopped run made its namespace: %v", err)
 	}
 }
+
+// TestRunUsesWhatItsValidationRead: a run given its validation's Prepared
+// (ForRun) applies the modifier rules validation judged, though the
+// ConfigMap was broken since; a run with none reads the ConfigMap itself
+// and stops on the broken rules, naming them, before it makes anything.
+func TestRunUsesWhatItsValidationRead(t *testing.T) {
+	e, cfg := testEngine(t)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for _, ns := range []string{"prep-server", "prep-shop"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mods"}, Data: map[string]string{"rules.yaml": `version: v1
+resourceModifierRules:
+- conditions: {groupResource: configmaps}
+  mergePatches: [{patchData: '{"data": {"color": "blue"}}'}]
+`}}
+	if _, err := cs.CoreV1().ConfigMaps("prep-server").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var tarball bytes.Buffer
+	w, err := archive.NewWriter(&tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteItem(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "prep-shop", "web",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"prep-shop"},"data":{"color":"red"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "r-prep", Namespace: "prep-server"}, Spec: salvorv1.RestoreSpec{BackupName: "b",
+		ResourceModifier: &corev1.TypedLocalObjectReference{Kind: "configmap", Name: "mods"}}}
+	prep, problems, err := Prepare(ctx, e.Dynamic, rs)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("Prepare = %v, %v", problems, err)
+	}
+	cm.Data["rules.yaml"] = "version: v1\nresourceModifierRules: [{conditions: {}}]\n"
+	if _, err := cs.CoreV1().ConfigMaps("prep-server").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := e.Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil); err == nil || !strings.Contains(err.Error(), "mods") {
+		t.Fatalf("a run reading the broken rules itself: %v, want an error naming the ConfigMap", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("prep-shop").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the run that stopped made the ConfigMap anyway: %v", err)
+	}
+
+	out, err := e.ForRun(e.Discovery, prep).Run(ctx, rs, bytes.NewReader(tarball.Bytes()), slog.New(slog.DiscardHandler), nil)
+	if err != nil || out.Results.Errors.Count() > 0 {
+		t.Fatalf("a run with its validation's rules: %+v, %v", out, err)
+	}
+	got, err := cs.CoreV1().ConfigMaps("prep-shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || got.Data["color"] != "blue" {
+		t.Fatalf("restored ConfigMap: %v, %v; want the validated rule's color blue", got.Data, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 
 	"github.com/salvor-dev/salvor/internal/archive"
 	"github.com/salvor-dev/salvor/internal/csi"
@@ -384,8 +385,11 @@ func (r *run) additionalAllowed(it *entry) bool {
 	return r.namespaceAllowed(ns)
 }
 
-func (r *run) discover() error {
-	all, unavailable, err := resources.Discover(r.e.Discovery)
+// discover reads the cluster's resources through d: the run's discovery
+// (asked once per run), or resources.Again of it when the run waits for
+// what it made itself.
+func (r *run) discover(d discovery.DiscoveryInterface) error {
+	all, unavailable, err := resources.Discover(d)
 	if err != nil {
 		return err
 	}
@@ -516,7 +520,8 @@ func (r *run) waitEstablished(ctx context.Context, crds []string) error {
 	}
 	var missing []string
 	served := func(context.Context) (bool, error) {
-		if err := r.discover(); err != nil {
+		// Asked anew: the run's own answer predates the definitions.
+		if err := r.discover(resources.Again(r.e.Discovery)); err != nil {
 			return false, err
 		}
 		missing = missing[:0]

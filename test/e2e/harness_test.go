@@ -100,7 +100,10 @@ func (c *cluster) command(args ...string) *exec.Cmd {
 	return cmd
 }
 
-func startCluster(t testing.TB) *cluster {
+// clusterOption sets up a cluster's control plane before it starts.
+type clusterOption func(t testing.TB, env *envtest.Environment)
+
+func startCluster(t testing.TB, opts ...clusterOption) *cluster {
 	t.Helper()
 	assets, err := testbed.Dir()
 	if err != nil {
@@ -113,6 +116,9 @@ func startCluster(t testing.TB) *cluster {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, o := range opts {
+		o(t, env)
 	}
 	if _, err := env.Start(); err != nil {
 		t.Fatalf("starting the control plane: %v", err)

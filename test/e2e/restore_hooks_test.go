@@ -145,7 +145,7 @@ spec:
 		`pods db/flaky: exec restore hook flaky (command ["touch" "after"]) did not run in container main: hook flaky before it failed, with onError Fail`,
 		`pods db/never: exec restore hook post.hook.restore.velero.io/command (command ["true"]) did not run in container main: the container was not running after 2s`,
 		`pods db/gone: exec restore hook post.hook.restore.velero.io/command (command ["true"]) did not run in container main: the pod was deleted before the hook could run`,
-		`pods db/elsewhere: exec restore hook post.hook.restore.velero.io/command (command ["true"]) not run: the pod has no such container: "nope"`,
+		`pods db/elsewhere: exec restore hook post.hook.restore.velero.io/command (command ["true"]) not run: salvor: the pod has no such container: "nope"`,
 		"Namespace db-copy: pods db/never",
 		"Hooks: 8 run, 4 failed",
 	} {

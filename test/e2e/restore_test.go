@@ -934,7 +934,7 @@ func TestServiceNodePortsSomeoneSetSurvive(t *testing.T) {
 
 	c.mustSalvor(t, "restore", "create", "copy", "--from-backup", "edge", "--namespace-mappings", "edge:edge2", "--wait")
 	if rs, desc := c.getRestore(t, "copy"), c.mustSalvor(t, "restore", "describe", "copy", "--details"); rs.Status.Phase != salvorv1.RestorePhaseCompleted ||
-		!strings.Contains(desc, "services edge/web: its node ports are taken in this cluster") {
+		!strings.Contains(desc, "services edge/web: its node ports are refused in this cluster") {
 		t.Errorf("copy beside the original: %+v\n%s", rs.Status, desc)
 	}
 	if got := nodePorts("edge2"); got["http"] == 30080 || got["http"] == 0 || got["admin"] == 0 {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -288,6 +289,9 @@ func (o *options) run(ctx context.Context) error {
 	// between a server and its API server that costs both sides more CPU
 	// than the bytes it saves.
 	cfg.DisableCompression = true
+	// An audit log tells the server's requests from the CLI's by this.
+	build := buildinfo.Get()
+	cfg.UserAgent = fmt.Sprintf("salvor-server/%s (%s)", cmp.Or(build.Version, "unknown"), build.Platform)
 
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -484,7 +488,6 @@ func (o *options) run(ctx context.Context) error {
 			return err
 		}
 	}
-	build := buildinfo.Get()
 	metrics.ObserveBuild(build.Version, build.Commit, build.GoVersion)
 	logger.Info("salvor server starting", "namespace", o.kube.Namespace, "plugins", len(plugins.List()), "version", build.Version, "commit", build.Commit)
 	return mgr.Start(ctx)
