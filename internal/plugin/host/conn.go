@@ -162,12 +162,13 @@ func (c conn) observe(cl *call, err error) {
 // fail turns a failed call into a *CallError, killing a hung process.
 func (cl *call) fail(p *process, callerCtx context.Context, err error, started bool) error {
 	ce := &CallError{
-		Plugin: cl.info.plugin,
-		Kind:   cl.desc.Kind,
-		Method: cl.method,
-		Item:   cl.info.item,
-		Binary: p.cmd.Path,
-		Waited: time.Since(cl.start),
+		Plugin:    cl.info.plugin,
+		Kind:      cl.desc.Kind,
+		Method:    cl.method,
+		Item:      cl.info.item,
+		Binary:    p.cmd.Path,
+		inProcess: p.cmd.InProcess != nil,
+		Waited:    time.Since(cl.start),
 	}
 	ce.Code, ce.Message, ce.Stack = wire.FromStatus(err)
 	switch {
@@ -191,7 +192,11 @@ func (cl *call) fail(p *process, callerCtx context.Context, err error, started b
 	case cl.pastHardDeadline():
 		p.kill(cl.gen)
 		ce.cause = ErrPluginHung
-		p.log.Error("plugin ignored its deadline; killed its process", "plugin", ce.Plugin, "method", ce.Method, "item", ce.Item, "waited", ce.Waited)
+		msg := "plugin ignored its deadline; killed its process"
+		if p.cmd.InProcess != nil {
+			msg = "plugin ignored its deadline; stopped its in-process server"
+		}
+		p.log.Error(msg, "plugin", ce.Plugin, "method", ce.Method, "item", ce.Item, "waited", ce.Waited)
 	case ce.Code == codes.Unavailable || ce.Code == codes.Internal && strings.Contains(ce.Message, "EOF"):
 		if dead, how := p.exited(cl.gen); dead {
 			ce.cause = ErrPluginCrashed

@@ -48,6 +48,9 @@ type CallError struct {
 	cause  error
 	// notStarted is set when the process could not be started at all.
 	notStarted bool
+	// inProcess is set when the plugin is served from the host's own
+	// process (plugintest), which is stopped rather than killed.
+	inProcess bool
 }
 
 func (e *CallError) Error() string {
@@ -61,6 +64,9 @@ func (e *CallError) Error() string {
 		fmt.Fprintf(&b, " for %s", e.Item)
 	}
 	switch {
+	case errors.Is(e.cause, ErrPluginHung) && e.inProcess:
+		fmt.Fprintf(&b, ": no answer after %s (deadline plus grace period); the plugin ignored its context, so its in-process server %s was stopped and a new one will serve the next call",
+			e.Waited.Round(time.Millisecond), e.Binary)
 	case errors.Is(e.cause, ErrPluginHung):
 		fmt.Fprintf(&b, ": no answer after %s (deadline plus grace period); the plugin ignored its context, so its process %s was killed and will be restarted",
 			e.Waited.Round(time.Millisecond), e.Binary)

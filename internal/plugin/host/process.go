@@ -24,10 +24,18 @@ import (
 	"github.com/salvor-dev/salvor/pkg/plugin/wire"
 )
 
-// Command is how to start a plugin binary.
+// Command is how to start a plugin binary, or how to reach plugins served
+// in this process.
 type Command struct {
 	Path string
 	Args []string
+	// InProcess, when set, serves the plugins from this process instead of
+	// running Path (plugintest's StartInProcess; Path only names it): it is
+	// called for each generation and serves until ctx is done. Such a
+	// plugin cannot be killed: a call that overruns its deadline stops its
+	// server, and the next call starts a new one, but the handler that hung
+	// keeps its goroutine.
+	InProcess func(ctx context.Context) (*goplugin.ReattachConfig, error)
 }
 
 func (c Command) String() string {
@@ -70,6 +78,10 @@ type process struct {
 	exit   *exitWatch
 	// oldWatches are the watches of earlier generations, released on close.
 	oldWatches []*exitWatch
+	// An in-process generation serves until stop is called; stopped says
+	// it was, as an exit says so of a process.
+	stop    context.CancelFunc
+	stopped bool
 }
 
 func newProcess(cmd Command, opts *Options) *process {
@@ -98,9 +110,9 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 	// checked itself (not only the connection) because a process killed a
 	// moment ago may still have a connection that looks up.
 	p.mu.Lock()
-	client, conn, gen, closed, exit := p.client, p.conn, p.gen, p.closed, p.exit
+	client, conn, gen, closed, exit, stopped := p.client, p.conn, p.gen, p.closed, p.exit, p.stopped
 	p.mu.Unlock()
-	if !closed && client != nil && conn != nil && conn.GetState() == connectivity.Ready && !client.Exited() && exit.alive(client) {
+	if !closed && client != nil && conn != nil && conn.GetState() == connectivity.Ready && p.running(client, exit, stopped) {
 		return conn, gen, nil
 	}
 
@@ -109,7 +121,7 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 	if p.closed {
 		return nil, 0, fmt.Errorf("plugin process %s: the plugin manager is closed", p.cmd.Path)
 	}
-	if p.client != nil && !p.client.Exited() && processAlive(p.client) {
+	if p.client != nil && p.running(p.client, nil, p.stopped) {
 		return p.conn, p.gen, nil
 	}
 	if p.client != nil {
@@ -119,7 +131,7 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 			return nil, 0, fmt.Errorf("%w: plugin binary %s crashed %d times in a row; not started again for %s%s",
 				ErrPluginCrashed, p.cmd.Path, p.streak, wait.Round(time.Millisecond), p.stderr.suffix())
 		}
-		p.client.Kill()
+		p.end()
 		p.restarts++
 		p.log.Warn("restarting plugin process", "restarts", p.restarts, "crashes_in_a_row", p.streak)
 		if p.opts.OnRestart != nil {
@@ -135,14 +147,46 @@ func (p *process) get(ctx context.Context) (*grpc.ClientConn, int, error) {
 		err := p.conn.Invoke(ictx, ic.method, ic.req, &pb.Empty{})
 		cancel()
 		if err != nil {
-			p.client.Kill()
+			p.end()
 			return nil, 0, fmt.Errorf("re-initialising plugin %s in restarted process %s: %w", ic.plugin, p.cmd.Path, err)
 		}
 	}
 	return p.conn, p.gen, nil
 }
 
+// running tells whether the current generation still serves: a process
+// until it exits (exit watches it; nil asks /proc), an in-process server
+// until it is stopped.
+func (p *process) running(client *goplugin.Client, exit *exitWatch, stopped bool) bool {
+	if p.cmd.InProcess != nil {
+		return !stopped
+	}
+	if exit == nil {
+		return !client.Exited() && processAlive(client)
+	}
+	return !client.Exited() && exit.alive(client)
+}
+
+// end ends the current generation: go-plugin kills a process; an
+// in-process server is stopped and its connection closed (go-plugin leaves
+// both to the test that served it).
+func (p *process) end() {
+	if p.stop != nil {
+		// The server is stopped by its context alone: go-plugin's client
+		// Close would also ask it to shut down, and the two stops race.
+		p.stop()
+		p.stopped = true
+		if p.conn != nil {
+			_ = p.conn.Close()
+		}
+	}
+	p.client.Kill()
+}
+
 func (p *process) start() error {
+	if p.cmd.InProcess != nil {
+		return p.startInProcess()
+	}
 	args := append([]string{}, p.cmd.Args...)
 	args = append(args, "--log-level="+p.opts.PluginLogLevel)
 	p.execCmd = exec.Command(p.cmd.Path, args...)
@@ -175,16 +219,55 @@ func (p *process) start() error {
 		return fmt.Errorf("plugin binary %s does not speak gRPC", p.cmd)
 	}
 	p.conn = gc.Conn
+	p.newGeneration()
+	return nil
+}
+
+// startInProcess serves a generation from this process and attaches to it
+// as go-plugin attaches to a plugin it did not start.
+func (p *process) startInProcess() error {
+	ctx, stop := context.WithCancel(context.Background())
+	rc, err := p.cmd.InProcess(ctx)
+	if err != nil {
+		stop()
+		return fmt.Errorf("serving plugins %s in process: %w", p.cmd.Path, err)
+	}
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		Plugins:          hostPlugins,
+		Reattach:         rc,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off}),
+		GRPCDialOptions:  wire.DialOptions(),
+	})
+	p.stop, p.stopped = stop, false
+	rpc, err := p.client.Client()
+	if err != nil {
+		p.end()
+		return fmt.Errorf("attaching to plugins %s served in process: %w", p.cmd.Path, err)
+	}
+	gc, ok := rpc.(*goplugin.GRPCClient)
+	if !ok {
+		p.end()
+		return fmt.Errorf("plugins %s served in process do not speak gRPC", p.cmd.Path)
+	}
+	p.conn = gc.Conn
+	p.newGeneration()
+	return nil
+}
+
+func (p *process) newGeneration() {
 	// Callers may still hold the previous generation's watch: its fd stays
 	// open (so its number is not reused under them) until the process is
 	// closed for good.
 	if p.exit != nil {
 		p.oldWatches = append(p.oldWatches, p.exit)
 	}
-	p.exit = watchExit(p.client)
+	if p.cmd.InProcess == nil {
+		p.exit = watchExit(p.client)
+	}
 	p.gen++
 	p.stderr.reset()
-	return nil
 }
 
 // backoff says how long to wait before starting again a process that died
@@ -245,6 +328,11 @@ func (p *process) kill(gen int) {
 	if gen != p.gen || p.client == nil {
 		return
 	}
+	if p.cmd.InProcess != nil {
+		// Its "process" is this one: stop its server instead.
+		p.end()
+		return
+	}
 	if rc := p.client.ReattachConfig(); rc != nil && rc.Pid > 0 {
 		if proc, err := os.FindProcess(rc.Pid); err == nil {
 			_ = proc.Kill()
@@ -260,10 +348,14 @@ func (p *process) exited(gen int) (bool, string) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		current := gen == p.gen && p.client != nil
-		if current && !p.client.Exited() {
+		// A process counts as ended once go-plugin has reaped it (Exited),
+		// not when /proc says so: its ProcessState is written then.
+		if current && (p.cmd.InProcess != nil && !p.stopped || p.cmd.InProcess == nil && !p.client.Exited()) {
 			return false, nil
 		}
-		if current && p.execCmd.ProcessState != nil {
+		if current && p.cmd.InProcess != nil {
+			how = "its in-process server stopped"
+		} else if current && p.execCmd.ProcessState != nil {
 			how = p.execCmd.ProcessState.String()
 		}
 		return true, nil
@@ -281,7 +373,7 @@ func (p *process) exited(gen int) (bool, string) {
 func (p *process) pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.client == nil {
+	if p.client == nil || p.cmd.InProcess != nil {
 		return 0
 	}
 	if rc := p.client.ReattachConfig(); rc != nil {
@@ -295,7 +387,7 @@ func (p *process) close() {
 	defer p.mu.Unlock()
 	p.closed = true
 	if p.client != nil {
-		p.client.Kill()
+		p.end()
 	}
 	for _, w := range append(p.oldWatches, p.exit) {
 		w.release()

@@ -8,6 +8,9 @@
 //		...
 //	}
 //
+// StartInProcess serves an *sdk.Server from the test's own process through
+// the same host, without building a binary.
+//
 // It imports nothing a plugin author cannot: the types a test needs are
 // named here (Options, Get, BackupItemAction, RestoreInput, ...).
 package plugintest

@@ -39,6 +39,7 @@ import (
 
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 	"github.com/salvor-dev/salvor/pkg/plugin/plugintest"
+	"github.com/salvor-dev/salvor/pkg/plugin/sdk"
 )
 
 func TestMyAction(t *testing.T) {
@@ -52,6 +53,8 @@ func TestMyAction(t *testing.T) {
 	_, _ = res, err
 	r, _ := plugintest.Get[plugintest.RestoreItemAction](context.Background(), m, "example.io/other", nil)
 	_, _ = r.Execute(context.Background(), plugintest.RestoreInput{})
+	in := plugintest.StartInProcess(t, sdk.NewServer(), plugintest.Options{})
+	_, _ = plugintest.Get[plugintest.ObjectStore](context.Background(), in, "example.io/store", map[string]string{})
 }
 `)
 	cmd := exec.Command("go", "vet", "-mod=mod", "./...")

@@ -31,6 +31,15 @@ type (
 	VolumeSnapshotter = host.VolumeSnapshotter
 )
 
+// The causes a CallError may have, for errors.Is.
+var (
+	// ErrPluginHung: a call ran past its deadline plus the grace period;
+	// the plugin's process was killed (in process: its server stopped).
+	ErrPluginHung = host.ErrPluginHung
+	// ErrPluginCrashed: the plugin's process died during the call.
+	ErrPluginCrashed = host.ErrPluginCrashed
+)
+
 // Get returns the plugin of kind T (BackupItemAction, RestoreItemAction,
 // DeleteItemAction, ObjectStore or VolumeSnapshotter) named name, called
 // exactly as Salvor's server calls it; config is what an ObjectStore or

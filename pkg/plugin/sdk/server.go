@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
@@ -263,7 +264,11 @@ func (s *Server) Serve() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	goplugin.Serve(&goplugin.ServeConfig{
+	goplugin.Serve(s.serveConfig(nil))
+}
+
+func (s *Server) serveConfig(test *goplugin.ServeTestConfig) *goplugin.ServeConfig {
+	return &goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		// go-plugin registers every plugin of the map on one gRPC server; a
 		// single entry registers all of this binary's services at once.
@@ -271,5 +276,34 @@ func (s *Server) Serve() {
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, serverOptions()...)...)
 		},
-	})
+		Test: test,
+	}
+}
+
+// ServeInProcess serves the registered plugins from this process, over
+// the same protocol and socket as Serve, until ctx is done; it returns once
+// they are reachable, with what a host reattaches to. plugintest's
+// StartInProcess uses it: a plugin's test then runs without building a
+// binary, and can share memory with the plugin or stop in it under a
+// debugger.
+func (s *Server) ServeInProcess(ctx context.Context) (*goplugin.ReattachConfig, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	reattach := make(chan *goplugin.ReattachConfig, 1)
+	stopped := make(chan struct{})
+	cfg := s.serveConfig(&goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: stopped})
+	// go-plugin traces every connection by default; in a test's output only
+	// its errors belong.
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr})
+	go goplugin.Serve(cfg)
+	select {
+	case rc := <-reattach:
+		return rc, nil
+	case <-stopped:
+		// go-plugin has logged why (it could not listen, say).
+		return nil, fmt.Errorf("serving plugins in process: the server stopped before it listened (see the log above)")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
