@@ -11,6 +11,8 @@
 # a module that has them. `hack/testbed/build.sh --regen` rewrites the
 # Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
+# `hack/testbed/build.sh --demo` builds only what `make demo` runs: etcd and
+# kube-apiserver.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
@@ -45,6 +47,9 @@ fi
 if [ ! -x "$out/kube-apiserver" ]; then
   echo "building kube-apiserver $KUBERNETES_VERSION (4-8 minutes the first time)"
   (cd "$here/kubernetes" && go build -o "$out/kube-apiserver" ./kube-apiserver)
+fi
+if [ "${1:-}" = "--demo" ]; then
+  exit 0
 fi
 if [ ! -x "$out/kube-controller-manager" ]; then
   echo "building kube-controller-manager $KUBERNETES_VERSION (3-5 minutes the first time)"
