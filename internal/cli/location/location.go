@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +30,11 @@ func NewCommand(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
+// createOptions are `salvor backup-location create`'s flags: bound,
+// turned into a BackupStorageLocation with no cluster (location), then sent
+// (run).
 type createOptions struct {
+	flags                    *pflag.FlagSet
 	provider, bucket, prefix string
 	config                   map[string]string
 	isDefault                bool
@@ -66,98 +71,20 @@ Unavailable, so such a create is refused, naming the other location.`,
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.provider == "" || o.bucket == "" {
-				return fmt.Errorf("--provider and --bucket are required")
-			}
-			mode := salvorv1.BackupStorageLocationAccessMode(o.accessMode)
-			if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
-				return fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", o.accessMode)
-			}
-			credential, err := kube.SecretKey(o.credential)
+			bsl, err := o.location(k.Namespace, args[0])
 			if err != nil {
 				return err
 			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			bsl := &salvorv1.BackupStorageLocation{
-				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace},
-				Spec: salvorv1.BackupStorageLocationSpec{
-					Provider:      o.provider,
-					Config:        o.config,
-					ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.bucket, Prefix: o.prefix},
-					Default:       o.isDefault,
-					AccessMode:    mode,
-					Credential:    credential,
-				},
-			}
-			if o.immutableFor < 0 || (o.immutableFor == 0 && o.immutableMode != "") {
-				return fmt.Errorf("--immutable-for %s: give how long each object is retained (for example 720h); --immutable-mode needs it", o.immutableFor)
-			}
-			if o.immutableFor > 0 {
-				switch o.immutableMode {
-				case "", "GOVERNANCE", "COMPLIANCE":
-				default:
-					return fmt.Errorf("--immutable-mode %q: want GOVERNANCE or COMPLIANCE", o.immutableMode)
-				}
-				bsl.Spec.Immutability = &salvorv1.LocationImmutability{RetainFor: metav1.Duration{Duration: o.immutableFor}, Mode: o.immutableMode}
-			}
-			if o.encryptionKey != "" {
-				sel, err := keySelector(o.encryptionKey)
-				if err != nil {
-					return err
-				}
-				bsl.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: sel}
-			}
-			if o.caCertFile != "" {
-				if bsl.Spec.ObjectStorage.CACert, err = os.ReadFile(o.caCertFile); err != nil {
-					return fmt.Errorf("--cacert: %w", err)
-				}
-			}
-			for flag, d := range map[string]**metav1.Duration{"backup-sync-period": &bsl.Spec.BackupSyncPeriod, "validation-frequency": &bsl.Spec.ValidationFrequency} {
-				v, _ := cmd.Flags().GetDuration(flag)
-				if v < 0 {
-					return fmt.Errorf("--%s %s: must not be negative", flag, v)
-				}
-				if cmd.Flags().Changed(flag) {
-					*d = &metav1.Duration{Duration: v}
-				}
-			}
-			bsl.Labels = o.labels
-			if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, bsl, nil); printed || err != nil {
-				return err
-			}
-			others := &salvorv1.BackupStorageLocationList{}
-			if err := c.List(ctx, others, client.InNamespace(k.Namespace)); err != nil {
-				return fmt.Errorf("listing the backup storage locations, to check %s shares no bucket path with one: %w", args[0], err)
-			}
-			if msg := nestedLocation(bsl, others.Items); msg != "" {
-				return fmt.Errorf("backup storage location %s: %s", args[0], msg)
-			}
-			if err := c.Create(ctx, bsl); err != nil {
-				return fmt.Errorf("creating backup storage location %s: %w", args[0], err)
-			}
-			// Only once the new location exists does any other stop being
-			// the default: a create that fails changes nothing.
-			if o.isDefault {
-				if err := clearDefault(ctx, c, k.Namespace, args[0]); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", args[0], args[0])
-			if o.immutableFor > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are locked for %s: a backup stored there with no ttl is kept %s (not the server's default ttl, if longer), and one that gives a longer ttl is refused.\n", o.immutableFor, o.immutableFor)
-			}
-			if e := bsl.Spec.Encryption; e != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
-					k.Namespace, e.KeySecret.Name, e.KeySecret.Key)
-			}
-			return nil
+			return o.run(cmd, k, bsl)
 		},
 	}
-	f := cmd.Flags()
+	o.bind(cmd.Flags())
+	return cmd
+}
+
+// bind registers the flags, Velero's among them, on f.
+func (o *createOptions) bind(f *pflag.FlagSet) {
+	o.flags = f
 	f.StringVar(&o.provider, "provider", "", "object store plugin: salvor.dev/filesystem, salvor.dev/s3, or a plugin's name")
 	f.StringVar(&o.bucket, "bucket", "", "bucket holding the backups")
 	f.StringVar(&o.prefix, "prefix", "", "path inside the bucket")
@@ -174,7 +101,108 @@ Unavailable, so such a create is refused, naming the other location.`,
 	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
 	kube.AddPrintFlag(f, &o.format)
 	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
-	return cmd
+}
+
+// location is the BackupStorageLocation the flags describe, or what to fix
+// in them.
+func (o *createOptions) location(namespace, name string) (*salvorv1.BackupStorageLocation, error) {
+	if o.provider == "" || o.bucket == "" {
+		return nil, fmt.Errorf("--provider and --bucket are required")
+	}
+	mode := salvorv1.BackupStorageLocationAccessMode(o.accessMode)
+	if mode != salvorv1.BackupStorageLocationAccessModeReadWrite && mode != salvorv1.BackupStorageLocationAccessModeReadOnly {
+		return nil, fmt.Errorf("--access-mode %q: want ReadWrite or ReadOnly", o.accessMode)
+	}
+	credential, err := kube.SecretKey(o.credential)
+	if err != nil {
+		return nil, err
+	}
+	bsl := &salvorv1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: o.labels},
+		Spec: salvorv1.BackupStorageLocationSpec{
+			Provider:      o.provider,
+			Config:        o.config,
+			ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: o.bucket, Prefix: o.prefix},
+			Default:       o.isDefault,
+			AccessMode:    mode,
+			Credential:    credential,
+		},
+	}
+	if o.immutableFor < 0 || (o.immutableFor == 0 && o.immutableMode != "") {
+		return nil, fmt.Errorf("--immutable-for %s: give how long each object is retained (for example 720h); --immutable-mode needs it", o.immutableFor)
+	}
+	if o.immutableFor > 0 {
+		switch o.immutableMode {
+		case "", "GOVERNANCE", "COMPLIANCE":
+		default:
+			return nil, fmt.Errorf("--immutable-mode %q: want GOVERNANCE or COMPLIANCE", o.immutableMode)
+		}
+		bsl.Spec.Immutability = &salvorv1.LocationImmutability{RetainFor: metav1.Duration{Duration: o.immutableFor}, Mode: o.immutableMode}
+	}
+	if o.encryptionKey != "" {
+		sel, err := keySelector(o.encryptionKey)
+		if err != nil {
+			return nil, err
+		}
+		bsl.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: sel}
+	}
+	if o.caCertFile != "" {
+		if bsl.Spec.ObjectStorage.CACert, err = os.ReadFile(o.caCertFile); err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+		field **metav1.Duration
+	}{{"backup-sync-period", o.syncPeriod, &bsl.Spec.BackupSyncPeriod}, {"validation-frequency", o.validation, &bsl.Spec.ValidationFrequency}} {
+		if d.value < 0 {
+			return nil, fmt.Errorf("--%s %s: must not be negative", d.flag, d.value)
+		}
+		if o.flags.Changed(d.flag) {
+			*d.field = &metav1.Duration{Duration: d.value}
+		}
+	}
+	return bsl, nil
+}
+
+// run prints bsl (-o) or checks that it shares no bucket path with another
+// location and creates it, making it the only default when it is one.
+func (o *createOptions) run(cmd *cobra.Command, k *kube.Options, bsl *salvorv1.BackupStorageLocation) error {
+	c, err := k.Client()
+	if err != nil {
+		return err
+	}
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	if printed, err := kube.Print(out, c, o.format, bsl, nil); printed || err != nil {
+		return err
+	}
+	others := &salvorv1.BackupStorageLocationList{}
+	if err := c.List(ctx, others, client.InNamespace(bsl.Namespace)); err != nil {
+		return fmt.Errorf("listing the backup storage locations, to check %s shares no bucket path with one: %w", bsl.Name, err)
+	}
+	if msg := nestedLocation(bsl, others.Items); msg != "" {
+		return fmt.Errorf("backup storage location %s: %s", bsl.Name, msg)
+	}
+	if err := c.Create(ctx, bsl); err != nil {
+		return fmt.Errorf("creating backup storage location %s: %w", bsl.Name, err)
+	}
+	// Only once the new location exists does any other stop being the
+	// default: a create that fails changes nothing.
+	if o.isDefault {
+		if err := clearDefault(ctx, c, bsl.Namespace, bsl.Name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", bsl.Name, bsl.Name)
+	if o.immutableFor > 0 {
+		fmt.Fprintf(out, "Its objects are locked for %s: a backup stored there with no ttl is kept %s (not the server's default ttl, if longer), and one that gives a longer ttl is refused.\n", o.immutableFor, o.immutableFor)
+	}
+	if e := bsl.Spec.Encryption; e != nil {
+		fmt.Fprintf(out, "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
+			bsl.Namespace, e.KeySecret.Name, e.KeySecret.Key)
+	}
+	return nil
 }
 
 // clearDefault unsets the default mark of every backup storage location

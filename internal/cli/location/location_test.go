@@ -1,9 +1,13 @@
 package location
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -36,5 +40,72 @@ func TestNestedLocation(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s/%s at %s: %q, want %q", tc.bucket, tc.prefix, tc.url, got, tc.want)
 		}
+	}
+}
+
+// TestCreateFlagsMakeTheLocation: what `salvor backup-location create`'s
+// flags make of a BackupStorageLocation, and the mistakes refused before
+// any cluster is asked.
+func TestCreateFlagsMakeTheLocation(t *testing.T) {
+	base := func(edit func(*salvorv1.BackupStorageLocation)) *salvorv1.BackupStorageLocation {
+		bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: "salvor"},
+			Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "backups"},
+				AccessMode: salvorv1.BackupStorageLocationAccessModeReadWrite}}
+		if edit != nil {
+			edit(bsl)
+		}
+		return bsl
+	}
+	s3 := []string{"--provider", "salvor.dev/s3", "--bucket", "backups"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    *salvorv1.BackupStorageLocation
+		wantErr string
+	}{
+		{name: "the least", args: s3, want: base(nil)},
+		{name: "a read-only default under a prefix, Velero's flags", args: append(s3, "--prefix", "cluster-a", "--access-mode", "ReadOnly", "--default",
+			"--credential", "cloud=key", "--labels", "team=a", "--config", "region=eu-west-1"),
+			want: base(func(b *salvorv1.BackupStorageLocation) {
+				b.Labels = map[string]string{"team": "a"}
+				b.Spec.ObjectStorage.Prefix, b.Spec.AccessMode, b.Spec.Default = "cluster-a", salvorv1.BackupStorageLocationAccessModeReadOnly, true
+				b.Spec.Config = map[string]string{"region": "eu-west-1"}
+				b.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud"}, Key: "key"}
+			})},
+		{name: "locked and encrypted", args: append(s3, "--immutable-for", "720h", "--immutable-mode", "COMPLIANCE", "--encryption-key-secret", "backup-keys"),
+			want: base(func(b *salvorv1.BackupStorageLocation) {
+				b.Spec.Immutability = &salvorv1.LocationImmutability{RetainFor: metav1.Duration{Duration: 720 * time.Hour}, Mode: "COMPLIANCE"}
+				b.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "backup-keys"}, Key: "keys"}}
+			})},
+		{name: "a sync period of 0 given is kept; an unset one is not", args: append(s3, "--backup-sync-period", "0"),
+			want: base(func(b *salvorv1.BackupStorageLocation) { b.Spec.BackupSyncPeriod = &metav1.Duration{} })},
+		{name: "no bucket", args: []string{"--provider", "salvor.dev/s3"}, wantErr: "--provider and --bucket are required"},
+		{name: "a mode Salvor has not", args: append(s3, "--access-mode", "WriteOnly"), wantErr: `--access-mode "WriteOnly": want ReadWrite or ReadOnly`},
+		{name: "a lock mode with no lock", args: append(s3, "--immutable-mode", "GOVERNANCE"), wantErr: "--immutable-mode needs it"},
+		{name: "a lock mode S3 has not", args: append(s3, "--immutable-for", "1h", "--immutable-mode", "FOREVER"), wantErr: `--immutable-mode "FOREVER"`},
+		{name: "a negative check period", args: append(s3, "--validation-frequency", "-1m"), wantErr: "--validation-frequency -1m0s: must not be negative"},
+		{name: "a key name with two slashes", args: append(s3, "--encryption-key-secret", "a/b/c"), wantErr: "want NAME or NAME/KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &createOptions{}
+			f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+			o.bind(f)
+			if err := f.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.location("salvor", "s3")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("made\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,66 +28,91 @@ func NewCommand(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
+// createOptions are `salvor snapshot-location create`'s flags: bound,
+// turned into a VolumeSnapshotLocation with no cluster (location), then
+// sent (run).
+type createOptions struct {
+	provider   string
+	config     map[string]string
+	credential map[string]string
+	labels     map[string]string
+	isDefault  bool
+	format     output.Format
+}
+
 func newCreate(k *kube.Options) *cobra.Command {
-	var (
-		provider   string
-		config     map[string]string
-		credential map[string]string
-		labels     map[string]string
-		isDefault  bool
-		format     output.Format
-	)
+	o := &createOptions{}
 	cmd := &cobra.Command{
 		Use:     "create NAME --provider P",
 		Short:   "Create a volume snapshot location",
 		Example: "  salvor snapshot-location create local --provider salvor.dev/local-volume --config snapshotDir=/var/lib/salvor/snapshots --default",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if provider == "" {
-				return fmt.Errorf("--provider is required: the VolumeSnapshotter plugin, e.g. salvor.dev/local-volume")
-			}
-			secret, err := kube.SecretKey(credential)
+			vsl, err := o.location(k.Namespace, args[0])
 			if err != nil {
 				return err
 			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			vsl := &salvorv1.VolumeSnapshotLocation{
-				ObjectMeta: metav1.ObjectMeta{Name: args[0], Namespace: k.Namespace, Labels: labels},
-				Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: provider, Config: config, Default: isDefault, Credential: secret},
-			}
-			if printed, err := kube.Print(cmd.OutOrStdout(), c, format, vsl, nil); printed || err != nil {
-				return err
-			}
-			status, err := version.AskServer(cmd.Context(), k, serverWait)
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: provider %s not checked: %v; `salvor snapshot-location get %s` shows whether the server can use it\n", provider, err, args[0])
-			} else if msg := unknownProvider(provider, status.Plugins); msg != "" {
-				return fmt.Errorf("volume snapshot location %s: %s", args[0], msg)
-			}
-			if err := c.Create(cmd.Context(), vsl); err != nil {
-				return fmt.Errorf("creating volume snapshot location %s: %w", args[0], err)
-			}
-			// Only once the new location exists does any other stop being
-			// the default: a create that fails changes nothing.
-			if isDefault {
-				if err := clearDefault(cmd.Context(), c, k.Namespace, args[0]); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q created.\n", args[0])
-			return nil
+			return o.run(cmd, k, vsl)
 		},
 	}
-	cmd.Flags().StringVar(&provider, "provider", "", "VolumeSnapshotter plugin")
-	cmd.Flags().StringToStringVar(&config, "config", nil, "plugin config as key=value pairs, comma-separated")
-	cmd.Flags().BoolVar(&isDefault, "default", false, "use this location for backups that name none")
-	cmd.Flags().StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the snapshotter's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
-	cmd.Flags().StringToStringVar(&labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
-	kube.AddPrintFlag(cmd.Flags(), &format)
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+// bind registers the flags, Velero's among them, on f.
+func (o *createOptions) bind(f *pflag.FlagSet) {
+	f.StringVar(&o.provider, "provider", "", "VolumeSnapshotter plugin")
+	f.StringToStringVar(&o.config, "config", nil, "plugin config as key=value pairs, comma-separated")
+	f.BoolVar(&o.isDefault, "default", false, "use this location for backups that name none")
+	f.StringToStringVar(&o.credential, "credential", nil, "SECRET=KEY: the key of a Secret in Salvor's namespace holding the snapshotter's credentials (Velero's flag); the server passes it to the plugin as credentialsFile")
+	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
+	kube.AddPrintFlag(f, &o.format)
+}
+
+// location is the VolumeSnapshotLocation the flags describe, or what to
+// fix in them.
+func (o *createOptions) location(namespace, name string) (*salvorv1.VolumeSnapshotLocation, error) {
+	if o.provider == "" {
+		return nil, fmt.Errorf("--provider is required: the VolumeSnapshotter plugin, e.g. salvor.dev/local-volume")
+	}
+	secret, err := kube.SecretKey(o.credential)
+	if err != nil {
+		return nil, err
+	}
+	return &salvorv1.VolumeSnapshotLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: o.labels},
+		Spec:       salvorv1.VolumeSnapshotLocationSpec{Provider: o.provider, Config: o.config, Default: o.isDefault, Credential: secret},
+	}, nil
+}
+
+// run prints vsl (-o) or checks its provider against the server's plugins
+// and creates it, making it the only default when it is one.
+func (o *createOptions) run(cmd *cobra.Command, k *kube.Options, vsl *salvorv1.VolumeSnapshotLocation) error {
+	c, err := k.Client()
+	if err != nil {
+		return err
+	}
+	if printed, err := kube.Print(cmd.OutOrStdout(), c, o.format, vsl, nil); printed || err != nil {
+		return err
+	}
+	status, err := version.AskServer(cmd.Context(), k, serverWait)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: provider %s not checked: %v; `salvor snapshot-location get %s` shows whether the server can use it\n", o.provider, err, vsl.Name)
+	} else if msg := unknownProvider(o.provider, status.Plugins); msg != "" {
+		return fmt.Errorf("volume snapshot location %s: %s", vsl.Name, msg)
+	}
+	if err := c.Create(cmd.Context(), vsl); err != nil {
+		return fmt.Errorf("creating volume snapshot location %s: %w", vsl.Name, err)
+	}
+	// Only once the new location exists does any other stop being the
+	// default: a create that fails changes nothing.
+	if o.isDefault {
+		if err := clearDefault(cmd.Context(), c, vsl.Namespace, vsl.Name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q created.\n", vsl.Name)
+	return nil
 }
 
 // serverWait is how long create waits for the server to say which

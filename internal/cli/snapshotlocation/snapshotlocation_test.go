@@ -1,7 +1,13 @@
 package snapshotlocation
 
 import (
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -26,5 +32,49 @@ func TestUnknownProvider(t *testing.T) {
 	}
 	if got := unknownProvider("gcp", nil); got != "the server runs no VolumeSnapshotter plugin named velero.io/gcp (its VolumeSnapshotters: none): fix --provider, or add the plugin's image first (salvor plugin add IMAGE)" {
 		t.Errorf("no plugins: %q", got)
+	}
+}
+
+// TestCreateFlagsMakeTheLocation: what `salvor snapshot-location create`'s
+// flags make of a VolumeSnapshotLocation, and the mistakes refused before
+// any cluster is asked.
+func TestCreateFlagsMakeTheLocation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    *salvorv1.VolumeSnapshotLocation
+		wantErr string
+	}{
+		{name: "a default local location", args: []string{"--provider", "salvor.dev/local-volume", "--config", "snapshotDir=/var/snap", "--default"},
+			want: &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: "salvor"},
+				Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "salvor.dev/local-volume", Config: map[string]string{"snapshotDir": "/var/snap"}, Default: true}}},
+		{name: "Velero's credential and labels", args: []string{"--provider", "aws", "--credential", "cloud=key", "--labels", "team=a", "--config", "region=eu-west-1,profile=p"},
+			want: &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: "salvor", Labels: map[string]string{"team": "a"}},
+				Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "aws", Config: map[string]string{"region": "eu-west-1", "profile": "p"},
+					Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud"}, Key: "key"}}}},
+		{name: "no provider", args: []string{"--default"}, wantErr: "--provider is required"},
+		{name: "two credentials", args: []string{"--provider", "aws", "--credential", "a=k,b=k"}, wantErr: "--credential: give one SECRET=KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &createOptions{}
+			f := pflag.NewFlagSet("create", pflag.ContinueOnError)
+			o.bind(f)
+			if err := f.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := o.location("salvor", "local")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("made\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
 	}
 }
