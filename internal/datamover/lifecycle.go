@@ -336,7 +336,7 @@ func (m *Movers) newPod(ctx context.Context, mv move, pod func(attempt int) *cor
 func (m *Movers) follow(ctx context.Context, mv move, s steps) (reconcile.Result, error) {
 	n := attempt(mv)
 	if n == 0 {
-		return launched(s.launch(ctx))
+		return m.firstLaunch(ctx, mv, s)
 	}
 	name := PodName(mv.obj.GetName(), n)
 	// Read live: the cache may not have the pod just made, and taking it
@@ -370,6 +370,11 @@ func (m *Movers) follow(ctx context.Context, mv move, s steps) (reconcile.Result
 		// The pod's changes bring us back; the timeout, at the latest.
 		return reconcile.Result{RequeueAfter: m.untilTimeout(mv)}, nil
 	}
+	// A copy that missed the move's end or the mover's last write (its
+	// snapshot ID) must neither fail the move nor make another pod.
+	if current, err := m.current(ctx, mv); err != nil || !current {
+		return staleResult(err)
+	}
 	if most := cmp.Or(m.Attempts, 3); n >= most {
 		if err := s.cleanup(ctx); err != nil {
 			return reconcile.Result{}, err
@@ -383,6 +388,35 @@ func (m *Movers) follow(ctx context.Context, mv move, s steps) (reconcile.Result
 		}
 	}
 	return launched(s.launch(ctx))
+}
+
+// firstLaunch launches the move's first mover pod, if mv is current.
+func (m *Movers) firstLaunch(ctx context.Context, mv move, s steps) (reconcile.Result, error) {
+	if current, err := m.current(ctx, mv); err != nil || !current {
+		return staleResult(err)
+	}
+	return launched(s.launch(ctx))
+}
+
+// current says whether mv is the move as the API server holds it now. A
+// reconcile of a cached copy that missed the move's end (its pod deleted
+// by the cleanup that ended it) would otherwise take the pod for lost and
+// make the snapshot copy, claim and pod again, after the last cleanup.
+func (m *Movers) current(ctx context.Context, mv move) (bool, error) {
+	live := mv.obj.DeepCopyObject().(ctrl.Object)
+	if err := m.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(mv.obj), live); err != nil {
+		return false, ctrl.IgnoreNotFound(err)
+	}
+	return live.GetResourceVersion() == mv.obj.GetResourceVersion(), nil
+}
+
+// staleResult is the result of a reconcile that read a stale move: the
+// cache's update brings the move back, or this requeue does.
+func staleResult(err error) (reconcile.Result, error) {
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: time.Second}, nil
 }
 
 // failure is why a mover pod failed: its termination message, or the
