@@ -10,4 +10,9 @@
 // (package persistence) holds the keys; reconcilers move objects between
 // phases, decide what a failure leaves (retry, record what the first pass
 // made, or fail), and record what happened in status and metrics.
+//
+// One file per reconciler, named for what it reconciles; what several
+// share has its own file: backup_validate.go judges a backup spec (a
+// Backup's or a Schedule's template), status.go writes status over the
+// latest version of an object, locations.go reads locations.
 package controller
