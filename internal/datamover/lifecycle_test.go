@@ -22,15 +22,8 @@ import (
 // copy and pod again nor fails the move; the current copy, with its pod
 // gone, does make the next pod, and after the last attempt fails.
 func TestStaleCopyMakesNoMover(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := serverNamespace(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
 	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "moved-data",
 		Annotations: map[string]string{AttemptsAnnotation: "1"}},
 		Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: "app", BackupStorageLocation: "primary"}}
@@ -107,4 +100,18 @@ func TestStaleCopyMakesNoMover(t *testing.T) {
 	if running.Status.Phase != salvorv1.DataMoverPhaseFailed {
 		t.Fatalf("current copy, last pod gone: phase %s, want Failed", running.Status.Phase)
 	}
+}
+
+// serverNamespace starts an API server with Salvor's CRDs and the server's
+// namespace, salvor, and returns a client of it.
+func serverNamespace(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(testbed.ControlPlane(t), client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

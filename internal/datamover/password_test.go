@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/salvor-dev/salvor/internal/cli/kube"
-	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -21,15 +19,8 @@ import (
 // Secret); an encrypted location's is derived from its keys under a key of
 // its own, put back when changed, and refused when it cannot be derived.
 func TestPasswords(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := serverNamespace(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
 	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
 	vault := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "vault", Namespace: "salvor"},
 		Spec: salvorv1.BackupStorageLocationSpec{Encryption: &salvorv1.LocationEncryption{}}}
