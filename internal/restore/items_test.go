@@ -16,14 +16,20 @@ import (
 //
 //	left-out   why the item is not restored, or "restored"
 //	adjust     the item as Adjust leaves it (map=FROM:TO[,FROM:TO] maps namespaces)
+//	inert      what a test restore changed, and the item after (or "dropped")
+//	clean      the item as Clean leaves it (backup=NAME restore=NAME
+//	           [preserve-node-ports])
 //
 // go test -run TestItems -rewrite writes the outputs the code gives.
 func TestItems(t *testing.T) {
 	datadriven.Walk(t, "testdata/items", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			var resource string
-			d.ScanArgs(t, "resource", &resource)
-			gr := schema.ParseGroupResource(resource)
+			var gr schema.GroupResource
+			if d.HasArg("resource") {
+				var resource string
+				d.ScanArgs(t, "resource", &resource)
+				gr = schema.ParseGroupResource(resource)
+			}
 			obj := &unstructured.Unstructured{}
 			if err := json.Unmarshal([]byte(d.Input), &obj.Object); err != nil {
 				d.Fatalf(t, "the item: %v", err)
@@ -53,15 +59,36 @@ func TestItems(t *testing.T) {
 					}
 					return ns
 				})
-				out, err := json.MarshalIndent(obj.Object, "", "  ")
-				if err != nil {
-					d.Fatalf(t, "%v", err)
+				return indented(t, d, obj)
+			case "inert":
+				changed, drop := Inert(gr, obj)
+				var out strings.Builder
+				for _, c := range changed {
+					out.WriteString("changed: " + c + "\n")
 				}
-				return string(out) + "\n"
+				if drop {
+					return out.String() + "dropped\n"
+				}
+				return out.String() + indented(t, d, obj)
+			case "clean":
+				var backup, restore string
+				d.ScanArgs(t, "backup", &backup)
+				d.ScanArgs(t, "restore", &restore)
+				Clean(obj, backup, restore, d.HasArg("preserve-node-ports"))
+				return indented(t, d, obj)
 			default:
-				d.Fatalf(t, "unknown directive %s: want left-out or adjust", d.Cmd)
+				d.Fatalf(t, "unknown directive %s: want left-out, adjust, inert or clean", d.Cmd)
 				return ""
 			}
 		})
 	})
+}
+
+// indented is obj's JSON as a script's output.
+func indented(t *testing.T, d *datadriven.TestData, obj *unstructured.Unstructured) string {
+	out, err := json.MarshalIndent(obj.Object, "", "  ")
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	return string(out) + "\n"
 }

@@ -9,62 +9,6 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-func TestClean(t *testing.T) {
-	svc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "u", "resourceVersion": "7", "creationTimestamp": "x",
-			"managedFields": []any{}, "generation": int64(2), "ownerReferences": []any{map[string]any{"uid": "o"}}, "labels": map[string]any{"app": "web"}},
-		"spec": map[string]any{"clusterIP": "10.0.0.7", "clusterIPs": []any{"10.0.0.7"}, "healthCheckNodePort": int64(30001),
-			"ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}},
-		"status": map[string]any{"loadBalancer": map[string]any{}},
-	}}
-	Clean(svc, "b1", "r1", false)
-	for _, f := range [][]string{{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "creationTimestamp"}, {"metadata", "managedFields"},
-		{"metadata", "generation"}, {"metadata", "ownerReferences"}, {"status"}, {"spec", "clusterIP"}, {"spec", "clusterIPs"}, {"spec", "healthCheckNodePort"}} {
-		if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, f...); found {
-			t.Errorf("%v was kept", f)
-		}
-	}
-	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-	if _, ok := ports[0].(map[string]any)["nodePort"]; ok || ports[0].(map[string]any)["port"] != int64(80) {
-		t.Errorf("ports %v", ports)
-	}
-	if l := svc.GetLabels(); l["app"] != "web" || l[salvorv1.BackupNameLabel] != "b1" || l[salvorv1.RestoreNameLabel] != "r1" {
-		t.Errorf("labels %v", l)
-	}
-	headless := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "h"},
-		"spec": map[string]any{"clusterIP": "None"}}}
-	Clean(headless, "b", "r", false)
-	if ip, _, _ := unstructured.NestedString(headless.Object, "spec", "clusterIP"); ip != "None" {
-		t.Errorf("a headless service lost clusterIP None: %q", ip)
-	}
-}
-
-// TestCleanResetsBinding: a restored claim and volume keep the names of
-// each other, and lose the old claim's identity and the binder's marks —
-// with them, the binder takes the claim for one it bound already and marks
-// it Lost.
-func TestCleanResetsBinding(t *testing.T) {
-	marks := map[string]any{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes", "pv.kubernetes.io/provisioned-by": "csi.example.com"}
-	pv := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolume",
-		"metadata": map[string]any{"name": "pv-1", "annotations": marks},
-		"spec":     map[string]any{"claimRef": map[string]any{"namespace": "shop", "name": "data", "uid": "old", "resourceVersion": "9"}}}}
-	claim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-		"metadata": map[string]any{"name": "data", "namespace": "shop", "annotations": map[string]any{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}},
-		"spec":     map[string]any{"volumeName": "pv-1"}}}
-	Clean(pv, "b", "r", false)
-	Clean(claim, "b", "r", false)
-	if ref, _, _ := unstructured.NestedStringMap(pv.Object, "spec", "claimRef"); len(ref) != 2 || ref["namespace"] != "shop" || ref["name"] != "data" {
-		t.Errorf("volume's claimRef %v", ref)
-	}
-	if a := pv.GetAnnotations(); len(a) != 1 || a["pv.kubernetes.io/provisioned-by"] != "csi.example.com" {
-		t.Errorf("volume's annotations %v: only provisioned-by (its driver deletes it by it) stays", a)
-	}
-	if v, _, _ := unstructured.NestedString(claim.Object, "spec", "volumeName"); v != "pv-1" || len(claim.GetAnnotations()) != 0 {
-		t.Errorf("claim: volumeName %q, annotations %v", v, claim.GetAnnotations())
-	}
-}
-
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
