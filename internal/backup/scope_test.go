@@ -1,8 +1,12 @@
 package backup
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -26,51 +30,53 @@ func discovered(t *testing.T) ([]resources.Resource, map[schema.GroupResource]re
 	return served, byName
 }
 
-// TestResourceScope: which resources a backup lists, lets in when an item
-// needs them, and keeps out, by includedResources and friends or by
-// Velero's per-scope lists, with resources as a real API server serves
-// them (so names resolve as users write them).
-func TestResourceScope(t *testing.T) {
+// TestScopeScripts runs testdata/scope: which resources a backup lists,
+// lets in when an item needs them, and keeps out, by includedResources
+// and friends or by Velero's per-scope lists, with resources as a real API
+// server serves them (so names resolve as users write them). Each scope
+// directive's input is a backup's spec as JSON.
+func TestScopeScripts(t *testing.T) {
 	_, byName := discovered(t)
-	cm, secret := byName[schema.GroupResource{Resource: "configmaps"}], byName[schema.GroupResource{Resource: "secrets"}]
-	sc := byName[schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}]
-	cr := byName[schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}]
-	all := []resources.Resource{cm, secret, sc, cr}
-
-	for _, tc := range []struct {
-		name           string
-		spec           salvorv1.BackupSpec
-		lists, takes   string // of configmaps, secrets, storageclasses, clusterroles: 1 yes, 0 no
-		clusterRelated bool
-	}{
-		{"one namespace", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}}, "1100", "1111", true},
-		{"everything", salvorv1.BackupSpec{}, "1111", "1111", true},
-		{"includeClusterResources false", salvorv1.BackupSpec{IncludeClusterResources: new(bool)}, "1100", "1111", false},
-		{"old lists", salvorv1.BackupSpec{IncludedResources: []string{"configmaps", "sc"}}, "1010", "1010", true},
-		{"a cluster-scoped resource named", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"},
-			IncludedClusterScopedResources: []string{"storageclass"}}, "1110", "1111", true},
-		{"excluded by scope", salvorv1.BackupSpec{ExcludedNamespaceScopedResources: []string{"secrets"},
-			ExcludedClusterScopedResources: []string{"clusterroles"}}, "1000", "1010", true},
-		{"every namespaced resource of every namespace", salvorv1.BackupSpec{IncludedNamespaceScopedResources: []string{"*"}}, "1111", "1111", true},
-		{"some namespaced resources of every namespace", salvorv1.BackupSpec{IncludedNamespaceScopedResources: []string{"cm"}}, "1000", "1011", true},
-		{"every cluster-scoped resource", salvorv1.BackupSpec{IncludedNamespaces: []string{"app"}, IncludedNamespaceScopedResources: []string{"configmaps"},
-			IncludedClusterScopedResources: []string{"*"}}, "1011", "1011", true},
-		{"no cluster-scoped resource, needed or not", salvorv1.BackupSpec{IncludedNamespaceScopedResources: []string{"configmaps"},
-			ExcludedClusterScopedResources: []string{"*"}}, "1000", "1000", false},
-	} {
-		s := scopeOf(tc.spec)
-		var lists, takes strings.Builder
-		for _, r := range all {
-			lists.WriteString(map[bool]string{true: "1", false: "0"}[s.lists(r)])
-			takes.WriteString(map[bool]string{true: "1", false: "0"}[s.takes(r)])
-		}
-		if lists.String() != tc.lists || takes.String() != tc.takes || s.clusterRelated() != tc.clusterRelated {
-			t.Errorf("%s: lists %s (want %s), takes %s (want %s), cluster-related %v", tc.name, lists.String(), tc.lists, takes.String(), tc.takes, s.clusterRelated())
-		}
-		if excluded := s.excludesCluster(cr); s.scoped && excluded != (tc.takes[3] == '0') {
-			t.Errorf("%s: excludesCluster(clusterroles) = %v", tc.name, excluded)
-		}
+	var all []resources.Resource
+	for _, gr := range []schema.GroupResource{{Resource: "configmaps"}, {Resource: "secrets"},
+		{Group: "storage.k8s.io", Resource: "storageclasses"}, {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}} {
+		all = append(all, byName[gr])
 	}
+	datadriven.Walk(t, "testdata/scope", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "scope" {
+				d.Fatalf(t, "unknown directive %s: want scope", d.Cmd)
+			}
+			var spec salvorv1.BackupSpec
+			if err := json.Unmarshal([]byte(d.Input), &spec); err != nil {
+				d.Fatalf(t, "the spec: %v", err)
+			}
+			s := scopeOf(spec)
+			var lists, takes, out []string
+			for _, r := range all {
+				name := r.GVR.GroupResource().String()
+				if s.lists(r) {
+					lists = append(lists, name)
+				}
+				if s.takes(r) {
+					takes = append(takes, name)
+				}
+				if !r.Namespaced && s.excludesCluster(r) {
+					out = append(out, name)
+				}
+			}
+			return fmt.Sprintf("lists: %s\ntakes: %s\ncluster-scoped items come with namespaced ones: %v\nkept out by name: %s\n",
+				words(lists), words(takes), s.clusterRelated(), words(out))
+		})
+	})
+}
+
+// words is names as a script's output: "none" for none.
+func words(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
 }
 
 // TestPolicyListsMergeUnderTheSpec: a resource policy's includeExcludePolicy
