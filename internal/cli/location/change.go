@@ -20,23 +20,26 @@ func newSet(k *kube.Options) *cobra.Command {
 		isDefault   bool
 		clearConfig []string
 		caCertFile  string
+		tenants     tenantFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "set NAME",
-		Short: "Change a backup storage location: its config, credential, access mode or default",
+		Short: "Change a backup storage location: its config, credential, access mode, default or tenants",
 		Long: `Changes a location in place. --config sets the given keys and keeps the
 others (--unset-config removes keys); the bucket, prefix and provider are
 fixed: a location is where its backups are, so create another for another
 place. The server checks the location again within its check interval.`,
 		Example: `  salvor backup-location set s3 --default
   salvor backup-location set s3 --config s3Url=https://minio.example.com --credential s3-credentials=cloud
-  salvor backup-location set primary-dr --access-mode ReadWrite`,
+  salvor backup-location set primary-dr --access-mode ReadWrite
+  salvor backup-location set s3 --tenant-selector 'salvor.dev/tenant in (team-a,team-b)' --share-backups`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") && caCertFile == "" {
-				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential, --access-mode or --cacert")
+			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") && caCertFile == "" && !tenants.given(f) {
+				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential, --access-mode, --cacert, --tenant-selector, --share-backups or --no-tenants")
 			}
+
 			var caCert []byte
 			if caCertFile != "" {
 				var err error
@@ -63,7 +66,14 @@ place. The server checks the location again within its check interval.`,
 			if err != nil {
 				return err
 			}
+			newTenants := bsl.Spec.Tenants
+			if tenants.given(f) {
+				if newTenants, err = tenants.apply(f, bsl.Spec.Tenants); err != nil {
+					return fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+				}
+			}
 			err = kube.Patch(ctx, c, bsl, func(bsl *salvorv1.BackupStorageLocation) {
+				bsl.Spec.Tenants = newTenants
 				if f.Changed("default") {
 					bsl.Spec.Default = isDefault
 				}
@@ -99,6 +109,7 @@ place. The server checks the location again within its check interval.`,
 	f.StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the Secret key holding the object store's credentials")
 	f.StringVar(&accessMode, "access-mode", "", "ReadWrite or ReadOnly")
 	f.StringVar(&caCertFile, "cacert", "", "a PEM file of the CA that signs the object store's certificate (Velero's flag)")
+	tenants.bind(f, true)
 	return cmd
 }
 

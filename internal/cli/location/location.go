@@ -46,6 +46,7 @@ type createOptions struct {
 	caCertFile               string
 	syncPeriod, validation   time.Duration
 	labels                   map[string]string
+	tenants                  tenantFlags
 	format                   output.Format
 }
 
@@ -66,6 +67,8 @@ Unavailable, so such a create is refused, naming the other location.`,
   salvor backup-location create s3-keyed --provider salvor.dev/s3 --bucket backups --prefix cluster-b --credential s3-credentials=cloud \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true
   salvor backup-location create vault --provider salvor.dev/s3 --bucket backups --prefix sealed --encryption-key-secret backup-keys \
+      --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
+  salvor backup-location create teams --provider salvor.dev/s3 --bucket backups --prefix teams --tenant-selector salvor.dev/tenant \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud
   salvor backup-location create primary-dr --provider salvor.dev/s3 --bucket backups --prefix cluster-a --access-mode ReadOnly \
       --config region=us-east-1,s3Url=http://minio:9000,s3ForcePathStyle=true,credentialsFile=/credentials/cloud`,
@@ -99,6 +102,7 @@ func (o *createOptions) bind(f *pflag.FlagSet) {
 	f.DurationVar(&o.syncPeriod, "backup-sync-period", 0, "how often the location's backups are synced into the cluster; 0 never (Velero's flag; default: at every check)")
 	f.DurationVar(&o.validation, "validation-frequency", 0, "how often the location is checked; 0 only when it changes (Velero's flag; default: the server's --location-check-interval)")
 	f.StringToStringVar(&o.labels, "labels", nil, "labels to apply, KEY=VALUE,... (Velero's flag)")
+	o.tenants.bind(f, false)
 	kube.AddPrintFlag(f, &o.format)
 	f.StringVar(&o.encryptionKey, "encryption-key-secret", "", "encrypt every object written to the location with the keys in this Secret of Salvor's namespace: NAME or NAME/KEY (key default \"keys\"); the server creates it with a new key if it does not exist")
 }
@@ -145,6 +149,9 @@ func (o *createOptions) location(namespace, name string) (*salvorv1.BackupStorag
 			return nil, err
 		}
 		bsl.Spec.Encryption = &salvorv1.LocationEncryption{KeySecret: sel}
+	}
+	if bsl.Spec.Tenants, err = o.tenants.apply(o.flags, nil); err != nil {
+		return nil, err
 	}
 	if o.caCertFile != "" {
 		if bsl.Spec.ObjectStorage.CACert, err = os.ReadFile(o.caCertFile); err != nil {
@@ -264,13 +271,13 @@ func newGet(k *kube.Options) *cobra.Command {
 				return []string{bsl.Name, bsl.Spec.Provider, bsl.Spec.ObjectStorage.Bucket + "/" + bsl.Spec.ObjectStorage.Prefix,
 					output.Or(string(bsl.Status.Phase), "Unknown"), def, mode, bsl.Status.Message}
 			},
-			WideHeader: []string{"LAST VALIDATED", "LAST SYNCED", "CREDENTIAL", "CONFIG"},
+			WideHeader: []string{"LAST VALIDATED", "LAST SYNCED", "CREDENTIAL", "TENANTS", "CONFIG"},
 			WideRow: func(bsl *salvorv1.BackupStorageLocation) []string {
 				credential := "-"
 				if c := bsl.Spec.Credential; c != nil {
 					credential = c.Name + "/" + c.Key
 				}
-				return []string{output.Time(bsl.Status.LastValidationTime), output.Time(bsl.Status.LastSyncedTime), credential, configText(bsl.Spec.Config)}
+				return []string{output.Time(bsl.Status.LastValidationTime), output.Time(bsl.Status.LastSyncedTime), credential, tenantsText(bsl.Spec.Tenants), configText(bsl.Spec.Config)}
 			},
 			Filters: []get.Filter[salvorv1.BackupStorageLocation]{{Flag: "default", Usage: "only the default location (Velero's flag)",
 				Keep: func(bsl *salvorv1.BackupStorageLocation) bool { return bsl.Spec.Default }}},

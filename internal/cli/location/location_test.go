@@ -79,6 +79,17 @@ func TestCreateFlagsMakeTheLocation(t *testing.T) {
 			})},
 		{name: "a sync period of 0 given is kept; an unset one is not", args: append(s3, "--backup-sync-period", "0"),
 			want: base(func(b *salvorv1.BackupStorageLocation) { b.Spec.BackupSyncPeriod = &metav1.Duration{} })},
+		{name: "open to the namespaces labelled as tenants, sharing its backups", args: append(s3, "--tenant-selector", "salvor.dev/tenant", "--share-backups"),
+			want: base(func(b *salvorv1.BackupStorageLocation) {
+				b.Spec.Tenants = &salvorv1.LocationTenants{ShareBackups: true, NamespaceSelector: &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "salvor.dev/tenant", Operator: metav1.LabelSelectorOpExists}}}}
+			})},
+		{name: "open to every namespace", args: append(s3, "--tenant-selector", ""),
+			want: base(func(b *salvorv1.BackupStorageLocation) {
+				b.Spec.Tenants = &salvorv1.LocationTenants{NamespaceSelector: &metav1.LabelSelector{}}
+			})},
+		{name: "a tenant selector that does not parse", args: append(s3, "--tenant-selector", "team in a"), wantErr: `--tenant-selector "team in a"`},
+		{name: "backups shared with no tenants", args: append(s3, "--share-backups"), wantErr: "--share-backups shares the location's backups with its tenants: give --tenant-selector too"},
 		{name: "no bucket", args: []string{"--provider", "salvor.dev/s3"}, wantErr: "--provider and --bucket are required"},
 		{name: "a mode Salvor has not", args: append(s3, "--access-mode", "WriteOnly"), wantErr: `--access-mode "WriteOnly": want ReadWrite or ReadOnly`},
 		{name: "a lock mode with no lock", args: append(s3, "--immutable-mode", "GOVERNANCE"), wantErr: "--immutable-mode needs it"},
@@ -105,6 +116,59 @@ func TestCreateFlagsMakeTheLocation(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("made\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSetTenantFlags: what `salvor backup-location set`'s tenant flags make
+// of a location's spec.tenants as it is, and the mixes refused.
+func TestSetTenantFlags(t *testing.T) {
+	teams := &salvorv1.LocationTenants{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "team"}}}
+	shared := teams.DeepCopy()
+	shared.ShareBackups = true
+	for _, tc := range []struct {
+		name    string
+		current *salvorv1.LocationTenants
+		args    []string
+		want    *salvorv1.LocationTenants
+		wantErr string
+	}{
+		{name: "opened", args: []string{"--tenant-selector", "tier=team"}, want: teams},
+		{name: "sharing turned on, the selector kept", current: teams, args: []string{"--share-backups"}, want: shared},
+		{name: "the selector changed, sharing kept", current: shared, args: []string{"--tenant-selector", "tier=gold"},
+			want: &salvorv1.LocationTenants{ShareBackups: true, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}},
+		{name: "sharing turned off", current: shared, args: []string{"--share-backups=false"}, want: teams},
+		{name: "closed", current: shared, args: []string{"--no-tenants"}, want: nil},
+		{name: "closed and opened at once", current: shared, args: []string{"--no-tenants", "--tenant-selector", "tier=team"}, wantErr: "give it without --tenant-selector and --share-backups"},
+		{name: "sharing on a location with no tenants", args: []string{"--share-backups"}, wantErr: "give --tenant-selector too"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tf tenantFlags
+			f := pflag.NewFlagSet("set", pflag.ContinueOnError)
+			tf.bind(f, true)
+			if err := f.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if !tf.given(f) {
+				t.Fatal("the flags were given, given says not")
+			}
+			before := tc.current.DeepCopy()
+			got, err := tf.apply(f, tc.current)
+			if !reflect.DeepEqual(tc.current, before) {
+				t.Errorf("apply changed the location as read: %+v", tc.current)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("made %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -92,6 +92,26 @@ type BackupStorageLocationSpec struct {
 	// +optional
 	// +nullable
 	Immutability *LocationImmutability `json:"immutability,omitempty"`
+	// Tenants opens the location to the Backups, Restores and Schedules
+	// that teams make in their own namespaces (Salvor's; docs/self-service.md
+	// says what of it this version runs). Without it only the server's
+	// namespace uses the location.
+	// +optional
+	// +nullable
+	Tenants *LocationTenants `json:"tenants,omitempty"`
+}
+
+// LocationTenants says which tenant namespaces may use a location.
+type LocationTenants struct {
+	// NamespaceSelector selects, by the namespaces' labels, the namespaces
+	// whose Backups, Restores and Schedules may use the location; an
+	// empty selector selects every namespace.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+	// ShareBackups lets each selected namespace see and restore the
+	// location's backups made in the server's namespace that hold it
+	// (salvor.dev/tenant-visible does it for one backup).
+	// +optional
+	ShareBackups bool `json:"shareBackups,omitempty"`
 }
 
 // LocationImmutability is how long a location's objects are retained.

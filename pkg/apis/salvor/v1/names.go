@@ -125,6 +125,13 @@ const (
 	// from the backup's metadata, which the backup's signed manifest
 	// covers.
 	SyncedUIDAnnotation = "salvor.dev/synced-uid"
+	// TenantVisibleAnnotation "true", on a Backup in the server's
+	// namespace, lets each tenant namespace the backup holds see and
+	// restore it (salvor server --tenants), as its location's
+	// spec.tenants.shareBackups does for all of the location's backups.
+	// Only who may edit Backups in the server's namespace can set it:
+	// sync never copies it from a bucket.
+	TenantVisibleAnnotation = "salvor.dev/tenant-visible"
 	// CancelAnnotation asks the server to stop a backup or restore
 	// (`salvor backup cancel`, `salvor restore cancel`).
 	CancelAnnotation = "salvor.dev/cancel-requested"

@@ -1,0 +1,89 @@
+package location
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// tenantFlags are the flags that open a location to tenant namespaces
+// (spec.tenants), shared by create and set.
+type tenantFlags struct {
+	selector string
+	share    bool
+	none     bool
+}
+
+// bind registers the flags; set alone offers --no-tenants.
+func (t *tenantFlags) bind(f *pflag.FlagSet, withNone bool) {
+	f.StringVar(&t.selector, "tenant-selector", "", "open the location to the Backups, Restores and Schedules of the namespaces this label selector selects (salvor server --tenants; '' selects every namespace): spec.tenants.namespaceSelector")
+	f.BoolVar(&t.share, "share-backups", false, "with tenants: let each tenant namespace see and restore the location's backups made in Salvor's namespace that hold it (spec.tenants.shareBackups)")
+	if withNone {
+		f.BoolVar(&t.none, "no-tenants", false, "close the location to tenant namespaces (removes spec.tenants); their backups in it stay, but they can no longer back up to it nor restore from it")
+	}
+}
+
+// given tells whether any of the flags was given.
+func (t *tenantFlags) given(f *pflag.FlagSet) bool {
+	return f.Changed("tenant-selector") || f.Changed("share-backups") || f.Changed("no-tenants")
+}
+
+// apply is what the flags make of a location's spec.tenants (current,
+// nil when it has none), or what to fix in them.
+func (t *tenantFlags) apply(f *pflag.FlagSet, current *salvorv1.LocationTenants) (*salvorv1.LocationTenants, error) {
+	if t.none {
+		if f.Changed("tenant-selector") || f.Changed("share-backups") {
+			return nil, fmt.Errorf("--no-tenants closes the location to tenants: give it without --tenant-selector and --share-backups")
+		}
+		return nil, nil
+	}
+	out := current.DeepCopy()
+	if f.Changed("tenant-selector") {
+		sel, err := metav1.ParseToLabelSelector(t.selector)
+		if err != nil {
+			return nil, fmt.Errorf("--tenant-selector %q: %w", t.selector, err)
+		}
+		// The parser gives empty lists where the selector has none; the
+		// location stores none.
+		if len(sel.MatchLabels) == 0 {
+			sel.MatchLabels = nil
+		}
+		if len(sel.MatchExpressions) == 0 {
+			sel.MatchExpressions = nil
+		}
+		for i := range sel.MatchExpressions {
+			if len(sel.MatchExpressions[i].Values) == 0 {
+				sel.MatchExpressions[i].Values = nil
+			}
+		}
+		if out == nil {
+			out = &salvorv1.LocationTenants{}
+		}
+		out.NamespaceSelector = sel
+	}
+	if f.Changed("share-backups") {
+		if out == nil {
+			return nil, fmt.Errorf("--share-backups shares the location's backups with its tenants: give --tenant-selector too, the location has none")
+		}
+		out.ShareBackups = t.share
+	}
+	return out, nil
+}
+
+// tenantsText is a location's spec.tenants for get -o wide.
+func tenantsText(t *salvorv1.LocationTenants) string {
+	if t == nil || t.NamespaceSelector == nil {
+		return "-"
+	}
+	text := metav1.FormatLabelSelector(t.NamespaceSelector)
+	if text == "<none>" {
+		text = "every namespace"
+	}
+	if t.ShareBackups {
+		text += " (backups shared)"
+	}
+	return text
+}
