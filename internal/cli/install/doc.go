@@ -10,4 +10,8 @@
 // It is also the source of the Helm chart's generated files (ChartFiles:
 // the CRDs and every role's rules; BuiltinResources: the built-in resources
 // by API group), so that the chart and the command grant the same.
+//
+// TenantObjects are what self-service needs beside the install: the
+// salvor-tenant role and the admission policies that record who made a
+// tenant's objects (docs/self-service.md; not yet installed by a flag).
 package install

@@ -132,6 +132,15 @@ const (
 	// Only who may edit Backups in the server's namespace can set it:
 	// sync never copies it from a bucket.
 	TenantVisibleAnnotation = "salvor.dev/tenant-visible"
+	// RequestedByAnnotation and RequestedByGroupsAnnotation are, on a
+	// Backup, Restore, Schedule or DownloadRequest made outside the
+	// server's namespace, the user who made it and their groups (one a
+	// line), as the API server authenticated them: written by the
+	// salvor-requester admission policy over whatever the client sent,
+	// and never changed after. The server acts for a tenant only as far
+	// as these may.
+	RequestedByAnnotation       = "salvor.dev/requested-by"
+	RequestedByGroupsAnnotation = "salvor.dev/requested-by-groups"
 	// CancelAnnotation asks the server to stop a backup or restore
 	// (`salvor backup cancel`, `salvor restore cancel`).
 	CancelAnnotation = "salvor.dev/cancel-requested"
