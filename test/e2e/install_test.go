@@ -541,7 +541,7 @@ func TestUninstallCommand(t *testing.T) {
 	out := c.mustSalvor(t, "uninstall", "--force")
 	for _, w := range []string{"Deployment salvor/salvor deleted.",
 		"The keys of the encrypted locations vault (Secret backup-keys) went with the namespace: their backups are readable only with the copies you saved.", "ClusterRole salvor-server-salvor deleted.", "Namespace salvor deleted.",
-		"Salvor's CRDs and the roles salvor-viewer, salvor-operator, salvor-metrics-reader are kept: namespaces other hold Salvor's objects too.",
+		"Salvor's CRDs and the roles salvor-viewer, salvor-operator, salvor-metrics-reader, salvor-tenant are kept: namespaces other hold Salvor's objects too.",
 		"Salvor is uninstalled from salvor. No backup was deleted: each stays in its location, for a Salvor or Velero pointed there to find again: default (salvor.dev/s3 backups/), vault (salvor.dev/s3 vault/sealed)."} {
 		if !strings.Contains(out, w) {
 			t.Errorf("uninstall did not say %q:\n%s", w, out)

@@ -51,10 +51,13 @@ type Options struct {
 	SpoolSize      string
 	TestRestores   bool
 	ExecHooks      bool
-	DryRun         bool
-	Output         string
-	Wait           bool
-	Timeout        time.Duration
+	// Tenants runs the server with --tenants and installs what it needs
+	// (TenantObjects, TenantServerRules).
+	Tenants bool
+	DryRun  bool
+	Output  string
+	Wait    bool
+	Timeout time.Duration
 	// Velero's install flags.
 	SAAnnotations      map[string]string
 	PodAnnotations     map[string]string
@@ -163,6 +166,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.MemoryLimit, "server-memory-limit", DefaultMemoryLimit, "the server's memory limit (empty for none)")
 	f.StringVar(&o.SpoolSize, "spool-size", "", "the size limit of the server's scratch volume, where restores spool a backup's items (empty for no limit)")
 	f.BoolVar(&o.TestRestores, "test-restores", false, "let the server delete namespaces, which test restores (salvor backup verify --restore-into-prefix, a schedule's spec.verify.restoreIntoPrefix) need to remove what they restored (a ClusterRole of its own; the server deletes only namespaces its test restores made)")
+	f.BoolVar(&o.Tenants, "tenants", false, "let teams back up and restore their own namespaces (the server's --tenants): installs the salvor-tenant ClusterRole to bind per namespace, the salvor-requester admission policies that record who made a namespace's Backups and Restores (Kubernetes 1.36 or later), and the server's rights over those objects in every namespace (docs/self-service.md)")
 	f.BoolVar(&o.ExecHooks, "exec-hooks", false, "let the server run commands in pods (pods/exec) and watch pods, which the exec hooks of backups (spec.hooks, pre.hook.backup.velero.io/command) and restores (spec.hooks postHooks exec, post.hook.restore.velero.io/command) need (a ClusterRole of its own; the right reaches a shell in every pod)")
 	f.DurationVar(&o.RepoMaintain, "default-repo-maintain-frequency", 0, "how often kopia's maintenance runs on each repository of moved volume data (the server's flag; default 1h) (Velero's flag)")
 	f.IntVar(&o.KeepMaintenanceJobs, "keep-latest-maintenance-jobs", 0, "finished maintenance Jobs kept per repository (the server's flag; default 3) (Velero's flag)")
@@ -270,6 +274,9 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	}
 	if o.ScheduleSkip {
 		args = append(args, "--schedule-skip-immediately")
+	}
+	if o.Tenants {
+		args = append(args, "--tenants")
 	}
 	if o.DefaultVolumesToFsBackup {
 		if !o.UseNodeAgent {
@@ -420,7 +427,8 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 		on    bool
 		name  string
 		rules []rbacv1.PolicyRule
-	}{{o.TestRestores, "salvor-test-restores-" + ns, TestRestoreRules}, {o.ExecHooks, "salvor-exec-hooks-" + ns, ExecHookRules}} {
+	}{{o.TestRestores, "salvor-test-restores-" + ns, TestRestoreRules}, {o.ExecHooks, "salvor-exec-hooks-" + ns, ExecHookRules},
+		{o.Tenants, "salvor-tenants-" + ns, TenantServerRules}} {
 		if !extra.on {
 			continue
 		}
@@ -428,6 +436,11 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 			&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: extra.name, Labels: labels},
 				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: extra.name},
 				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})
+	}
+	if o.Tenants {
+		for _, obj := range TenantObjects(ns, sa, labels) {
+			typed = append(typed, obj)
+		}
 	}
 	var credential *corev1.SecretKeySelector
 	if o.SecretFile != "" {

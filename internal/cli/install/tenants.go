@@ -28,6 +28,26 @@ var TenantRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"volumepluginbackups", "volumepluginrestores"}, Verbs: []string{"get", "list", "watch"}},
 }
 
+// TenantServerRules are what the server's --tenants mode does in every
+// namespace: follow teams' Backups, Restores and DownloadRequests, write
+// their status, and remove the records of those the platform team
+// deleted. What it does in a tenant's name it asks the API server about
+// first (SubjectAccessReview, which the server's rules allow already).
+var TenantServerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups", "restores", "downloadrequests"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups/status", "restores/status", "downloadrequests/status"}, Verbs: []string{"update"}},
+}
+
+// requesterPolicies are the admission policies of TenantObjects, by name,
+// for uninstall.
+func requesterPolicies() []client.Object {
+	meta := metav1.ObjectMeta{Name: requesterPolicy}
+	return []client.Object{
+		&admissionv1.MutatingAdmissionPolicyBinding{ObjectMeta: meta}, &admissionv1.MutatingAdmissionPolicy{ObjectMeta: meta},
+		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta}, &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: meta},
+	}
+}
+
 // requesterPolicy names the admission policies that record who made a
 // tenant's object and keep it so.
 const requesterPolicy = "salvor-requester"

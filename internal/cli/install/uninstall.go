@@ -70,7 +70,7 @@ starts unless --force.`,
 }
 
 // sharedRoles are the ClusterRoles every installation shares.
-var sharedRoles = []string{"salvor-viewer", "salvor-operator", "salvor-metrics-reader"}
+var sharedRoles = []string{"salvor-viewer", "salvor-operator", "salvor-metrics-reader", TenantRole}
 
 // Uninstall removes the installation in namespace, keeping every backup's
 // files: the server is stopped before anything of its goes, and the
@@ -152,12 +152,15 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-exec-hooks-" + namespace}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-node-agent-" + namespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-node-agent-" + namespace}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "salvor-tenants-" + namespace}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "salvor-tenants-" + namespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 	}
 	if len(others) == 0 {
 		for _, r := range sharedRoles {
 			cluster = append(cluster, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: r}})
 		}
+		cluster = append(cluster, requesterPolicies()...)
 		for _, d := range defs {
 			cluster = append(cluster, d)
 		}
@@ -168,8 +171,9 @@ func Uninstall(ctx context.Context, c client.Client, namespace string, out io.Wr
 		if err != nil {
 			return err
 		}
+		// A cluster before 1.36 serves no MutatingAdmissionPolicy.
 		err = c.Delete(ctx, o)
-		if apierrors.IsNotFound(err) {
+		if noKind(err) {
 			continue
 		}
 		if err != nil {

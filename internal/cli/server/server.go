@@ -38,7 +38,9 @@ import (
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
+	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
+	"github.com/salvor-dev/salvor/internal/selfservice"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -70,6 +72,7 @@ type options struct {
 	restoreTiers         []string
 	operationTimeout     time.Duration
 	defaultFSBackup      bool
+	tenants              bool
 	uploaderType         string
 	restoreMemory        string
 	finalizeAttempts     int
@@ -214,6 +217,7 @@ process, restarted if it dies.`,
 	f.StringVar(&o.repoSafety, "repo-maintenance-safety", string(kopiarepo.SafetyFull), "full: kopia's safety margins (a deleted backup's volume data is freed a day or more later; uploads run beside maintenance); none: freed at the next maintenance runs, with uploads and downloads of a repository kept apart from its maintenance")
 	f.StringVar(&o.uploaderType, "uploader-type", salvorv1.UploaderKopia, "the file-system backup's uploader: kopia, the only one (Velero's flag)")
 	f.BoolVar(&o.defaultFSBackup, "default-volumes-to-fs-backup", false, "copy the files of every volume of a backup's running pods (file-system backup, by the node agent) when the backup does not say (Velero's flag; a pod opts volumes out with backup.velero.io/backup-volumes-excludes)")
+	f.BoolVar(&o.tenants, "tenants", false, "also run the Backups, Restores and DownloadRequests teams make in their own namespaces, confined to them and checked against their makers' rights (docs/self-service.md); needs what salvor install --tenants installs")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
 	f.IntVar(&o.finalizeAttempts, "finalize-attempts", 8, "how often finalizing a backup (after its plugin operations) is tried before the backup is recorded as its first pass made it; also how often a restore's files are read or written around its plugin operations before it ends without them")
@@ -459,6 +463,26 @@ func (o *options) run(ctx context.Context) error {
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
+		}
+	}
+	if o.tenants {
+		err := selfservice.Setup(mgr, selfservice.Server{
+			Config: cfg, Scheme: kube.Scheme(), Namespace: o.kube.Namespace, Log: logger,
+			Location: locations.Get,
+			ResourceList: func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error) {
+				store, err := locations.StoreNamed(ctx, b.Spec.StorageLocation)
+				if err != nil {
+					return nil, err
+				}
+				return store.GetResourceList(ctx, b.Name)
+			},
+			Resources: func() ([]resources.Resource, error) {
+				served, _, err := resources.Discover(disc)
+				return served, err
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("--tenants: %w", err)
 		}
 	}
 	if o.healthAddress != "0" {

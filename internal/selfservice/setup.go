@@ -1,0 +1,54 @@
+package selfservice
+
+import (
+	"context"
+	"log/slog"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/salvor-dev/salvor/internal/resources"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// Server is what the tenant reconcilers need of the server.
+type Server struct {
+	Config    *rest.Config
+	Scheme    *runtime.Scheme
+	Namespace string
+	// Location finds a location of the server's namespace by name, or the
+	// default one for "".
+	Location func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
+	// ResourceList reads a backup's resource list from its location.
+	ResourceList func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error)
+	// Resources lists the resources the cluster serves.
+	Resources func() ([]resources.Resource, error)
+	Log       *slog.Logger
+}
+
+// Setup adds the tenant reconcilers to mgr, with a cache of tenants'
+// Backups, Restores and DownloadRequests over every namespace of their own.
+func Setup(mgr ctrl.Manager, s Server) error {
+	tenants, err := cluster.New(s.Config, func(o *cluster.Options) { o.Scheme = s.Scheme })
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(tenants); err != nil {
+		return err
+	}
+	a := access{client: mgr.GetClient()}
+	b := &backups{access: a, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
+	r := &restores{access: a, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
+		Locations: s.Location, ResourceList: s.ResourceList, Mapper: mgr.GetRESTMapper()}
+	d := &downloads{Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace}
+	log := s.Log.With("controller", "tenants")
+	if err := (&mirrorReconciler[salvorv1.Backup, *salvorv1.Backup]{kind: b.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
+		return err
+	}
+	if err := (&mirrorReconciler[salvorv1.Restore, *salvorv1.Restore]{kind: r.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
+		return err
+	}
+	return (&mirrorReconciler[salvorv1.DownloadRequest, *salvorv1.DownloadRequest]{kind: d.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants)
+}

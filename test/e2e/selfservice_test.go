@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/testbed"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// TestTenantsBackUpAndRestoreTheirOwnNamespaces installs Salvor with
+// --tenants, opens the location to namespaces labelled as tenants, and
+// runs the server with its installed rights. Two teams, each a service
+// account's token bound to salvor-tenant in its namespace and nothing
+// more (alice may read config maps, not Secrets), back up and restore
+// their own namespaces through the CLI; every escape tried is refused
+// saying why and makes nothing.
+func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
+	c := startCluster(t)
+	minio := testbed.StartMinIO(t, "backups")
+	c.mustSalvor(t, "install", "--tenants", "--provider", "salvor.dev/s3", "--bucket", "backups", "--secret-file", minio.CredentialsFile(t),
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true")
+	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-selector", "salvor.dev/tenant")
+	ctx := context.Background()
+	for _, team := range []string{"team-a", "team-b"} {
+		c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team, Labels: map[string]string{"salvor.dev/tenant": "yes"}}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: team}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-salvor", Namespace: team},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "salvor-tenant"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "dev", Namespace: team}}},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: team},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "patch"}}}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-config", Namespace: team},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "config"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "dev", Namespace: team}}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: team}, Data: map[string]string{"team": team}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "password", Namespace: team}, StringData: map[string]string{"p": "hunter2"}})
+	}
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "crown-jewels", Namespace: "platform"}})
+	c.asServiceAccount(t, "salvor", "salvor").startServer(t, "--tenants", "--item-operation-sync-frequency", "1s")
+	c.waitLocation(t, "default", salvorv1.BackupStorageLocationPhaseAvailable)
+	alice, bob := c.asServiceAccount(t, "team-a", "dev"), c.asServiceAccount(t, "team-b", "dev")
+
+	// The API server may take a moment to run the requester policy on
+	// Salvor's new kinds: the first backup waits for it.
+	eventually(t, "alice's first backup", time.Minute, func() (bool, string) {
+		out, err := alice.salvor(t, "-n", "team-a", "backup", "create", "nightly", "--wait")
+		return err == nil, out
+	})
+	b := &salvorv1.Backup{}
+	if err := alice.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "nightly"}, b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Annotations[salvorv1.RequestedByAnnotation] != "system:serviceaccount:team-a:dev" {
+		t.Fatalf("alice's backup: phase %s, annotations %v, errors %v", b.Status.Phase, b.Annotations, b.Status.ValidationErrors)
+	}
+	if left := b.Annotations["salvor.dev/left-out-for-requester"]; !strings.Contains(left, "secrets") || strings.Contains(left, "configmaps") {
+		t.Errorf("left out of alice's backup as she may not read them: %q, want secrets and not configmaps", left)
+	}
+	// What the server wrote: team-a's config map, not its Secret, nothing of another namespace.
+	copyOf := &salvorv1.Backup{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "team-a.nightly"}, copyOf); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.mustSalvor(t, "backup", "describe", "team-a.nightly", "--details"); !strings.Contains(out, "team-a/settings") ||
+		strings.Contains(out, "password") || strings.Contains(out, "team-b") || strings.Contains(out, "crown-jewels") {
+		t.Errorf("the server's copy of alice's backup holds:\n%s", out)
+	}
+	// Alice reads her backup's log through the CLI.
+	if out := alice.mustSalvor(t, "-n", "team-a", "backup", "logs", "nightly"); !strings.Contains(out, "team-a.nightly") {
+		t.Errorf("alice's backup log:\n%s", out)
+	}
+
+	// Escapes: refused saying why, nothing made.
+	for _, tc := range []struct {
+		who  *cluster
+		args []string
+		want string
+	}{
+		{alice, []string{"-n", "team-a", "backup", "create", "grab-b", "--include-namespaces", "team-b"}, `includedNamespaces names "team-b"`},
+		{alice, []string{"-n", "team-a", "backup", "create", "grab-all", "--include-namespaces", "*"}, `includedNamespaces names "*"`},
+		{alice, []string{"-n", "team-a", "backup", "create", "grab-cluster", "--include-cluster-resources"}, "includeClusterResources is true"},
+		{alice, []string{"-n", "team-a", "backup", "create", "grab-secrets", "--include-resources", "secrets"}, "may not list in namespace team-a"},
+		{alice, []string{"-n", "team-a", "restore", "create", "move-out", "--from-backup", "nightly", "--namespace-mappings", "team-a:platform"}, `namespaceMapping maps "team-a" to "platform"`},
+	} {
+		name := tc.args[4]
+		out, err := tc.who.salvor(t, append(tc.args, "--wait")...)
+		if err == nil || !strings.Contains(out, "FailedValidation") {
+			t.Errorf("salvor %s: %v, want it refused:\n%s", strings.Join(tc.args, " "), err, out)
+		}
+		// The team reads why as the CLI says to.
+		if out, err := tc.who.salvor(t, "-n", "team-a", tc.args[2], "describe", name); err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("salvor %s describe %s: %v, want it saying %q:\n%s", tc.args[2], name, err, tc.want, out)
+		}
+		for _, o := range []client.Object{&salvorv1.Backup{}, &salvorv1.Restore{}} {
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "team-a." + name}, o); !apierrors.IsNotFound(err) {
+				t.Errorf("refused %s: the server's namespace holds %T team-a.%s (%v)", name, o, name, err)
+			}
+		}
+	}
+	// Bob sees none of alice's, and may not ask for her logs.
+	if out, err := bob.salvor(t, "-n", "team-a", "backup", "get"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("bob listing team-a's backups: %v\n%s", err, out)
+	}
+	if out, err := bob.salvor(t, "-n", "team-b", "backup", "logs", "nightly"); err == nil {
+		t.Errorf("bob reading the log of a backup of team-a's name from team-b: %s", out)
+	}
+	// A forged requester is the API server's to write, not the client's.
+	forged := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "forged",
+		Annotations: map[string]string{salvorv1.RequestedByAnnotation: "system:serviceaccount:salvor:salvor"}}}
+	if err := bob.client.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	if got := forged.Annotations[salvorv1.RequestedByAnnotation]; got != "system:serviceaccount:team-b:dev" {
+		t.Errorf("bob's backup claiming the server made it is recorded as %q's", got)
+	}
+
+	// Alice loses her config map and restores it; the Secret she may not
+	// make is not in her backup.
+	if err := c.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := alice.mustSalvor(t, "-n", "team-a", "restore", "create", "back", "--from-backup", "nightly", "--wait")
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "settings"}, cm); err != nil || cm.Data["team"] != "team-a" {
+		t.Errorf("alice's config map after her restore: %v %v\n%s", cm.Data, err, out)
+	}
+	r := &salvorv1.Restore{}
+	if err := alice.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "back"}, r); err != nil || r.Status.Phase != salvorv1.RestorePhaseCompleted {
+		t.Errorf("alice's restore: %s %v", r.Status.Phase, err)
+	}
+	if out, err := alice.salvor(t, "-n", "team-a", "restore", "logs", "back"); err != nil || !strings.Contains(out, "team-a") {
+		t.Errorf("alice's restore log: %v\n%s", err, out)
+	}
+	// Bob backs up his own namespace alongside.
+	if out, err := bob.salvor(t, "-n", "team-b", "backup", "create", "nightly", "--wait"); err != nil {
+		t.Errorf("bob's backup: %v\n%s", err, out)
+	}
+	// The platform team sees both teams' runs.
+	if out := c.mustSalvor(t, "backup", "get"); !strings.Contains(out, "team-a.nightly") || !strings.Contains(out, "team-b.nightly") {
+		t.Errorf("the platform team's backups:\n%s", out)
+	}
+}
