@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,11 +52,16 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	alice, bob := c.asServiceAccount(t, "team-a", "dev"), c.asServiceAccount(t, "team-b", "dev")
 
 	// The API server may take a moment to run the requester policy on
-	// Salvor's new kinds: the first backup waits for it.
-	eventually(t, "alice's first backup", time.Minute, func() (bool, string) {
-		out, err := alice.salvor(t, "-n", "team-a", "backup", "create", "nightly", "--wait")
-		return err == nil, out
+	// Salvor's new kinds: a request it has not marked would be refused.
+	eventually(t, "the requester policy in force", time.Minute, func() (bool, string) {
+		probe := &salvorv1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", GenerateName: "probe-"},
+			Spec: salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: salvorv1.DownloadTargetBackupLog, Name: "none"}}}
+		if err := alice.client.Create(ctx, probe); err != nil {
+			return false, err.Error()
+		}
+		return probe.Annotations[salvorv1.RequestedByAnnotation] != "", fmt.Sprint(probe.Annotations)
 	})
+	alice.mustSalvor(t, "-n", "team-a", "backup", "create", "nightly", "--wait")
 	b := &salvorv1.Backup{}
 	if err := alice.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "nightly"}, b); err != nil {
 		t.Fatal(err)
