@@ -3,11 +3,14 @@ package selfservice
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -50,21 +53,45 @@ func (a access) can(ctx context.Context, r Requester, attrs authorizationv1.Reso
 	return review.Status.Allowed, nil
 }
 
-// denied is, of resources (group and resource names), those r may not
-// verb in namespace, in the order given.
-func (a access) denied(ctx context.Context, r Requester, verb, namespace string, resources []authorizationv1.ResourceAttributes) ([]string, error) {
-	var out []string
-	for _, attrs := range resources {
-		attrs.Verb, attrs.Namespace = verb, namespace
-		ok, err := a.can(ctx, r, attrs)
+// denied is, of served, the resources r may not verb in namespace, in the
+// order given.
+func (a access) denied(ctx context.Context, r Requester, verb, namespace string, served []resources.Resource) ([]resources.Resource, error) {
+	var out []resources.Resource
+	for _, res := range served {
+		ok, err := a.can(ctx, r, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: res.GVR.Group, Resource: res.GVR.Resource})
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			out = append(out, resourceText(attrs))
+			out = append(out, res)
 		}
 	}
 	return out, nil
+}
+
+// names are resources as kubectl and a backup's filters name them:
+// resource.group, or resource for the core group.
+func names(list []resources.Resource) []string {
+	out := make([]string, len(list))
+	for i, r := range list {
+		out[i] = resourceText(authorizationv1.ResourceAttributes{Group: r.GVR.Group, Resource: r.GVR.Resource})
+	}
+	return out
+}
+
+// explicit is a resource filter without its "*": the names a spec gives.
+func explicit(filter []string) []string {
+	return slices.DeleteFunc(slices.Clone(filter), func(n string) bool { return n == "*" })
+}
+
+// followStatus copies a mirror's status (from) to its tenant object's
+// (to) once the mirror has one (ready), telling whether it changed.
+func followStatus[S any](from, to *S, ready bool) bool {
+	if !ready || equality.Semantic.DeepEqual(*from, *to) {
+		return false
+	}
+	*to = *from
+	return true
 }
 
 // resourceText is a resource as kubectl and a backup's filters name it:

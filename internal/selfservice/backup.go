@@ -8,7 +8,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/resources"
@@ -54,13 +53,7 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 		lost: func(t *salvorv1.Backup) {
 			t.Status.Phase, t.Status.FailureReason = salvorv1.BackupPhaseFailed, "its copy in the server's namespace was deleted before it finished"
 		},
-		follow: func(m, t *salvorv1.Backup) bool {
-			if m.Status.Phase == "" || equality.Semantic.DeepEqual(m.Status, t.Status) {
-				return false
-			}
-			t.Status = *m.Status.DeepCopy()
-			return true
-		},
+		follow: func(m, t *salvorv1.Backup) bool { return followStatus(&m.Status, &t.Status, m.Status.Phase != "") },
 	}
 }
 
@@ -103,24 +96,21 @@ func (b *backups) judge(ctx context.Context, t *salvorv1.Backup) (*salvorv1.Back
 	if err != nil {
 		return nil, nil, err
 	}
-	var namespaced []authorizationv1.ResourceAttributes
-	for _, r := range all {
-		if r.Namespaced {
-			namespaced = append(namespaced, authorizationv1.ResourceAttributes{Group: r.GVR.Group, Resource: r.GVR.Resource})
-		}
-	}
-	denied, err := b.denied(ctx, requester, "list", ns.Name, namespaced)
+	namespaced := slices.DeleteFunc(all, func(r resources.Resource) bool { return !r.Namespaced })
+	deniedResources, err := b.denied(ctx, requester, "list", ns.Name, namespaced)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, d := range denied {
-		if slices.Contains(spec.IncludedResources, d) || slices.Contains(spec.IncludedNamespaceScopedResources, d) {
-			problems = append(problems, fmt.Sprintf("the backup names %s, which %s may not list in namespace %s", d, requester, ns.Name))
+	named := append(explicit(spec.IncludedResources), explicit(spec.IncludedNamespaceScopedResources)...)
+	for _, r := range deniedResources {
+		if r.MatchesAny(named) {
+			problems = append(problems, fmt.Sprintf("the backup names %s, which %s may not list in namespace %s", names([]resources.Resource{r})[0], requester, ns.Name))
 		}
 	}
 	if len(problems) > 0 {
 		return nil, problems, nil
 	}
+	denied := names(deniedResources)
 	if len(spec.IncludedNamespaceScopedResources)+len(spec.ExcludedNamespaceScopedResources)+len(spec.IncludedClusterScopedResources)+len(spec.ExcludedClusterScopedResources) > 0 {
 		spec.ExcludedNamespaceScopedResources = append(spec.ExcludedNamespaceScopedResources, denied...)
 	} else {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,11 +41,7 @@ func (d *downloads) kind() kind[salvorv1.DownloadRequest, *salvorv1.DownloadRequ
 			t.Status.Phase, t.Status.Message = salvorv1.DownloadRequestPhaseFailed, "its copy in the server's namespace was deleted before it was answered"
 		},
 		follow: func(m, t *salvorv1.DownloadRequest) bool {
-			if m.Status.Phase == "" || m.Status.Phase == salvorv1.DownloadRequestPhaseNew || equality.Semantic.DeepEqual(m.Status, t.Status) {
-				return false
-			}
-			t.Status = *m.Status.DeepCopy()
-			return true
+			return followStatus(&m.Status, &t.Status, m.Status.Phase != "" && m.Status.Phase != salvorv1.DownloadRequestPhaseNew)
 		},
 	}
 }
@@ -55,10 +50,10 @@ func (d *downloads) kind() kind[salvorv1.DownloadRequest, *salvorv1.DownloadRequ
 // backup or restore it names.
 func (d *downloads) judge(ctx context.Context, t *salvorv1.DownloadRequest) (*salvorv1.DownloadRequest, []string, error) {
 	var target client.Object = &salvorv1.Backup{}
+	what := "backup"
 	if strings.HasPrefix(string(t.Spec.Target.Kind), "Restore") {
-		target = &salvorv1.Restore{}
+		target, what = &salvorv1.Restore{}, "restore"
 	}
-	what := strings.ToLower(strings.TrimPrefix(fmt.Sprintf("%T", target), "*v1."))
 	if err := d.Tenants.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Target.Name}, target); apierrors.IsNotFound(err) {
 		return nil, []string{fmt.Sprintf("%s %q does not exist in namespace %s", what, t.Spec.Target.Name, t.Namespace)}, nil
 	} else if err != nil {

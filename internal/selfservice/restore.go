@@ -3,19 +3,17 @@ package selfservice
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/tenancy"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -30,7 +28,8 @@ type restores struct {
 	Locations       func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
 	// ResourceList reads a backup's resource list from its location.
 	ResourceList func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error)
-	Mapper       meta.RESTMapper
+	// Resources lists the resources the cluster serves (discovery).
+	Resources func() ([]resources.Resource, error)
 }
 
 func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
@@ -59,13 +58,7 @@ func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
 		lost: func(t *salvorv1.Restore) {
 			t.Status.Phase, t.Status.FailureReason = salvorv1.RestorePhaseFailed, "its copy in the server's namespace was deleted before it finished"
 		},
-		follow: func(m, t *salvorv1.Restore) bool {
-			if m.Status.Phase == "" || equality.Semantic.DeepEqual(m.Status, t.Status) {
-				return false
-			}
-			t.Status = *m.Status.DeepCopy()
-			return true
-		},
+		follow: func(m, t *salvorv1.Restore) bool { return followStatus(&m.Status, &t.Status, m.Status.Phase != "") },
 	}
 }
 
@@ -141,7 +134,7 @@ func (r *restores) judge(ctx context.Context, t *salvorv1.Restore) (*salvorv1.Re
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, d := range denied {
+		for _, d := range names(denied) {
 			problems = append(problems, fmt.Sprintf("the backup holds %s of namespace %s, which %s may not %s there: leave them out (excludedResources: %s) or ask for the right",
 				d, ns.Name, requester, verb, d))
 		}
@@ -167,40 +160,32 @@ func (r *restores) judge(ctx context.Context, t *salvorv1.Restore) (*salvorv1.Re
 }
 
 // kinds are the resources of which backup b holds items in namespace ns
-// that spec's resource filters let through, as the API server serves
-// them.
-func (r *restores) kinds(ctx context.Context, b *salvorv1.Backup, ns string, spec salvorv1.RestoreSpec) ([]authorizationv1.ResourceAttributes, error) {
+// that spec's resource filters let through (matched as the restore
+// matches them), as the API server serves them. A kind the cluster does
+// not serve is one the restore cannot make either; it says so itself.
+func (r *restores) kinds(ctx context.Context, b *salvorv1.Backup, ns string, spec salvorv1.RestoreSpec) ([]resources.Resource, error) {
 	list, err := r.ResourceList(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("reading backup %s's resource list: %w", b.Name, err)
 	}
-	var out []authorizationv1.ResourceAttributes
-	for _, key := range slices.Sorted(maps.Keys(list)) {
-		if !slices.ContainsFunc(list[key], func(item string) bool { return strings.HasPrefix(item, ns+"/") }) {
-			continue
-		}
+	held := map[schema.GroupKind]bool{}
+	for key, items := range list {
 		i := strings.LastIndex(key, "/")
-		if i < 0 {
+		if i < 0 || !slices.ContainsFunc(items, func(item string) bool { return strings.HasPrefix(item, ns+"/") }) {
 			continue
 		}
-		gv, err := schema.ParseGroupVersion(key[:i])
-		if err != nil {
-			continue
+		if gv, err := schema.ParseGroupVersion(key[:i]); err == nil {
+			held[schema.GroupKind{Group: gv.Group, Kind: key[i+1:]}] = true
 		}
-		mapping, err := r.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: key[i+1:]}, gv.Version)
-		if err != nil {
-			// A kind this cluster does not serve is one the restore
-			// cannot make either; it says so itself.
-			continue
-		}
-		attrs := authorizationv1.ResourceAttributes{Group: mapping.Resource.Group, Resource: mapping.Resource.Resource}
-		name := resourceText(attrs)
-		if slices.Contains(spec.ExcludedResources, name) || (len(spec.IncludedResources) > 0 && !slices.Contains(spec.IncludedResources, name) && !slices.Contains(spec.IncludedResources, "*")) {
-			continue
-		}
-		out = append(out, attrs)
 	}
-	return out, nil
+	served, err := r.Resources()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(served, func(res resources.Resource) bool {
+		return !res.Namespaced || !held[schema.GroupKind{Group: res.GVR.Group, Kind: res.Kind}] ||
+			!resources.Includes(spec.IncludedResources, spec.ExcludedResources, res.MatchesAny)
+	}), nil
 }
 
 func nonEmpty(s string) []string {

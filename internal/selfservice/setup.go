@@ -41,7 +41,7 @@ func Setup(mgr ctrl.Manager, s Server) error {
 	a := access{client: mgr.GetClient()}
 	b := &backups{access: a, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
 	r := &restores{access: a, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
-		Locations: s.Location, ResourceList: s.ResourceList, Mapper: mgr.GetRESTMapper()}
+		Locations: s.Location, ResourceList: s.ResourceList, Resources: s.Resources}
 	d := &downloads{Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace}
 	log := s.Log.With("controller", "tenants")
 	if err := (&mirrorReconciler[salvorv1.Backup, *salvorv1.Backup]{kind: b.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
