@@ -524,14 +524,14 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, engine *backup.Engin
 	}
 	countEnd(b)
 	metrics.ItemsBackedUp.Add(float64(out.Progress.ItemsBackedUp))
-	metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(started).Seconds())
+	metrics.BackupDuration.WithLabelValues(salvorv1.TeamNamespace(b), string(b.Status.Phase)).Observe(time.Since(started).Seconds())
 }
 
 // countEnd counts a backup that reached a final phase. A Completed one also
 // moves its location's "last good backup" gauge at once, so the alert on
 // it does not wait for the location's next check.
 func countEnd(b *salvorv1.Backup) {
-	metrics.Backups.WithLabelValues(string(b.Status.Phase)).Inc()
+	metrics.Backups.WithLabelValues(salvorv1.TeamNamespace(b), string(b.Status.Phase)).Inc()
 	if loc := b.Labels[salvorv1.LocationLabel]; loc != "" && b.Status.Phase == salvorv1.BackupPhaseCompleted && b.Status.CompletionTimestamp != nil {
 		metrics.LocationLastSuccess.WithLabelValues(loc).Set(float64(b.Status.CompletionTimestamp.UnixNano()) / 1e9)
 	}

@@ -571,7 +571,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 	}
 	countEnd(b)
 	if b.Status.StartTimestamp != nil {
-		metrics.BackupDuration.WithLabelValues(string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
+		metrics.BackupDuration.WithLabelValues(salvorv1.TeamNamespace(b), string(b.Status.Phase)).Observe(time.Since(b.Status.StartTimestamp.Time).Seconds())
 	}
 	if r.ReleaseSnapshots != nil && b.Spec.SnapshotMoveData != nil && *b.Spec.SnapshotMoveData {
 		// Whole now, with the data in the bucket: what stays of a

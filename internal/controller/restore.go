@@ -475,11 +475,11 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 // observeRestoreEnd counts a restore that has ended.
 func observeRestoreEnd(rs *salvorv1.Restore) {
 	phase := string(rs.Status.Phase)
-	metrics.Restores.WithLabelValues(phase).Inc()
+	metrics.Restores.WithLabelValues(salvorv1.TeamNamespace(rs), phase).Inc()
 	if rs.Status.Progress != nil && !rs.Spec.DryRun {
 		metrics.ItemsRestored.Add(float64(rs.Status.Progress.ItemsRestored))
 	}
 	if rs.Status.StartTimestamp != nil && rs.Status.CompletionTimestamp != nil {
-		metrics.RestoreDuration.WithLabelValues(phase).Observe(rs.Status.CompletionTimestamp.Sub(rs.Status.StartTimestamp.Time).Seconds())
+		metrics.RestoreDuration.WithLabelValues(salvorv1.TeamNamespace(rs), phase).Observe(rs.Status.CompletionTimestamp.Sub(rs.Status.StartTimestamp.Time).Seconds())
 	}
 }

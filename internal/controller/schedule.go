@@ -16,8 +16,11 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/retention"
@@ -43,6 +46,14 @@ type ScheduleReconciler struct {
 	// SkipImmediately is spec.skipImmediately for schedules that leave
 	// it out (the server's --schedule-skip-immediately, Velero's).
 	SkipImmediately bool
+	// The hooks by which one reconciler runs teams' schedules in their
+	// own namespaces (salvor server --tenants, package selfservice); nil
+	// for the server's own. Judge lists further problems of a schedule,
+	// Stamp marks each backup it makes, and Retire deletes a backup its
+	// retention does not keep (Client.Delete when nil).
+	Judge  func(ctx context.Context, s *salvorv1.Schedule) ([]string, error)
+	Stamp  func(s *salvorv1.Schedule, b *salvorv1.Backup)
+	Retire func(ctx context.Context, b *salvorv1.Backup) error
 }
 
 // SetupWithManager registers the reconciler: a schedule is looked at when
@@ -54,15 +65,32 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&salvorv1.Schedule{}).
-		Watches(&salvorv1.Backup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name := o.GetLabels()[salvorv1.ScheduleNameLabel]
-			if name == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-		})).
+		Watches(&salvorv1.Backup{}, handler.EnqueueRequestsFromMapFunc(scheduleOf)).
 		Named("schedule").
 		Complete(r)
+}
+
+// SetupForTenants registers the reconciler for the schedules of every
+// namespace but the server's (serverNamespace), as tenants reads them.
+func (r *ScheduleReconciler) SetupForTenants(mgr ctrl.Manager, tenants cluster.Cluster, serverNamespace string) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	outside := func(o client.Object) bool { return o.GetNamespace() != serverNamespace }
+	return ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(source.Kind(tenants.GetCache(), client.Object(&salvorv1.Schedule{}), &handler.EnqueueRequestForObject{}, predicate.NewPredicateFuncs(outside))).
+		WatchesRawSource(source.Kind(tenants.GetCache(), client.Object(&salvorv1.Backup{}), handler.EnqueueRequestsFromMapFunc(scheduleOf), predicate.NewPredicateFuncs(outside))).
+		Named("tenant-schedule").
+		Complete(r)
+}
+
+// scheduleOf maps a backup to the schedule that made it.
+func scheduleOf(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[salvorv1.ScheduleNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // backupNameTime is the layout of the time in a scheduled backup's name.
@@ -79,7 +107,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	s := &salvorv1.Schedule{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			metrics.ForgetSchedule(req.Name)
+			metrics.ForgetSchedule(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -93,7 +121,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// that conflicts is redone, and must not be counted twice.
 	var counts []func()
 	count := func(outcome string, n int) {
-		counts = append(counts, func() { metrics.ScheduleRuns.WithLabelValues(s.Name, outcome).Add(float64(n)) })
+		counts = append(counts, func() { metrics.ScheduleRuns.WithLabelValues(s.Namespace, s.Name, outcome).Add(float64(n)) })
 	}
 	write := func() error {
 		if err := r.writeStatus(ctx, s, before); err != nil {
@@ -109,6 +137,13 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		problems, ignored, err := r.validate(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if r.Judge != nil {
+			more, err := r.Judge(ctx, s)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("schedule %s: %w", req, err)
+			}
+			problems = append(problems, more...)
 		}
 		s.Status.ObservedGeneration = s.Generation
 		s.Status.ValidationErrors, s.Status.IgnoredFields = problems, ignored
@@ -283,6 +318,9 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, s *salvorv1.Sched
 			APIVersion: salvorv1.GroupVersion.String(), Kind: "Schedule", Name: s.Name, UID: s.UID,
 		}}
 	}
+	if r.Stamp != nil {
+		r.Stamp(s, b)
+	}
 	err = r.Client.Create(ctx, b)
 	if apierrors.IsAlreadyExists(err) {
 		have := &salvorv1.Backup{}
@@ -325,10 +363,16 @@ func (r *ScheduleReconciler) retain(ctx context.Context, s *salvorv1.Schedule, b
 			}
 			b := &salvorv1.Backup{}
 			b.Namespace, b.Name = s.Namespace, d.Name
-			if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			retire := r.Client.Delete
+			if r.Retire != nil {
+				retire = func(ctx context.Context, o client.Object, _ ...client.DeleteOption) error {
+					return r.Retire(ctx, o.(*salvorv1.Backup))
+				}
+			}
+			if err := retire(ctx, b); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("schedule %s: deleting backup %s, which its retention does not keep: %w", s.Name, d.Name, err)
 			}
-			metrics.ScheduleRetentionDeletes.WithLabelValues(s.Name).Inc()
+			metrics.ScheduleRetentionDeletes.WithLabelValues(s.Namespace, s.Name).Inc()
 			log.Info("deleted a backup its retention does not keep", "backup", d.Name, "phase", d.Phase, "time", d.Time)
 		}
 	}
@@ -374,7 +418,7 @@ func observeLastSuccess(s *salvorv1.Schedule, backups []salvorv1.Backup) {
 			last = b.Status.CompletionTimestamp.Time
 		}
 	}
-	metrics.ScheduleLastSuccess.WithLabelValues(s.Name).Set(float64(last.UnixNano()) / 1e9)
+	metrics.ScheduleLastSuccess.WithLabelValues(s.Namespace, s.Name).Set(float64(last.UnixNano()) / 1e9)
 }
 
 func (r *ScheduleReconciler) writeStatus(ctx context.Context, s *salvorv1.Schedule, before *salvorv1.ScheduleStatus) error {

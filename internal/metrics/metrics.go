@@ -13,8 +13,8 @@ import (
 var (
 	// Backups counts backups that reached a phase.
 	Backups = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "salvor_backups_total", Help: "Backups that reached each phase.",
-	}, []string{"phase"})
+		Name: "salvor_backups_total", Help: "Backups that reached each phase, by the namespace they work for.",
+	}, []string{"namespace", "phase"})
 	// BackupsInProgress is the number of backups running now.
 	BackupsInProgress = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "salvor_backups_in_progress", Help: "Backups running now.",
@@ -27,7 +27,7 @@ var (
 	BackupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "salvor_backup_duration_seconds", Help: "Time from a backup's start to its end.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16),
-	}, []string{"phase"})
+	}, []string{"namespace", "phase"})
 	// PluginCalls counts plugin calls by kind, method and outcome.
 	PluginCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "salvor_plugin_calls_total", Help: "Plugin calls by kind, method and outcome.",
@@ -83,22 +83,22 @@ var (
 	ScheduleLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "salvor_schedule_last_successful_backup_timestamp_seconds",
 		Help: "When the schedule's newest Completed backup ended (the schedule's creation while it has none), in seconds since the epoch.",
-	}, []string{"schedule"})
+	}, []string{"namespace", "schedule"})
 	// ScheduleRuns counts a schedule's runs by outcome: started, skipped,
 	// failed_validation.
 	ScheduleRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "salvor_schedule_runs_total", Help: "Schedule runs by outcome: started, skipped, failed_validation.",
-	}, []string{"schedule", "outcome"})
+	}, []string{"namespace", "schedule", "outcome"})
 	// ScheduleRetentionDeletes counts backups deleted by a schedule's retention.
 	ScheduleRetentionDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "salvor_schedule_retention_deletions_total", Help: "Backups deleted because their schedule's retention keeps them no more.",
-	}, []string{"schedule"})
+	}, []string{"namespace", "schedule"})
 )
 
 // ForgetSchedule drops a deleted schedule's series, so that its alert
 // does not fire forever.
-func ForgetSchedule(name string) {
-	ScheduleLastSuccess.DeleteLabelValues(name)
+func ForgetSchedule(namespace, name string) {
+	ScheduleLastSuccess.DeleteLabelValues(namespace, name)
 }
 
 // BuildInfo is 1, labelled with the server's build.
@@ -114,13 +114,13 @@ func ObserveBuild(version, commit, goVersion string) {
 var (
 	// Restores counts restores that ended, by phase.
 	Restores = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "salvor_restores_total", Help: "Restores that ended, by final phase.",
-	}, []string{"phase"})
+		Name: "salvor_restores_total", Help: "Restores that ended, by final phase and the namespace they work for.",
+	}, []string{"namespace", "phase"})
 	// RestoreDuration is how long restores took, by final phase.
 	RestoreDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "salvor_restore_duration_seconds", Help: "Time from a restore's start to its end.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16),
-	}, []string{"phase"})
+	}, []string{"namespace", "phase"})
 	// ItemsRestored counts items restores created or patched.
 	ItemsRestored = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "salvor_restore_items_total", Help: "Items restores created or patched.",

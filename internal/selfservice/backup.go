@@ -30,6 +30,7 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 		name:  "backup",
 		judge: b.judge,
 		note:  []string{LeftOutAnnotation},
+		carry: []string{salvorv1.CancelAnnotation, salvorv1.VerifyAnnotation},
 		refuse: func(t *salvorv1.Backup, problems []string) {
 			t.Status.Phase, t.Status.ValidationErrors = salvorv1.BackupPhaseFailedValidation, problems
 		},

@@ -2,11 +2,13 @@ package selfservice
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -48,6 +50,9 @@ type kind[T any, P object[T]] struct {
 	// note, when set, names the annotations of a new mirror the tenant
 	// object gets too, for its owner to read.
 	note []string
+	// carry names the annotations by which a tenant asks something of a
+	// running object (cancel it, verify it): the mirror gets them.
+	carry []string
 }
 
 // mirrorReconciler carries out a kind's tenant objects by their mirrors.
@@ -92,10 +97,35 @@ func (r *mirrorReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, nil
 	}
+	if err := r.carryOver(ctx, tenant, mirror); err != nil {
+		return ctrl.Result{}, err
+	}
 	if r.follow(mirror, tenant) {
 		return ctrl.Result{}, client.IgnoreNotFound(r.Tenants.Status().Update(ctx, tenant))
 	}
 	return ctrl.Result{}, nil
+}
+
+// carryOver gives the mirror the carried annotations the tenant object
+// has and it lacks.
+func (r *mirrorReconciler[T, P]) carryOver(ctx context.Context, tenant, mirror P) error {
+	set := map[string]any{}
+	for _, k := range r.carry {
+		if v, ok := tenant.GetAnnotations()[k]; ok && mirror.GetAnnotations()[k] != v {
+			set[k] = v
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
+	if err != nil {
+		return err
+	}
+	if err := r.Server.Patch(ctx, mirror, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("%s %s/%s: passing on %v to its copy %s: %w", r.name, tenant.GetNamespace(), tenant.GetName(), set, mirror.GetName(), client.IgnoreNotFound(err))
+	}
+	return nil
 }
 
 // noMirror makes a new tenant object's mirror, or settles one whose
@@ -122,6 +152,16 @@ func (r *mirrorReconciler[T, P]) noMirror(ctx context.Context, tenant P, name st
 			labels[k] = v
 		}
 		mirror.SetLabels(labels)
+		annotations := mirror.GetAnnotations()
+		for _, k := range r.carry {
+			if v, ok := tenant.GetAnnotations()[k]; ok {
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[k] = v
+			}
+		}
+		mirror.SetAnnotations(annotations)
 		if err := r.Server.Create(ctx, mirror); err != nil && !apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, fmt.Errorf("%s %s/%s: making its copy %s in the server's namespace: %w", r.name, tenant.GetNamespace(), tenant.GetName(), name, err)
 		}

@@ -6,15 +6,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
+// The labels that, on a mirror in the server's namespace, name the
+// tenant's object it carries out: the mirror follows that object only,
+// never an earlier one of the same name.
 const (
-	// namespaceLabel, nameLabel and uidLabel, on a mirror in the server's
-	// namespace, name the tenant's object it carries out: the mirror
-	// follows that object only, never an earlier one of the same name.
-	namespaceLabel = "salvor.dev/tenant-namespace"
-	nameLabel      = "salvor.dev/tenant-name"
-	uidLabel       = "salvor.dev/tenant-uid"
+	namespaceLabel = salvorv1.TenantNamespaceLabel
+	nameLabel      = salvorv1.TenantNameLabel
+	uidLabel       = salvorv1.TenantUIDLabel
 )
 
 // mirrorName is the name of a tenant object's mirror in the server's

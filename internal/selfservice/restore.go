@@ -36,6 +36,7 @@ func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
 	return kind[salvorv1.Restore, *salvorv1.Restore]{
 		name:  "restore",
 		judge: r.judge,
+		carry: []string{salvorv1.CancelAnnotation},
 		refuse: func(t *salvorv1.Restore, problems []string) {
 			t.Status.Phase, t.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
 		},

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/salvor-dev/salvor/internal/controller"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -25,11 +26,16 @@ type Server struct {
 	ResourceList func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error)
 	// Resources lists the resources the cluster serves.
 	Resources func() ([]resources.Resource, error)
+	// Schedules is the server's schedule reconciler as it runs its own
+	// (discovery, locations, defaults): teams' schedules run by a copy of
+	// it over their namespaces.
+	Schedules controller.ScheduleReconciler
 	Log       *slog.Logger
 }
 
 // Setup adds the tenant reconcilers to mgr, with a cache of tenants'
-// Backups, Restores and DownloadRequests over every namespace of their own.
+// Backups, Restores, Schedules and DownloadRequests over every namespace
+// of their own.
 func Setup(mgr ctrl.Manager, s Server) error {
 	tenants, err := cluster.New(s.Config, func(o *cluster.Options) { o.Scheme = s.Scheme })
 	if err != nil {
@@ -50,5 +56,12 @@ func Setup(mgr ctrl.Manager, s Server) error {
 	if err := (&mirrorReconciler[salvorv1.Restore, *salvorv1.Restore]{kind: r.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
 		return err
 	}
-	return (&mirrorReconciler[salvorv1.DownloadRequest, *salvorv1.DownloadRequest]{kind: d.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants)
+	if err := (&mirrorReconciler[salvorv1.DownloadRequest, *salvorv1.DownloadRequest]{kind: d.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
+		return err
+	}
+	hooks := &schedules{Reader: mgr.GetAPIReader(), Server: mgr.GetClient(), Namespace: s.Namespace, Locations: s.Location}
+	sr := s.Schedules
+	sr.Client, sr.APIReader, sr.Log = tenants.GetClient(), mgr.GetAPIReader(), log
+	sr.Judge, sr.Stamp, sr.Retire = hooks.judge, stamp, hooks.retire
+	return sr.SetupForTenants(mgr, tenants, s.Namespace)
 }

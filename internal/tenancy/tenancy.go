@@ -52,11 +52,16 @@ func Backup(ns Namespace, spec salvorv1.BackupSpec, loc *salvorv1.BackupStorageL
 	return append(problems, location(ns, spec.StorageLocation, loc)...)
 }
 
-// Schedule lists what is wrong with a tenant schedule's backup template.
+// Schedule lists what is wrong with a tenant schedule: its backup
+// template as Backup judges a backup, and a test restore of its backups,
+// which would make namespaces.
 func Schedule(ns Namespace, spec salvorv1.ScheduleSpec, loc *salvorv1.BackupStorageLocation) []string {
 	var problems []string
 	for _, p := range Backup(ns, spec.Template, loc) {
 		problems = append(problems, "template: "+p)
+	}
+	if spec.Verify != nil && spec.Verify.RestoreIntoPrefix != "" {
+		problems = append(problems, fmt.Sprintf("verify.restoreIntoPrefix %q: a test restore makes new namespaces, which a schedule made in namespace %q may not (leave it out: its backups are still verified against their location)", spec.Verify.RestoreIntoPrefix, ns.Name))
 	}
 	return problems
 }

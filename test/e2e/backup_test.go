@@ -318,8 +318,8 @@ func TestBackupWithFiltersToS3(t *testing.T) {
 		code, body = fetch(t, "https://"+metricsAddr+"/metrics", reader)
 		return code == http.StatusOK, fmt.Sprint(code, body)
 	})
-	for _, w := range []string{`salvor_backups_total{phase="Completed"} 1`, `salvor_backup_items_total 6`,
-		`salvor_plugin_calls_total{kind="BackupItemAction",method="Execute",outcome="ok"}`, `salvor_backup_duration_seconds_count{phase="Completed"} 1`,
+	for _, w := range []string{`salvor_backups_total{namespace="salvor",phase="Completed"} 1`, `salvor_backup_items_total 6`,
+		`salvor_plugin_calls_total{kind="BackupItemAction",method="Execute",outcome="ok"}`, `salvor_backup_duration_seconds_count{namespace="salvor",phase="Completed"} 1`,
 		`salvor_plugin_call_duration_seconds_bucket{kind="ObjectStore",method="PutObject"`} {
 		if !strings.Contains(string(body), w) {
 			t.Errorf("metrics lack %s", w)

@@ -404,7 +404,7 @@ func TestInstallRBACIsEnough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`salvor_backups_total{phase="Completed"} 3`, `salvor_backups_total{phase="PartiallyFailed"} 1`, `salvor_restores_total{phase="Completed"} 2`, `salvor_restores_total{phase="PartiallyFailed"} 1`,
+	want := []string{`salvor_backups_total{namespace="salvor",phase="Completed"} 3`, `salvor_backups_total{namespace="salvor",phase="PartiallyFailed"} 1`, `salvor_restores_total{namespace="salvor",phase="Completed"} 2`, `salvor_restores_total{namespace="salvor",phase="PartiallyFailed"} 1`,
 		`salvor_backup_verifications_total{kind="integrity",outcome="Passed"} 1`, `salvor_backup_verifications_total{kind="test-restore",outcome="Failed"} 1`,
 		"salvor_build_info{", `salvor_location_available{location="default"} 1`}
 	for _, m := range used {

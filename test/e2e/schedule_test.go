@@ -112,7 +112,7 @@ func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
 		t.Errorf("first backup %s runs at %s, the schedule was created at %s: --skip-immediately backed up at once", first, rt, created)
 	}
 
-	series := `salvor_schedule_last_successful_backup_timestamp_seconds{schedule="fast"}`
+	series := `salvor_schedule_last_successful_backup_timestamp_seconds{namespace="salvor",schedule="fast"}`
 	var success float64
 	eventually(t, "the last-success metric after a good backup", 30*time.Second, func() (bool, string) {
 		v, ok := metric(t, metricsAddr, reader, series)

@@ -151,6 +151,50 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	if out, err := bob.salvor(t, "-n", "team-b", "backup", "create", "nightly", "--wait"); err != nil {
 		t.Errorf("bob's backup: %v\n%s", err, out)
 	}
+	// Bob's schedule runs in his namespace, as his: its backups are his
+	// requests, judged as they run; its retention keeps the newest,
+	// deleting the older backup by its copy in the server's namespace.
+	bob.mustSalvor(t, "-n", "team-b", "schedule", "create", "often", "--schedule", "@every 15s", "--keep-last", "1")
+	var first *salvorv1.Backup
+	eventually(t, "bob's schedule's first backup Completed, then dropped by its retention for a newer one", 3*time.Minute, func() (bool, string) {
+		list := &salvorv1.BackupList{}
+		if err := bob.client.List(ctx, list, client.InNamespace("team-b"), client.MatchingLabels{salvorv1.ScheduleNameLabel: "often"}); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		firstThere, newer := false, false
+		for _, b := range list.Items {
+			seen = append(seen, b.Name+":"+string(b.Status.Phase))
+			if first == nil && b.Status.Phase == salvorv1.BackupPhaseCompleted {
+				first = b.DeepCopy()
+			}
+			if first != nil && b.Name == first.Name {
+				firstThere = true
+			} else if first != nil && b.Status.Phase == salvorv1.BackupPhaseCompleted {
+				newer = true
+			}
+		}
+		return first != nil && !firstThere && newer, fmt.Sprint(seen)
+	})
+	if got := first.Annotations[salvorv1.RequestedByAnnotation]; got != "system:serviceaccount:team-b:dev" {
+		t.Errorf("bob's scheduled backup %s is recorded as %q's", first.Name, got)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "team-b." + first.Name}, &salvorv1.Backup{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the copy of the backup bob's retention dropped: %v, want it deleted", err)
+	}
+	if out := bob.mustSalvor(t, "-n", "team-b", "schedule", "describe", "often"); !strings.Contains(out, "Enabled") {
+		t.Errorf("bob's schedule:\n%s", out)
+	}
+	// A schedule that would back up another namespace makes nothing.
+	alice.mustSalvor(t, "-n", "team-a", "schedule", "create", "grab", "--schedule", "@every 1h", "--include-namespaces", "team-b")
+	eventually(t, "alice's schedule of team-b refused", time.Minute, func() (bool, string) {
+		out, _ := alice.salvor(t, "-n", "team-a", "schedule", "describe", "grab")
+		return strings.Contains(out, "FailedValidation") && strings.Contains(out, `includedNamespaces names "team-b"`), out
+	})
+	if list := (&salvorv1.BackupList{}); c.client.List(ctx, list, client.MatchingLabels{salvorv1.ScheduleNameLabel: "grab"}) != nil || len(list.Items) > 0 {
+		t.Errorf("alice's refused schedule made backups: %d", len(list.Items))
+	}
+
 	// The platform team sees both teams' runs.
 	if out := c.mustSalvor(t, "backup", "get"); !strings.Contains(out, "team-a.nightly") || !strings.Contains(out, "team-b.nightly") {
 		t.Errorf("the platform team's backups:\n%s", out)

@@ -29,13 +29,16 @@ var TenantRules = []rbacv1.PolicyRule{
 }
 
 // TenantServerRules are what the server's --tenants mode does in every
-// namespace: follow teams' Backups, Restores and DownloadRequests, write
-// their status, and remove the records of those the platform team
-// deleted. What it does in a tenant's name it asks the API server about
-// first (SubjectAccessReview, which the server's rules allow already).
+// namespace: follow teams' Backups, Restores, Schedules and
+// DownloadRequests, write their status, make a schedule's Backups, and
+// remove the records of those the platform team deleted. What it does in
+// a tenant's name it asks the API server about first
+// (SubjectAccessReview, which the server's rules allow already).
 var TenantServerRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups", "restores", "downloadrequests"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
-	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups/status", "restores/status", "downloadrequests/status"}, Verbs: []string{"update"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"restores", "downloadrequests"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"schedules"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{salvorv1.GroupVersion.Group}, Resources: []string{"backups/status", "restores/status", "schedules/status", "downloadrequests/status"}, Verbs: []string{"update"}},
 }
 
 // requesterPolicies are the admission policies of TenantObjects, by name,

@@ -409,6 +409,7 @@ func (o *options) run(ctx context.Context) error {
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	podVolumeBackups := &datamover.PodVolumeBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
 		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain}
+	schedules := &controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -433,7 +434,7 @@ func (o *options) run(ctx context.Context) error {
 			}
 			return out
 		}},
-		&controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip},
+		schedules,
 		&controller.DownloadReconciler{Client: mgr.GetClient(), Locations: locations, Log: logger},
 		&controller.VerifyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Dynamic: dyn, MovedData: repositories, Log: logger},
 		&controller.RestoreReconciler{
@@ -468,7 +469,8 @@ func (o *options) run(ctx context.Context) error {
 	if o.tenants {
 		err := selfservice.Setup(mgr, selfservice.Server{
 			Config: cfg, Scheme: kube.Scheme(), Namespace: o.kube.Namespace, Log: logger,
-			Location: locations.Get,
+			Location:  locations.Get,
+			Schedules: *schedules,
 			ResourceList: func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error) {
 				store, err := locations.StoreNamed(ctx, b.Spec.StorageLocation)
 				if err != nil {

@@ -141,6 +141,13 @@ const (
 	// as these may.
 	RequestedByAnnotation       = "salvor.dev/requested-by"
 	RequestedByGroupsAnnotation = "salvor.dev/requested-by-groups"
+	// TenantNamespaceLabel, TenantNameLabel and TenantUIDLabel are, on a
+	// Backup, Restore or DownloadRequest in the server's namespace, the
+	// namespace, name and UID of the tenant's object it carries out
+	// (salvor server --tenants): its "mirror" follows that object only.
+	TenantNamespaceLabel = "salvor.dev/tenant-namespace"
+	TenantNameLabel      = "salvor.dev/tenant-name"
+	TenantUIDLabel       = "salvor.dev/tenant-uid"
 	// CancelAnnotation asks the server to stop a backup or restore
 	// (`salvor backup cancel`, `salvor restore cancel`).
 	CancelAnnotation = "salvor.dev/cancel-requested"
@@ -266,4 +273,16 @@ func OwnedByRestore(r *Restore) []metav1.OwnerReference {
 		return nil
 	}
 	return []metav1.OwnerReference{{APIVersion: GroupVersion.String(), Kind: "Restore", Name: r.Name, UID: r.UID}}
+}
+
+// TeamNamespace is the namespace obj works for: the tenant namespace it
+// carries out a request of (TenantNamespaceLabel), or its own.
+func TeamNamespace(obj interface {
+	GetNamespace() string
+	GetLabels() map[string]string
+}) string {
+	if ns := obj.GetLabels()[TenantNamespaceLabel]; ns != "" {
+		return ns
+	}
+	return obj.GetNamespace()
 }
