@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 # Helm renders and installs charts/salvor in the end-to-end tests.
 HELM_VERSION := v4.2.4
 
-GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml
+GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml charts/salvor/files/tenants.yaml
 
 .PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo demo-csi tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
 

@@ -136,7 +136,7 @@ func TestHelmChart(t *testing.T) {
 				"--default-repo-maintain-frequency", "2h", "--keep-latest-maintenance-jobs", "5", "--repo-maintenance-safety", "none",
 				"--use-node-agent", "--node-agent-concurrency", "3", "--kubelet-root-dir", "/data/kubelet", "--default-volumes-to-fs-backup",
 				"--node-selector", "role=infra", "--tolerations", "dedicated=infra:NoSchedule,spot", "--affinity-file", affinityFile,
-				"--image-pull-secrets", "registry,mirror"},
+				"--image-pull-secrets", "registry,mirror", "--tenants"},
 			helm: []string{"-f", writeValues(t, map[string]any{
 				"image": map[string]any{"repository": "example.io/salvor", "tag": "v9", "imagePullSecrets": []string{"registry", "mirror"}}, "plugins": []string{"example.io/a:1", "example.io/b:2"},
 				"serviceAccount": map[string]any{"name": "backup-sa", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/backup"}},
@@ -157,6 +157,7 @@ func TestHelmChart(t *testing.T) {
 				"spool":        map[string]any{"sizeLimit": "20Gi"},
 				"testRestores": map[string]any{"enabled": true},
 				"execHooks":    map[string]any{"enabled": true},
+				"tenants":      map[string]any{"enabled": true},
 				"backupStorageLocation": map[string]any{"provider": "salvor.dev/s3", "bucket": "backups", "prefix": "cluster-a",
 					"config": map[string]any{"region": "minio", "s3ForcePathStyle": "true", "s3Url": minio.Endpoint}},
 			}), "--set-file", "credentials.secretContents.cloud=" + creds},

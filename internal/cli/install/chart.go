@@ -3,6 +3,7 @@ package install
 import (
 	"fmt"
 	"io/fs"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"path"
 	"sort"
 
@@ -54,7 +55,47 @@ func ChartFiles() (map[string][]byte, error) {
 		return nil, err
 	}
 	out["files/roles.yaml"] = append([]byte("# Generated from internal/cli/install by `make generate`: the rules `salvor install`\n# grants, which the chart's templates grant too. Do not edit.\n"), roles...)
+	tenants, err := tenantsFile()
+	if err != nil {
+		return nil, err
+	}
+	out[TenantsFile] = tenants
 	return out, nil
+}
+
+// TenantsFile holds what `salvor install --tenants` adds, for the chart's
+// tenants.enabled: the rules of the tenant role and of the server's rights
+// over tenants' objects, and the specs of the requester policies, with
+// ChartNamespace and ChartServiceAccount where the release's namespace
+// and the server's account go.
+const TenantsFile = "files/tenants.yaml"
+
+// The words the chart replaces in TenantsFile. Neither can be a
+// namespace's or an account's name (both have upper-case letters).
+const (
+	ChartNamespace      = "RELEASE_NAMESPACE"
+	ChartServiceAccount = "SERVER_SERVICE_ACCOUNT"
+)
+
+func tenantsFile() ([]byte, error) {
+	specs := map[string]any{"tenant": TenantRules, "tenantServer": TenantServerRules}
+	for _, obj := range TenantObjects(ChartNamespace, ChartServiceAccount, nil) {
+		switch o := obj.(type) {
+		case *admissionv1.MutatingAdmissionPolicy:
+			specs["mutatingPolicy"] = o.Spec
+		case *admissionv1.MutatingAdmissionPolicyBinding:
+			specs["mutatingBinding"] = o.Spec
+		case *admissionv1.ValidatingAdmissionPolicy:
+			specs["validatingPolicy"] = o.Spec
+		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			specs["validatingBinding"] = o.Spec
+		}
+	}
+	b, err := yaml.Marshal(specs)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# Generated from internal/cli/install by `make generate`: what `salvor install --tenants`\n# adds, which the chart's tenants.enabled renders ("+ChartNamespace+" and "+ChartServiceAccount+" replaced). Do not edit.\n"), b...), nil
 }
 
 // BuiltinResourcesFile is the chart's list of the resources a cluster
