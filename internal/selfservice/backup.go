@@ -18,6 +18,7 @@ import (
 // backups judges tenants' Backups and mirrors them.
 type backups struct {
 	access
+	quota
 	// Reader reads namespaces; Locations finds a backup's location.
 	Reader    client.Reader
 	Locations func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
@@ -29,6 +30,13 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 	return kind[salvorv1.Backup, *salvorv1.Backup]{
 		name:  "backup",
 		judge: b.judge,
+		admit: func(ctx context.Context, t, m *salvorv1.Backup) (string, error) {
+			loc, err := b.Locations(ctx, m.Spec.StorageLocation)
+			if err != nil {
+				return "", err
+			}
+			return b.turn(ctx, t, loc)
+		},
 		note:  []string{LeftOutAnnotation},
 		carry: []string{salvorv1.CancelAnnotation, salvorv1.VerifyAnnotation},
 		refuse: func(t *salvorv1.Backup, problems []string) {
@@ -37,14 +45,7 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 		started: func(t *salvorv1.Backup) bool {
 			return t.Status.Phase != "" && t.Status.Phase != salvorv1.BackupPhaseNew
 		},
-		done: func(t *salvorv1.Backup) bool {
-			switch t.Status.Phase {
-			case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
-				salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
-				return true
-			}
-			return false
-		},
+		done: func(t *salvorv1.Backup) bool { return backupDone(t.Status.Phase) },
 		forget: func(t *salvorv1.Backup) time.Duration {
 			if t.Status.Phase == salvorv1.BackupPhaseFailedValidation {
 				return -1
@@ -79,6 +80,13 @@ func (b *backups) judge(ctx context.Context, t *salvorv1.Backup) (*salvorv1.Back
 		problems = append(problems, "resourcePolicy is not taken from a namespace's own backups yet: leave it out (the server's global volume policies still apply)")
 	}
 	if len(problems) > 0 {
+		return nil, problems, nil
+	}
+	kept, err := b.kept(ctx, ns.Name, loc.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if problems := tenancy.Room(ns.Name, loc, kept); len(problems) > 0 {
 		return nil, problems, nil
 	}
 	spec := tenancy.ConfineBackup(ns.Name, t.Spec)

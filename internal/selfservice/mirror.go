@@ -50,6 +50,9 @@ type kind[T any, P object[T]] struct {
 	// note, when set, names the annotations of a new mirror the tenant
 	// object gets too, for its owner to read.
 	note []string
+	// admit, when set, says why a judged tenant object must wait before
+	// its mirror is made ("" when it may run now).
+	admit func(ctx context.Context, tenant, mirror P) (string, error)
 	// carry names the annotations by which a tenant asks something of a
 	// running object (cancel it, verify it): the mirror gets them.
 	carry []string
@@ -142,6 +145,15 @@ func (r *mirrorReconciler[T, P]) noMirror(ctx context.Context, tenant P, name st
 			r.refuse(tenant, problems)
 			return ctrl.Result{}, client.IgnoreNotFound(r.Tenants.Status().Update(ctx, tenant))
 		}
+		if r.admit != nil {
+			why, err := r.admit(ctx, tenant, mirror)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("%s %s/%s: %w", r.name, tenant.GetNamespace(), tenant.GetName(), err)
+			}
+			if why != "" {
+				return ctrl.Result{RequeueAfter: recheck}, r.setAnnotations(ctx, tenant, map[string]*string{WaitingAnnotation: &why})
+			}
+		}
 		mirror.SetNamespace(r.Namespace)
 		mirror.SetName(name)
 		labels := mirror.GetLabels()
@@ -200,25 +212,49 @@ func (r *mirrorReconciler[T, P]) setup(mgr ctrl.Manager, tenants cluster.Cluster
 		Complete(r)
 }
 
-// annotate copies a new mirror's noted annotations to its tenant object.
+// annotate copies a new mirror's noted annotations to its tenant object,
+// and drops the one that said it waited.
 func (r *mirrorReconciler[T, P]) annotate(ctx context.Context, tenant, mirror P) error {
-	set := map[string]string{}
+	set := map[string]*string{}
 	for _, k := range r.note {
 		if v, ok := mirror.GetAnnotations()[k]; ok {
-			set[k] = v
+			set[k] = &v
 		}
 	}
-	if len(set) == 0 {
-		return nil
+	if _, ok := tenant.GetAnnotations()[WaitingAnnotation]; ok {
+		set[WaitingAnnotation] = nil
 	}
+	return r.setAnnotations(ctx, tenant, set)
+}
+
+// setAnnotations sets (or, nil, removes) annotations of a tenant object
+// that differ.
+func (r *mirrorReconciler[T, P]) setAnnotations(ctx context.Context, tenant P, set map[string]*string) error {
 	patch := client.MergeFrom(tenant.DeepCopyObject().(client.Object))
 	a := tenant.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
+	changed := false
 	for k, v := range set {
-		a[k] = v
+		old, had := a[k]
+		switch {
+		case v == nil && had:
+			delete(a, k)
+		case v != nil && (!had || old != *v):
+			a[k] = *v
+		default:
+			continue
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
 	}
 	tenant.SetAnnotations(a)
 	return client.IgnoreNotFound(r.Tenants.Patch(ctx, tenant, patch))
 }
+
+// WaitingAnnotation, on a tenant's Backup or Restore the server has
+// judged but not started, says why it waits (its namespace's quota).
+const WaitingAnnotation = "salvor.dev/waiting"

@@ -21,6 +21,7 @@ import (
 // restores judges tenants' Restores and mirrors them.
 type restores struct {
 	access
+	quota
 	// Tenants reads tenants' backups; Server their copies.
 	Tenants, Server client.Reader
 	Reader          client.Reader
@@ -36,6 +37,17 @@ func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
 	return kind[salvorv1.Restore, *salvorv1.Restore]{
 		name:  "restore",
 		judge: r.judge,
+		admit: func(ctx context.Context, t, m *salvorv1.Restore) (string, error) {
+			copy := &salvorv1.Backup{}
+			if err := r.Server.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: m.Spec.BackupName}, copy); err != nil {
+				return "", err
+			}
+			loc, err := r.Locations(ctx, copy.Spec.StorageLocation)
+			if err != nil {
+				return "", err
+			}
+			return r.turn(ctx, t, loc)
+		},
 		carry: []string{salvorv1.CancelAnnotation},
 		refuse: func(t *salvorv1.Restore, problems []string) {
 			t.Status.Phase, t.Status.ValidationErrors = salvorv1.RestorePhaseFailedValidation, problems
@@ -43,13 +55,7 @@ func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
 		started: func(t *salvorv1.Restore) bool {
 			return t.Status.Phase != "" && t.Status.Phase != salvorv1.RestorePhaseNew
 		},
-		done: func(t *salvorv1.Restore) bool {
-			switch t.Status.Phase {
-			case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-				return true
-			}
-			return false
-		},
+		done: func(t *salvorv1.Restore) bool { return restoreDone(t.Status.Phase) },
 		forget: func(t *salvorv1.Restore) time.Duration {
 			if t.Status.Phase == salvorv1.RestorePhaseFailedValidation {
 				return -1

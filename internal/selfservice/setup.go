@@ -45,8 +45,9 @@ func Setup(mgr ctrl.Manager, s Server) error {
 		return err
 	}
 	a := access{client: mgr.GetClient()}
-	b := &backups{access: a, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
-	r := &restores{access: a, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
+	q := quota{Reader: mgr.GetAPIReader(), Tenants: tenants.GetClient(), Namespace: s.Namespace}
+	b := &backups{access: a, quota: q, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
+	r := &restores{access: a, quota: q, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
 		Locations: s.Location, ResourceList: s.ResourceList, Resources: s.Resources}
 	d := &downloads{Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace}
 	log := s.Log.With("controller", "tenants")

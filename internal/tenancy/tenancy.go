@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -162,4 +163,39 @@ func location(ns Namespace, name string, loc *salvorv1.BackupStorageLocation) []
 		return []string{fmt.Sprintf("backup storage location %q is not open to namespace %q: its spec.tenants.namespaceSelector does not select it (ask the platform team: salvor backup-location set %s --tenant-selector ...)", loc.Name, ns.Name, loc.Name)}
 	}
 	return nil
+}
+
+// MaxJobs is how many backups and restores of one namespace loc lets run
+// at once (spec.tenants.quota.maxConcurrentJobs, 1 when unset).
+func MaxJobs(loc *salvorv1.BackupStorageLocation) int {
+	if loc != nil && loc.Spec.Tenants != nil && loc.Spec.Tenants.Quota != nil && loc.Spec.Tenants.Quota.MaxConcurrentJobs > 0 {
+		return loc.Spec.Tenants.Quota.MaxConcurrentJobs
+	}
+	return 1
+}
+
+// Turn says why a judged backup or restore of namespace ns in location
+// loc must wait ("" when it may run now): running of the namespace's jobs
+// run now, and earlier names its requests that wait and came first,
+// which go first. A namespace's jobs run in the order they were asked
+// for, and as a namespace waits, other namespaces' jobs go ahead.
+func Turn(ns string, loc *salvorv1.BackupStorageLocation, running int, earlier []string) string {
+	limit := MaxJobs(loc)
+	switch {
+	case running >= limit:
+		return fmt.Sprintf("waiting for its turn: namespace %q runs at most %d of its backups and restores at once in location %q (spec.tenants.quota.maxConcurrentJobs); running now: %d", ns, limit, loc.Name, running)
+	case running+len(earlier) >= limit:
+		return fmt.Sprintf("waiting for its turn: namespace %q's %s came first", ns, strings.Join(earlier, ", "))
+	}
+	return ""
+}
+
+// Room lists what is wrong with one more backup of namespace ns in loc,
+// where the namespace keeps kept backups.
+func Room(ns string, loc *salvorv1.BackupStorageLocation, kept int) []string {
+	if loc == nil || loc.Spec.Tenants == nil || loc.Spec.Tenants.Quota == nil || loc.Spec.Tenants.Quota.MaxBackups == 0 || kept < loc.Spec.Tenants.Quota.MaxBackups {
+		return nil
+	}
+	return []string{fmt.Sprintf("namespace %q keeps %d backups in location %q, as many as its quota allows (spec.tenants.quota.maxBackups %d): one must expire or be deleted first (ask the platform team)",
+		ns, kept, loc.Name, loc.Spec.Tenants.Quota.MaxBackups)}
 }

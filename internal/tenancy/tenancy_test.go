@@ -22,6 +22,8 @@ import (
 //	schedule ns=team-a location=shared (input: a ScheduleSpec)
 //	restore ns=team-a backup=nightly   (input: a RestoreSpec)
 //	visible ns=team-a backup=nightly
+//	turn ns=team-a location=shared running=1 [earlier=a,b]
+//	room ns=team-a location=shared kept=3
 //
 // The server's namespace is "salvor". Rewrite the outputs with
 // go test -run TestScripts -rewrite.
@@ -92,6 +94,21 @@ func TestScripts(t *testing.T) {
 					loc = locations[b.Spec.StorageLocation]
 				}
 				return problems(Restore(ns(d), spec, b, loc, "salvor"))
+			case "turn":
+				var running int
+				d.ScanArgs(t, "running", &running)
+				var earlier []string
+				if e := arg(d, "earlier"); e != "" {
+					earlier = strings.Split(e, ",")
+				}
+				if why := Turn(ns(d).Name, locations[arg(d, "location")], running, earlier); why != "" {
+					return why + "\n"
+				}
+				return "runs now\n"
+			case "room":
+				var kept int
+				d.ScanArgs(t, "kept", &kept)
+				return problems(Room(ns(d).Name, locations[arg(d, "location")], kept))
 			case "visible":
 				b, ok := backups[arg(d, "backup")]
 				if !ok {

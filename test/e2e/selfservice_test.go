@@ -185,6 +185,19 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	if out := bob.mustSalvor(t, "-n", "team-b", "schedule", "describe", "often"); !strings.Contains(out, "Enabled") {
 		t.Errorf("bob's schedule:\n%s", out)
 	}
+	bob.mustSalvor(t, "-n", "team-b", "schedule", "pause", "often")
+	eventually(t, "bob's paused schedule's backups finished", time.Minute, func() (bool, string) {
+		list := &salvorv1.BackupList{}
+		if err := c.client.List(ctx, list, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.TenantNamespaceLabel: "team-b"}); err != nil {
+			return false, err.Error()
+		}
+		for _, b := range list.Items {
+			if !finished(b.Status.Phase) {
+				return false, b.Name + " " + string(b.Status.Phase)
+			}
+		}
+		return true, ""
+	})
 	// A schedule that would back up another namespace makes nothing.
 	alice.mustSalvor(t, "-n", "team-a", "schedule", "create", "grab", "--schedule", "@every 1h", "--include-namespaces", "team-b")
 	eventually(t, "alice's schedule of team-b refused", time.Minute, func() (bool, string) {
@@ -194,6 +207,67 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	if list := (&salvorv1.BackupList{}); c.client.List(ctx, list, client.MatchingLabels{salvorv1.ScheduleNameLabel: "grab"}) != nil || len(list.Items) > 0 {
 		t.Errorf("alice's refused schedule made backups: %d", len(list.Items))
 	}
+
+	// Quotas. Each namespace runs one job at a time (the default): alice's
+	// three backups asked for at once run one after another, the later
+	// ones saying they wait, while bob's, asked for after them, goes
+	// ahead of her last.
+	// (Made through the API, not the CLI, to be asked for within
+	// milliseconds of each other.)
+	for _, req := range []struct {
+		who      *cluster
+		ns, name string
+	}{{alice, "team-a", "q1"}, {alice, "team-a", "q2"}, {alice, "team-a", "q3"}, {bob, "team-b", "q1"}} {
+		if err := req.who.client.Create(ctx, &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: req.ns, Name: req.name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "alice's last backup waiting for its turn", time.Minute, func() (bool, string) {
+		q3 := &salvorv1.Backup{}
+		if err := alice.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "q3"}, q3); err != nil {
+			return false, err.Error()
+		}
+		if q3.Status.Phase != "" && q3.Status.Phase != salvorv1.BackupPhaseNew {
+			t.Fatalf("alice's q3 started (%s) without being seen waiting: annotations %v", q3.Status.Phase, q3.Annotations)
+		}
+		return strings.Contains(q3.Annotations["salvor.dev/waiting"], `waiting for its turn: namespace "team-a"`), fmt.Sprint(q3.Annotations)
+	})
+	runs := map[string]*salvorv1.Backup{}
+	for _, name := range []string{"team-a.q1", "team-a.q2", "team-a.q3", "team-b.q1"} {
+		eventually(t, name+" Completed", 2*time.Minute, func() (bool, string) {
+			b := &salvorv1.Backup{}
+			if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: name}, b); err != nil {
+				return false, err.Error()
+			}
+			runs[name] = b
+			return b.Status.Phase == salvorv1.BackupPhaseCompleted, string(b.Status.Phase)
+		})
+	}
+	for _, pair := range [][2]string{{"team-a.q1", "team-a.q2"}, {"team-a.q2", "team-a.q3"}} {
+		if a, b := runs[pair[0]], runs[pair[1]]; b.Status.StartTimestamp.Before(a.Status.CompletionTimestamp) {
+			t.Errorf("%s started at %s, before %s ended at %s: alice's jobs ran at once", pair[1], b.Status.StartTimestamp, pair[0], a.Status.CompletionTimestamp)
+		}
+	}
+	if a3, b1 := runs["team-a.q3"], runs["team-b.q1"]; a3.Status.StartTimestamp.Before(b1.Status.StartTimestamp) {
+		t.Errorf("bob's backup started at %s, after alice's last at %s: bob waited behind alice", b1.Status.StartTimestamp, a3.Status.StartTimestamp)
+	}
+	if q3 := (&salvorv1.Backup{}); alice.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "q3"}, q3) != nil || q3.Annotations["salvor.dev/waiting"] != "" {
+		t.Errorf("alice's q3 still says it waits: %v", q3.Annotations)
+	}
+	// As many backups as the location's quota lets a namespace keep: the
+	// next is refused, saying so.
+	kept := &salvorv1.BackupList{}
+	if err := c.client.List(ctx, kept, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.TenantNamespaceLabel: "team-a"}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-max-backups", fmt.Sprint(len(kept.Items)))
+	eventually(t, "alice's backup beyond her quota refused", time.Minute, func() (bool, string) {
+		name := fmt.Sprintf("over-%d", time.Now().UnixNano())
+		out, _ := alice.salvor(t, "-n", "team-a", "backup", "create", name, "--wait")
+		describe, _ := alice.salvor(t, "-n", "team-a", "backup", "describe", name)
+		return strings.Contains(out, "FailedValidation") && strings.Contains(describe, `backups in location "default", as many as its quota allows`), describe
+	})
+	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-max-backups", "0")
 
 	// The platform team sees both teams' runs.
 	if out := c.mustSalvor(t, "backup", "get"); !strings.Contains(out, "team-a.nightly") || !strings.Contains(out, "team-b.nightly") {

@@ -140,8 +140,18 @@ func TestSetTenantFlags(t *testing.T) {
 			want: &salvorv1.LocationTenants{ShareBackups: true, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}},
 		{name: "sharing turned off", current: shared, args: []string{"--share-backups=false"}, want: teams},
 		{name: "closed", current: shared, args: []string{"--no-tenants"}, want: nil},
-		{name: "closed and opened at once", current: shared, args: []string{"--no-tenants", "--tenant-selector", "tier=team"}, wantErr: "give it without --tenant-selector and --share-backups"},
+		{name: "closed and opened at once", current: shared, args: []string{"--no-tenants", "--tenant-selector", "tier=team"}, wantErr: "give it without --tenant-selector, --share-backups and the --tenant-max flags"},
+		{name: "closed with a quota", current: shared, args: []string{"--no-tenants", "--tenant-max-backups", "3"}, wantErr: "give it without"},
 		{name: "sharing on a location with no tenants", args: []string{"--share-backups"}, wantErr: "give --tenant-selector too"},
+		{name: "a quota set, the rest kept", current: shared, args: []string{"--tenant-max-concurrent-jobs", "2", "--tenant-max-backups", "10"},
+			want: &salvorv1.LocationTenants{ShareBackups: true, NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxConcurrentJobs: 2, MaxBackups: 10}}},
+		{name: "one bound of a quota changed", current: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxConcurrentJobs: 2, MaxBackups: 10}},
+			args: []string{"--tenant-max-backups", "20"},
+			want: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxConcurrentJobs: 2, MaxBackups: 20}}},
+		{name: "a quota back to the defaults is none", current: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxBackups: 10}},
+			args: []string{"--tenant-max-backups", "0"}, want: teams},
+		{name: "a negative quota", current: teams, args: []string{"--tenant-max-backups", "-1"}, wantErr: "--tenant-max-backups -1: must not be negative"},
+		{name: "a quota on a location with no tenants", args: []string{"--tenant-max-concurrent-jobs", "1"}, wantErr: "--tenant-max-concurrent-jobs is a quota of the location's tenants: give --tenant-selector too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tf tenantFlags

@@ -112,6 +112,27 @@ type LocationTenants struct {
 	// (salvor.dev/tenant-visible does it for one backup).
 	// +optional
 	ShareBackups bool `json:"shareBackups,omitempty"`
+	// Quota bounds what each selected namespace does in the location.
+	// +optional
+	Quota *TenantQuota `json:"quota,omitempty"`
+}
+
+// TenantQuota bounds what one namespace does in a location. Each
+// namespace has the whole quota for itself.
+type TenantQuota struct {
+	// MaxConcurrentJobs is how many of the namespace's backups and
+	// restores run at once (0: 1); the rest wait their turn, oldest
+	// first, while other namespaces' jobs go ahead, so that one team's
+	// many or large jobs do not hold up the others.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxConcurrentJobs int `json:"maxConcurrentJobs,omitempty"`
+	// MaxBackups is how many backups the namespace keeps in the location
+	// (0: no limit). A backup beyond it, a schedule's run included, fails
+	// validation saying so; one deleted or expired makes room.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxBackups int `json:"maxBackups,omitempty"`
 }
 
 // LocationImmutability is how long a location's objects are retained.

@@ -1,0 +1,124 @@
+package selfservice
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/salvor-dev/salvor/internal/tenancy"
+	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+)
+
+// recheck is how soon a request waiting for its namespace's turn is
+// looked at again.
+const recheck = 2 * time.Second
+
+// quota counts what a namespace has in the server's namespace, for the
+// limits of tenancy.Quota. It reads past the cache: a copy made a moment
+// ago must count, or two requests could take the last place.
+type quota struct {
+	// Reader reads the server's namespace (Namespace); Tenants reads
+	// tenants' requests.
+	Reader, Tenants client.Reader
+	Namespace       string
+}
+
+// running counts the namespace's backups and restores not finished.
+func (q quota) running(ctx context.Context, ns string) (int, error) {
+	of := []client.ListOption{client.InNamespace(q.Namespace), client.MatchingLabels{namespaceLabel: ns}}
+	backups, restores := &salvorv1.BackupList{}, &salvorv1.RestoreList{}
+	if err := q.Reader.List(ctx, backups, of...); err != nil {
+		return 0, fmt.Errorf("counting the running backups of namespace %s: %w", ns, err)
+	}
+	if err := q.Reader.List(ctx, restores, of...); err != nil {
+		return 0, fmt.Errorf("counting the running restores of namespace %s: %w", ns, err)
+	}
+	n := 0
+	for _, b := range backups.Items {
+		if b.DeletionTimestamp == nil && !backupDone(b.Status.Phase) {
+			n++
+		}
+	}
+	for _, r := range restores.Items {
+		if !restoreDone(r.Status.Phase) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// kept counts the namespace's backups in location loc.
+func (q quota) kept(ctx context.Context, ns, loc string) (int, error) {
+	backups := &salvorv1.BackupList{}
+	if err := q.Reader.List(ctx, backups, client.InNamespace(q.Namespace), client.MatchingLabels{namespaceLabel: ns}); err != nil {
+		return 0, fmt.Errorf("counting the backups namespace %s keeps: %w", ns, err)
+	}
+	n := 0
+	for _, b := range backups.Items {
+		if b.DeletionTimestamp == nil && b.Status.Phase != salvorv1.BackupPhaseDeleting && b.Spec.StorageLocation == loc {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// turn says why a judged request (self) must wait before it runs in
+// location loc ("" when it may run now): its namespace's jobs running,
+// and its namespace's requests not started yet that came first.
+func (q quota) turn(ctx context.Context, self client.Object, loc *salvorv1.BackupStorageLocation) (string, error) {
+	ns := self.GetNamespace()
+	running, err := q.running(ctx, ns)
+	if err != nil {
+		return "", err
+	}
+	backups, restores := &salvorv1.BackupList{}, &salvorv1.RestoreList{}
+	if err := q.Tenants.List(ctx, backups, client.InNamespace(ns)); err != nil {
+		return "", err
+	}
+	if err := q.Tenants.List(ctx, restores, client.InNamespace(ns)); err != nil {
+		return "", err
+	}
+	var earlier []string
+	first := func(o client.Object, started bool) {
+		if !started && o.GetUID() != self.GetUID() && before(o, self) {
+			earlier = append(earlier, o.GetName())
+		}
+	}
+	for i := range backups.Items {
+		b := &backups.Items[i]
+		first(b, b.Status.Phase != "" && b.Status.Phase != salvorv1.BackupPhaseNew)
+	}
+	for i := range restores.Items {
+		r := &restores.Items[i]
+		first(r, r.Status.Phase != "" && r.Status.Phase != salvorv1.RestorePhaseNew)
+	}
+	return tenancy.Turn(ns, loc, running, earlier), nil
+}
+
+// before tells whether a was made before b (by name when at once).
+func before(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
+func backupDone(p salvorv1.BackupPhase) bool {
+	switch p {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
+		salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
+		return true
+	}
+	return false
+}
+
+func restoreDone(p salvorv1.RestorePhase) bool {
+	switch p {
+	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
+		return true
+	}
+	return false
+}
