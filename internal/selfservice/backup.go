@@ -30,6 +30,7 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 	return kind[salvorv1.Backup, *salvorv1.Backup]{
 		name:  "backup",
 		judge: b.judge,
+		skip:  isShared,
 		admit: func(ctx context.Context, t, m *salvorv1.Backup) (string, error) {
 			loc, err := b.Locations(ctx, m.Spec.StorageLocation)
 			if err != nil {

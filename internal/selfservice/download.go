@@ -59,6 +59,9 @@ func (d *downloads) judge(ctx context.Context, t *salvorv1.DownloadRequest) (*sa
 	} else if err != nil {
 		return nil, nil, err
 	}
+	if b, ok := target.(*salvorv1.Backup); ok && isShared(b) {
+		return nil, []string{fmt.Sprintf("backup %q is the platform team's, shared with namespace %s to restore from: its logs and contents hold other namespaces too, so they are not offered here", b.Name, t.Namespace)}, nil
+	}
 	name, err := mirrorName(t.Namespace, t.Spec.Target.Name)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("%s %q never ran", what, t.Spec.Target.Name)}, nil

@@ -50,6 +50,9 @@ type kind[T any, P object[T]] struct {
 	// note, when set, names the annotations of a new mirror the tenant
 	// object gets too, for its owner to read.
 	note []string
+	// skip, when set, tells of a tenant object that is no request at all
+	// (one the server made there).
+	skip func(tenant P) bool
 	// admit, when set, says why a judged tenant object must wait before
 	// its mirror is made ("" when it may run now).
 	admit func(ctx context.Context, tenant, mirror P) (string, error)
@@ -76,6 +79,9 @@ func (r *mirrorReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.Request
 	tenant := P(new(T))
 	if err := r.Tenants.Get(ctx, req.NamespacedName, tenant); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.skip != nil && r.skip(tenant) {
+		return ctrl.Result{}, nil
 	}
 	name, nameErr := mirrorName(tenant.GetNamespace(), tenant.GetName())
 	if nameErr != nil {

@@ -81,6 +81,17 @@ func (r *restores) backupOf(ctx context.Context, t *salvorv1.Restore) (record, c
 	} else if err != nil {
 		return nil, nil, "", err
 	}
+	if isShared(record) {
+		// The platform team's backup it stands for: tenancy.Restore
+		// judges whether it is still shared with the namespace.
+		copy = &salvorv1.Backup{}
+		if err := r.Server.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: record.Labels[SharedFromLabel]}, copy); apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Sprintf("backup %q was shared by the platform team, and is gone", record.Name), nil
+		} else if err != nil {
+			return nil, nil, "", err
+		}
+		return copy, copy, "", nil
+	}
 	name, err := mirrorName(record.Namespace, record.Name)
 	if err != nil {
 		return nil, nil, fmt.Sprintf("backup %q never ran: %v", record.Name, err), nil

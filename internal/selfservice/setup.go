@@ -60,6 +60,10 @@ func Setup(mgr ctrl.Manager, s Server) error {
 	if err := (&mirrorReconciler[salvorv1.DownloadRequest, *salvorv1.DownloadRequest]{kind: d.kind(), Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace, Log: log}).setup(mgr, tenants); err != nil {
 		return err
 	}
+	sh := &shares{Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace, Locations: s.Location, Log: log}
+	if err := sh.setup(mgr, tenants); err != nil {
+		return err
+	}
 	hooks := &schedules{Reader: mgr.GetAPIReader(), Server: mgr.GetClient(), Namespace: s.Namespace, Locations: s.Location}
 	sr := s.Schedules
 	sr.Client, sr.APIReader, sr.Log = tenants.GetClient(), mgr.GetAPIReader(), log

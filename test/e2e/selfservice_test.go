@@ -208,6 +208,69 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 		t.Errorf("alice's refused schedule made backups: %d", len(list.Items))
 	}
 
+	// Platform backups shared with the teams they hold: one by its own
+	// annotation, then all of the location's. A team lists and restores
+	// from them, but reads neither their logs nor what they hold of
+	// others.
+	c.mustSalvor(t, "backup", "create", "platform-one", "--include-namespaces", "team-a,team-b,platform", "--wait")
+	c.mustSalvor(t, "backup", "create", "platform-two", "--include-namespaces", "team-a,platform", "--wait")
+	one := &salvorv1.Backup{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "platform-one"}, one); err != nil {
+		t.Fatal(err)
+	}
+	one.Annotations = map[string]string{salvorv1.TenantVisibleAnnotation: "true"}
+	if err := c.client.Update(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	seen := func(who *cluster, ns, name string) (bool, string) {
+		out, err := who.salvor(t, "-n", ns, "backup", "get")
+		return err == nil && strings.Contains(out, name), out
+	}
+	for _, w := range []struct {
+		who *cluster
+		ns  string
+	}{{alice, "team-a"}, {bob, "team-b"}} {
+		eventually(t, w.ns+" sees platform-one", time.Minute, func() (bool, string) { return seen(w.who, w.ns, "platform-one") })
+	}
+	if ok, out := seen(alice, "team-a", "platform-two"); ok {
+		t.Errorf("team-a sees platform-two, which nothing shares:\n%s", out)
+	}
+	c.mustSalvor(t, "backup-location", "set", "default", "--share-backups")
+	eventually(t, "team-a sees platform-two once the location shares its backups", time.Minute, func() (bool, string) { return seen(alice, "team-a", "platform-two") })
+	if ok, out := seen(bob, "team-b", "platform-two"); ok {
+		t.Errorf("team-b sees platform-two, which does not hold team-b:\n%s", out)
+	}
+	if out := alice.mustSalvor(t, "-n", "team-a", "backup", "describe", "platform-two"); !strings.Contains(out, "Completed") || strings.Contains(out, "platform,") || strings.Contains(out, "crown-jewels") {
+		t.Errorf("what team-a sees of platform-two:\n%s", out)
+	}
+	if out, err := alice.salvor(t, "-n", "team-a", "backup", "logs", "platform-two", "--timeout", "30s"); err == nil || !strings.Contains(out, "not offered here") {
+		t.Errorf("alice reading platform-two's log: %v\n%s", err, out)
+	}
+	if err := c.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The platform's backup holds kinds alice may not make (Secrets,
+	// service accounts): refused naming them, she restores what she may.
+	out, err := alice.salvor(t, "-n", "team-a", "restore", "create", "from-platform", "--from-backup", "platform-two", "--wait")
+	if describe, _ := alice.salvor(t, "-n", "team-a", "restore", "describe", "from-platform"); err == nil || !strings.Contains(describe, "the backup holds secrets of namespace team-a") {
+		t.Errorf("alice's restore of everything of team-a in platform-two: %v\n%s\n%s", err, out, describe)
+	}
+	alice.mustSalvor(t, "-n", "team-a", "restore", "create", "from-platform-config", "--from-backup", "platform-two", "--include-resources", "configmaps", "--wait")
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "settings"}, cm); err != nil || cm.Data["team"] != "team-a" {
+		t.Errorf("alice's config map restored from platform-two: %v %v", cm.Data, err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "crown-jewels"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("alice's restore from platform-two made the platform namespace's config map in team-a: %v", err)
+	}
+	c.mustSalvor(t, "backup-location", "set", "default", "--share-backups=false")
+	eventually(t, "team-a no longer sees platform-two", time.Minute, func() (bool, string) {
+		ok, out := seen(alice, "team-a", "platform-two")
+		return !ok, out
+	})
+	if ok, out := seen(alice, "team-a", "platform-one"); !ok {
+		t.Errorf("team-a lost platform-one, which its annotation shares:\n%s", out)
+	}
+
 	// Quotas. Each namespace runs one job at a time (the default): alice's
 	// three backups asked for at once run one after another, the later
 	// ones saying they wait, while bob's, asked for after them, goes
