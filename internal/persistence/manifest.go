@@ -690,3 +690,26 @@ func ReadGzip(r io.Reader) error {
 	}
 	return nil
 }
+
+// StoredBytes is the size of backup name's files in the location, as
+// its manifest records them (the header only is read); ok is false for a
+// backup without one (written by Velero, or unfinished).
+func (s *BackupStore) StoredBytes(ctx context.Context, name string) (n int64, ok bool, err error) {
+	ok, err = s.store.ObjectExists(ctx, s.bucket, s.manifestKey(name))
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	m := &Manifest{}
+	if err := s.GetBackupJSON(ctx, name, ManifestFile, manifestReader{m: m, stopAtItems: true}); err != nil {
+		return 0, true, err
+	}
+	if err := m.check(s.manifestKey(name), name); err != nil {
+		return 0, true, err
+	}
+	for _, o := range m.Objects {
+		if o.Size > 0 {
+			n += o.Size
+		}
+	}
+	return n, true, nil
+}

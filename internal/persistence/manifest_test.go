@@ -134,6 +134,18 @@ func TestManifestCoversEveryFile(t *testing.T) {
 		if !slices.Equal(m.Items, wantItems) {
 			t.Errorf("%s: items %+v, want %+v", mode, m.Items, wantItems)
 		}
+		// What the backup holds in the location: its files' sizes.
+		var stored int64
+		for _, o := range m.Objects {
+			stored += o.Size
+		}
+		if n, ok, err := s.StoredBytes(ctx, "b1"); err != nil || !ok || n != stored || n == 0 {
+			t.Errorf("%s: StoredBytes %d %v %v, want %d", mode, n, ok, err, stored)
+		}
+	}
+	empty, _ := newStore(t, "team")
+	if n, ok, err := empty.StoredBytes(ctx, "b1"); ok || err != nil || n != 0 {
+		t.Errorf("StoredBytes of a backup without a manifest: %d %v %v", n, ok, err)
 	}
 }
 

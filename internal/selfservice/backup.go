@@ -83,11 +83,12 @@ func (b *backups) judge(ctx context.Context, t *salvorv1.Backup) (*salvorv1.Back
 	if len(problems) > 0 {
 		return nil, problems, nil
 	}
-	kept, err := b.kept(ctx, ns.Name, loc.Name)
+	bounded := loc.Spec.Tenants != nil && loc.Spec.Tenants.Quota != nil && loc.Spec.Tenants.Quota.MaxBytes != nil
+	kept, held, err := b.usage(ctx, ns.Name, loc, bounded)
 	if err != nil {
 		return nil, nil, err
 	}
-	if problems := tenancy.Room(ns.Name, loc, kept); len(problems) > 0 {
+	if problems := tenancy.Room(ns.Name, loc, kept, held); len(problems) > 0 {
 		return nil, problems, nil
 	}
 	spec := tenancy.ConfineBackup(ns.Name, t.Spec)

@@ -3,6 +3,7 @@ package selfservice
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,11 @@ type quota struct {
 	// tenants' requests.
 	Reader, Tenants client.Reader
 	Namespace       string
+	// Files is the size of a backup's files in its location, as its
+	// manifest records them (ok false: it has none).
+	Files func(ctx context.Context, b *salvorv1.Backup) (n int64, ok bool, err error)
+	// sizes remembers Files of finished backups, by UID.
+	sizes *sync.Map
 }
 
 // running counts the namespace's backups and restores not finished.
@@ -49,19 +55,61 @@ func (q quota) running(ctx context.Context, ns string) (int, error) {
 	return n, nil
 }
 
-// kept counts the namespace's backups in location loc.
-func (q quota) kept(ctx context.Context, ns, loc string) (int, error) {
+// usage is what the namespace has in location loc: its backups, and,
+// when the location bounds it (bytes), the bytes they hold.
+func (q quota) usage(ctx context.Context, ns string, loc *salvorv1.BackupStorageLocation, bytes bool) (kept int, held int64, err error) {
 	backups := &salvorv1.BackupList{}
 	if err := q.Reader.List(ctx, backups, client.InNamespace(q.Namespace), client.MatchingLabels{namespaceLabel: ns}); err != nil {
-		return 0, fmt.Errorf("counting the backups namespace %s keeps: %w", ns, err)
+		return 0, 0, fmt.Errorf("counting the backups namespace %s keeps: %w", ns, err)
 	}
-	n := 0
-	for _, b := range backups.Items {
-		if b.DeletionTimestamp == nil && b.Status.Phase != salvorv1.BackupPhaseDeleting && b.Spec.StorageLocation == loc {
-			n++
+	for i := range backups.Items {
+		b := &backups.Items[i]
+		if b.DeletionTimestamp != nil || b.Status.Phase == salvorv1.BackupPhaseDeleting || b.Spec.StorageLocation != loc.Name {
+			continue
 		}
+		kept++
+		if !bytes {
+			continue
+		}
+		n, err := q.holds(ctx, b)
+		if err != nil {
+			return 0, 0, fmt.Errorf("reckoning what backup %s holds in location %s: %w", b.Name, loc.Name, err)
+		}
+		held += n
 	}
-	return n, nil
+	return kept, held, nil
+}
+
+// holds is what backup b holds in its location: its files, as its
+// manifest says (remembered once it is final), and the new data its
+// volumes' moves wrote into the location's repositories.
+func (q quota) holds(ctx context.Context, b *salvorv1.Backup) (int64, error) {
+	var files int64
+	if v, ok := q.sizes.Load(b.UID); ok {
+		files = v.(int64)
+	} else if backupDone(b.Status.Phase) {
+		n, _, err := q.Files(ctx, b)
+		if err != nil {
+			return 0, err
+		}
+		q.sizes.Store(b.UID, n)
+		files = n
+	}
+	of := []client.ListOption{client.InNamespace(q.Namespace), client.MatchingLabels{salvorv1.BackupUIDLabel: string(b.UID)}}
+	uploads, volumes := &salvorv1.DataUploadList{}, &salvorv1.PodVolumeBackupList{}
+	if err := q.Reader.List(ctx, uploads, of...); err != nil {
+		return 0, err
+	}
+	if err := q.Reader.List(ctx, volumes, of...); err != nil {
+		return 0, err
+	}
+	for _, u := range uploads.Items {
+		files += u.Status.IncrementalBytes
+	}
+	for _, v := range volumes.Items {
+		files += v.Status.IncrementalBytes
+	}
+	return files, nil
 }
 
 // turn says why a judged request (self) must wait before it runs in

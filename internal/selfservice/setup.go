@@ -3,6 +3,7 @@ package selfservice
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -24,6 +25,9 @@ type Server struct {
 	Location func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
 	// ResourceList reads a backup's resource list from its location.
 	ResourceList func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error)
+	// StoredBytes is the size of a backup's files in its location, as
+	// its manifest records them (ok false: it has none).
+	StoredBytes func(ctx context.Context, b *salvorv1.Backup) (n int64, ok bool, err error)
 	// Resources lists the resources the cluster serves.
 	Resources func() ([]resources.Resource, error)
 	// Schedules is the server's schedule reconciler as it runs its own
@@ -45,7 +49,7 @@ func Setup(mgr ctrl.Manager, s Server) error {
 		return err
 	}
 	a := access{client: mgr.GetClient()}
-	q := quota{Reader: mgr.GetAPIReader(), Tenants: tenants.GetClient(), Namespace: s.Namespace}
+	q := quota{Reader: mgr.GetAPIReader(), Tenants: tenants.GetClient(), Namespace: s.Namespace, Files: s.StoredBytes, sizes: &sync.Map{}}
 	b := &backups{access: a, quota: q, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
 	r := &restores{access: a, quota: q, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
 		Locations: s.Location, ResourceList: s.ResourceList, Resources: s.Resources}

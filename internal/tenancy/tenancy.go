@@ -191,11 +191,20 @@ func Turn(ns string, loc *salvorv1.BackupStorageLocation, running int, earlier [
 }
 
 // Room lists what is wrong with one more backup of namespace ns in loc,
-// where the namespace keeps kept backups.
-func Room(ns string, loc *salvorv1.BackupStorageLocation, kept int) []string {
-	if loc == nil || loc.Spec.Tenants == nil || loc.Spec.Tenants.Quota == nil || loc.Spec.Tenants.Quota.MaxBackups == 0 || kept < loc.Spec.Tenants.Quota.MaxBackups {
+// where the namespace keeps kept backups holding held bytes.
+func Room(ns string, loc *salvorv1.BackupStorageLocation, kept int, held int64) []string {
+	if loc == nil || loc.Spec.Tenants == nil || loc.Spec.Tenants.Quota == nil {
 		return nil
 	}
-	return []string{fmt.Sprintf("namespace %q keeps %d backups in location %q, as many as its quota allows (spec.tenants.quota.maxBackups %d): one must expire or be deleted first (ask the platform team)",
-		ns, kept, loc.Name, loc.Spec.Tenants.Quota.MaxBackups)}
+	q := loc.Spec.Tenants.Quota
+	var problems []string
+	if q.MaxBackups > 0 && kept >= q.MaxBackups {
+		problems = append(problems, fmt.Sprintf("namespace %q keeps %d backups in location %q, as many as its quota allows (spec.tenants.quota.maxBackups %d): one must expire or be deleted first (ask the platform team)",
+			ns, kept, loc.Name, q.MaxBackups))
+	}
+	if q.MaxBytes != nil && held >= q.MaxBytes.Value() {
+		problems = append(problems, fmt.Sprintf("namespace %q's backups hold %d bytes in location %q, as much as its quota allows (spec.tenants.quota.maxBytes %s): one must expire or be deleted first (ask the platform team)",
+			ns, held, loc.Name, q.MaxBytes))
+	}
+	return problems
 }

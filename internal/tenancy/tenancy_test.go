@@ -23,7 +23,7 @@ import (
 //	restore ns=team-a backup=nightly   (input: a RestoreSpec)
 //	visible ns=team-a backup=nightly
 //	turn ns=team-a location=shared running=1 [earlier=a,b]
-//	room ns=team-a location=shared kept=3
+//	room ns=team-a location=shared kept=3 [bytes=1048576]
 //
 // The server's namespace is "salvor". Rewrite the outputs with
 // go test -run TestScripts -rewrite.
@@ -107,8 +107,12 @@ func TestScripts(t *testing.T) {
 				return "runs now\n"
 			case "room":
 				var kept int
+				var held int64
 				d.ScanArgs(t, "kept", &kept)
-				return problems(Room(ns(d).Name, locations[arg(d, "location")], kept))
+				if d.HasArg("bytes") {
+					d.ScanArgs(t, "bytes", &held)
+				}
+				return problems(Room(ns(d).Name, locations[arg(d, "location")], kept, held))
 			case "visible":
 				b, ok := backups[arg(d, "backup")]
 				if !ok {

@@ -331,6 +331,19 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 		return strings.Contains(out, "FailedValidation") && strings.Contains(describe, `backups in location "default", as many as its quota allows`), describe
 	})
 	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-max-backups", "0")
+	// As much as a namespace's backups may hold: what alice's hold (their
+	// files, as their manifests record them) is more than 1Ki.
+	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-max-bytes", "1Ki")
+	eventually(t, "alice's backup beyond her quota of bytes refused", time.Minute, func() (bool, string) {
+		name := fmt.Sprintf("heavy-%d", time.Now().UnixNano())
+		out, _ := alice.salvor(t, "-n", "team-a", "backup", "create", name, "--wait")
+		describe, _ := alice.salvor(t, "-n", "team-a", "backup", "describe", name)
+		return strings.Contains(out, "FailedValidation") && strings.Contains(describe, `backups hold`) && strings.Contains(describe, "spec.tenants.quota.maxBytes 1Ki"), describe
+	})
+	if out := c.mustSalvor(t, "backup-location", "get", "-o", "wide"); !strings.Contains(out, "1Ki") {
+		t.Errorf("the location's quota in get -o wide:\n%s", out)
+	}
+	c.mustSalvor(t, "backup-location", "set", "default", "--tenant-max-bytes", "0")
 
 	// The platform team sees both teams' runs.
 	if out := c.mustSalvor(t, "backup", "get"); !strings.Contains(out, "team-a.nightly") || !strings.Contains(out, "team-b.nightly") {

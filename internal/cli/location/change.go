@@ -37,7 +37,7 @@ place. The server checks the location again within its check interval.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") && !f.Changed("access-mode") && caCertFile == "" && !tenants.given(f) {
-				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential, --access-mode, --cacert, --tenant-selector, --share-backups, --tenant-max-concurrent-jobs, --tenant-max-backups or --no-tenants")
+				return fmt.Errorf("nothing to change: give --default, --config, --unset-config, --credential, --access-mode, --cacert, --tenant-selector, --share-backups, --tenant-max-concurrent-jobs, --tenant-max-backups, --tenant-max-bytes or --no-tenants")
 			}
 
 			var caCert []byte

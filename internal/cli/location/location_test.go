@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -150,6 +151,12 @@ func TestSetTenantFlags(t *testing.T) {
 			want: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxConcurrentJobs: 2, MaxBackups: 20}}},
 		{name: "a quota back to the defaults is none", current: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxBackups: 10}},
 			args: []string{"--tenant-max-backups", "0"}, want: teams},
+		{name: "a quota of bytes", current: teams, args: []string{"--tenant-max-bytes", "50Gi"},
+			want: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxBytes: ptrTo(resource.MustParse("50Gi"))}}},
+		{name: "a quota of bytes lifted", current: &salvorv1.LocationTenants{NamespaceSelector: teams.NamespaceSelector, Quota: &salvorv1.TenantQuota{MaxBytes: ptrTo(resource.MustParse("50Gi"))}},
+			args: []string{"--tenant-max-bytes", "0"}, want: teams},
+		{name: "a quota of bytes that is no size", current: teams, args: []string{"--tenant-max-bytes", "lots"}, wantErr: `--tenant-max-bytes "lots": give a size such as 50Gi`},
+		{name: "a negative quota of bytes", current: teams, args: []string{"--tenant-max-bytes", "-1Gi"}, wantErr: `--tenant-max-bytes "-1Gi"`},
 		{name: "a negative quota", current: teams, args: []string{"--tenant-max-backups", "-1"}, wantErr: "--tenant-max-backups -1: must not be negative"},
 		{name: "a quota on a location with no tenants", args: []string{"--tenant-max-concurrent-jobs", "1"}, wantErr: "--tenant-max-concurrent-jobs is a quota of the location's tenants: give --tenant-selector too"},
 	} {
@@ -183,3 +190,5 @@ func TestSetTenantFlags(t *testing.T) {
 		})
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -16,6 +17,7 @@ type tenantFlags struct {
 	share            bool
 	none             bool
 	jobs, maxBackups int
+	maxBytes         string
 }
 
 // bind registers the flags; set alone offers --no-tenants.
@@ -24,6 +26,7 @@ func (t *tenantFlags) bind(f *pflag.FlagSet, withNone bool) {
 	f.BoolVar(&t.share, "share-backups", false, "with tenants: let each tenant namespace see and restore the location's backups made in Salvor's namespace that hold it (spec.tenants.shareBackups)")
 	f.IntVar(&t.jobs, "tenant-max-concurrent-jobs", 0, "with tenants: how many backups and restores of one tenant namespace run at once (spec.tenants.quota.maxConcurrentJobs; 0: 1); the rest wait their turn while other namespaces' go ahead")
 	f.IntVar(&t.maxBackups, "tenant-max-backups", 0, "with tenants: how many backups one tenant namespace keeps in the location (spec.tenants.quota.maxBackups; 0: no limit); a backup beyond it fails validation")
+	f.StringVar(&t.maxBytes, "tenant-max-bytes", "", "with tenants: how much one tenant namespace's backups may hold in the location, their files and their volumes' moved data (spec.tenants.quota.maxBytes, a quantity such as 50Gi; 0: no limit); a backup made when they hold as much fails validation")
 	if withNone {
 		f.BoolVar(&t.none, "no-tenants", false, "close the location to tenant namespaces (removes spec.tenants); their backups in it stay, but they can no longer back up to it nor restore from it")
 	}
@@ -31,7 +34,7 @@ func (t *tenantFlags) bind(f *pflag.FlagSet, withNone bool) {
 
 // given tells whether any of the flags was given.
 func (t *tenantFlags) given(f *pflag.FlagSet) bool {
-	for _, name := range []string{"tenant-selector", "share-backups", "no-tenants", "tenant-max-concurrent-jobs", "tenant-max-backups"} {
+	for _, name := range []string{"tenant-selector", "share-backups", "no-tenants", "tenant-max-concurrent-jobs", "tenant-max-backups", "tenant-max-bytes"} {
 		if f.Changed(name) {
 			return true
 		}
@@ -43,7 +46,7 @@ func (t *tenantFlags) given(f *pflag.FlagSet) bool {
 // nil when it has none), or what to fix in them.
 func (t *tenantFlags) apply(f *pflag.FlagSet, current *salvorv1.LocationTenants) (*salvorv1.LocationTenants, error) {
 	if t.none {
-		if f.Changed("tenant-selector") || f.Changed("share-backups") || f.Changed("tenant-max-concurrent-jobs") || f.Changed("tenant-max-backups") {
+		if f.Changed("tenant-selector") || f.Changed("share-backups") || f.Changed("tenant-max-concurrent-jobs") || f.Changed("tenant-max-backups") || f.Changed("tenant-max-bytes") {
 			return nil, fmt.Errorf("--no-tenants closes the location to tenants: give it without --tenant-selector, --share-backups and the --tenant-max flags")
 		}
 		return nil, nil
@@ -100,6 +103,22 @@ func (t *tenantFlags) apply(f *pflag.FlagSet, current *salvorv1.LocationTenants)
 		}
 		*q.field(out.Quota) = q.value
 	}
+	if f.Changed("tenant-max-bytes") {
+		if out == nil {
+			return nil, fmt.Errorf("--tenant-max-bytes is a quota of the location's tenants: give --tenant-selector too, the location has none")
+		}
+		q, err := resource.ParseQuantity(t.maxBytes)
+		if err != nil || q.Sign() < 0 {
+			return nil, fmt.Errorf("--tenant-max-bytes %q: give a size such as 50Gi (0: no limit)", t.maxBytes)
+		}
+		if out.Quota == nil {
+			out.Quota = &salvorv1.TenantQuota{}
+		}
+		out.Quota.MaxBytes = nil
+		if !q.IsZero() {
+			out.Quota.MaxBytes = &q
+		}
+	}
 	if out != nil && out.Quota != nil && *out.Quota == (salvorv1.TenantQuota{}) {
 		out.Quota = nil
 	}
@@ -122,6 +141,9 @@ func tenantsText(t *salvorv1.LocationTenants) string {
 		text += fmt.Sprintf(" (each: %d jobs at once", max(q.MaxConcurrentJobs, 1))
 		if q.MaxBackups > 0 {
 			text += fmt.Sprintf(", %d backups", q.MaxBackups)
+		}
+		if q.MaxBytes != nil {
+			text += ", " + q.MaxBytes.String()
 		}
 		text += ")"
 	}

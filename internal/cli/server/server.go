@@ -478,6 +478,13 @@ func (o *options) run(ctx context.Context) error {
 				}
 				return store.GetResourceList(ctx, b.Name)
 			},
+			StoredBytes: func(ctx context.Context, b *salvorv1.Backup) (int64, bool, error) {
+				store, err := locations.StoreNamed(ctx, b.Spec.StorageLocation)
+				if err != nil {
+					return 0, false, err
+				}
+				return store.StoredBytes(ctx, b.Name)
+			},
 			Resources: func() ([]resources.Resource, error) {
 				served, _, err := resources.Discover(disc)
 				return served, err

@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -133,6 +134,13 @@ type TenantQuota struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxBackups int `json:"maxBackups,omitempty"`
+	// MaxBytes is how much the namespace's backups may hold in the
+	// location: their files, as their manifests record them, and the new
+	// data their volumes' moves wrote into its repositories (no limit
+	// when unset). A backup made while they hold as much or more fails
+	// validation saying so.
+	// +optional
+	MaxBytes *resource.Quantity `json:"maxBytes,omitempty"`
 }
 
 // LocationImmutability is how long a location's objects are retained.
