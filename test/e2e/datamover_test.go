@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,7 +54,11 @@ func moverClusterWith(t testing.TB, images map[string]string, buckets []string, 
 	minio := testbed.StartMinIO(t, buckets...)
 	// The test runs its server itself, as the installed account: no
 	// replica of the installed Deployment beside it on the node.
-	c.mustSalvor(t, "install", "--replicas", "0")
+	install := []string{"install", "--replicas", "0"}
+	if slices.Contains(serverFlags, "--tenants") {
+		install = append(install, "--tenants")
+	}
+	c.mustSalvor(t, install...)
 	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
 	eventually(t, "the installed role in force", 30*time.Second, func() (bool, string) {
 		return c.allowed(t, "system:serviceaccount:salvor:salvor", saGroups,
