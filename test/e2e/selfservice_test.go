@@ -112,6 +112,24 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	if out, err := bob.salvor(t, "-n", "team-b", "backup", "logs", "nightly"); err == nil {
 		t.Errorf("bob reading the log of a backup of team-a's name from team-b: %s", out)
 	}
+	for _, args := range [][]string{{"-n", "team-a", "backup", "logs", "nightly"}, {"-n", "team-a", "backup", "describe", "nightly"}} {
+		if out, err := bob.salvor(t, args...); err == nil || !strings.Contains(out, "forbidden") {
+			t.Errorf("bob: salvor %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Nor by naming the server's copy of alice's backup from his namespace.
+	peek := &salvorv1.DownloadRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "peek"},
+		Spec: salvorv1.DownloadRequestSpec{Target: salvorv1.DownloadTarget{Kind: salvorv1.DownloadTargetBackupLog, Name: "team-a.nightly"}}}
+	if err := bob.client.Create(ctx, peek); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bob's download of alice's backup's copy refused", time.Minute, func() (bool, string) {
+		if err := bob.client.Get(ctx, client.ObjectKeyFromObject(peek), peek); err != nil {
+			return false, err.Error()
+		}
+		return peek.Status.Phase == salvorv1.DownloadRequestPhaseFailed && peek.Status.DownloadURL == "" &&
+			strings.Contains(peek.Status.Message, `backup "team-a.nightly" does not exist in namespace team-b`), fmt.Sprint(peek.Status)
+	})
 	// A forged requester is the API server's to write, not the client's.
 	forged := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "forged",
 		Annotations: map[string]string{salvorv1.RequestedByAnnotation: "system:serviceaccount:salvor:salvor"}}}
@@ -139,9 +157,16 @@ func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
 	if out, err := alice.salvor(t, "-n", "team-a", "restore", "logs", "back"); err != nil || !strings.Contains(out, "team-a") {
 		t.Errorf("alice's restore log: %v\n%s", err, out)
 	}
-	// Bob backs up his own namespace alongside.
+	// Bob backs up his own namespace alongside, and restores it.
 	if out, err := bob.salvor(t, "-n", "team-b", "backup", "create", "nightly", "--wait"); err != nil {
 		t.Errorf("bob's backup: %v\n%s", err, out)
+	}
+	if err := c.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "team-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	bob.mustSalvor(t, "-n", "team-b", "restore", "create", "back", "--from-backup", "nightly", "--wait")
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "settings"}, cm); err != nil || cm.Data["team"] != "team-b" {
+		t.Errorf("bob's config map after his restore: %v %v", cm.Data, err)
 	}
 	// Bob's schedule runs in his namespace, as his: its backups are his
 	// requests, judged as they run; its retention keeps the newest,
