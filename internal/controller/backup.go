@@ -91,15 +91,6 @@ func backupTTL(own, serverDefault time.Duration, bsl *salvorv1.BackupStorageLoca
 	return serverDefault, "the server's default ttl (--default-backup-ttl)"
 }
 
-func terminal(p salvorv1.BackupPhase) bool {
-	switch p {
-	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
-		salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
-		return true
-	}
-	return false
-}
-
 // Reconcile moves a Backup through its phases. A Backup past InProgress
 // never goes back.
 func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -107,7 +98,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) || b.Annotations[salvorv1.SyncedAnnotation] != "" {
+	if b.DeletionTimestamp != nil || b.Status.Phase.Ended() || b.Annotations[salvorv1.SyncedAnnotation] != "" {
 		return ctrl.Result{}, nil
 	}
 	key := req.String()
@@ -121,7 +112,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.DeletionTimestamp != nil || terminal(b.Status.Phase) {
+	if b.DeletionTimestamp != nil || b.Status.Phase.Ended() {
 		return ctrl.Result{}, nil
 	}
 	// Kept aside: the backup is read anew before it starts.

@@ -126,7 +126,7 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
-	if !terminal(b.Status.Phase) || b.Status.Expiration == nil {
+	if !b.Status.Phase.Ended() || b.Status.Expiration == nil {
 		return ctrl.Result{}, nil
 	}
 	if left := time.Until(b.Status.Expiration.Time); left > 0 {

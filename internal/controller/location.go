@@ -200,7 +200,7 @@ func (r *LocationReconciler) sync(ctx context.Context, bsl *salvorv1.BackupStora
 			// stopped in between) gets it now, and one its writer has not
 			// finished (Velero uploads a backup waiting for its operations,
 			// and again when it ends) follows what the writer stores.
-			if b.Annotations[salvorv1.SyncedAnnotation] != "" && !terminal(b.Status.Phase) {
+			if b.Annotations[salvorv1.SyncedAnnotation] != "" && !b.Status.Phase.Ended() {
 				if stored, err := store.GetBackup(ctx, name); err == nil && syncedStatus(stored).Phase != b.Status.Phase {
 					b.Status = syncedStatus(stored)
 					b.Status.Authentication = r.authentication(ctx, store, bsl, name, stored)

@@ -266,7 +266,7 @@ func (r *ScheduleReconciler) skip(s *salvorv1.Schedule, count func(string, int),
 func unfinishedBackups(backups []salvorv1.Backup) []string {
 	var out []string
 	for _, b := range backups {
-		if !terminal(b.Status.Phase) && b.DeletionTimestamp == nil && b.Annotations[salvorv1.SyncedAnnotation] == "" {
+		if !b.Status.Phase.Ended() && b.DeletionTimestamp == nil && b.Annotations[salvorv1.SyncedAnnotation] == "" {
 			out = append(out, b.Name)
 		}
 	}

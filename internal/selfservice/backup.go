@@ -46,7 +46,7 @@ func (b *backups) kind() kind[salvorv1.Backup, *salvorv1.Backup] {
 		started: func(t *salvorv1.Backup) bool {
 			return t.Status.Phase != "" && t.Status.Phase != salvorv1.BackupPhaseNew
 		},
-		done: func(t *salvorv1.Backup) bool { return backupDone(t.Status.Phase) },
+		done: func(t *salvorv1.Backup) bool { return t.Status.Phase.Ended() },
 		forget: func(t *salvorv1.Backup) time.Duration {
 			if t.Status.Phase == salvorv1.BackupPhaseFailedValidation {
 				return -1

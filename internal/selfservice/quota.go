@@ -43,12 +43,12 @@ func (q quota) running(ctx context.Context, ns string) (int, error) {
 	}
 	n := 0
 	for _, b := range backups.Items {
-		if b.DeletionTimestamp == nil && !backupDone(b.Status.Phase) {
+		if b.DeletionTimestamp == nil && !b.Status.Phase.Ended() {
 			n++
 		}
 	}
 	for _, r := range restores.Items {
-		if !restoreDone(r.Status.Phase) {
+		if !r.Status.Phase.Ended() {
 			n++
 		}
 	}
@@ -87,7 +87,7 @@ func (q quota) holds(ctx context.Context, b *salvorv1.Backup) (int64, error) {
 	var files int64
 	if v, ok := q.sizes.Load(b.UID); ok {
 		files = v.(int64)
-	} else if backupDone(b.Status.Phase) {
+	} else if b.Status.Phase.Ended() {
 		n, _, err := q.Files(ctx, b)
 		if err != nil {
 			return 0, err
@@ -152,21 +152,4 @@ func before(a, b client.Object) bool {
 		return ta.Before(&tb)
 	}
 	return a.GetName() < b.GetName()
-}
-
-func backupDone(p salvorv1.BackupPhase) bool {
-	switch p {
-	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed,
-		salvorv1.BackupPhaseFailedValidation, salvorv1.BackupPhaseDeleting:
-		return true
-	}
-	return false
-}
-
-func restoreDone(p salvorv1.RestorePhase) bool {
-	switch p {
-	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-		return true
-	}
-	return false
 }

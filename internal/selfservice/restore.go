@@ -55,7 +55,7 @@ func (r *restores) kind() kind[salvorv1.Restore, *salvorv1.Restore] {
 		started: func(t *salvorv1.Restore) bool {
 			return t.Status.Phase != "" && t.Status.Phase != salvorv1.RestorePhaseNew
 		},
-		done: func(t *salvorv1.Restore) bool { return restoreDone(t.Status.Phase) },
+		done: func(t *salvorv1.Restore) bool { return t.Status.Phase.Ended() },
 		forget: func(t *salvorv1.Restore) time.Duration {
 			if t.Status.Phase == salvorv1.RestorePhaseFailedValidation {
 				return -1

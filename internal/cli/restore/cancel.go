@@ -18,7 +18,7 @@ func newCancel(k *kube.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if restoreFinished(rs.Status.Phase) {
+			if rs.Status.Phase.Ended() {
 				return fmt.Errorf("restore %s has already ended (%s)", rs.Name, rs.Status.Phase)
 			}
 			if err := kube.Annotate(cmd.Context(), c, rs, map[string]string{salvorv1.CancelAnnotation: "true"}); err != nil {

@@ -24,7 +24,7 @@ restores/NAME/). A restore still running is refused: cancel it first
 		RunE: k.WithClient(func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			return kube.Each(ctx, c, k.Namespace, "restore", args, func(rs *salvorv1.Restore) error {
-				if !restoreFinished(rs.Status.Phase) {
+				if !rs.Status.Phase.Ended() {
 					return fmt.Errorf("restore %s is %s: cancel it first (salvor restore cancel %s) and delete it once it has ended",
 						rs.Name, output.Or(string(rs.Status.Phase), "New"), rs.Name)
 				}

@@ -16,14 +16,6 @@ func NewCommand(k *kube.Options) *cobra.Command {
 	return cmd
 }
 
-func restoreFinished(p salvorv1.RestorePhase) bool {
-	switch p {
-	case salvorv1.RestorePhaseCompleted, salvorv1.RestorePhasePartiallyFailed, salvorv1.RestorePhaseFailed, salvorv1.RestorePhaseFailedValidation:
-		return true
-	}
-	return false
-}
-
 func phase(rs *salvorv1.Restore) string {
 	if rs.Status.Phase == "" {
 		return "New"

@@ -92,7 +92,7 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		if bars != nil {
 			done, total := progress(cur)
 			bars.Update(phase(cur), int64(done), int64(total), volumeBars(vprs.Items))
-			if restoreFinished(cur.Status.Phase) {
+			if cur.Status.Phase.Ended() {
 				// The bars end, then what became of the items.
 				bars.Stop()
 				bars = nil
@@ -119,7 +119,7 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 				}
 			}
 		}
-		if restoreFinished(cur.Status.Phase) {
+		if cur.Status.Phase.Ended() {
 			return cur, nil
 		}
 		isNew := cur.Status.Phase == "" || cur.Status.Phase == salvorv1.RestorePhaseNew

@@ -2,6 +2,16 @@ package v1
 
 import "fmt"
 
+// Ended says whether a backup in phase p is over: it runs no more (a
+// backup being deleted included).
+func (p BackupPhase) Ended() bool {
+	switch p {
+	case BackupPhaseCompleted, BackupPhasePartiallyFailed, BackupPhaseFailed, BackupPhaseFailedValidation, BackupPhaseDeleting:
+		return true
+	}
+	return false
+}
+
 // Ended says whether a restore in phase p is over: nothing of it reads
 // its backup any more.
 func (p RestorePhase) Ended() bool {
