@@ -117,12 +117,7 @@ func TestDataMoverBackup(t *testing.T) {
 		return err == nil && len(snaps) == 0 && apierrors.IsNotFound(gerr), fmt.Sprintf("driver snapshots %d (%v), VolumeSnapshot: %v", len(snaps), err, gerr)
 	})
 	// The mover's account could do what the upload took, and no more.
-	mover := "system:serviceaccount:salvor:" + "salvor-data-mover"
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
-	for _, a := range []struct {
-		attrs authorizationv1.ResourceAttributes
-		want  bool
-	}{
+	c.checkRights(t, "salvor", "salvor-data-mover", []right{
 		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "salvor", Group: "salvor.dev", Resource: "datauploads"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "patch", Namespace: "salvor", Group: "salvor.dev", Resource: "datauploads", Subresource: "status"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "salvor", Group: "salvor.dev", Resource: "backupstoragelocations"}, true},
@@ -133,11 +128,7 @@ func TestDataMoverBackup(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "create", Namespace: "salvor", Resource: "pods"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "app", Group: "salvor.dev", Resource: "datauploads"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "app", Resource: "persistentvolumeclaims"}, false},
-	} {
-		if got := c.allowed(t, mover, groups, &a.attrs, nil); got != a.want {
-			t.Errorf("mover account %+v: allowed %v, want %v", a.attrs, got, a.want)
-		}
-	}
+	})
 
 	// The data is in the bucket: the repository under the location's
 	// prefix, opened with the password the server made, holds every file.

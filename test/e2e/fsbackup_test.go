@@ -118,11 +118,7 @@ func TestFSBackup(t *testing.T) {
 	c, csi, minio, node := fsBackupCluster(t)
 	// The node agent's rights: what it uses (the rest of the test shows
 	// they are enough), and nothing else.
-	agent, groups := "system:serviceaccount:salvor:salvor-node-agent", []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
-	for _, tc := range []struct {
-		a    authorizationv1.ResourceAttributes
-		want bool
-	}{
+	c.checkRights(t, "salvor", "salvor-node-agent", []right{
 		{authorizationv1.ResourceAttributes{Verb: "watch", Group: "salvor.dev", Resource: "podvolumebackups", Namespace: "salvor"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "patch", Group: "salvor.dev", Resource: "podvolumerestores", Subresource: "status", Namespace: "salvor"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "salvor"}, true},
@@ -134,11 +130,7 @@ func TestFSBackup(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "patch", Group: "salvor.dev", Resource: "podvolumebackups", Namespace: "salvor"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "create", Group: "salvor.dev", Resource: "podvolumerestores", Namespace: "salvor"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "get", Group: "salvor.dev", Resource: "backups", Namespace: "salvor"}, false},
-	} {
-		if got := c.allowed(t, agent, groups, &tc.a, nil); got != tc.want {
-			t.Errorf("the node agent may %s %s/%s in %q: %v, want %v", tc.a.Verb, tc.a.Resource, tc.a.Subresource, tc.a.Namespace, got, tc.want)
-		}
-	}
+	})
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
 	want := map[string]map[string]string{"data": fillVolume(t, csi, c.boundVolume(t, "app", "data"), 4)}
 	script := strings.Join([]string{

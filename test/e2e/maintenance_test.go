@@ -177,20 +177,11 @@ func TestRepositoryMaintenanceFreesDeletedData(t *testing.T) {
 		t.Errorf("salvor repo get:\n%s", out)
 	}
 
-	mover := "system:serviceaccount:salvor:salvor-data-mover"
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:salvor", "system:authenticated"}
-	for _, a := range []struct {
-		attrs authorizationv1.ResourceAttributes
-		want  bool
-	}{
+	c.checkRights(t, "salvor", "salvor-data-mover", []right{
 		{authorizationv1.ResourceAttributes{Verb: "get", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "patch", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories", Subresource: "status"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "patch", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "delete", Namespace: "salvor", Group: "salvor.dev", Resource: "backuprepositories"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "create", Namespace: "salvor", Group: "batch", Resource: "jobs"}, false},
-	} {
-		if got := c.allowed(t, mover, groups, &a.attrs, nil); got != a.want {
-			t.Errorf("mover account %+v: allowed %v, want %v", a.attrs, got, a.want)
-		}
-	}
+	})
 }

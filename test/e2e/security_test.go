@@ -49,6 +49,25 @@ func fetch(t testing.TB, url, token string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// right is something an account may (want) or may not do.
+type right struct {
+	attrs authorizationv1.ResourceAttributes
+	want  bool
+}
+
+// checkRights asks the API server, for each right, whether service account
+// ns/name may do it, and fails the test where the answer is not the one
+// wanted: an account's rights proven enough and no more.
+func (c *cluster) checkRights(t testing.TB, ns, name string, rights []right) {
+	t.Helper()
+	user, groups := "system:serviceaccount:"+ns+":"+name, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	for _, r := range rights {
+		if got := c.allowed(t, user, groups, &r.attrs, nil); got != r.want {
+			t.Errorf("%s may %s %s/%s (group %q) in %q: %v, want %v", user, r.attrs.Verb, r.attrs.Resource, r.attrs.Subresource, r.attrs.Group, r.attrs.Namespace, got, r.want)
+		}
+	}
+}
+
 // allowed asks the API server whether user (in groups) may do what attrs say.
 func (c *cluster) allowed(t testing.TB, user string, groups []string, attrs *authorizationv1.ResourceAttributes, nonResource *authorizationv1.NonResourceAttributes) bool {
 	t.Helper()
