@@ -19,8 +19,8 @@ import (
 type backups struct {
 	access
 	quota
-	// Reader reads namespaces; Locations finds a backup's location.
-	Reader    client.Reader
+	// Locations finds a backup's location. (quota's Reader reads
+	// namespaces too.)
 	Locations func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
 	// Resources lists the resources the cluster serves (discovery).
 	Resources func() ([]resources.Resource, error)

@@ -22,11 +22,10 @@ import (
 type restores struct {
 	access
 	quota
-	// Tenants reads tenants' backups; Server their copies.
-	Tenants, Server client.Reader
-	Reader          client.Reader
-	Namespace       string
-	Locations       func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
+	// Server reads the copies of tenants' backups (quota's Tenants reads
+	// the backups, its Reader namespaces, its Namespace is the server's).
+	Server    client.Reader
+	Locations func(ctx context.Context, name string) (*salvorv1.BackupStorageLocation, error)
 	// ResourceList reads a backup's resource list from its location.
 	ResourceList func(ctx context.Context, b *salvorv1.Backup) (map[string][]string, error)
 	// Resources lists the resources the cluster serves (discovery).

@@ -50,8 +50,8 @@ func Setup(mgr ctrl.Manager, s Server) error {
 	}
 	a := access{client: mgr.GetClient()}
 	q := quota{Reader: mgr.GetAPIReader(), Tenants: tenants.GetClient(), Namespace: s.Namespace, Files: s.StoredBytes, sizes: &sync.Map{}}
-	b := &backups{access: a, quota: q, Reader: mgr.GetAPIReader(), Locations: s.Location, Resources: s.Resources}
-	r := &restores{access: a, quota: q, Tenants: tenants.GetClient(), Server: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: s.Namespace,
+	b := &backups{access: a, quota: q, Locations: s.Location, Resources: s.Resources}
+	r := &restores{access: a, quota: q, Server: mgr.GetClient(),
 		Locations: s.Location, ResourceList: s.ResourceList, Resources: s.Resources}
 	d := &downloads{Tenants: tenants.GetClient(), Server: mgr.GetClient(), Namespace: s.Namespace}
 	log := s.Log.With("controller", "tenants")
