@@ -33,6 +33,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -95,7 +96,7 @@ type Outcome struct {
 	// ResourceList names every item backed up, kept in the run's scratch
 	// directory until Close.
 	ResourceList *ResourceList
-	Snapshots    []VolumeSnapshot
+	Snapshots    []snapshots.VolumeSnapshot
 	// Hooks counts the exec hooks that ran, and failed.
 	Hooks salvorv1.HookStatus
 }
@@ -149,8 +150,8 @@ type run struct {
 	rec          persistence.Recorder
 	operations   []itemoperation.BackupOperation
 	resourceList *ResourceList
-	snapshotter  *Snapshotter
-	snapshots    []VolumeSnapshot
+	snapshotter  *snapshots.Snapshotter
+	snapshots    []snapshots.VolumeSnapshot
 	volumeGroups *volumeGroups
 	// crds records, per resource of the backed-up items, whether its CRD
 	// was looked for (see crdOf).
@@ -172,7 +173,7 @@ func (e *Engine) Run(ctx context.Context, b *salvorv1.Backup, store *persistence
 // RunWithSnapshots is Run that also snapshots the persistent volumes backed
 // up with s (unless the backup's snapshotVolumes is false, or its volume
 // policies skip them).
-func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, s *Snapshotter, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
+func (e *Engine) RunWithSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, s *snapshots.Snapshotter, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
 	// The run reads its own copy: the caller goes on writing progress into
 	// b (and the API server's answer with it) while items are backed up.
 	b = b.DeepCopy()

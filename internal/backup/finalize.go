@@ -15,6 +15,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -28,7 +29,7 @@ type Finalization struct {
 	Operations []itemoperation.BackupOperation
 	// Snapshots are the backup's volume snapshots, all ended, and
 	// VolumePluginBackups their progress resources, kept beside them.
-	Snapshots           []VolumeSnapshot
+	Snapshots           []snapshots.VolumeSnapshot
 	VolumePluginBackups []salvorv1.VolumePluginBackup
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -234,11 +235,11 @@ func (r *BackupReconciler) fail(ctx context.Context, b *salvorv1.Backup, reason 
 // run writes are removed — all but its log and results, which say why it
 // failed (`salvor backup logs`, `describe --details`). Without metadata
 // they are never taken for a backup, and deleting the Backup removes them.
-func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *backup.Snapshotter, out *backup.Outcome, log *runLog, reason string) {
+func (r *BackupReconciler) abandon(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore, snap *snapshots.Snapshotter, out *backup.Outcome, log *runLog, reason string) {
 	var results persistence.Results
 	if out != nil {
 		operations.CancelAll(ctx, viewOf(out.Operations), backupActions(r.Locations.Plugins, b), reason)
-		dropSnapshots(ctx, snap, out.Snapshots, reason, r.Log)
+		snapshots.Drop(ctx, snap, out.Snapshots, reason, r.Log)
 		results = out.Results
 	}
 	if keepFailure(ctx, store, b, &results, reason, r.Log) {
@@ -380,7 +381,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, engine *backup.Engin
 	snap, err := r.Locations.Snapshotter(ctx, snapshotLocation(b.Spec))
 	if err != nil {
 		// A volume to snapshot there fails; a backup with none does not.
-		snap = &backup.Snapshotter{Location: snapshotLocation(b.Spec), Err: err}
+		snap = &snapshots.Snapshotter{Location: snapshotLocation(b.Spec), Err: err}
 	}
 	if b.Status.Attempts > 1 {
 		// The first attempt's name was checked free by its validation,
@@ -468,7 +469,7 @@ func (r *BackupReconciler) run(runCtx, ctx context.Context, engine *backup.Engin
 			return
 		}
 		for _, s := range out.Snapshots {
-			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+			if err := snapshots.RecordProgress(ctx, r.Client, b.Namespace, b, s); err != nil {
 				r.Log.Warn("creating a VolumePluginBackup", "backup", b.Name, "snapshot", s.Status.ProviderSnapshotID, "error", err)
 			}
 		}

@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/salvor-dev/salvor/internal/archive"
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/datamover"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/resources"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -381,16 +381,16 @@ func (r *GCReconciler) cancelOperations(ctx context.Context, b *salvorv1.Backup,
 
 // deleteSnapshots deletes the backup's volume snapshots through their
 // snapshotter: those this cluster recorded the backup taking
-// (takenSnapshots). A snapshot the location's list alone names is kept,
+// (snapshots.Taken). A snapshot the location's list alone names is kept,
 // with a warning; so is every snapshot of a backup synced from the
 // location (another cluster's, or one this cluster sees again after losing
 // it).
 func (r *GCReconciler) deleteSnapshots(ctx context.Context, b *salvorv1.Backup, store *persistence.BackupStore) error {
-	var snaps []backup.VolumeSnapshot
+	var snaps []snapshots.VolumeSnapshot
 	if ok, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil || !ok {
 		return err
 	}
-	taken, vpbs, err := takenSnapshots(ctx, r.Client, b)
+	taken, vpbs, err := snapshots.Taken(ctx, r.Client, b)
 	if err != nil {
 		return err
 	}

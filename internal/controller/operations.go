@@ -19,6 +19,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
@@ -62,16 +63,16 @@ type waiting struct {
 	ops   []itemoperation.BackupOperation
 	// snaps are the backup's volume snapshots, followed like operations
 	// through snapStatus.
-	snaps      []backup.VolumeSnapshot
+	snaps      []snapshots.VolumeSnapshot
 	snapStatus []itemoperation.Status
-	snap       *backup.Snapshotter
+	snap       *snapshots.Snapshotter
 	// finalizeErr is why finalizing was given up, once it was.
 	finalizeErr string
 }
 
 // view is every operation the backup waits for: its plugins' and its snapshots'.
 func (w *waiting) view() []operations.Operation {
-	return append(viewOf(w.ops), snapshotView(w.snaps, w.snapStatus)...)
+	return append(viewOf(w.ops), snapshots.View(w.snaps, w.snapStatus)...)
 }
 
 // SetupWithManager registers the reconciler.
@@ -310,7 +311,7 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			timeout = r.DefaultTimeout
 		}
 		changed, next := r.Tracker.Step(ctx, key, view, timeout, plugins)
-		syncSnapshots(w.snaps, w.snapStatus)
+		snapshots.Sync(w.snaps, w.snapStatus)
 		if changed {
 			if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 				r.Log.Warn("writing a backup's operations", "backup", key, "error", err)
@@ -322,14 +323,14 @@ func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 		}
 		for _, s := range w.snaps {
-			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+			if err := snapshots.RecordProgress(ctx, r.Client, b.Namespace, b, s); err != nil {
 				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
 			}
 		}
 		_, _, running := operations.Counts(view)
 		completed, failed, _ := operations.Counts(viewOf(w.ops))
 		b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed = completed, failed
-		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
+		snapsDone, _, _ := operations.Counts(snapshots.View(w.snaps, w.snapStatus))
 		b.Status.VolumeSnapshotsCompleted = snapsDone
 		b.Status.RunningOperations = summaries(view)
 		r.observe(key, view)
@@ -444,7 +445,7 @@ func (r *OperationsReconciler) keepFirstPass(ctx context.Context, b *salvorv1.Ba
 		return fmt.Errorf("reading results: %w", err)
 	}
 	results.Errors.Add(true, "", reason+"; the backup holds its items as the first pass backed them up")
-	syncSnapshots(w.snaps, w.snapStatus)
+	snapshots.Sync(w.snaps, w.snapStatus)
 	completed, failed, _ := operations.Counts(viewOf(w.ops))
 	next := b.DeepCopy()
 	now := metav1.Now()
@@ -515,10 +516,10 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 		if err := w.store.PutJSON(ctx, b.Name, persistence.ItemOperationsFile, w.ops); err != nil {
 			r.Log.Warn("writing a failed backup's operations", "backup", key, "error", err)
 		}
-		syncSnapshots(w.snaps, w.snapStatus)
-		dropSnapshots(ctx, w.snap, w.snaps, reason, r.Log)
+		snapshots.Sync(w.snaps, w.snapStatus)
+		snapshots.Drop(ctx, w.snap, w.snaps, reason, r.Log)
 		for _, s := range w.snaps {
-			if err := upsertVPB(ctx, r.Client, b.Namespace, b, s); err != nil {
+			if err := snapshots.RecordProgress(ctx, r.Client, b.Namespace, b, s); err != nil {
 				r.Log.Warn("updating a VolumePluginBackup", "backup", key, "error", err)
 			}
 		}
@@ -547,7 +548,7 @@ func (r *OperationsReconciler) failBackup(ctx context.Context, key string, b *sa
 // finalize hands a backup whose operations have all ended to the engine,
 // which makes it whole, then records the outcome.
 func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup, w *waiting) error {
-	syncSnapshots(w.snaps, w.snapStatus)
+	snapshots.Sync(w.snaps, w.snapStatus)
 	f := backup.Finalization{Backup: b.DeepCopy(), Store: w.store, Operations: w.ops, Snapshots: w.snaps}
 	if len(w.snaps) > 0 {
 		vpbs := &salvorv1.VolumePluginBackupList{}
@@ -555,7 +556,7 @@ func (r *OperationsReconciler) finalize(ctx context.Context, b *salvorv1.Backup,
 			return err
 		}
 		f.VolumePluginBackups = vpbs.Items
-		snapsDone, _, _ := operations.Counts(snapshotView(w.snaps, w.snapStatus))
+		snapsDone, _, _ := operations.Counts(snapshots.View(w.snaps, w.snapStatus))
 		f.Backup.Status.VolumeSnapshotsCompleted = snapsDone
 	}
 	completed, failed, _ := operations.Counts(viewOf(w.ops))

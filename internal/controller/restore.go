@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/hooks"
 	"github.com/salvor-dev/salvor/internal/itemoperation"
 	"github.com/salvor-dev/salvor/internal/metrics"
@@ -25,6 +24,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -444,14 +444,12 @@ func (r *RestoreReconciler) writeFiles(ctx context.Context, store *persistence.B
 // volumes reads what the backup holds of its volumes' data: their
 // snapshots, and what restores them (none in a dry run).
 func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.BackupStore, rs *salvorv1.Restore, b *salvorv1.Backup, authenticated bool) (restore.Volumes, error) {
-	var snaps []backup.VolumeSnapshot
+	var snaps []snapshots.VolumeSnapshot
 	if _, err := store.GetVolumeSnapshots(ctx, b.Name, &snaps); err != nil {
 		return restore.Volumes{}, fmt.Errorf("reading the volume snapshots of backup %s: %w", b.Name, err)
 	}
 	v := restore.Volumes{Snapshotted: map[string]bool{}}
-	byPV := map[string]backup.VolumeSnapshot{}
 	for _, s := range snaps {
-		byPV[s.Spec.PersistentVolumeName] = s
 		v.Snapshotted[s.Spec.PersistentVolumeName] = true
 	}
 	if len(snaps) == 0 || rs.Spec.DryRun {
@@ -463,12 +461,11 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	}
 	// A copy: rs takes the API server's answers to progress updates while
 	// volumes are restored.
-	taken, _, err := takenSnapshots(ctx, r.Client, b)
+	taken, _, err := snapshots.Taken(ctx, r.Client, b)
 	if err != nil {
 		return restore.Volumes{}, err
 	}
-	v.Restorer = &volumeRestorer{c: r.Client, restore: rs.DeepCopy(), backup: b, snaps: byPV, locations: r.Locations, timeout: timeout,
-		snapshotter: map[string]*backup.Snapshotter{}, taken: taken, authenticated: authenticated}
+	v.Restorer = snapshots.NewRestorer(r.Client, rs.DeepCopy(), b, snaps, taken, authenticated, r.Locations.Snapshotter, timeout)
 	return v, nil
 }
 

@@ -83,7 +83,8 @@ func (e *Engine) ForRun(disc discovery.DiscoveryInterface, p *Prepared) *Engine 
 	return &run
 }
 
-// VolumeRestorer recreates persistent volumes from their snapshots.
+// VolumeRestorer recreates persistent volumes from their snapshots
+// (snapshots.Restorer; tests stand in for it).
 type VolumeRestorer interface {
 	// RestoreVolume returns the PV to create, pointing at a volume made
 	// from pv's snapshot, or ok false when pv has no snapshot to restore.

@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/archive"
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/encryption"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -462,9 +462,9 @@ func TestPlantedSnapshotIDIsNotRestored(t *testing.T) {
 	vpb := vpbs.Items[0]
 
 	store := openStore(t, cfg)
-	if err := store.PutJSON(ctx, "loot", persistence.VolumeSnapshotsFile, []backup.VolumeSnapshot{{
-		Spec:   backup.VolumeSnapshotSpec{BackupName: "loot", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "loot-pv"},
-		Status: backup.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
+	if err := store.PutJSON(ctx, "loot", persistence.VolumeSnapshotsFile, []snapshots.VolumeSnapshot{{
+		Spec:   snapshots.VolumeSnapshotSpec{BackupName: "loot", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "loot-pv"},
+		Status: snapshots.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
 	}}); err != nil {
 		t.Fatal(err)
 	}

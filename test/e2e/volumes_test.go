@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/archive"
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/persistence"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -149,7 +149,7 @@ func treeSums(t testing.TB, dir string) map[string]string {
 func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	t.Parallel()
 	// About 5 s for the 1 GiB volume, so the progress can be watched.
-	c, minio, cfg, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(200<<20), "--item-operation-sync-frequency", "1s")
+	c, minio, cfg, snapshotDir := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(200<<20), "--item-operation-sync-frequency", "1s")
 	if out := c.mustSalvor(t, "snapshot-location", "get"); !strings.Contains(out, "salvor.dev/local-volume") {
 		t.Errorf("snapshot-location get:\n%s", out)
 	}
@@ -196,11 +196,11 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Fatalf("backup status %+v", b.Status)
 	}
 	// The snapshot holds the same bytes.
-	if got := treeSums(t, filepath.Join(snapshots, vpb.Status.SnapshotID)); !maps.Equal(got, want) {
+	if got := treeSums(t, filepath.Join(snapshotDir, vpb.Status.SnapshotID)); !maps.Equal(got, want) {
 		t.Fatalf("the snapshot's files differ from the volume's:\n got %v\nwant %v", got, want)
 	}
 	store := openStore(t, cfg)
-	var snaps []backup.VolumeSnapshot
+	var snaps []snapshots.VolumeSnapshot
 	if ok, err := store.GetVolumeSnapshots(context.Background(), "vol", &snaps); !ok || err != nil || len(snaps) != 1 ||
 		snaps[0].Spec.PersistentVolumeName != "data-pv" || snaps[0].Status.Phase != "Completed" || snaps[0].Spec.ProviderVolumeID != data {
 		t.Errorf("volume snapshots file: %+v, %v, %v", snaps, ok, err)
@@ -245,8 +245,8 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	newPath := pv.Spec.HostPath.Path
-	if newPath == data || !strings.HasPrefix(newPath, snapshots) {
-		t.Errorf("restored volume's path %q: want a new directory under %s", newPath, snapshots)
+	if newPath == data || !strings.HasPrefix(newPath, snapshotDir) {
+		t.Errorf("restored volume's path %q: want a new directory under %s", newPath, snapshotDir)
 	}
 	if got := treeSums(t, newPath); !maps.Equal(got, want) {
 		t.Fatalf("the restored volume's files differ from the original's:\n got %v\nwant %v", got, want)
@@ -299,9 +299,9 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	// own, with a progress resource to match: it comes in synced, and
 	// deleting it keeps the snapshot, which nothing this cluster wrote
 	// records it taking.
-	forgedSnaps := []backup.VolumeSnapshot{{
-		Spec:   backup.VolumeSnapshotSpec{BackupName: "forged", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "data-pv"},
-		Status: backup.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
+	forgedSnaps := []snapshots.VolumeSnapshot{{
+		Spec:   snapshots.VolumeSnapshotSpec{BackupName: "forged", Location: "local", Provider: vpb.Spec.Plugin, PersistentVolumeName: "data-pv"},
+		Status: snapshots.VolumeSnapshotStatus{ProviderSnapshotID: vpb.Status.SnapshotID, Phase: "Completed"},
 	}}
 	forgedVPB := vpb.DeepCopy()
 	forgedVPB.ObjectMeta = metav1.ObjectMeta{Name: "forged-" + vpb.Name, Labels: map[string]string{salvorv1.BackupNameLabel: "forged"}}
@@ -319,7 +319,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "forged"}, &salvorv1.Backup{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	if _, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID)); err != nil {
+	if _, err := os.Stat(filepath.Join(snapshotDir, vpb.Status.SnapshotID)); err != nil {
 		t.Fatalf("deleting a planted backup that lists backup vol's snapshot deleted it: %v", err)
 	}
 	// The Backup is gone; an event on it says which snapshot was kept.
@@ -342,7 +342,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 	// Deleting the backup deletes the snapshot.
 	c.mustSalvor(t, "backup", "delete", "vol")
 	eventually(t, "snapshot deleted", time.Minute, func() (bool, string) {
-		_, err := os.Stat(filepath.Join(snapshots, vpb.Status.SnapshotID))
+		_, err := os.Stat(filepath.Join(snapshotDir, vpb.Status.SnapshotID))
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
 	eventually(t, "the backup gone", time.Minute, func() (bool, string) {

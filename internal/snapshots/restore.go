@@ -1,4 +1,4 @@
-package controller
+package snapshots
 
 import (
 	"context"
@@ -14,12 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/salvor-dev/salvor/internal/backup"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// volumeRestorer recreates volumes with CreateVolumeFromSnapshot, follows
+// Restorer recreates volumes with CreateVolumeFromSnapshot, follows
 // the copy through Progress with the new volume's ID as the operation ID (a
 // Salvor extension), and shows it in a VolumePluginRestore.
 //
@@ -27,34 +26,49 @@ import (
 // Velero backup may hold snapshots of several), found when a volume of it
 // is first restored: a location that is missing fails only its volumes,
 // and a restore that restores no volume needs none.
-type volumeRestorer struct {
-	c         client.Client
-	restore   *salvorv1.Restore
-	backup    *salvorv1.Backup
-	snaps     map[string]backup.VolumeSnapshot
-	locations *Locations
-	timeout   time.Duration
+type Restorer struct {
+	c       client.Client
+	restore *salvorv1.Restore
+	backup  *salvorv1.Backup
+	snaps   map[string]VolumeSnapshot
+	open    func(ctx context.Context, location string) (*Snapshotter, error)
+	timeout time.Duration
 
 	// taken are the snapshots this cluster recorded the backup taking
-	// (takenSnapshots): the only ones made into volumes unless the restore
-	// trusts the backup's snapshots.
+	// (Taken): the only ones made into volumes unless the restore trusts
+	// the backup's snapshots.
 	taken map[[2]string]bool
 	// authenticated: the backup's signed manifest proves a holder of the
 	// location's key wrote it, snapshot IDs and all.
 	authenticated bool
 
 	mu          sync.Mutex
-	snapshotter map[string]*backup.Snapshotter
+	snapshotter map[string]*Snapshotter
+}
+
+// NewRestorer is the Restorer of restore rs from backup b, whose snapshots
+// are snaps: each made into a volume through the snapshotter open returns
+// for its location (nil when the location is the default and there is
+// none), within timeout. taken and authenticated are what make a snapshot
+// the bucket names trusted (see Taken).
+func NewRestorer(c client.Client, rs *salvorv1.Restore, b *salvorv1.Backup, snaps []VolumeSnapshot, taken map[[2]string]bool, authenticated bool,
+	open func(ctx context.Context, location string) (*Snapshotter, error), timeout time.Duration) *Restorer {
+	byPV := map[string]VolumeSnapshot{}
+	for _, s := range snaps {
+		byPV[s.Spec.PersistentVolumeName] = s
+	}
+	return &Restorer{c: c, restore: rs, backup: b, snaps: byPV, open: open, timeout: timeout, taken: taken, authenticated: authenticated,
+		snapshotter: map[string]*Snapshotter{}}
 }
 
 // snapshotterOf returns the snapshotter of a snapshot's location.
-func (v *volumeRestorer) snapshotterOf(ctx context.Context, s backup.VolumeSnapshot) (*backup.Snapshotter, error) {
+func (v *Restorer) snapshotterOf(ctx context.Context, s VolumeSnapshot) (*Snapshotter, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if snap := v.snapshotter[s.Spec.Location]; snap != nil {
 		return snap, nil
 	}
-	snap, err := v.locations.Snapshotter(ctx, s.Spec.Location)
+	snap, err := v.open(ctx, s.Spec.Location)
 	if err == nil && snap == nil {
 		err = errors.New("the backup names no volume snapshot location for it and the cluster has no default one")
 	}
@@ -65,7 +79,10 @@ func (v *volumeRestorer) snapshotterOf(ctx context.Context, s backup.VolumeSnaps
 	return snap, nil
 }
 
-func (v *volumeRestorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+// RestoreVolume returns the PV to create, pointing at a volume made from
+// pv's snapshot, or ok false when the backup holds no completed snapshot
+// of pv.
+func (v *Restorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
 	s, ok := v.snaps[pv.GetName()]
 	if !ok || s.Status.Phase != "Completed" {
 		return nil, false, nil
