@@ -84,7 +84,11 @@ func (r *OperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Runs == nil {
 		r.Runs = &Runs{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Backup{}).Named("backup-operations").Complete(r)
+	backups := func() client.ObjectList { return &salvorv1.BackupList{} }
+	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Backup{}).Named("backup-operations").
+		Watches(&salvorv1.DataUpload{}, wakeOwner(r.Client, r.Tracker, salvorv1.BackupNameLabel, backups), phaseChanged).
+		Watches(&salvorv1.PodVolumeBackup{}, wakeOwner(r.Client, r.Tracker, salvorv1.BackupNameLabel, backups), phaseChanged).
+		Complete(r)
 }
 
 func waitingPhase(p salvorv1.BackupPhase) bool {

@@ -51,7 +51,11 @@ func (r *RestoreOperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.DefaultTimeout = 4 * time.Hour
 	}
 	r.state = map[string]*restoreWaiting{}
-	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore-operations").Complete(r)
+	restores := func() client.ObjectList { return &salvorv1.RestoreList{} }
+	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore-operations").
+		Watches(&salvorv1.DataDownload{}, wakeOwner(r.Client, r.Tracker, salvorv1.RestoreNameLabel, restores), phaseChanged).
+		Watches(&salvorv1.PodVolumeRestore{}, wakeOwner(r.Client, r.Tracker, salvorv1.RestoreNameLabel, restores), phaseChanged).
+		Complete(r)
 }
 
 func restoreView(ops []itemoperation.RestoreOperation) []operations.Operation {

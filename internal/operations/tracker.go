@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,21 @@ func (t *Tracker) Forget(owner string, ops []Operation) {
 	defer t.mu.Unlock()
 	for _, op := range ops {
 		delete(t.sched, owner+"\x00"+op.Plugin+"\x00"+op.OperationID)
+	}
+}
+
+// Wake makes every operation of owner due at its next Step: whatever does
+// the work said it changed (a volume job's phase, which its reconciler
+// watches), so the change is asked about now instead of at a poll that
+// has backed off towards Ceiling. The back-off itself is kept.
+func (t *Tracker) Wake(owner string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prefix := owner + "\x00"
+	for key, sc := range t.sched {
+		if strings.HasPrefix(key, prefix) {
+			sc.next = time.Time{}
+		}
 	}
 }
 

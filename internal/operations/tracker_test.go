@@ -78,6 +78,34 @@ func TestTrackerBacksOffUpToTheCeiling(t *testing.T) {
 	}
 }
 
+func TestTrackerWakeMakesOnlyItsOwnersOperationsDue(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(start)
+	tr := &Tracker{First: 8 * time.Second, Ceiling: 8 * time.Second, Clock: clk}
+	p := newPlugin()
+	p.progress["a"] = api.OperationProgress{NCompleted: 1, NTotal: 10}
+	p.progress["b"] = api.OperationProgress{NCompleted: 1, NTotal: 10}
+	mine, theirs := []Operation{op("a", start)}, []Operation{op("b", start)}
+	// Owner names that share a prefix: waking one must not wake the other.
+	tr.Step(context.Background(), "ns/b1", mine, 0, p)
+	tr.Step(context.Background(), "ns/b10", theirs, 0, p)
+
+	clk.SetTime(start.Add(time.Second))
+	tr.Step(context.Background(), "ns/b1", mine, 0, p)
+	if p.polls["a"] != 1 {
+		t.Fatalf("polled %d times before its poll was due, want 1", p.polls["a"])
+	}
+	p.progress["a"] = api.OperationProgress{NCompleted: 10, NTotal: 10, Completed: true}
+	tr.Wake("ns/b1")
+	changed, _ := tr.Step(context.Background(), "ns/b1", mine, 0, p)
+	if p.polls["a"] != 2 || !changed || mine[0].Status.Phase != itemoperation.PhaseCompleted {
+		t.Errorf("after Wake: %d polls, changed %v, phase %s; want 2, true, Completed", p.polls["a"], changed, mine[0].Status.Phase)
+	}
+	tr.Step(context.Background(), "ns/b10", theirs, 0, p)
+	if p.polls["b"] != 1 {
+		t.Errorf("another owner's operation polled %d times, want 1: Wake woke it too", p.polls["b"])
+	}
+}
+
 func TestTrackerPhases(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
