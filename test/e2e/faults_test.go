@@ -202,6 +202,7 @@ func (s *server) waitLog(t *testing.T, what string) {
 // waits on a plugin operation and comes back while finalizing is retried:
 // the backup completes, whole, with the post-operation item as it is now.
 func TestFaultObjectStoreDownDuringFinalize(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
@@ -504,6 +505,7 @@ func TestFaultSharedBucketNameTakenWhileServerDown(t *testing.T) {
 // when a synced backup expires only the Backup object goes, the files
 // stay, and sync does not bring the expired backup back.
 func TestFaultReadOnlyLocation(t *testing.T) {
+	t.Parallel()
 	minio := testbed.StartMinIO(t, "shared")
 	prod, dr := startCluster(t), startCluster(t)
 	prodServer := prod.startServer(t)
@@ -605,6 +607,7 @@ func goneForGood(t *testing.T, c *cluster, cfg map[string]string, name string) {
 // back: not the run (which would write its metadata after the delete),
 // not sync.
 func TestFaultDeleteDuringFirstPass(t *testing.T) {
+	t.Parallel()
 	c, srv, cfg := slowFirstPass(t, "doomed")
 	c.mustSalvor(t, "backup", "delete", "doomed")
 	goneForGood(t, c, cfg, "doomed")
@@ -639,6 +642,7 @@ func slowFirstPass(t *testing.T, name string) (*cluster, *server, map[string]str
 // on a plugin operation cancels the operation, removes the files, and
 // nothing brings the backup back.
 func TestFaultDeleteWhileWaitingForOperations(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := startCluster(t)
 	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
@@ -661,6 +665,7 @@ func TestFaultDeleteWhileWaitingForOperations(t *testing.T) {
 // dies every time is started again only a bounded number of times, then
 // fails saying so, instead of taking the server down for ever.
 func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	s := c.startServer(t, "--restore-workers", "1")
@@ -697,6 +702,7 @@ func TestFaultRestoreCrashLoopIsBounded(t *testing.T) {
 // beside it, naming another operation of the same plugin, is left alone:
 // only entries this cluster's server authenticated are acted on.
 func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := startCluster(t)
 	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
@@ -756,6 +762,7 @@ func TestFaultServerKilledAfterFirstPassStartedWork(t *testing.T) {
 // Finalizing (held there by an object store that is down); the next server
 // finalizes it once the store is back.
 func TestFaultServerKilledWhileFinalizing(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "1s")
@@ -782,6 +789,7 @@ func TestFaultServerKilledWhileFinalizing(t *testing.T) {
 // Deleting (held there by an object store that is down); the next server
 // finishes the delete once the store is back, and nothing is left.
 func TestFaultServerKilledWhileDeleting(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t)
@@ -803,6 +811,7 @@ func TestFaultServerKilledWhileDeleting(t *testing.T) {
 // copy it started (recorded in its VolumePluginRestore) instead of starting
 // a second one, and ends with the volume whole.
 func TestFaultServerKilledDuringVolumeRestore(t *testing.T) {
+	t.Parallel()
 	c, _, _, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(2<<20), "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 2<<20) // 8 MiB: 4 s at 2 MiB/s
 	want := treeSums(t, data)
@@ -952,6 +961,7 @@ func TestFaultRestoreOfLargeItemsStaysInBudget(t *testing.T) {
 // a backup waits on a plugin operation; finalizing warns about the group
 // and completes the backup.
 func TestFaultAggregatedAPIDownWhileWaiting(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -979,6 +989,7 @@ func TestFaultAggregatedAPIDownWhileWaiting(t *testing.T) {
 // pass uploads its tarball. The backup fails saying so, and once MinIO is
 // back nothing in the location looks like a whole backup.
 func TestFaultObjectStoreDownDuringFirstPass(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--workers", "1")
@@ -1066,6 +1077,7 @@ func TestRestoreRefusesItemsFiledUnderTheWrongScope(t *testing.T) {
 // why it failed (the log's last line agrees with its phase); it never
 // looks whole, and deleting it removes those too.
 func TestFaultCancelDuringFirstPassKeepsLog(t *testing.T) {
+	t.Parallel()
 	c, _, cfg := slowFirstPass(t, "stopped")
 	c.mustSalvor(t, "backup", "cancel", "stopped")
 	b := c.waitBackup(t, "stopped", salvorv1.BackupPhaseFailed, salvorv1.BackupPhaseCompleted)
@@ -1145,6 +1157,7 @@ func TestFaultObjectStoreDownWhenRestoreOperationsEnd(t *testing.T) {
 // them is tried again, and once MinIO is back the restore follows its
 // operation to the end instead of ending Failed.
 func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -1172,6 +1185,7 @@ func TestFaultObjectStoreDownWhenServerResumesRestore(t *testing.T) {
 // restorable), then Completed (restorable). When the writer deletes it,
 // the synced Backup object goes, and only the object.
 func TestFaultSharedBucketAnotherWritersBackupInFlight(t *testing.T) {
+	t.Parallel()
 	minio := testbed.StartMinIO(t, "shared")
 	a, b := startCluster(t), startCluster(t)
 	a.startServer(t)

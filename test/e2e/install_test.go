@@ -36,6 +36,7 @@ import (
 // custom resource whose CRD predates the install — and checks that its
 // metrics need an authorized token and its readiness is real.
 func TestInstallRBACIsEnough(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.serveWidgets(t)

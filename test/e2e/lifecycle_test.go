@@ -191,6 +191,7 @@ func TestUnreachableLocation(t *testing.T) {
 }
 
 func TestServerRestartDuringBackup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	s := c.startServer(t, "--workers", "1")

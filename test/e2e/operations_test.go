@@ -40,6 +40,7 @@ func storedOps(t *testing.T, cfg map[string]string, backup string) []itemoperati
 }
 
 func TestOperationsCompleteFailAndFinalize(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -139,6 +140,7 @@ func TestOperationsCompleteFailAndFinalize(t *testing.T) {
 }
 
 func TestOperationTimeoutAndUserCancel(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := startCluster(t)
 	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
@@ -205,6 +207,7 @@ func TestOperationTimeoutAndUserCancel(t *testing.T) {
 }
 
 func TestServerRestartWhileWaitingForOperations(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	s := c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -273,6 +276,7 @@ func TestManyOperationsAndWaitOutput(t *testing.T) {
 }
 
 func TestCancelDuringFirstPass(t *testing.T) {
+	t.Parallel()
 	// 12,000 items on one worker: a pass of 4,000 could end between the
 	// test seeing it under way and the cancel arriving.
 	c, _, cfg := slowFirstPass(t, "stopped")
@@ -287,9 +291,10 @@ func TestCancelDuringFirstPass(t *testing.T) {
 }
 
 func TestPluginKilledWhileItsOperationRunsAndBackupTimeout(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
-	c.startServer(t, "--item-operation-sync-frequency", "1s")
+	srv := c.startServer(t, "--item-operation-sync-frequency", "1s")
 	c.s3Location(t, minio, "primary", "backups", true)
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "k"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "k", Annotations: opMap("5", false)}},
@@ -297,8 +302,9 @@ func TestPluginKilledWhileItsOperationRunsAndBackupTimeout(t *testing.T) {
 	c.mustSalvor(t, "backup", "create", "survivor", "--include-namespaces", "k", "--selector", "!which")
 	c.waitBackup(t, "survivor", salvorv1.BackupPhaseWaitingForPluginOperations)
 	// Kill the plugin's process: the server restarts it, and the new one
-	// answers for the operation the old one started.
-	kill := exec.Command("pkill", "-KILL", "-f", filepath.Join(pluginDir, "async-backup-action"))
+	// answers for the operation the old one started. Only this server's:
+	// the plugin runs in its process group, other tests' in theirs.
+	kill := exec.Command("pkill", "-KILL", "-g", fmt.Sprint(srv.cmd.Process.Pid), "-f", filepath.Join(pluginDir, "async-backup-action"))
 	if out, err := kill.CombinedOutput(); err != nil {
 		t.Fatalf("killing the plugin: %v %s", err, out)
 	}

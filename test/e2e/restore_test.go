@@ -436,6 +436,7 @@ func putVeleroMetadata(t *testing.T, cfg map[string]string, name string, meta ma
 }
 
 func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := startCluster(t)
 	c.setenv("EXAMPLE_ASYNC_STATE_DIR", state)
@@ -482,6 +483,7 @@ func TestRestoreOperationsCompleteAndTimeOut(t *testing.T) {
 // there once, the ones the first run created found equal and counted, no
 // warning, the restore Completed.
 func TestServerRestartDuringRestore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	// One worker, so that the restore takes seconds and is seen under way.

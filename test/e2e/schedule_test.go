@@ -83,6 +83,7 @@ func metric(t testing.TB, addr, token, series string) (float64, bool) {
 // at once when unpaused, and after a server outage catches up once, not in
 // a burst. The last-success metric moves with each good backup.
 func TestScheduleCadenceRetentionPauseAndRestart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
@@ -284,6 +285,7 @@ func keys(m map[string]bool) []string {
 // backup open with a slow plugin operation: the runs due meanwhile are
 // skipped and counted, and the next backup comes once it has ended.
 func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
@@ -343,6 +345,7 @@ func TestScheduleForbidSkipsWhileABackupIsUnfinished(t *testing.T) {
 // Replace, a run due while the last backup waits for a slow operation
 // cancels that backup, saying why, and starts a new one.
 func TestScheduleReplaceCancelsTheUnfinishedBackup(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--item-operation-sync-frequency", "1s")

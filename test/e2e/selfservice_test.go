@@ -27,6 +27,7 @@ import (
 // their own namespaces through the CLI; every escape tried is refused
 // saying why and makes nothing.
 func TestTenantsBackUpAndRestoreTheirOwnNamespaces(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.mustSalvor(t, "install", "--tenants", "--provider", "salvor.dev/s3", "--bucket", "backups", "--secret-file", minio.CredentialsFile(t),

@@ -356,6 +356,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 // answers CreateSnapshot: the call is cut off at its deadline, the plugin
 // restarted, and the backup says which plugin, method and volume.
 func TestHungSnapshotterIsCutOff(t *testing.T) {
+	t.Parallel()
 	plugins := t.TempDir()
 	if _, err := testbin.Build(plugins, "testplugin", "./internal/plugin/host/testdata/testplugin"); err != nil {
 		t.Fatal(err)
@@ -384,6 +385,7 @@ func TestHungSnapshotterIsCutOff(t *testing.T) {
 // copied: the snapshotter is told to stop, nothing of the snapshot is left,
 // and the progress resource says how it ended.
 func TestCancelDuringVolumeCopy(t *testing.T) {
+	t.Parallel()
 	c, _, cfg, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(4<<20), "--item-operation-sync-frequency", "1s")
 	data := volume(t, 4, 16<<20) // 64 MiB: 16 s at 4 MiB/s
 	c.create(t, hostPathVolume("slow-pv", data, "", "")...)
@@ -428,6 +430,7 @@ func TestCancelDuringVolumeCopy(t *testing.T) {
 // listing: the snapshot is cancelled and deleted, not left copying for a
 // backup that no longer exists.
 func TestCancelFirstPassStopsItsSnapshots(t *testing.T) {
+	t.Parallel()
 	c, _, _, snapshots := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(1<<20), "--workers", "1")
 	data := volume(t, 2, 16<<20) // 32 s at 1 MiB/s
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "first"}})
@@ -574,6 +577,7 @@ func TestClaimCopiedWithoutItsVolumeIsAWarning(t *testing.T) {
 // VolumePluginRestore ends Canceled saying why, and describe shows no
 // time left.
 func TestCancelledRestoreEndsItsVolumes(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := withLocalVolumes(t, "bytesPerSecond="+fmt.Sprint(16<<20))
 	data := volume(t, 8, 32<<20) // 256 MiB: 16 s to copy
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vc"}})
