@@ -16,7 +16,7 @@ HELM_VERSION := v4.2.4
 
 GENERATED := pkg/plugin/proto pkg/apis/salvor/v1/zz_generated.deepcopy.go config/crd docs/cli charts/salvor/crds charts/salvor/files/roles.yaml charts/salvor/files/tenants.yaml
 
-.PHONY: helm chart-resources all build release image plugin-images cross lint test-e2e demo demo-csi tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
+.PHONY: test-rest helm chart-resources all build release image plugin-images cross lint test-e2e demo demo-csi tools testbed generate check-generated vet test test-unit test-compat test-race bench clean fuzz
 
 all: build
 
@@ -177,7 +177,14 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do echo "fuzzing $${t#*:} in $${t%:*} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%:*} || exit 1; done
 
-test: testbed check-generated vet lint cross test-unit fuzz test-e2e test-compat
+# test runs the end-to-end tests beside everything else: they spend most of
+# their time waiting on controllers (about half of 2 cores), which the
+# checks, builds and unit tests use meanwhile. Two jobs at once: the
+# end-to-end tests in one, the rest one after another in the other.
+test: testbed helm tools
+	$(MAKE) --no-print-directory -j2 test-e2e test-rest
+
+test-rest: check-generated vet lint cross test-unit fuzz test-compat
 
 bench:
 	hack/bench.sh
