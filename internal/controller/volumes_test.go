@@ -17,13 +17,6 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// controlPlane starts a kube-apiserver and etcd from the testbed with
-// Salvor's CRDs and returns a client for them.
-func controlPlane(t *testing.T) client.Client {
-	t.Helper()
-	return controlPlaneClient(t, testbed.ControlPlane(t))
-}
-
 // controlPlaneClient is a client for the control plane at cfg, with the
 // namespace salvor made.
 func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
@@ -50,7 +43,7 @@ func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
 // as a file only the server reads, under credentialsFile; a missing key is
 // an error naming it; the location's own config is never changed.
 func TestSnapshotLocationCredential(t *testing.T) {
-	c := controlPlane(t)
+	c := testbed.ServerNamespace(t)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: "salvor"},
 		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id = AKIA\n")}}); err != nil {

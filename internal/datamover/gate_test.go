@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
+	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -22,7 +23,7 @@ import (
 // uploads runs, and an upload does not start while its repository's
 // maintenance is recorded; another repository's moves are not held back.
 func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
-	c := serverNamespace(t)
+	c := testbed.ServerNamespace(t)
 	ctx := context.Background()
 	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "primary"},
 		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}

@@ -6,12 +6,10 @@ import (
 	"log/slog"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -22,7 +20,7 @@ import (
 // copy and pod again nor fails the move; the current copy, with its pod
 // gone, does make the next pod, and after the last attempt fails.
 func TestStaleCopyMakesNoMover(t *testing.T) {
-	c := serverNamespace(t)
+	c := testbed.ServerNamespace(t)
 	ctx := context.Background()
 	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "moved-data",
 		Annotations: map[string]string{AttemptsAnnotation: "1"}},
@@ -100,18 +98,4 @@ func TestStaleCopyMakesNoMover(t *testing.T) {
 	if running.Status.Phase != salvorv1.DataMoverPhaseFailed {
 		t.Fatalf("current copy, last pod gone: phase %s, want Failed", running.Status.Phase)
 	}
-}
-
-// serverNamespace starts an API server with Salvor's CRDs and the server's
-// namespace, salvor, and returns a client of it.
-func serverNamespace(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(testbed.ControlPlane(t), client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -19,7 +20,7 @@ import (
 // Secret); an encrypted location's is derived from its keys under a key of
 // its own, put back when changed, and refused when it cannot be derived.
 func TestPasswords(t *testing.T) {
-	c := serverNamespace(t)
+	c := testbed.ServerNamespace(t)
 	ctx := context.Background()
 	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
 	vault := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "vault", Namespace: "salvor"},

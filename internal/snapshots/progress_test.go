@@ -5,35 +5,19 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
-
-// controlPlane is a client of a kube-apiserver of the test's own, with
-// Salvor's CRDs and the namespace salvor.
-func controlPlane(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(testbed.ControlPlane(t), client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // TestVolumePluginBackupWhoWins plays the server (RecordProgress, from the
 // snapshotter's Progress) against a Kubernetes-aware plugin writing the
 // same VolumePluginBackup: the newer update wins, and the bytes done never
 // go backwards, whoever writes.
 func TestVolumePluginBackupWhoWins(t *testing.T) {
-	c := controlPlane(t)
+	c := testbed.ServerNamespace(t)
 	ctx := context.Background()
 	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor"}}
 	base := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)

@@ -1,11 +1,16 @@
 package testbed
 
 import (
+	"context"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
@@ -51,4 +56,18 @@ func SnapshotControlPlane(t TB) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// ServerNamespace is ControlPlane with the server's namespace, salvor,
+// made: a client of it, with the scheme of every kind Salvor reads.
+func ServerNamespace(t TB) client.Client {
+	t.Helper()
+	c, err := client.New(ControlPlane(t), client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
