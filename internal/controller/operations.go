@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,8 +87,8 @@ func (r *OperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	backups := func() client.ObjectList { return &salvorv1.BackupList{} }
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Backup{}).Named("backup-operations").
-		Watches(&salvorv1.DataUpload{}, wakeOwner(r.Client, r.Tracker, salvorv1.BackupNameLabel, backups), phaseChanged).
-		Watches(&salvorv1.PodVolumeBackup{}, wakeOwner(r.Client, r.Tracker, salvorv1.BackupNameLabel, backups), phaseChanged).
+		Watches(&salvorv1.DataUpload{}, wakeOwner(r.Client, r.Tracker, backupOperationsKey, salvorv1.BackupNameLabel, backups), phaseChanged).
+		Watches(&salvorv1.PodVolumeBackup{}, wakeOwner(r.Client, r.Tracker, backupOperationsKey, salvorv1.BackupNameLabel, backups), phaseChanged).
 		Complete(r)
 }
 
@@ -271,8 +272,11 @@ func (r *OperationsReconciler) setInFlight(key string, counts map[string]flight)
 	}
 }
 
+// backupOperationsKey is what a backup's operations are tracked under.
+func backupOperationsKey(n types.NamespacedName) string { return n.String() }
+
 func (r *OperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	key := req.String()
+	key := backupOperationsKey(req.NamespacedName)
 	// Marked busy before the backup is read, so a delete either shows in
 	// what is read or waits for this step (see Runs).
 	r.Runs.start(key+operationsRun, nil)

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,10 +54,14 @@ func (r *RestoreOperationsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.state = map[string]*restoreWaiting{}
 	restores := func() client.ObjectList { return &salvorv1.RestoreList{} }
 	return ctrl.NewControllerManagedBy(mgr).For(&salvorv1.Restore{}).Named("restore-operations").
-		Watches(&salvorv1.DataDownload{}, wakeOwner(r.Client, r.Tracker, salvorv1.RestoreNameLabel, restores), phaseChanged).
-		Watches(&salvorv1.PodVolumeRestore{}, wakeOwner(r.Client, r.Tracker, salvorv1.RestoreNameLabel, restores), phaseChanged).
+		Watches(&salvorv1.DataDownload{}, wakeOwner(r.Client, r.Tracker, restoreOperationsKey, salvorv1.RestoreNameLabel, restores), phaseChanged).
+		Watches(&salvorv1.PodVolumeRestore{}, wakeOwner(r.Client, r.Tracker, restoreOperationsKey, salvorv1.RestoreNameLabel, restores), phaseChanged).
 		Complete(r)
 }
+
+// restoreOperationsKey is what a restore's operations are tracked (and
+// their step retried) under.
+func restoreOperationsKey(n types.NamespacedName) string { return "restore/" + n.String() }
 
 func restoreView(ops []itemoperation.RestoreOperation) []operations.Operation {
 	return view(ops, func(op *itemoperation.RestoreOperation) operations.Operation {
@@ -93,7 +98,7 @@ func (r *RestoreOperationsReconciler) retry(key, step string, err error) (ctrl.R
 }
 
 func (r *RestoreOperationsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	key := "restore/" + req.String()
+	key := restoreOperationsKey(req.NamespacedName)
 	rs := &salvorv1.Restore{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {

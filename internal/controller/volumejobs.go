@@ -56,10 +56,15 @@ var phaseChangedPredicate = predicate.Funcs{
 
 // wakeOwner maps a job to the backup or restore its nameLabel names (the
 // name as salvorv1.LabelValue wrote it) and makes that one's operations
-// due now. owners lists the namespace's backups or restores, for a name
-// too long to be its own label.
-func wakeOwner(c client.Reader, tracker *operations.Tracker, nameLabel string, owners func() client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, job client.Object) []reconcile.Request {
+// due now: those tracker follows under key(its name). owners lists the
+// namespace's backups or restores, for a name too long to be its own
+// label.
+func wakeOwner(c client.Reader, tracker *operations.Tracker, key func(types.NamespacedName) string, nameLabel string, owners func() client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(wakeMap(c, tracker, key, nameLabel, owners))
+}
+
+func wakeMap(c client.Reader, tracker *operations.Tracker, key func(types.NamespacedName) string, nameLabel string, owners func() client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, job client.Object) []reconcile.Request {
 		name := ownerName(job.GetLabels()[nameLabel], func() ([]string, error) {
 			list := owners()
 			if err := c.List(ctx, list, client.InNamespace(job.GetNamespace())); err != nil {
@@ -77,10 +82,10 @@ func wakeOwner(c client.Reader, tracker *operations.Tracker, nameLabel string, o
 		if name == "" {
 			return nil
 		}
-		key := types.NamespacedName{Namespace: job.GetNamespace(), Name: name}
-		tracker.Wake(key.String())
-		return []reconcile.Request{{NamespacedName: key}}
-	})
+		owner := types.NamespacedName{Namespace: job.GetNamespace(), Name: name}
+		tracker.Wake(key(owner))
+		return []reconcile.Request{{NamespacedName: owner}}
+	}
 }
 
 // ownerName is the name whose label value is label: the label itself when

@@ -1,14 +1,22 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/salvor-dev/salvor/internal/itemoperation"
+	"github.com/salvor-dev/salvor/internal/operations"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
 func TestOwnerNameFromItsLabel(t *testing.T) {
@@ -70,3 +78,50 @@ func TestOnlyAJobsPhaseChangeWakesItsOwner(t *testing.T) {
 		t.Error("a job seen (as at start) or deleted wakes its owner; only a change of phase should")
 	}
 }
+
+// TestJobWakesTheKeyItsOwnerIsSteppedUnder: a job that ends makes its
+// backup's or restore's operations due under the very key its reconciler
+// steps them under (a restore's are kept apart from a backup's of the
+// same name), and enqueues that backup or restore.
+func TestJobWakesTheKeyItsOwnerIsSteppedUnder(t *testing.T) {
+	for _, tc := range []struct {
+		what  string
+		key   func(types.NamespacedName) string
+		label string
+		job   client.Object
+	}{
+		{"a backup's upload", backupOperationsKey, salvorv1.BackupNameLabel, &salvorv1.DataUpload{}},
+		{"a backup's pod volume", backupOperationsKey, salvorv1.BackupNameLabel, &salvorv1.PodVolumeBackup{}},
+		{"a restore's download", restoreOperationsKey, salvorv1.RestoreNameLabel, &salvorv1.DataDownload{}},
+		{"a restore's pod volume", restoreOperationsKey, salvorv1.RestoreNameLabel, &salvorv1.PodVolumeRestore{}},
+	} {
+		clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+		tracker := &operations.Tracker{First: time.Hour, Ceiling: time.Hour, Clock: clk}
+		polls := &countingPlugin{}
+		created := metav1.NewTime(clk.Now())
+		ops := []operations.Operation{{Plugin: "p", OperationID: "op", Status: &itemoperation.Status{Phase: itemoperation.PhaseInProgress, Created: &created}}}
+		owner := types.NamespacedName{Namespace: "salvor", Name: "nightly"}
+		tracker.Step(context.Background(), tc.key(owner), ops, 0, polls)
+		tracker.Step(context.Background(), tc.key(owner), ops, 0, polls)
+		if polls.n != 1 {
+			t.Fatalf("%s: polled %d times before any wake, want 1", tc.what, polls.n)
+		}
+		tc.job.SetNamespace("salvor")
+		tc.job.SetLabels(map[string]string{tc.label: "nightly"})
+		reqs := wakeMap(nil, tracker, tc.key, tc.label, nil)(context.Background(), tc.job)
+		tracker.Step(context.Background(), tc.key(owner), ops, 0, polls)
+		if polls.n != 2 || len(reqs) != 1 || reqs[0].NamespacedName != owner {
+			t.Errorf("%s: after the job's wake, %d polls (want 2) and requests %v (want %v)", tc.what, polls.n, reqs, owner)
+		}
+	}
+}
+
+// countingPlugin counts Progress calls; every operation runs on.
+type countingPlugin struct{ n int }
+
+func (p *countingPlugin) Progress(context.Context, string, string) (api.OperationProgress, error) {
+	p.n++
+	return api.OperationProgress{}, nil
+}
+
+func (p *countingPlugin) Cancel(context.Context, string, string) error { return nil }
