@@ -2,6 +2,7 @@ package csiplugin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/salvor-dev/salvor/internal/csi"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -62,12 +65,22 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 		}
 		return len(contents.Items) + len(snaps.Items)
 	}
-	// Each call is bounded: a deletion that went ahead would wait for a
-	// snapshot controller this control plane does not run.
+	// A call that wrongly went ahead would wait for a snapshot controller
+	// this control plane does not run: it is cut short the moment it
+	// makes anything, and made() then fails the test.
 	execute := func(b *salvorv1.Backup) error {
-		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		bounded, cancel := context.WithCancel(ctx)
 		defer cancel()
-		return a.ExecuteWithContext(short, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: b})
+		go func() {
+			_ = wait.PollUntilContextCancel(bounded, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+				if made() != 0 {
+					cancel()
+					return true, nil
+				}
+				return false, nil
+			})
+		}()
+		return a.ExecuteWithContext(bounded, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: b})
 	}
 	nightly := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor", UID: "u-1"}}
 	synced := nightly.DeepCopy()
@@ -98,13 +111,71 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 	if n := made(); n != 0 {
 		t.Fatalf("a synced backup: %d VolumeSnapshots and contents made", n)
 	}
-	// Recorded: the deletion goes ahead — a content and snapshot are made
-	// from the handle, which only a snapshot controller (none here) would
-	// make ready; the wait for it is cut short.
-	if err := execute(nightly); err == nil || !strings.Contains(err.Error(), "did not find snapshot "+handle) {
-		t.Errorf("a recorded snapshot: %v; want the deletion under way", err)
+	// Recorded: the deletion goes ahead. The test plays the snapshot
+	// controller: it readies the VolumeSnapshot made for the handle once
+	// its content is bound to it with deletionPolicy Delete, and the
+	// action then deletes both.
+	name := deletionContent(nightly, handle)
+	playing, stop := context.WithCancel(ctx)
+	acting, refuse := context.WithCancel(ctx)
+	played := make(chan error, 1)
+	go func() {
+		err := readyWhenBound(playing, dyn, name, handle, driver)
+		if err != nil {
+			refuse() // the pair is wrong: no controller would ready it
+		}
+		played <- err
+	}()
+	err := a.ExecuteWithContext(acting, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: nightly})
+	refuse()
+	stop() // the action is over: a snapshot not readied by now never will be
+	if err != nil {
+		t.Errorf("a recorded snapshot: %v; want it deleted", err)
 	}
-	if _, err := dyn.Resource(csi.ContentGVR).Get(ctx, deletionContent(nightly, handle), metav1.GetOptions{}); err != nil {
-		t.Errorf("the content made to delete a recorded snapshot: %v", err)
+	if err := <-played; err != nil {
+		t.Fatalf("a recorded snapshot: %v", err)
 	}
+	if n := made(); n != 0 {
+		t.Errorf("a recorded snapshot: %d VolumeSnapshots and contents left after its deletion", n)
+	}
+}
+
+// readyWhenBound does a snapshot controller's part for pre-provisioned
+// snapshot name: once it and its content exist, bound to each other, the
+// content naming handle of driver with deletionPolicy Delete, it marks the
+// snapshot ready to use.
+func readyWhenBound(ctx context.Context, dyn dynamic.Interface, name, handle, driver string) error {
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		vs, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		c, err := dyn.Resource(csi.ContentGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		source, _, _ := unstructured.NestedString(vs.Object, "spec", "source", "volumeSnapshotContentName")
+		got, _, _ := unstructured.NestedString(c.Object, "spec", "source", "snapshotHandle")
+		d, _, _ := unstructured.NestedString(c.Object, "spec", "driver")
+		policy, _, _ := unstructured.NestedString(c.Object, "spec", "deletionPolicy")
+		refNS, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "namespace")
+		refName, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "name")
+		if source != name || got != handle || d != driver || policy != "Delete" || refNS != "salvor" || refName != name {
+			return false, fmt.Errorf("VolumeSnapshot %s and its content are not a bound pair deleting snapshot %s of %s: source %q, handle %q, driver %q, policy %q, ref %s/%s",
+				name, handle, driver, source, got, d, policy, refNS, refName)
+		}
+		vs.Object["status"] = map[string]any{"readyToUse": true, "boundVolumeSnapshotContentName": name}
+		if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").UpdateStatus(ctx, vs, metav1.UpdateOptions{}); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("readying VolumeSnapshot %s (last: %s): %w", name, last, err)
+	}
+	return nil
 }
