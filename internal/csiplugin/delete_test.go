@@ -53,17 +53,26 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 	content := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
 		"metadata": map[string]any{"name": "snapcontent-gone", "labels": map[string]any{salvorv1.BackupNameLabel: "nightly"}},
 		"spec":     map[string]any{"driver": driver}, "status": map[string]any{"snapshotHandle": handle}}}
-	made := func() int {
-		t.Helper()
+	// count is how many VolumeSnapshots and contents there are; made is
+	// count for the test's goroutine, which alone may fail the test.
+	count := func(ctx context.Context) (int, error) {
 		contents, err := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		snaps, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").List(ctx, metav1.ListOptions{})
 		if err != nil {
+			return 0, err
+		}
+		return len(contents.Items) + len(snaps.Items), nil
+	}
+	made := func() int {
+		t.Helper()
+		n, err := count(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return len(contents.Items) + len(snaps.Items)
+		return n
 	}
 	// A call that wrongly went ahead would wait for a snapshot controller
 	// this control plane does not run: it is cut short the moment it
@@ -72,8 +81,8 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 		bounded, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {
-			_ = wait.PollUntilContextCancel(bounded, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-				if made() != 0 {
+			_ = wait.PollUntilContextCancel(bounded, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+				if n, err := count(ctx); err == nil && n != 0 {
 					cancel()
 					return true, nil
 				}
@@ -116,19 +125,20 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 	// its content is bound to it with deletionPolicy Delete, and the
 	// action then deletes both.
 	name := deletionContent(nightly, handle)
-	playing, stop := context.WithCancel(ctx)
-	acting, refuse := context.WithCancel(ctx)
+	// One context for both sides: the player ends it when the pair is
+	// wrong (no controller would ready it), the test when the action is
+	// over (a snapshot not readied by then never will be).
+	acting, over := context.WithCancel(ctx)
 	played := make(chan error, 1)
 	go func() {
-		err := readyWhenBound(playing, dyn, name, handle, driver)
+		err := readyWhenBound(acting, dyn, name, handle, driver)
 		if err != nil {
-			refuse() // the pair is wrong: no controller would ready it
+			over()
 		}
 		played <- err
 	}()
 	err := a.ExecuteWithContext(acting, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: nightly})
-	refuse()
-	stop() // the action is over: a snapshot not readied by now never will be
+	over()
 	if err != nil {
 		t.Errorf("a recorded snapshot: %v; want it deleted", err)
 	}
