@@ -279,12 +279,44 @@ func (a *RestoreAction) AreAdditionalItemsReadyWithContext(ctx context.Context, 
 		if err != nil {
 			return false, err
 		}
-		if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" {
-			return false, fmt.Errorf("VolumeSnapshot %s/%s: %s", id.Namespace, id.Name, msg)
+		ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse")
+		if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" && !ready {
+			stale, err := staleError(ctx, dyn, vs)
+			if err != nil {
+				return false, err
+			}
+			if !stale {
+				return false, fmt.Errorf("VolumeSnapshot %s/%s: %s", id.Namespace, id.Name, msg)
+			}
 		}
-		if ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse"); !ready {
+		if !ready {
 			return false, nil
 		}
+	}
+	return true, nil
+}
+
+// staleError tells whether a restored pre-provisioned snapshot's error is
+// one the snapshot controller will get past: it saw the snapshot before
+// the content the restore made for it (its caches lag the API server) and
+// said "VolumeSnapshotContent is missing", but the content is there and
+// has no error of its own; it retries. An error of the content is the
+// snapshot's; a snapshot without a content of its own has none to wait
+// for.
+func staleError(ctx context.Context, dyn dynamic.Interface, vs *unstructured.Unstructured) (bool, error) {
+	name, _, _ := unstructured.NestedString(vs.Object, "spec", "source", "volumeSnapshotContentName")
+	if name == "" {
+		return false, nil
+	}
+	c, err := dyn.Resource(csi.ContentGVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading VolumeSnapshotContent %s of VolumeSnapshot %s/%s: %w", name, vs.GetNamespace(), vs.GetName(), err)
+	}
+	if msg, _, _ := unstructured.NestedString(c.Object, "status", "error", "message"); msg != "" {
+		return false, fmt.Errorf("VolumeSnapshot %s/%s: its VolumeSnapshotContent %s: %s", vs.GetNamespace(), vs.GetName(), name, msg)
 	}
 	return true, nil
 }

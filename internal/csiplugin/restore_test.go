@@ -301,3 +301,63 @@ func TestRestoreVeleroMovedData(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotErrorBeforeItsContentIsAWait: the snapshot controller may see
+// a restored VolumeSnapshot before the content made for it and say
+// "VolumeSnapshotContent is missing"; while that content is there without
+// an error of its own, the claim waits (the controller retries) instead of
+// failing. A content that is really missing, or has an error, fails it,
+// naming the snapshot.
+func TestSnapshotErrorBeforeItsContentIsAWait(t *testing.T) {
+	cs, dyn := snapshotAPI(t)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
+	a.kube.once.Do(func() { a.kube.dyn = dyn })
+	setStatus := func(gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
+		t.Helper()
+		obj, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.Object["status"] = status
+		if _, err := dyn.Resource(gvr).Namespace(ns).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "snap", "namespace": "app"},
+		"spec":     map[string]any{"source": map[string]any{"volumeSnapshotContentName": "restored-content"}}}}
+	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, vs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	missing := map[string]any{"readyToUse": false, "error": map[string]any{"message": "VolumeSnapshotContent is missing"}}
+	setStatus(csi.SnapshotGVR, "app", "snap", missing)
+	items := []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: "app", Name: "snap"}}
+	check := func(what string, wantReady bool, wantErr string) {
+		t.Helper()
+		ready, err := a.AreAdditionalItemsReadyWithContext(ctx, items, nil)
+		if ready != wantReady || (wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), wantErr)) {
+			t.Errorf("%s: ready %v, %v; want ready %v and an error saying %q", what, ready, err, wantReady, wantErr)
+		}
+	}
+	check("no content", false, "VolumeSnapshot app/snap: VolumeSnapshotContent is missing")
+
+	content := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+		"metadata": map[string]any{"name": "restored-content"},
+		"spec": map[string]any{"driver": "hostpath.csi.example.com", "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": "h"},
+			"volumeSnapshotRef": map[string]any{"namespace": "app", "name": "snap"}}}}
+	if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, content, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("the content there, not yet seen by the controller", false, "")
+
+	setStatus(csi.ContentGVR, "", "restored-content", map[string]any{"error": map[string]any{"message": "snapshot h not found by the driver"}})
+	check("the content failed", false, "VolumeSnapshot app/snap: its VolumeSnapshotContent restored-content: snapshot h not found by the driver")
+
+	setStatus(csi.ContentGVR, "", "restored-content", map[string]any{"readyToUse": true})
+	setStatus(csi.SnapshotGVR, "app", "snap", map[string]any{"readyToUse": true, "boundVolumeSnapshotContentName": "restored-content"})
+	check("bound and ready", true, "")
+}
