@@ -9,8 +9,30 @@ import (
 	"time"
 
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// CacheSynced says, within a second, whether c holds the server's objects:
+// the informers of the kinds every server reads (backup storage locations
+// and backups) and every other informer it has made have synced. Asking
+// the cache alone is not enough: a started cache that has made no
+// informer yet — the moments before the controllers start, or a standby
+// replica — reports itself synced, and a server whose role cannot list
+// anything would answer ready.
+func CacheSynced(c cache.Cache) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		for _, o := range []client.Object{&salvorv1.BackupStorageLocation{}, &salvorv1.Backup{}} {
+			inf, err := c.GetInformer(ctx, o, cache.BlockUntilSynced(false))
+			if err != nil || !inf.HasSynced() {
+				return false
+			}
+		}
+		return c.WaitForCacheSync(ctx)
+	}
+}
 
 // Health answers /readyz and /healthz from what the server does, not from
 // whether its process is up: the cache it reconciles from has synced, and,

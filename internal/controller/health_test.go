@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 func TestHealth(t *testing.T) {
@@ -71,5 +75,46 @@ func TestHealth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCacheSyncedNeedsTheServersObjects: a started cache whose user may list
+// nothing is not synced — the cache alone calls itself synced while it has
+// made no informer, and a server that could not see its objects answered
+// ready (TestInstallRBACIsEnough caught it in CI); a cache that can list
+// them becomes synced.
+func TestCacheSyncedNeedsTheServersObjects(t *testing.T) {
+	cfg := testbed.ControlPlane(t)
+	scheme := runtime.NewScheme()
+	if err := salvorv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := func(cfg *rest.Config) cache.Cache {
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{"salvor": {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Start(ctx) }()
+		return c
+	}
+	nobody := rest.CopyConfig(cfg)
+	nobody.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
+	denied := start(nobody)
+	if !denied.WaitForCacheSync(ctx) {
+		t.Fatal("the cache without informers never started")
+	}
+	for range 3 {
+		if CacheSynced(denied)(ctx) {
+			t.Fatal("a cache that may not list backups or locations is synced")
+		}
+	}
+	allowed := start(cfg)
+	deadline := time.Now().Add(time.Minute)
+	for !CacheSynced(allowed)(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatal("a cache that may list the server's objects never synced")
+		}
 	}
 }

@@ -496,11 +496,7 @@ func (o *options) run(ctx context.Context) error {
 	}
 	if o.healthAddress != "0" {
 		health := &controller.Health{
-			Synced: func(ctx context.Context) bool {
-				ctx, cancel := context.WithTimeout(ctx, time.Second)
-				defer cancel()
-				return mgr.GetCache().WaitForCacheSync(ctx)
-			},
+			Synced:    controller.CacheSynced(mgr.GetCache()),
 			Locations: controller.CachedLocations(mgr.GetClient(), o.kube.Namespace),
 			Namespace: o.kube.Namespace,
 			Interval:  o.locationInterval,
