@@ -1,6 +1,8 @@
 package datamover
 
 import (
+	"fmt"
+
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -21,4 +23,18 @@ func Location(bsl *salvorv1.BackupStorageLocation, credentialsFile, caCert strin
 		cfg["caCert"] = caCert
 	}
 	return kopiarepo.Location{Provider: bsl.Spec.Provider, Config: cfg}
+}
+
+// Retention is the S3 Object Lock retention of the kopia repositories in
+// bsl: its immutability's (kopia locks for at least a day), or nil.
+func Retention(bsl *salvorv1.BackupStorageLocation) (*kopiarepo.Retention, error) {
+	im := bsl.Spec.Immutability
+	if im == nil {
+		return nil, nil
+	}
+	r, err := kopiarepo.RetentionOf(im.Mode, im.RetainFor.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("backup storage location %s: immutability: %w", bsl.Name, err)
+	}
+	return r, nil
 }

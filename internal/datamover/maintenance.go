@@ -421,11 +421,29 @@ func (m *Mover) Maintain(ctx context.Context, safety kopiarepo.Safety) error {
 }
 
 func (m *Mover) maintain(ctx context.Context, r *salvorv1.BackupRepository, safety kopiarepo.Safety) error {
-	repo, _, err := m.open(ctx, r.Spec.BackupStorageLocation, r.Spec.VolumeNamespace, false)
+	repo, bsl, err := m.open(ctx, r.Spec.BackupStorageLocation, r.Spec.VolumeNamespace, false)
 	if err != nil {
 		return err
 	}
-	defer repo.Close(context.WithoutCancel(ctx))
+	defer func() { repo.Close(context.WithoutCancel(ctx)) }()
+	// The repository locks its blobs as its location does now (made
+	// immutable after the repository was, or no longer); a change is
+	// taken by reopening, and the full maintenance below renews the lock
+	// of every blob in use.
+	retention, err := Retention(bsl)
+	if err != nil {
+		return err
+	}
+	changed, err := repo.Retain(ctx, retention)
+	if err != nil {
+		return fmt.Errorf("repository of namespace %s in location %s: %w", r.Spec.VolumeNamespace, r.Spec.BackupStorageLocation, err)
+	}
+	if changed {
+		repo.Close(context.WithoutCancel(ctx))
+		if repo, _, err = m.open(ctx, r.Spec.BackupStorageLocation, r.Spec.VolumeNamespace, false); err != nil {
+			return err
+		}
+	}
 	if err := repo.Maintain(ctx, true, safety); err != nil {
 		return fmt.Errorf("repository of namespace %s in location %s: maintenance: %w", r.Spec.VolumeNamespace, r.Spec.BackupStorageLocation, err)
 	}

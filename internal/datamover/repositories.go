@@ -34,6 +34,10 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	if err != nil {
 		return nil, nil, err
 	}
+	retention, err := Retention(bsl)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := kopiarepo.Storage(ctx, loc, ns, create)
 	if err != nil {
 		return nil, nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
@@ -42,7 +46,7 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: dir, Create: create, CacheBytes: 1 << 20})
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: dir, Create: create, CacheBytes: 1 << 20, Retention: retention})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)

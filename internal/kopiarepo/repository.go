@@ -39,6 +39,10 @@ type Options struct {
 	WorkDir string
 	// Create makes the repository when the storage has none.
 	Create bool
+	// Retention, with Create, makes the repository write every blob under
+	// an S3 Object Lock retention (an immutable location); Retain changes
+	// it later.
+	Retention *Retention
 	// ReadOnly opens it for reads only (a ReadOnly location).
 	ReadOnly bool
 	// CacheDir keeps the caches (empty: WorkDir/cache). Opens of one
@@ -104,7 +108,11 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 		}
 		// Another mover may make it at the same moment: whoever loses
 		// the race connects to the winner's.
-		if err := repo.Initialize(ctx, st, &repo.NewRepositoryOptions{}, opt.Password); err != nil && !errors.Is(err, repo.ErrAlreadyInitialized) {
+		newOpt := &repo.NewRepositoryOptions{}
+		if r := opt.Retention; r != nil {
+			newOpt.RetentionMode, newOpt.RetentionPeriod = blob.RetentionMode(r.Mode), r.Period
+		}
+		if err := repo.Initialize(ctx, st, newOpt, opt.Password); err != nil && !errors.Is(err, repo.ErrAlreadyInitialized) {
 			st.Close(ctx) //nolint:errcheck
 			return nil, fmt.Errorf("making kopia repository: %w", err)
 		}

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -432,6 +435,95 @@ func TestDataMoverEncryptedLocation(t *testing.T) {
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: datamover.PasswordSecret}, secret); err != nil || string(secret.Data["repository-password-vault"]) != derived {
 		t.Errorf("the derived password was not made again from the keys: %v", err)
 	}
+}
+
+// TestDataMoverImmutableLocation: volume data moved into an immutable
+// location is locked as the location's own objects are — every pack,
+// index and format blob of the namespace's kopia repository carries the
+// location's Object Lock mode for at least kopia's minimum of a day, and
+// someone holding the bucket's keys cannot delete one; the repository's
+// maintenance runs there (renewing the locks of the blobs in use), and the
+// data comes back whole after the storage side is lost.
+func TestDataMoverImmutableLocation(t *testing.T) {
+	t.Parallel()
+	c, csi, minio, _ := moverCluster(t)
+	ctx := context.Background()
+	raw := s3Client(t, minio)
+	if _, err := raw.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("locked"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "locked", "--provider", "salvor.dev/s3", "--bucket", "locked", "--prefix", "cluster-a",
+		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--immutable-for", "1h")
+	c.waitLocation(t, "locked", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "app", "data")
+	big := make([]byte, 8<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "big.bin"), big, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	want := fillVolume(t, csi, pv, 8)
+	c.mustSalvor(t, "backup", "create", "locked", "--include-namespaces", "app", "--snapshot-move-data", "--storage-location", "locked", "--wait")
+	du := onlyUpload(t, c, "locked")
+	b := c.getBackup(t, "locked")
+	if b.Status.Phase != salvorv1.BackupPhaseCompleted || du.Status.Phase != salvorv1.DataMoverPhaseCompleted {
+		t.Fatalf("backup into the immutable location: %s, upload %s (%s)", b.Status.Phase, du.Status.Phase, du.Status.Message)
+	}
+
+	// checkLocks checks the current version of each of kopia's packs,
+	// indexes and format blobs (its logs and maintenance schedule it
+	// leaves free) is locked in GOVERNANCE mode until at least until, and
+	// cannot be deleted through S3.
+	checkLocks := func(until time.Time) {
+		t.Helper()
+		prefix := "cluster-a/kopia/app/"
+		list, err := raw.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("locked"), Prefix: aws.String(prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		locked := map[string]bool{}
+		for _, o := range list.Contents {
+			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
+			if name != "kopia.repository" && name != "kopia.blobcfg" && !strings.ContainsAny(name[:1], "pqnx") {
+				continue
+			}
+			head, err := raw.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: o.Key})
+			if err != nil || head.ObjectLockMode != s3types.ObjectLockModeGovernance || head.ObjectLockRetainUntilDate == nil ||
+				head.ObjectLockRetainUntilDate.Before(until) {
+				t.Errorf("blob %s: lock %q until %v (%v); want GOVERNANCE until at least %s", name, head.ObjectLockMode, head.ObjectLockRetainUntilDate, err, until)
+				continue
+			}
+			locked[name[:1]] = true
+			if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: o.Key, VersionId: head.VersionId}); err == nil {
+				t.Errorf("a locked version of blob %s was deleted through S3", name)
+			}
+		}
+		if !locked["p"] || !locked["k"] {
+			t.Errorf("locked blobs by first letter %v: want the data's packs and the format", locked)
+		}
+	}
+	// An hour asked, a day given: kopia locks for no less.
+	checkLocks(b.CreationTimestamp.Add(kopiarepo.MinRetention - time.Minute))
+
+	// The location's retention raised to two days: the next maintenance
+	// takes it for the repository and renews every blob's lock to it.
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "locked"}}
+	if err := c.client.Patch(ctx, bsl, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"immutability":{"retainFor":"48h"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	raised := time.Now().Add(-time.Minute)
+	repo := &salvorv1.BackupRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: datamover.RepositoryName("locked", "app")}}
+	if err := c.client.Patch(ctx, repo, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maintenanceFrequency":"1s"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a maintenance run of the immutable location's repository", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+			return false, err.Error()
+		}
+		return repo.Status.LastMaintenanceTime != nil && repo.Status.LastMaintenanceTime.After(raised) && repo.Status.Message == "" && repo.Status.Snapshots == 1, fmt.Sprintf("%+v", repo.Status)
+	})
+	checkLocks(raised.Add(48 * time.Hour))
+	restoreMovedData(t, c, csi, "locked", du, want)
 }
 
 // TestDataMoverCancelAndLostPod holds the mover pods before they can read

@@ -16,6 +16,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/cli/get"
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -204,6 +205,9 @@ func (o *createOptions) run(cmd *cobra.Command, k *kube.Options, bsl *salvorv1.B
 	fmt.Fprintf(out, "Backup storage location %q created. `salvor backup-location get %s` shows whether the server can reach it.\n", bsl.Name, bsl.Name)
 	if o.immutableFor > 0 {
 		fmt.Fprintf(out, "Its objects are locked for %s: a backup stored there with no ttl is kept %s (not the server's default ttl, if longer), and one that gives a longer ttl is refused.\n", o.immutableFor, o.immutableFor)
+		if o.immutableFor < kopiarepo.MinRetention {
+			fmt.Fprintf(out, "Volume data moved there (data mover, file-system backup) is locked for %s, the shortest kopia locks for.\n", kopiarepo.MinRetention)
+		}
 	}
 	if e := bsl.Spec.Encryption; e != nil {
 		fmt.Fprintf(out, "Its objects are encrypted with the keys in Secret %s/%s, key %s; if it does not exist, the server creates it with a new key: keep a copy outside the cluster.\n",
