@@ -313,6 +313,9 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 	pickup := &output.Pickup{Kind: "backup", Name: b.Name, Namespace: b.Namespace}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	watching, stop := context.WithCancel(ctx)
+	defer stop()
+	changed := kube.Changes(watching, c, &salvorv1.BackupList{}, client.ObjectKeyFromObject(b))
 	for {
 		cur := &salvorv1.Backup{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
@@ -337,6 +340,7 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 		select {
 		case <-ctx.Done():
 			return nil, pickup.Stopped(isNew, ctx.Err())
+		case <-changed:
 		case <-tick.C:
 		}
 	}

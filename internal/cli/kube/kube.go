@@ -117,13 +117,14 @@ func (o *Options) ShareWithPlugins() (func(), error) {
 	return remove, os.Setenv("KUBECONFIG", path)
 }
 
-// Client returns a client for Salvor's and Kubernetes' objects.
+// Client returns a client for Salvor's and Kubernetes' objects; it can
+// watch too (Changes).
 func (o *Options) Client() (client.Client, error) {
 	cfg, err := o.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: Scheme()})
+	return client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
 }
 
 // WithClient makes a command's RunE of a body that needs a client: the

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/salvor-dev/salvor/internal/cli/kube"
 	"github.com/salvor-dev/salvor/internal/cli/output"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -80,6 +81,9 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 	last := ""
 	lastVolumes := map[string]string{}
 	pickup := &output.Pickup{Kind: "restore", Name: rs.Name, Namespace: rs.Namespace}
+	watching, stop := context.WithCancel(ctx)
+	defer stop()
+	changed := kube.Changes(watching, c, &salvorv1.RestoreList{}, client.ObjectKeyFromObject(rs))
 	for {
 		cur := &salvorv1.Restore{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
@@ -127,6 +131,7 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 		select {
 		case <-ctx.Done():
 			return nil, pickup.Stopped(isNew, ctx.Err())
+		case <-changed:
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
