@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/kopia/kopia/snapshot/policy"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -250,6 +251,57 @@ func TestIncrementalMovesOnlyChanges(t *testing.T) {
 	other, err := r.Backup(ctx, src, Source{Requester: PodVolume, Name: "app/data"}, nil)
 	if err != nil || other.Parent != "" {
 		t.Fatalf("pod-volume backup = %+v, %v; want no parent", other, err)
+	}
+}
+
+// TestLargeFileUploadedInParts: a file larger than partSize is cut into
+// parts at fixed offsets (the repository's policy for the source says so,
+// as `kopia policy show` would), comes back byte for byte, and its next
+// backup after 64 KiB changed in one part writes about that part, not the
+// file.
+func TestLargeFileUploadedInParts(t *testing.T) {
+	was := partSize
+	partSize = 1 << 20
+	t.Cleanup(func() { partSize = was })
+	loc := locations(t)["s3"]
+	ctx := context.Background()
+	r := mustOpen(t, loc, "app", "pw", true)
+	src := t.TempDir()
+	data := make([]byte, 6<<20+12345)
+	rand.Read(data)
+	if err := os.WriteFile(filepath.Join(src, "disk.img"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	source := Source{Requester: DataMover, Name: "app/disk"}
+	first, err := r.Backup(ctx, src, source, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := policy.TreeForSource(ctx, r.rep, source.info())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tree.EffectivePolicy().UploadPolicy.ParallelUploadAboveSize.OrDefault(-1); got != 1<<20 {
+		t.Errorf("the source's parallelUploadAboveSize is %d; want %d", got, 1<<20)
+	}
+	rand.Read(data[3<<20+1000 : 3<<20+1000+64<<10])
+	if err := os.WriteFile(filepath.Join(src, "disk.img"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Backup(ctx, src, source, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Parent != first.SnapshotID || second.IncrementalBytes == 0 || second.IncrementalBytes > 3<<19 {
+		t.Fatalf("second backup = %+v; want the changed 1 MiB part and metadata (under 1.5 MiB) written against %s", second, first.SnapshotID)
+	}
+	dest := filepath.Join(t.TempDir(), "restored")
+	if n, err := r.Restore(ctx, second.SnapshotID, dest, nil); err != nil || n != int64(len(data)) {
+		t.Fatalf("restore = %d, %v; want %d bytes", n, err, len(data))
+	}
+	got, err := os.ReadFile(filepath.Join(dest, "disk.img"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the restored file differs from the backed-up one (%v)", err)
 	}
 }
 

@@ -147,13 +147,24 @@ func (r *Repository) Backup(ctx context.Context, dir string, src Source, progres
 	return res, nil
 }
 
+// partSize is how a file larger than it is cut for upload: into parts of
+// this size at fixed offsets, each chunked, hashed, compressed and
+// encrypted on its own core (kopia's parallelUploadAboveSize policy; its
+// own default is 2 GiB, so a volume's one large file — a disk image, a
+// database's data file — would use one core). The offsets are the same in
+// every backup of the file, so its next backup still deduplicates against
+// this one: only a chunk that straddled a part's start is cut short.
+var partSize int64 = 64 << 20
+
 // backupPolicy keeps every snapshot (Salvor deletes them with their
-// backups, not by kopia's retention), compresses, and snapshots only when
-// asked, as Velero's does.
+// backups, not by kopia's retention), compresses, snapshots only when
+// asked, as Velero's does, and uploads a large file's parts at once.
 func backupPolicy() *policy.Policy {
 	keep := policy.OptionalInt(math.MaxInt32)
 	never := policy.OptionalBool(true)
+	parts := policy.OptionalInt64(partSize)
 	return &policy.Policy{
+		UploadPolicy: policy.UploadPolicy{ParallelUploadAboveSize: &parts},
 		RetentionPolicy: policy.RetentionPolicy{
 			KeepLatest: &keep, KeepHourly: &keep, KeepDaily: &keep, KeepWeekly: &keep, KeepMonthly: &keep, KeepAnnual: &keep,
 		},
