@@ -81,6 +81,22 @@ func moverClusterWith(t testing.TB, images map[string]string, buckets []string, 
 	return c, csi, minio, node, s
 }
 
+// appVolume makes namespace app with claim data on the CSI driver and
+// fills its volume: an 8 MiB file of random bytes, big.bin (mode 0640),
+// beside n small files (fillVolume). It returns the volume's name and
+// what it holds (treeSums).
+func appVolume(t *testing.T, c *cluster, csi *testbed.CSI, n int) (string, map[string]string) {
+	t.Helper()
+	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
+	pv := c.boundVolume(t, "app", "data")
+	big := make([]byte, 8<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "big.bin"), big, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return pv, fillVolume(t, csi, pv, n)
+}
+
 // TestDataMoverBackup: a backup with --snapshot-move-data puts the claim's
 // data into the location's kopia repository for its namespace, moved by
 // a mover pod the scheduler put on the testbed node, which reads a claim
@@ -89,15 +105,8 @@ func moverClusterWith(t testing.TB, images map[string]string, buckets []string, 
 func TestDataMoverBackup(t *testing.T) {
 	t.Parallel()
 	c, csi, minio, node := moverCluster(t)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
-	pv := c.boundVolume(t, "app", "data")
+	pv, want := appVolume(t, c, csi, 20)
 	dir := csi.Driver.VolumeDir(pv)
-	big := make([]byte, 8<<20)
-	rand.Read(big)
-	if err := os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	want := fillVolume(t, csi, pv, 20)
 
 	c.mustSalvor(t, "backup", "create", "moved", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
 	b := c.getBackup(t, "moved")
@@ -396,14 +405,7 @@ func TestDataMoverEncryptedLocation(t *testing.T) {
 	c.mustSalvor(t, "backup-location", "create", "vault", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "sealed",
 		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--encryption-key-secret", "vault-keys")
 	bsl := c.waitLocation(t, "vault", salvorv1.BackupStorageLocationPhaseAvailable)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
-	pv := c.boundVolume(t, "app", "data")
-	big := make([]byte, 8<<20)
-	rand.Read(big)
-	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "big.bin"), big, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	want := fillVolume(t, csi, pv, 8)
+	_, want := appVolume(t, c, csi, 8)
 	// A first backup into the unencrypted location makes its password.
 	c.mustSalvor(t, "backup", "create", "plain", "--include-namespaces", "app", "--snapshot-move-data", "--wait")
 
@@ -455,14 +457,7 @@ func TestDataMoverImmutableLocation(t *testing.T) {
 	c.mustSalvor(t, "backup-location", "create", "locked", "--provider", "salvor.dev/s3", "--bucket", "locked", "--prefix", "cluster-a",
 		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--immutable-for", "1h")
 	c.waitLocation(t, "locked", salvorv1.BackupStorageLocationPhaseAvailable)
-	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
-	pv := c.boundVolume(t, "app", "data")
-	big := make([]byte, 8<<20)
-	rand.Read(big)
-	if err := os.WriteFile(filepath.Join(csi.Driver.VolumeDir(pv), "big.bin"), big, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	want := fillVolume(t, csi, pv, 8)
+	_, want := appVolume(t, c, csi, 8)
 	c.mustSalvor(t, "backup", "create", "locked", "--include-namespaces", "app", "--snapshot-move-data", "--storage-location", "locked", "--wait")
 	du := onlyUpload(t, c, "locked")
 	b := c.getBackup(t, "locked")
