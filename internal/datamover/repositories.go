@@ -34,9 +34,13 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 	if err != nil {
 		return nil, nil, err
 	}
-	retention, err := Retention(bsl)
-	if err != nil {
-		return nil, nil, err
+	// The retention a repository is made with; opening one that is there
+	// does not read the location's immutability (maintenance follows it).
+	var retention *kopiarepo.Retention
+	if create {
+		if retention, err = Retention(bsl); err != nil {
+			return nil, nil, err
+		}
 	}
 	st, err := kopiarepo.Storage(ctx, loc, ns, create)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kopia/kopia/repo"
@@ -46,6 +47,19 @@ func RetentionOf(mode string, retainFor time.Duration) (*Retention, error) {
 		return nil, fmt.Errorf("object lock retention %s: want a positive duration", retainFor)
 	}
 	return &Retention{Mode: mode, Period: max(retainFor, MinRetention)}, nil
+}
+
+// Locked tells whether a repository with a retention writes blob id (a
+// name under the repository's prefix) locked: its packs, indexes and
+// format are, kopia's own logs and maintenance schedule are not — losing
+// them loses no data.
+func Locked(id string) bool {
+	for _, p := range repo.GetLockingStoragePrefixes() {
+		if strings.HasPrefix(id, string(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Retention) blobConfig() format.BlobStorageConfiguration {

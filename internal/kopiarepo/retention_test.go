@@ -53,15 +53,6 @@ func lockedBucket(t *testing.T) (Location, *s3.Client) {
 		"bucket": "locked", "prefix": "backups", "region": "minio", "s3Url": minio.Endpoint, "credentialsFile": minio.CredentialsFile(t)}}, client
 }
 
-// lockable is whether kopia locks a blob of this name: its packs, indexes
-// and format (kopia's own logs and maintenance schedule it leaves free).
-func lockable(blob string) bool {
-	if blob == "kopia.repository" || blob == "kopia.blobcfg" {
-		return true
-	}
-	return blob != "" && strings.ContainsRune("pqnx", rune(blob[0]))
-}
-
 // locks reads the lock of the current version of every lockable blob of
 // namespace ns's repository: blob name to the end of its retention (zero
 // for none), failing on a mode other than mode.
@@ -78,7 +69,7 @@ func locks(t *testing.T, client *s3.Client, ns, mode string) map[string]time.Tim
 		}
 		for _, o := range page.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
-			if !lockable(name) {
+			if !Locked(name) {
 				continue
 			}
 			head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: o.Key})

@@ -479,7 +479,7 @@ func TestDataMoverImmutableLocation(t *testing.T) {
 		locked := map[string]bool{}
 		for _, o := range list.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
-			if name != "kopia.repository" && name != "kopia.blobcfg" && !strings.ContainsAny(name[:1], "pqnx") {
+			if !kopiarepo.Locked(name) {
 				continue
 			}
 			head, err := raw.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: o.Key})

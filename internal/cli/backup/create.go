@@ -313,9 +313,8 @@ func Wait(ctx context.Context, c client.Client, b *salvorv1.Backup, out io.Write
 	pickup := &output.Pickup{Kind: "backup", Name: b.Name, Namespace: b.Namespace}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	watching, stop := context.WithCancel(ctx)
+	changed, stop := kube.Changes(ctx, c, &salvorv1.BackupList{}, client.ObjectKeyFromObject(b))
 	defer stop()
-	changed := kube.Changes(watching, c, &salvorv1.BackupList{}, client.ObjectKeyFromObject(b))
 	for {
 		cur := &salvorv1.Backup{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {

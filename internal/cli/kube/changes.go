@@ -13,19 +13,21 @@ import (
 // poll. It watches through c when c can (Client's clients can) and the
 // caller may watch; otherwise the channel never fires and the loop keeps
 // polling, as it must anyway for what the object does not show. A watch
-// the API server ends is made again until ctx is done.
-func Changes(ctx context.Context, c client.Client, list client.ObjectList, key client.ObjectKey) <-chan struct{} {
+// the API server ends is made again until ctx is done or stop is called
+// (when the wait returns).
+func Changes(ctx context.Context, c client.Client, list client.ObjectList, key client.ObjectKey) (changes <-chan struct{}, stop func()) {
+	ctx, stop = context.WithCancel(ctx)
 	changed := make(chan struct{}, 1)
 	wc, ok := c.(client.WithWatch)
 	if !ok {
-		return changed
+		return changed, stop
 	}
 	open := func() (watch.Interface, error) {
 		return wc.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
 	}
 	w, err := open()
 	if err != nil {
-		return changed // no right to watch: polling alone
+		return changed, stop // no right to watch: polling alone
 	}
 	go func() {
 		for {
@@ -48,5 +50,5 @@ func Changes(ctx context.Context, c client.Client, list client.ObjectList, key c
 			}
 		}
 	}()
-	return changed
+	return changed, stop
 }

@@ -32,7 +32,8 @@ func TestChangesWakesTheWait(t *testing.T) {
 	if err := c.Create(ctx, followed); err != nil {
 		t.Fatal(err)
 	}
-	changed := kube.Changes(ctx, c, &salvorv1.BackupList{}, client.ObjectKeyFromObject(followed))
+	changed, stop := kube.Changes(ctx, c, &salvorv1.BackupList{}, client.ObjectKeyFromObject(followed))
+	defer stop()
 	<-changed // the watch begins with the object as it is
 	label := func(b *salvorv1.Backup, v string) {
 		t.Helper()
@@ -47,8 +48,10 @@ func TestChangesWakesTheWait(t *testing.T) {
 	}
 
 	plain := struct{ client.Client }{c} // can get, cannot watch
+	unwatched, stopPlain := kube.Changes(ctx, plain, &salvorv1.BackupList{}, client.ObjectKeyFromObject(followed))
+	defer stopPlain()
 	select {
-	case <-kube.Changes(ctx, plain, &salvorv1.BackupList{}, client.ObjectKeyFromObject(followed)):
+	case <-unwatched:
 		t.Error("a client that cannot watch reported a change")
 	default:
 	}

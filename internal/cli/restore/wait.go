@@ -81,9 +81,8 @@ func wait(ctx context.Context, c client.Client, rs *salvorv1.Restore, out io.Wri
 	last := ""
 	lastVolumes := map[string]string{}
 	pickup := &output.Pickup{Kind: "restore", Name: rs.Name, Namespace: rs.Namespace}
-	watching, stop := context.WithCancel(ctx)
+	changed, stop := kube.Changes(ctx, c, &salvorv1.RestoreList{}, client.ObjectKeyFromObject(rs))
 	defer stop()
-	changed := kube.Changes(watching, c, &salvorv1.RestoreList{}, client.ObjectKeyFromObject(rs))
 	for {
 		cur := &salvorv1.Restore{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
