@@ -83,7 +83,9 @@ plugin-images:
 
 # demo tells a disaster-recovery story on a local control plane; it needs
 # nothing but Go (the first run builds the testbed: several minutes).
-# demo builds only the part of the testbed it runs (etcd, kube-apiserver).
+# demo builds only the part of the testbed it runs (etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler, the testbed node and MinIO;
+# not the CSI stack).
 demo: build
 	hack/testbed/build.sh --demo
 	$(GO) build -o $(BIN)/plugins/ ./examples/...

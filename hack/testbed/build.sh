@@ -11,8 +11,8 @@
 # a module that has them. `hack/testbed/build.sh --regen` rewrites the
 # Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
-# `hack/testbed/build.sh --demo` builds only what `make demo` runs: etcd and
-# kube-apiserver.
+# `hack/testbed/build.sh --demo` builds only what `make demo` runs: all but
+# the CSI stack.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
@@ -48,9 +48,6 @@ if [ ! -x "$out/kube-apiserver" ]; then
   echo "building kube-apiserver $KUBERNETES_VERSION (4-8 minutes the first time)"
   (cd "$here/kubernetes" && go build -o "$out/kube-apiserver" ./kube-apiserver)
 fi
-if [ "${1:-}" = "--demo" ]; then
-  exit 0
-fi
 if [ ! -x "$out/kube-controller-manager" ]; then
   echo "building kube-controller-manager $KUBERNETES_VERSION (3-5 minutes the first time)"
   (cd "$here/kubernetes" && go build -o "$out/kube-controller-manager" ./kube-controller-manager)
@@ -64,6 +61,13 @@ fi
 if [ ! -x "$out/testbed-node" ] || [ -n "$(find "$here/node" -newer "$out/testbed-node" -type f | head -1)" ]; then
   echo "building testbed-node (1-2 minutes the first time)"
   (cd "$here/node" && go build -o "$out/testbed-node" .)
+fi
+if [ ! -x "$out/minio" ]; then
+  echo "building minio $MINIO_VERSION (2-3 minutes the first time)"
+  GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
+fi
+if [ "${1:-}" = "--demo" ]; then
+  exit 0
 fi
 for tool in snapshot-controller csi-snapshotter; do
   if [ ! -x "$out/$tool" ]; then
@@ -82,8 +86,4 @@ if [ ! -d "$out/snapshot-crds" ]; then
   cp "$crds"/snapshot.storage.k8s.io_*.yaml "$out/snapshot-crds.tmp/"
   chmod 644 "$out"/snapshot-crds.tmp/*
   mv "$out/snapshot-crds.tmp" "$out/snapshot-crds"
-fi
-if [ ! -x "$out/minio" ]; then
-  echo "building minio $MINIO_VERSION (2-3 minutes the first time)"
-  GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
 fi

@@ -2,11 +2,8 @@ package demo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -67,9 +64,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	var minio *testbed.MinIO
 	if err := r.step(func() {
 		csi = testbed.StartCSI(r, d.kubeconfig, d.cfg)
-		testbed.StartScheduling(r, d.kubeconfig)
-		node = testbed.StartPodNode(r, d.kubeconfig, d.cfg, testbed.PodNodeOptions{CSI: csi, Images: map[string]string{"salvor": d.o.Salvor}})
-		minio = testbed.StartMinIO(r, "backups")
+		node, minio = d.startNode(r, csi, testbed.WorkloadControllers)
 	}); err != nil {
 		return fmt.Errorf("starting the testbed (run `make testbed` first?): %w", err)
 	}
@@ -77,37 +72,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
 
 	d.say("Installing Salvor (its roles, the mover pods' account, the node agent) and starting salvor server")
-	// The demo runs the server itself, beside the cluster, so no replica;
-	// the node agent's DaemonSet runs on the node.
-	if err := d.salvor(ctx, "install", "--replicas", "0", "--use-node-agent", "--image", "ghcr.io/salvor-dev/salvor:demo"); err != nil {
-		return err
-	}
-	if err := d.eventually(ctx, 2*time.Minute, func() bool {
-		pods := &corev1.PodList{}
-		err := d.c.List(ctx, pods, client.InNamespace("salvor"), client.MatchingLabels{"app.kubernetes.io/component": "node-agent"})
-		return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning
-	}); err != nil {
-		return fmt.Errorf("the node agent did not run on node %s", node.Name)
-	}
-	if err := d.startServer("--data-mover-image", "ghcr.io/salvor-dev/salvor:demo"); err != nil {
-		return err
-	}
-	var credentials string
-	if err := r.step(func() { credentials = minio.CredentialsFile(r) }); err != nil {
-		return err
-	}
-	creds, err := os.ReadFile(credentials)
-	if err != nil {
-		return err
-	}
-	if err := d.create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "minio"}, Data: map[string][]byte{"cloud": creds}}); err != nil {
-		return err
-	}
-	if err := d.salvor(ctx, "backup-location", "create", "default", "--provider", "salvor.dev/s3", "--bucket", "backups", "--prefix", "cluster-a",
-		"--config", "region=minio,s3Url="+minio.Endpoint+",s3ForcePathStyle=true", "--credential", "minio=cloud", "--default"); err != nil {
-		return err
-	}
-	if err := d.waitLocation(ctx); err != nil {
+	if err := d.install(ctx, r, node, minio, "--data-mover-image", demoImage); err != nil {
 		return err
 	}
 	class := &unstructured.Unstructured{Object: map[string]any{
@@ -125,12 +90,19 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	}
 	fmt.Fprintf(o.Out, "    %d files, %d MiB, in volume %s at %s\n", len(sums), size>>20, pv, csi.Driver.VolumeDir(pv))
 	d.say("And pod shop/web's emptyDir uploads, a volume no storage system snapshots, annotated for file-system backup")
-	podSums, podSize, err := d.podVolume(ctx, node)
+	web := filesPod{namespace: "shop", name: "web", volume: "uploads", mountPath: "/uploads"}
+	dir, err := web.run(ctx, d, node)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "    %d files, %d MiB, in pod shop/web's volume uploads on node %s (annotation %s=uploads)\n",
-		len(podSums), podSize>>20, node.Name, podvolume.IncludeAnnotation)
+	podSums, podSize, err := randomFiles(dir, 64, 256<<10, 5, 0o644, func(i int) string {
+		return filepath.Join(fmt.Sprintf("2026-12-%02d", 1+i%8), fmt.Sprintf("upload-%03d.jpg", i))
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    %d files, %d MiB, in pod %s's volume uploads on node %s (annotation %s=uploads)\n",
+		len(podSums), podSize>>20, web, node.Name, podvolume.IncludeAnnotation)
 
 	d.say("Backing it up, moving the snapshot's data into the bucket")
 	t := time.Now()
@@ -149,13 +121,8 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 		fmt.Fprintf(o.Out, "    DataUpload %s: %s on node %s, kopia snapshot %s, %d bytes, %d new, at s3://backups/cluster-a/kopia/%s/\n",
 			du.Name, du.Status.Phase, du.Status.Node, du.Status.SnapshotID, du.Status.Progress.TotalBytes, du.Status.IncrementalBytes, du.Spec.SourceNamespace)
 	}
-	pvbs := &salvorv1.PodVolumeBackupList{}
-	if err := d.c.List(ctx, pvbs, client.InNamespace("salvor")); err != nil {
+	if _, _, _, err := d.podVolumeBackups(ctx, "shop-offsite"); err != nil {
 		return err
-	}
-	for _, pvb := range pvbs.Items {
-		fmt.Fprintf(o.Out, "    PodVolumeBackup %s: %s on node %s, pod %s/%s volume %s, kopia snapshot %s, %d bytes, in the same repository\n",
-			pvb.Name, pvb.Status.Phase, pvb.Spec.Node, pvb.Spec.Pod.Namespace, pvb.Spec.Pod.Name, pvb.Spec.Volume, pvb.Status.SnapshotID, pvb.Status.Progress.TotalBytes)
 	}
 
 	// The data is in the bucket: the storage keeps no snapshot of it.
@@ -203,19 +170,14 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	if err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "data"}, claim); err != nil {
 		return fmt.Errorf("restored claim shop/data: %w", err)
 	}
-	dir := csi.Driver.VolumeDir(claim.Spec.VolumeName)
-	diffs := 0
-	for name, want := range sums {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		sum := sha256.Sum256(b)
-		if err != nil || hex.EncodeToString(sum[:]) != want {
-			fmt.Fprintf(o.Out, "    DIFFERS  %s\n", name)
-			diffs++
-		}
+	bad := differing(csi.Driver.VolumeDir(claim.Spec.VolumeName), sums)
+	for _, name := range bad {
+		fmt.Fprintf(o.Out, "    DIFFERS  %s\n", name)
 	}
+	diffs := len(bad)
 	fmt.Fprintf(o.Out, "    claim shop/data bound to new volume %s (no snapshot as its source): %d of %d files identical (sha256)\n",
 		claim.Spec.VolumeName, len(sums)-diffs, len(sums))
-	podDiffs, err := d.checkPodVolume(ctx, node, podSums)
+	podDiffs, err := web.check(ctx, d, node, podSums)
 	if err != nil {
 		return err
 	}
@@ -258,96 +220,11 @@ func (d *demo) csiVolume(ctx context.Context, csi *testbed.CSI) (string, map[str
 	}); err != nil {
 		return "", nil, 0, errors.New("claim shop/data was not bound")
 	}
-	dir := csi.Driver.VolumeDir(claim.Spec.VolumeName)
-	sums := map[string]string{}
-	var total int64
-	rng := rand.New(rand.NewPCG(3, 4))
-	buf := make([]byte, 1<<20)
-	for i := range 64 {
-		for j := range buf {
-			buf[j] = byte(rng.Uint32())
-		}
-		name := filepath.Join(fmt.Sprintf("orders-%d", i%4), fmt.Sprintf("part-%03d.bin", i))
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			return "", nil, 0, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o640); err != nil {
-			return "", nil, 0, err
-		}
-		sum := sha256.Sum256(buf)
-		sums[name] = hex.EncodeToString(sum[:])
-		total += int64(len(buf))
+	sums, total, err := randomFiles(csi.Driver.VolumeDir(claim.Spec.VolumeName), 64, 1<<20, 3, 0o640, func(i int) string {
+		return filepath.Join(fmt.Sprintf("orders-%d", i%4), fmt.Sprintf("part-%03d.bin", i))
+	})
+	if err != nil {
+		return "", nil, 0, err
 	}
 	return claim.Spec.VolumeName, sums, total, nil
-}
-
-// podVolume runs pod shop/web on node with an emptyDir, uploads, that its
-// annotation names for file-system backup, and writes 16 MiB of random
-// files into it (as the application would have); it returns each file's
-// sum and the bytes.
-func (d *demo) podVolume(ctx context.Context, node *testbed.PodNode) (map[string]string, int64, error) {
-	if err := d.create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{podvolume.IncludeAnnotation: "uploads"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "busybox", Command: []string{"sleep", "36000"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "uploads", MountPath: "/uploads"}}}},
-			Volumes: []corev1.Volume{{Name: "uploads", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}); err != nil {
-		return nil, 0, err
-	}
-	dir, err := d.runningPodVolume(ctx, node)
-	if err != nil {
-		return nil, 0, err
-	}
-	sums := map[string]string{}
-	var total int64
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range 64 {
-		buf := make([]byte, 256<<10)
-		for j := range buf {
-			buf[j] = byte(rng.Uint32())
-		}
-		name := filepath.Join(fmt.Sprintf("2026-12-%02d", 1+i%8), fmt.Sprintf("upload-%03d.jpg", i))
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			return nil, 0, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
-			return nil, 0, err
-		}
-		sum := sha256.Sum256(buf)
-		sums[name] = hex.EncodeToString(sum[:])
-		total += int64(len(buf))
-	}
-	return sums, total, nil
-}
-
-// runningPodVolume waits until pod shop/web runs on node and returns its
-// volume uploads' directory there.
-func (d *demo) runningPodVolume(ctx context.Context, node *testbed.PodNode) (string, error) {
-	pod := &corev1.Pod{}
-	if err := d.eventually(ctx, 2*time.Minute, func() bool {
-		err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, pod)
-		return err == nil && pod.Status.Phase == corev1.PodRunning
-	}); err != nil {
-		return "", fmt.Errorf("pod shop/web did not run (%s)", pod.Status.Phase)
-	}
-	return filepath.Join(node.PodDir(string(pod.UID)), "volumes", "kubernetes.io~empty-dir", "uploads"), nil
-}
-
-// checkPodVolume checks the restored pod shop/web's files against sums
-// and returns how many differ.
-func (d *demo) checkPodVolume(ctx context.Context, node *testbed.PodNode, sums map[string]string) (int, error) {
-	dir, err := d.runningPodVolume(ctx, node)
-	if err != nil {
-		return 0, err
-	}
-	diffs := 0
-	for name, want := range sums {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		sum := sha256.Sum256(b)
-		if err != nil || hex.EncodeToString(sum[:]) != want {
-			fmt.Fprintf(d.o.Out, "    DIFFERS  uploads/%s\n", name)
-			diffs++
-		}
-	}
-	fmt.Fprintf(d.o.Out, "    pod shop/web running again, its files written by the node agent before it started: %d of %d files identical (sha256)\n",
-		len(sums)-diffs, len(sums))
-	return diffs, nil
 }

@@ -2,12 +2,9 @@ package demo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +29,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/podvolume"
+	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -69,10 +67,19 @@ func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.o.Out, "\n==> "+f
 func Run(ctx context.Context, o Options) (err error) {
 	ctrllog.SetLogger(logr.Discard())
 	d := &demo{o: o}
+	if d.o.Salvor, err = filepath.Abs(o.Salvor); err != nil {
+		return err
+	}
 	if d.work, err = os.MkdirTemp("", "salvor-demo-"); err != nil {
 		return err
 	}
 	defer os.RemoveAll(d.work)
+	logs, err := os.Create(filepath.Join(d.work, "testbed.log"))
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+	r := &runner{dir: filepath.Join(d.work, "testbed"), log: logs}
 
 	d.say("Starting a local control plane (etcd and kube-apiserver)")
 	env, err := d.controlPlane()
@@ -81,29 +88,25 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer func() {
 		d.stopServer()
+		r.stop()
 		_ = env.Stop()
 	}()
 
-	d.say("Starting salvor server with its built-in plugins and the example plugins")
-	if err := d.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		return err
+	d.say("Starting a node that runs pods as local processes, kube-scheduler, kube-controller-manager's DaemonSet\n    controller, and MinIO for the bucket")
+	start := time.Now()
+	var node *testbed.PodNode
+	var minio *testbed.MinIO
+	if err := r.step(func() { node, minio = d.startNode(r, nil, demoControllers) }); err != nil {
+		return fmt.Errorf("starting the node and MinIO (run `make demo` or `make testbed` first?): %w", err)
 	}
-	if err := d.startServer(); err != nil {
+	d.took("node and MinIO up", start)
+	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
+
+	d.say("Installing Salvor (its roles, the node agent) and starting salvor server with its built-in plugins and the example plugins")
+	if err := d.install(ctx, r, node, minio); err != nil {
 		return err
 	}
 	if err := d.salvor(ctx, "plugin", "list", "--plugin-dir", o.PluginDir); err != nil {
-		return err
-	}
-	root := filepath.Join(d.work, "storage")
-	if err := d.salvor(ctx, "backup-location", "create", "default", "--provider", "salvor.dev/filesystem",
-		"--bucket", "backups", "--config", "root="+root, "--default"); err != nil {
-		return err
-	}
-	if err := d.waitLocation(ctx); err != nil {
-		return err
-	}
-	if err := d.salvor(ctx, "snapshot-location", "create", "local", "--provider", "salvor.dev/local-volume",
-		"--config", "snapshotDir="+filepath.Join(d.work, "snapshots"), "--default"); err != nil {
 		return err
 	}
 
@@ -120,21 +123,31 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	fmt.Fprintf(o.Out, "    %d objects: a Deployment, Services, ConfigMaps, Secrets, a ServiceAccount, a CRD and its custom resources\n", len(objects))
 	fmt.Fprintln(o.Out, "    (one ConfigMap asks the example async plugin for a 5-second operation)")
-	volumeDir, sums, volumeBytes, err := d.volume(ctx)
+	files := filesPod{namespace: "demo-shop", name: "files", volume: "data", mountPath: "/data", serviceAccount: "shop"}
+	volumeDir, err := files.run(ctx, d, node)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "    and a hostPath volume of %d files, %d MiB, at %s, claimed by PVC demo-shop/data\n", len(sums), volumeBytes>>20, volumeDir)
+	sums, volumeBytes, err := randomFiles(volumeDir, 256, 1<<20, 1, 0o644, func(i int) string { return fmt.Sprintf("chunk-%03d.bin", i) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "    and pod %s on node %s, whose volume data holds %d files, %d MiB (annotation %s=data: file-system backup)\n",
+		files, node.Name, len(sums), volumeBytes>>20, podvolume.IncludeAnnotation)
 
 	d.say("Backing it up")
 	t := time.Now()
 	if err := d.salvor(ctx, "backup", "create", "demo", "--include-namespaces", "demo-shop", "--include-cluster-resources",
-		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.demo.salvor.dev,customresourcedefinitions.apiextensions.k8s.io,persistentvolumeclaims",
+		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.demo.salvor.dev,customresourcedefinitions.apiextensions.k8s.io,pods",
 		"--wait"); err != nil {
 		return err
 	}
-	d.took("backup (with a plugin operation and a volume snapshot)", t)
+	d.took("backup (with a plugin operation, the pod's files copied into the bucket by the node agent)", t)
 	if err := d.salvor(ctx, "backup", "describe", "demo", "--details"); err != nil {
+		return err
+	}
+	pvbDone, pvbAll, pvbBytes, err := d.podVolumeBackups(ctx, "demo")
+	if err != nil {
 		return err
 	}
 
@@ -151,7 +164,16 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := d.c.Delete(ctx, &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.demo.salvor.dev"}}); err != nil {
 		return err
 	}
-	if err := d.loseVolume(ctx, volumeDir); err != nil {
+	if err := d.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: files.namespace, Name: files.name}}); err != nil {
+		return err
+	}
+	if err := d.eventually(ctx, 2*time.Minute, func() bool {
+		return apierrors.IsNotFound(d.c.Get(ctx, client.ObjectKey{Namespace: files.namespace, Name: files.name}, &corev1.Pod{}))
+	}); err != nil {
+		return fmt.Errorf("pod %s did not go away", files)
+	}
+	// The node keeps a deleted pod's directory; the disk is lost with it.
+	if err := os.RemoveAll(volumeDir); err != nil {
 		return err
 	}
 	if err := d.eventually(ctx, time.Minute, func() bool {
@@ -160,7 +182,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}); err != nil {
 		return errors.New("the CRD did not go away")
 	}
-	fmt.Fprintln(o.Out, "    gone, the volume's files included. (The namespace object itself stays: this control plane has no namespace controller to delete it.)")
+	fmt.Fprintln(o.Out, "    gone, the pod and its volume's files included. (The namespace object itself stays: this control plane has no\n    namespace controller to delete it, nor a Deployment controller to run the Deployment's pods.)")
 
 	d.say("Restoring from the backup")
 	t = time.Now()
@@ -187,15 +209,12 @@ func Run(ctx context.Context, o Options) (err error) {
 			diffs++
 		}
 	}
-	restoredPath, fileDiffs, err := d.checkVolume(ctx, sums)
+	fileDiffs, err := files.check(ctx, d, node, sums)
 	if err != nil {
 		fmt.Fprintf(o.Out, "    VOLUME   %v\n", err)
 		diffs++
 	} else if fileDiffs > 0 {
-		fmt.Fprintf(o.Out, "    VOLUME   %d files differ at %s\n", fileDiffs, restoredPath)
 		diffs++
-	} else {
-		fmt.Fprintf(o.Out, "    volume data-pv: all %d files identical (sha256), now at %s\n", len(sums), restoredPath)
 	}
 	b := &salvorv1.Backup{}
 	_ = d.c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "demo"}, b)
@@ -209,7 +228,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		fmt.Fprintf(tw, "    objects backed up\t%d (%s)\n", p.ItemsBackedUp, b.Status.Phase)
 	}
 	fmt.Fprintf(tw, "    plugin operations\t%d of %d completed\n", b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsAttempted)
-	fmt.Fprintf(tw, "    volume snapshots\t%d of %d completed, %d MiB\n", b.Status.VolumeSnapshotsCompleted, b.Status.VolumeSnapshotsAttempted, volumeBytes>>20)
+	fmt.Fprintf(tw, "    pod volume backups\t%d of %d completed, %d MiB into the bucket\n", pvbDone, pvbAll, pvbBytes>>20)
 	if p := rs.Status.Progress; p != nil {
 		fmt.Fprintf(tw, "    objects restored\t%d (%s)\n", p.ItemsRestored, rs.Status.Phase)
 	}
@@ -456,85 +475,4 @@ func (i *indent) Write(p []byte) (int, error) {
 		i.midLine = !strings.HasSuffix(l, "\n")
 	}
 	return len(p), nil
-}
-
-// volume writes a few hundred MiB of files and makes them a hostPath
-// volume claimed in demo-shop; it returns each file's checksum.
-func (d *demo) volume(ctx context.Context) (string, map[string]string, int64, error) {
-	dir := filepath.Join(d.work, "volume")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, 0, err
-	}
-	sums := map[string]string{}
-	var total int64
-	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, 1<<20)
-	for i := range 256 {
-		for j := range buf {
-			buf[j] = byte(rng.Uint32())
-		}
-		name := fmt.Sprintf("chunk-%03d.bin", i)
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
-			return "", nil, 0, err
-		}
-		sum := sha256.Sum256(buf)
-		sums[name] = hex.EncodeToString(sum[:])
-		total += int64(len(buf))
-	}
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-		PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
-		ClaimRef:                      &corev1.ObjectReference{Namespace: "demo-shop", Name: "data"},
-	}}
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "demo-shop"}, Spec: corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "data-pv",
-		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	return dir, sums, total, d.create(ctx, pv, pvc)
-}
-
-// loseVolume deletes the claim, the volume and its files. Without a
-// controller-manager nothing lifts their protection finalizers, so the demo
-// does.
-func (d *demo) loseVolume(ctx context.Context, dir string) error {
-	for _, o := range []client.Object{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "demo-shop"}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "data-pv"}}} {
-		if err := d.c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if err := d.eventually(ctx, time.Minute, func() bool {
-			if err := d.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
-				return apierrors.IsNotFound(err)
-			}
-			o.SetFinalizers(nil)
-			_ = d.c.Update(ctx, o)
-			return false
-		}); err != nil {
-			return fmt.Errorf("%s did not go away", o.GetName())
-		}
-	}
-	return os.RemoveAll(dir)
-}
-
-// checkVolume compares the restored volume's files with the originals.
-func (d *demo) checkVolume(ctx context.Context, sums map[string]string) (string, int, error) {
-	pv := &corev1.PersistentVolume{}
-	if err := d.c.Get(ctx, client.ObjectKey{Name: "data-pv"}, pv); err != nil {
-		return "", 0, fmt.Errorf("persistent volume data-pv: %w", err)
-	}
-	if pv.Spec.HostPath == nil {
-		return "", 0, errors.New("restored persistent volume has no hostPath")
-	}
-	path := pv.Spec.HostPath.Path
-	diffs := 0
-	for name, want := range sums {
-		b, err := os.ReadFile(filepath.Join(path, name))
-		sum := sha256.Sum256(b)
-		if err != nil || hex.EncodeToString(sum[:]) != want {
-			diffs++
-		}
-	}
-	return path, diffs, nil
 }

@@ -33,16 +33,20 @@ var WorkloadControllers = []string{
 }
 
 // StartScheduling runs kube-scheduler and kube-controller-manager's
-// workload controllers (WorkloadControllers) against the control plane
-// kubeconfig reaches, until the test ends, so Jobs, Deployments,
-// DaemonSets and pods without a nodeName get to a node as on a cluster.
-func StartScheduling(t TB, kubeconfig string) {
+// workload controllers (WorkloadControllers, or the controllers given)
+// against the control plane kubeconfig reaches, until the test ends, so
+// Jobs, Deployments, DaemonSets and pods without a nodeName get to a node
+// as on a cluster.
+func StartScheduling(t TB, kubeconfig string, controllers ...string) {
 	t.Helper()
+	if len(controllers) == 0 {
+		controllers = WorkloadControllers
+	}
 	logs := t.TempDir()
 	startProcess(t, logs, "kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0")
 	startProcess(t, logs, "kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers="+strings.Join(WorkloadControllers, ","))
+		"--controllers="+strings.Join(controllers, ","))
 }
 
 // PodNode is a running testbed node (bin/testbed/testbed-node): a

@@ -35,9 +35,10 @@ func TestDemo(t *testing.T) {
 	}
 	// Compare with runs of spaces folded: the summary is a table.
 	folded := strings.Join(strings.Fields(out.String()), " ")
-	for _, want := range []string{demo.Verdict, "objects checked 40, 0 differing", "plugin operations 1 of 1 completed",
+	for _, want := range []string{demo.Verdict, "objects checked 40, 0 differing", "plugin operations 2 of 2 completed",
 		"$ salvor backup create demo", "$ salvor restore create demo-restore --from-backup demo --wait",
-		"volume snapshots 1 of 1 completed, 256 MiB", "all 256 files identical (sha256)"} {
+		"pod volume backups 1 of 1 completed, 256 MiB into the bucket", "PodVolumeBackup", "pod demo-shop/files volume data",
+		"pod demo-shop/files running again, its files written by the node agent before it started: 256 of 256 files identical (sha256)"} {
 		if !strings.Contains(folded, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
