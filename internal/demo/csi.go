@@ -30,32 +30,12 @@ const CSIVerdict = "DEMO PASSED: every file came back from the bucket alone"
 // volume into a new volume, the emptyDir into the restored pod before it
 // starts) and checked file by file.
 func RunCSI(ctx context.Context, o Options) (err error) {
-	d := &demo{o: o}
-	d.o.PluginDir = "" // the built-in plugins tell this story
-	if d.o.Salvor, err = filepath.Abs(o.Salvor); err != nil {
-		return err
-	}
-	if d.work, err = os.MkdirTemp("", "salvor-demo-csi-"); err != nil {
-		return err
-	}
-	defer os.RemoveAll(d.work)
-	logs, err := os.Create(filepath.Join(d.work, "testbed.log"))
+	o.PluginDir = "" // the built-in plugins tell this story
+	d, r, end, err := begin(o, "salvor-demo-csi-")
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
-	r := &runner{dir: filepath.Join(d.work, "testbed"), log: logs}
-
-	d.say("Starting a local control plane (etcd and kube-apiserver)")
-	env, err := d.controlPlane()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		d.stopServer()
-		r.stop()
-		_ = env.Stop()
-	}()
+	defer end()
 
 	d.say("Starting the storage and a node: a CSI driver whose volumes and snapshots are directories, csi-provisioner,\n    csi-snapshotter, the snapshot controller, kube-scheduler, a node that runs pods as local processes, and MinIO")
 	start := time.Now()
@@ -69,7 +49,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("starting the testbed (run `make testbed` first?): %w", err)
 	}
 	d.took("storage, node and MinIO up", start)
-	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
+	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, filepath.Join(d.work, "testbed.log"))
 
 	d.say("Installing Salvor (its roles, the mover pods' account, the node agent) and starting salvor server")
 	if err := d.install(ctx, r, node, minio, "--data-mover-image", demoImage); err != nil {
@@ -170,11 +150,7 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	if err := d.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "data"}, claim); err != nil {
 		return fmt.Errorf("restored claim shop/data: %w", err)
 	}
-	bad := differing(csi.Driver.VolumeDir(claim.Spec.VolumeName), sums)
-	for _, name := range bad {
-		fmt.Fprintf(o.Out, "    DIFFERS  %s\n", name)
-	}
-	diffs := len(bad)
+	diffs := d.differing(csi.Driver.VolumeDir(claim.Spec.VolumeName), "", sums)
 	fmt.Fprintf(o.Out, "    claim shop/data bound to new volume %s (no snapshot as its source): %d of %d files identical (sha256)\n",
 		claim.Spec.VolumeName, len(sums)-diffs, len(sums))
 	podDiffs, err := web.check(ctx, d, node, podSums)

@@ -65,32 +65,11 @@ func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.o.Out, "\n==> "+f
 
 // Run tells the story; it returns an error saying what went wrong.
 func Run(ctx context.Context, o Options) (err error) {
-	ctrllog.SetLogger(logr.Discard())
-	d := &demo{o: o}
-	if d.o.Salvor, err = filepath.Abs(o.Salvor); err != nil {
-		return err
-	}
-	if d.work, err = os.MkdirTemp("", "salvor-demo-"); err != nil {
-		return err
-	}
-	defer os.RemoveAll(d.work)
-	logs, err := os.Create(filepath.Join(d.work, "testbed.log"))
+	d, r, end, err := begin(o, "salvor-demo-")
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
-	r := &runner{dir: filepath.Join(d.work, "testbed"), log: logs}
-
-	d.say("Starting a local control plane (etcd and kube-apiserver)")
-	env, err := d.controlPlane()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		d.stopServer()
-		r.stop()
-		_ = env.Stop()
-	}()
+	defer end()
 
 	d.say("Starting a node that runs pods as local processes, kube-scheduler, kube-controller-manager's DaemonSet\n    controller, and MinIO for the bucket")
 	start := time.Now()
@@ -100,7 +79,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("starting the node and MinIO (run `make demo` or `make testbed` first?): %w", err)
 	}
 	d.took("node and MinIO up", start)
-	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, logs.Name())
+	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, filepath.Join(d.work, "testbed.log"))
 
 	d.say("Installing Salvor (its roles, the node agent) and starting salvor server with its built-in plugins and the example plugins")
 	if err := d.install(ctx, r, node, minio); err != nil {
@@ -348,6 +327,41 @@ func (d *demo) snapshot(ctx context.Context, k ref) (map[string]any, error) {
 	}
 	u.SetAnnotations(ann)
 	return u.Object, nil
+}
+
+// begin makes a demo's work directory, its testbed log and the runner
+// that starts testbed parts into it, and starts the control plane; end
+// stops what the demo started (the server, the testbed, the control
+// plane) and removes the directory.
+func begin(o Options, prefix string) (d *demo, r *runner, end func(), err error) {
+	ctrllog.SetLogger(logr.Discard())
+	d = &demo{o: o}
+	if d.o.Salvor, err = filepath.Abs(o.Salvor); err != nil {
+		return nil, nil, nil, err
+	}
+	if d.work, err = os.MkdirTemp("", prefix); err != nil {
+		return nil, nil, nil, err
+	}
+	logs, err := os.Create(filepath.Join(d.work, "testbed.log"))
+	if err != nil {
+		os.RemoveAll(d.work)
+		return nil, nil, nil, err
+	}
+	r = &runner{dir: filepath.Join(d.work, "testbed"), log: logs}
+	d.say("Starting a local control plane (etcd and kube-apiserver)")
+	env, err := d.controlPlane()
+	if err != nil {
+		logs.Close()
+		os.RemoveAll(d.work)
+		return nil, nil, nil, err
+	}
+	return d, r, func() {
+		d.stopServer()
+		r.stop()
+		_ = env.Stop()
+		logs.Close()
+		os.RemoveAll(d.work)
+	}, nil
 }
 
 // controlPlane starts etcd and kube-apiserver with Salvor's CRDs, and

@@ -45,18 +45,19 @@ func randomFiles(dir string, n, size int, seed uint64, mode os.FileMode, name fu
 	return sums, total, nil
 }
 
-// differing returns the files of sums that are missing under dir or hold
-// other bytes.
-func differing(dir string, sums map[string]string) []string {
-	var out []string
+// differing prints each file of sums that is missing under dir or holds
+// other bytes (named under label) and returns how many are.
+func (d *demo) differing(dir, label string, sums map[string]string) int {
+	n := 0
 	for name, want := range sums {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		sum := sha256.Sum256(b)
 		if err != nil || hex.EncodeToString(sum[:]) != want {
-			out = append(out, name)
+			fmt.Fprintf(d.o.Out, "    DIFFERS  %s\n", filepath.Join(label, name))
+			n++
 		}
 	}
-	return out
+	return n
 }
 
 // filesPod is an application's pod with one emptyDir volume, annotated
@@ -103,13 +104,10 @@ func (p filesPod) check(ctx context.Context, d *demo, node *testbed.PodNode, sum
 	if err != nil {
 		return 0, err
 	}
-	bad := differing(dir, sums)
-	for _, name := range bad {
-		fmt.Fprintf(d.o.Out, "    DIFFERS  %s/%s\n", p.volume, name)
-	}
+	bad := d.differing(dir, p.volume, sums)
 	fmt.Fprintf(d.o.Out, "    pod %s running again, its files written by the node agent before it started: %d of %d files identical (sha256)\n",
-		p, len(sums)-len(bad), len(sums))
-	return len(bad), nil
+		p, len(sums)-bad, len(sums))
+	return bad, nil
 }
 
 // podVolumeBackups prints the PodVolumeBackups of backup and returns how
