@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/kopia/kopia/repo/blob"
+
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -24,33 +26,35 @@ type Repositories struct {
 	known map[string]bool // location UID/namespace of repositories seen
 }
 
-// open opens namespace ns's repository in bsl, made first when create.
-func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, create bool) (*kopiarepo.Repository, func(), error) {
+// storage returns namespace ns's storage in bsl and its password.
+func (r *Repositories) storage(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, create bool) (blob.Storage, string, error) {
 	loc, err := r.Locate(ctx, bsl)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	password, err := r.Passwords.Get(ctx, bsl)
 	if err != nil {
-		return nil, nil, err
-	}
-	// The retention a repository is made with; opening one that is there
-	// does not read the location's immutability (maintenance follows it).
-	var retention *kopiarepo.Retention
-	if create {
-		if retention, err = Retention(bsl); err != nil {
-			return nil, nil, err
-		}
+		return nil, "", err
 	}
 	st, err := kopiarepo.Storage(ctx, loc, ns, create)
 	if err != nil {
-		return nil, nil, fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
+		return nil, "", fmt.Errorf("backup storage location %s: %w", bsl.Name, err)
 	}
-	dir, err := os.MkdirTemp("", "salvor-kopia-")
+	return st, password, nil
+}
+
+// open opens namespace ns's repository in bsl.
+func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string) (*kopiarepo.Repository, func(), error) {
+	st, password, err := r.storage(ctx, bsl, ns, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: dir, Create: create, CacheBytes: 1 << 20, Retention: retention})
+	dir, err := os.MkdirTemp("", "salvor-kopia-")
+	if err != nil {
+		st.Close(ctx) //nolint:errcheck
+		return nil, nil, err
+	}
+	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: dir, CacheBytes: 1 << 20})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
@@ -64,7 +68,7 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 func (r *Repositories) Check(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, src kopiarepo.Source) (kopiarepo.Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	repo, done, err := r.open(ctx, bsl, ns, false)
+	repo, done, err := r.open(ctx, bsl, ns)
 	if err != nil {
 		return kopiarepo.Snapshot{}, err
 	}
@@ -77,7 +81,7 @@ func (r *Repositories) Check(ctx context.Context, bsl *salvorv1.BackupStorageLoc
 func (r *Repositories) Forget(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, ids []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	repo, done, err := r.open(ctx, bsl, ns, false)
+	repo, done, err := r.open(ctx, bsl, ns)
 	if errors.Is(err, kopiarepo.ErrNoRepository) {
 		return nil
 	}
@@ -104,11 +108,23 @@ func (r *Repositories) Ensure(ctx context.Context, bsl *salvorv1.BackupStorageLo
 	if bsl.Spec.ReadOnly() {
 		return fmt.Errorf("backup storage location %s is ReadOnly: no volume data is written to it", bsl.Name)
 	}
-	_, done, err := r.open(ctx, bsl, ns, true)
+	// The retention a repository is made with (one already there keeps
+	// its own; maintenance follows the location's).
+	retention, err := Retention(bsl)
 	if err != nil {
 		return err
 	}
-	done()
+	st, password, err := r.storage(ctx, bsl, ns, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close(context.WithoutCancel(ctx)) //nolint:errcheck
+	// Made, not opened: the mover or node agent that writes it opens it
+	// (and finds a wrong password then), and an open here would cost the
+	// backup another derivation of the repository's key.
+	if err := kopiarepo.Create(ctx, st, password, retention); err != nil {
+		return fmt.Errorf("backup storage location %s, repository of namespace %s: %w", bsl.Name, ns, err)
+	}
 	if r.known == nil {
 		r.known = map[string]bool{}
 	}

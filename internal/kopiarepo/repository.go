@@ -2,6 +2,7 @@ package kopiarepo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,10 +46,11 @@ type Options struct {
 	Retention *Retention
 	// ReadOnly opens it for reads only (a ReadOnly location).
 	ReadOnly bool
-	// CacheDir keeps the caches (empty: WorkDir/cache). Opens of one
-	// repository may share it, one after another or at once (kopia
-	// writes each cache file whole, under a temporary name); it holds
-	// one repository's caches, never two repositories'.
+	// CacheDir keeps the metadata cache of opens for writing (empty, or
+	// ReadOnly: none is kept). Opens of one repository may share it, one
+	// after another or at once (kopia writes each cache file whole, under
+	// a temporary name); it holds one repository's caches, never two
+	// repositories'.
 	CacheDir string
 	// CacheBytes bounds the metadata cache: indexes and directory
 	// listings (0: 512 MiB).
@@ -73,15 +75,14 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 		return nil, fmt.Errorf("kopia work directory: %w", err)
 	}
 	configFile := filepath.Join(opt.WorkDir, "repository.config")
-	cacheDir := opt.CacheDir
-	if cacheDir == "" {
-		cacheDir = filepath.Join(opt.WorkDir, "cache")
-	}
 	// The repository's format is read from the storage on every open,
 	// never from a cache an earlier open left: a repository made anew in
 	// its place must not be taken for the one that was.
 	for _, f := range []string{format.KopiaRepositoryBlobID, format.KopiaBlobCfgBlobID} {
-		if err := os.Remove(filepath.Join(cacheDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if opt.CacheDir == "" {
+			break
+		}
+		if err := os.Remove(filepath.Join(opt.CacheDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("kopia cache: %w", err)
 		}
 	}
@@ -89,44 +90,51 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 	if cacheBytes == 0 {
 		cacheBytes = 512 << 20
 	}
-	connect := &repo.ConnectOptions{
-		ClientOptions: repo.ClientOptions{Hostname: host, Username: user, ReadOnly: opt.ReadOnly, Description: "salvor"},
-		CachingOptions: content.CachingOptions{
-			CacheDirectory: cacheDir,
-			// No cache of file data: a restore reads each content once
-			// and a backup reads none, so caching it only wrote every
-			// restored byte a second time, to the cache's disk.
-			ContentCacheSizeBytes:  0,
-			MetadataCacheSizeBytes: cacheBytes,
-		},
-	}
-	err := repo.Connect(ctx, configFile, st, opt.Password, connect)
-	if errors.Is(err, repo.ErrRepositoryNotInitialized) {
-		if !opt.Create {
+	if opt.Create {
+		if err := Create(ctx, st, opt.Password, opt.Retention); err != nil {
 			st.Close(ctx) //nolint:errcheck
+			return nil, err
+		}
+	} else if _, err := st.GetMetadata(ctx, format.KopiaRepositoryBlobID); err != nil {
+		st.Close(ctx) //nolint:errcheck
+		if errors.Is(err, blob.ErrBlobNotFound) {
 			return nil, ErrNoRepository
 		}
-		// Another mover may make it at the same moment: whoever loses
-		// the race connects to the winner's.
-		newOpt := &repo.NewRepositoryOptions{}
-		if r := opt.Retention; r != nil {
-			newOpt.RetentionMode, newOpt.RetentionPeriod = blob.RetentionMode(r.Mode), r.Period
-		}
-		if err := repo.Initialize(ctx, st, newOpt, opt.Password); err != nil && !errors.Is(err, repo.ErrAlreadyInitialized) {
-			st.Close(ctx) //nolint:errcheck
-			return nil, fmt.Errorf("making kopia repository: %w", err)
-		}
-		err = repo.Connect(ctx, configFile, st, opt.Password, connect)
+		return nil, fmt.Errorf("reading kopia repository format: %w", err)
 	}
-	if err != nil {
-		st.Close(ctx) //nolint:errcheck
-		if errors.Is(err, repo.ErrInvalidPassword) {
-			return nil, ErrWrongPassword
-		}
-		return nil, fmt.Errorf("connecting to kopia repository: %w", err)
-	}
-	// Connect kept its own storage; the one it was given is done.
+	// The connection's config is written here rather than by kopia's
+	// Connect: Connect opens the repository once to try the password and
+	// the open below does it again, and each open derives the format key
+	// with scrypt (about 0.2 s of a core).
+	ci := st.ConnectionInfo()
 	st.Close(ctx) //nolint:errcheck
+	// No cache of file data: a restore reads each content once and a
+	// backup reads none, so caching it only wrote every restored byte a
+	// second time, to the cache's disk. Kopia keeps its metadata cache
+	// (indexes, directory listings) only beside a content cache, so the
+	// opens that keep one (CacheDir given, for writing: a node agent's
+	// backups, whose next backup reads its parent's listings) get a small
+	// content cache that a backup leaves empty; the others keep none.
+	caching := &content.CachingOptions{}
+	if opt.CacheDir != "" && !opt.ReadOnly {
+		abs, err := filepath.Abs(opt.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("kopia cache: %w", err)
+		}
+		caching = &content.CachingOptions{CacheDirectory: abs, ContentCacheSizeBytes: 1 << 20, MetadataCacheSizeBytes: cacheBytes}
+	}
+	lc := repo.LocalConfig{
+		Storage:       &ci,
+		Caching:       caching,
+		ClientOptions: repo.ClientOptions{Hostname: host, Username: user, ReadOnly: opt.ReadOnly, Description: "salvor"}.ApplyDefaults(ctx, ""),
+	}
+	config, err := json.Marshal(lc)
+	if err != nil {
+		return nil, fmt.Errorf("kopia connection config: %w", err)
+	}
+	if err := os.WriteFile(configFile, config, 0o600); err != nil {
+		return nil, fmt.Errorf("kopia connection config: %w", err)
+	}
 	rep, err := repo.Open(ctx, configFile, opt.Password, &repo.Options{TimeNowFunc: opt.Now})
 	if err != nil {
 		if errors.Is(err, repo.ErrInvalidPassword) {
@@ -135,6 +143,31 @@ func Open(ctx context.Context, st blob.Storage, opt Options) (*Repository, error
 		return nil, fmt.Errorf("opening kopia repository: %w", err)
 	}
 	return &Repository{rep: rep}, nil
+}
+
+// Create makes a kopia repository in st with password when st holds none
+// (with retention, its blobs are written under an S3 Object Lock
+// retention). Another mover may make it at the same moment: whoever loses
+// the race leaves the winner's.
+func Create(ctx context.Context, st blob.Storage, password string, retention *Retention) error {
+	if password == "" {
+		return errors.New("kopia repository: empty password")
+	}
+	_, err := st.GetMetadata(ctx, format.KopiaRepositoryBlobID)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, blob.ErrBlobNotFound) {
+		return fmt.Errorf("reading kopia repository format: %w", err)
+	}
+	newOpt := &repo.NewRepositoryOptions{}
+	if retention != nil {
+		newOpt.RetentionMode, newOpt.RetentionPeriod = blob.RetentionMode(retention.Mode), retention.Period
+	}
+	if err := repo.Initialize(ctx, st, newOpt, password); err != nil && !errors.Is(err, repo.ErrAlreadyInitialized) {
+		return fmt.Errorf("making kopia repository: %w", err)
+	}
+	return nil
 }
 
 // Close closes the repository.

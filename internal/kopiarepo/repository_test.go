@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"github.com/kopia/kopia/snapshot/policy"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kopia/kopia/repo/format"
+	"github.com/kopia/kopia/snapshot/policy"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 )
@@ -443,5 +445,64 @@ func TestCheckFindsLostData(t *testing.T) {
 	}
 	if _, err := mustOpen(t, loc, "app", "pw", false).Check(ctx, src); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("check of a forgotten snapshot: %v", err)
+	}
+}
+
+// TestCacheKeptForBackups: an open for writing with a cache directory
+// (a node agent's backup) leaves the repository's indexes and listings
+// there for the next job, and the next open reads the format from the
+// storage again; a read-only open (a restore) keeps no cache, so restored
+// bytes are written once.
+func TestCacheKeptForBackups(t *testing.T) {
+	loc := locations(t)["filesystem"]
+	ctx := context.Background()
+	cache := t.TempDir()
+	openWith := func(readOnly bool, cacheDir string) *Repository {
+		st, err := Storage(ctx, loc, "app", !readOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(ctx, st, Options{Password: "pw", WorkDir: t.TempDir(), Create: !readOnly, ReadOnly: readOnly, CacheDir: cacheDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	files := func(dir string) (n int) {
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") { // kopia's .shards
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	r := openWith(false, cache)
+	res, err := r.Backup(ctx, volume(t), Source{Requester: PodVolume, Name: "app/data"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close(ctx)
+	if files(filepath.Join(cache, "indexes"))+files(filepath.Join(cache, "index-blobs")) == 0 {
+		t.Fatalf("the backup left no index in its cache %s: %d files there", cache, files(cache))
+	}
+	if _, err := os.Stat(filepath.Join(cache, "contents")); err == nil && files(filepath.Join(cache, "contents")) > 0 {
+		t.Fatalf("the backup cached %d file contents; want none", files(filepath.Join(cache, "contents")))
+	}
+	// Written by the first open: the next one reads the format anew.
+	if err := os.WriteFile(filepath.Join(cache, format.KopiaRepositoryBlobID), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = openWith(false, cache)
+	r.Close(ctx)
+
+	restoreCache := t.TempDir()
+	r = openWith(true, restoreCache)
+	defer r.Close(ctx)
+	if _, err := r.Restore(ctx, res.SnapshotID, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := files(restoreCache); n != 0 {
+		t.Fatalf("a read-only open wrote %d files into its cache directory; want none", n)
 	}
 }
