@@ -310,7 +310,12 @@ func (a *Agent) open(ctx context.Context, name, ns string, readOnly bool) (*kopi
 	if err != nil {
 		return fail(fmt.Errorf("backup storage location %s: %w", bsl.Name, err))
 	}
-	cacheDir, release := a.cache.acquire(filepath.Join(a.WorkDir, "caches"), string(bsl.UID), ns, password)
+	// Restores (readOnly) keep no cache: kopia would write every restored
+	// byte into it.
+	cacheDir, release := "", func() {}
+	if !readOnly {
+		cacheDir, release = a.cache.acquire(filepath.Join(a.WorkDir, "caches"), string(bsl.UID), ns, password)
+	}
 	repo, err := kopiarepo.Open(ctx, st, kopiarepo.Options{Password: password, WorkDir: scratch, ReadOnly: readOnly,
 		CacheDir: cacheDir, CacheBytes: cacheBytes})
 	if err != nil {
