@@ -30,11 +30,14 @@ import (
 
 // RestoreReconciler runs restores.
 type RestoreReconciler struct {
-	Client        client.Client
-	APIReader     client.Reader
-	Engine        *restore.Engine
-	Locations     *Locations
-	Log           *slog.Logger
+	Client    client.Client
+	APIReader client.Reader
+	Engine    *restore.Engine
+	Locations *Locations
+	Log       *slog.Logger
+	// Copies follows the volumes restores make from snapshots (its
+	// snapshots.CopyReconciler runs beside this one).
+	Copies        *snapshots.Copies
 	MaxConcurrent int
 	// MaxAttempts bounds how often a restore interrupted by a server
 	// restart is started again (default 3).
@@ -465,7 +468,7 @@ func (r *RestoreReconciler) volumes(ctx context.Context, store *persistence.Back
 	if err != nil {
 		return restore.Volumes{}, err
 	}
-	v.Restorer = snapshots.NewRestorer(r.Client, rs.DeepCopy(), b, snaps, taken, authenticated, r.Locations.Snapshotter, timeout)
+	v.Restorer = snapshots.NewRestorer(r.Client, rs.DeepCopy(), b, snaps, taken, authenticated, r.Locations.Snapshotter, timeout, r.Copies)
 	return v, nil
 }
 

@@ -18,9 +18,10 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// Restorer recreates volumes with CreateVolumeFromSnapshot, follows
-// the copy through Progress with the new volume's ID as the operation ID (a
-// Salvor extension), and shows it in a VolumePluginRestore.
+// Restorer recreates volumes with CreateVolumeFromSnapshot and waits
+// while its Copies' reconciler follows each copy through Progress with the
+// new volume's ID as the operation ID (a Salvor extension) and shows it in
+// a VolumePluginRestore.
 //
 // Each snapshot is restored through its own location's snapshotter (a
 // Velero backup may hold snapshots of several), found when a volume of it
@@ -33,6 +34,7 @@ type Restorer struct {
 	snaps   map[string]VolumeSnapshot
 	open    func(ctx context.Context, location string) (*Snapshotter, error)
 	timeout time.Duration
+	copies  *Copies
 
 	// taken are the snapshots this cluster recorded the backup taking
 	// (Taken): the only ones made into volumes unless the restore trusts
@@ -49,15 +51,16 @@ type Restorer struct {
 // NewRestorer is the Restorer of restore rs from backup b, whose snapshots
 // are snaps: each made into a volume through the snapshotter open returns
 // for its location (nil when the location is the default and there is
-// none), within timeout. taken and authenticated are what make a snapshot
-// the bucket names trusted (see Taken).
+// none), within timeout, each copy followed by copies' CopyReconciler.
+// taken and authenticated are what make a snapshot the bucket names
+// trusted (see Taken).
 func NewRestorer(c client.Client, rs *salvorv1.Restore, b *salvorv1.Backup, snaps []VolumeSnapshot, taken map[[2]string]bool, authenticated bool,
-	open func(ctx context.Context, location string) (*Snapshotter, error), timeout time.Duration) *Restorer {
+	open func(ctx context.Context, location string) (*Snapshotter, error), timeout time.Duration, copies *Copies) *Restorer {
 	byPV := map[string]VolumeSnapshot{}
 	for _, s := range snaps {
 		byPV[s.Spec.PersistentVolumeName] = s
 	}
-	return &Restorer{c: c, restore: rs, backup: b, snaps: byPV, open: open, timeout: timeout, taken: taken, authenticated: authenticated,
+	return &Restorer{c: c, restore: rs, backup: b, snaps: byPV, open: open, timeout: timeout, copies: copies, taken: taken, authenticated: authenticated,
 		snapshotter: map[string]*Snapshotter{}}
 }
 
@@ -118,15 +121,7 @@ func (v *Restorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructu
 	if err != nil {
 		return nil, false, fmt.Errorf("creating the VolumePluginRestore: %w", err)
 	}
-	// end records how the volume's restore ended; it is written even when
-	// ctx is done (a cancelled restore), so nothing is left InProgress.
-	end := func(phase, message string) {
-		now := metav1.Now()
-		vpr.Status.Phase, vpr.Status.Message, vpr.Status.CompletionTimestamp, vpr.Status.Updated = phase, message, &now, &now
-		// Best effort: the restore's own status says what happened; the
-		// progress resource is a view of it.
-		_ = v.c.Status().Update(context.WithoutCancel(ctx), vpr)
-	}
+	end := func(phase, message string) { endCopy(ctx, v.c, vpr, phase, message) }
 	volumeID := vpr.Status.VolumeID
 	if volumeID != "" && vpr.Status.Phase == "Completed" {
 		updated, err := snap.VS.SetVolumeID(ctx, pv, volumeID)
@@ -155,51 +150,34 @@ func (v *Restorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructu
 			return nil, false, fmt.Errorf("recording volume %s in the VolumePluginRestore: %w", volumeID, err)
 		}
 	}
-	deadline := time.Now().Add(v.timeout)
-	for {
-		p, err := snap.VS.Progress(ctx, volumeID)
-		done := errors.Is(err, host.ErrNotSupported) // a v1 snapshotter's volume is ready when created
-		if err != nil && !done {
-			if ctx.Err() != nil {
-				_ = snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
-				end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
-				return nil, false, ctx.Err()
-			}
-			err = fmt.Errorf("progress of volume %s: %w", volumeID, err)
-			end("Failed", err.Error())
-			return nil, false, err
-		}
-		now := metav1.Now()
-		st := &vpr.Status
-		st.Updated = &now
-		if !done {
-			st.Advance(p.NCompleted, p.NTotal)
-			done = p.Completed
-			if p.Completed && p.Err != "" {
-				end("Failed", p.Err)
-				return nil, false, fmt.Errorf("volume %s from snapshot %s: %s", volumeID, s.Status.ProviderSnapshotID, p.Err)
-			}
-		}
-		if done {
-			st.Phase, st.CompletionTimestamp = "Completed", &now
-			st.Done()
-			_ = v.c.Status().Update(ctx, vpr)
-			break
-		}
-		_ = v.c.Status().Update(ctx, vpr)
-		if time.Now().After(deadline) {
-			_ = snap.VS.Cancel(ctx, volumeID)
-			err := fmt.Errorf("volume %s from snapshot %s timed out after %s", volumeID, s.Status.ProviderSnapshotID, v.timeout)
-			end("Failed", err.Error()+"; the copy was cancelled")
-			return nil, false, err
-		}
+	// The copy's progress is the CopyReconciler's to follow; the restore
+	// waits for its answer.
+	key := client.ObjectKeyFromObject(vpr)
+	f := &copyFollow{vs: snap.VS, volumeID: volumeID, snapshotID: s.Status.ProviderSnapshotID, timeout: v.timeout}
+	f.deadline = time.Now().Add(v.timeout)
+	done, err := v.copies.follow(ctx, key, f)
+	if err == nil {
 		select {
+		case err = <-done:
+			if err != nil {
+				return nil, false, err
+			}
 		case <-ctx.Done():
-			_ = snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
-			end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
-			return nil, false, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+			err = ctx.Err()
 		}
+	}
+	if err != nil {
+		v.copies.drop(key, f)
+		select {
+		case <-done:
+			// The reconciler recorded how the copy ended as the restore
+			// stopped: that record stands.
+			return nil, false, err
+		default:
+		}
+		_ = snap.VS.Cancel(context.WithoutCancel(ctx), volumeID)
+		end("Canceled", fmt.Sprintf("the restore stopped (%v); the copy was cancelled", context.Cause(ctx)))
+		return nil, false, err
 	}
 	updated, err := snap.VS.SetVolumeID(ctx, pv, volumeID)
 	if err != nil {

@@ -41,6 +41,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/resources"
 	"github.com/salvor-dev/salvor/internal/restore"
 	"github.com/salvor-dev/salvor/internal/selfservice"
+	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -410,6 +411,7 @@ func (o *options) run(ctx context.Context) error {
 	podVolumeBackups := &datamover.PodVolumeBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
 		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain}
 	schedules := &controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip}
+	copies := snapshots.NewCopies()
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controller.BackupReconciler{
 			Client:        mgr.GetClient(),
@@ -441,8 +443,10 @@ func (o *options) run(ctx context.Context) error {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Engine: &restore.Engine{Dynamic: dyn, REST: raw, Discovery: disc, Plugins: plugins, Workers: o.restoreWorkers, ReadyTimeout: o.readyTimeout, Tiers: o.restoreTiers, MemoryBudget: memoryBudget,
 				TerminatingTimeout: o.terminatingTimeout, Hooks: hookRunner, HookWaitTimeout: o.hookWait},
+			Copies:        copies,
 			MaxConcurrent: o.maxConcurrentBackups,
 		},
+		&snapshots.CopyReconciler{Client: mgr.GetClient(), Copies: copies},
 		&controller.RestoreOperationsReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Locations: locations, Log: logger,
 			Tracker: &operations.Tracker{Ceiling: o.operationSync}, DefaultTimeout: o.operationTimeout,
