@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +33,7 @@ func TestPhaseTransitions(t *testing.T) {
 	locations := &Locations{Client: c, Namespace: "salvor"}
 	log := slog.New(slog.DiscardHandler)
 	br := &BackupReconciler{Client: c, APIReader: c, Engine: &backup.Engine{Discovery: disc}, Locations: locations, Log: log, Runs: &Runs{}, MaxAttempts: 3}
-	rr := &RestoreReconciler{Client: c, APIReader: c, Engine: &restore.Engine{Discovery: disc}, Locations: locations, Log: log, MaxAttempts: 3}
+	rr := &RestoreReconciler{Client: c, APIReader: c, Engine: &restore.Engine{Discovery: disc, Dynamic: dynamic.NewForConfigOrDie(cfg)}, Locations: locations, Log: log, MaxAttempts: 3}
 	if err := c.Create(ctx, &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "dr", Namespace: "salvor"},
 		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/filesystem", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"},
 			AccessMode: salvorv1.BackupStorageLocationAccessModeReadOnly}}); err != nil {
@@ -113,6 +115,39 @@ func TestPhaseTransitions(t *testing.T) {
 		}
 		if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), tc.want) {
 			t.Errorf("restore %s: %s %q", tc.name, rs.Status.Phase, rs.Status.ValidationErrors)
+		}
+	}
+
+	// The mappings of the restore's namespace are judged with its spec:
+	// two ConfigMaps mapping storage classes, or an image row that is not
+	// "old,new", fail its validation naming them, before any backup is read.
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "classes-a", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "classes-b", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
+			Data: map[string]string{"registry": "registry.a mirror.b"}},
+	} {
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "mapped-badly", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "absent"}}
+	if err := c.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salvor", Name: rs.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(rs.Status.ValidationErrors, "\n")
+	for _, want := range []string{
+		"ConfigMaps classes-a, classes-b in salvor all map storage classes (labelled velero.io/plugin-config,velero.io/change-storage-class=RestoreItemAction): keep one",
+		`ConfigMap salvor/images maps image names, but its key registry holds "registry.a mirror.b": write "old,new"`,
+	} {
+		if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(all, want) {
+			t.Errorf("restore with bad mappings: %s, validation errors %q lack %q", rs.Status.Phase, all, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -220,7 +221,10 @@ func (r *VerifyReconciler) compare(ctx context.Context, b *salvorv1.Backup, rs *
 	defer tarball.Close()
 	// The test restore changed storage classes and images as mapped: so does the
 	// comparison.
-	mappings, err := restore.LoadMappings(ctx, r.Dynamic, rs.Namespace)
+	mappings, problems, err := restore.LoadMappings(ctx, r.Dynamic, rs.Namespace)
+	if err == nil && len(problems) > 0 {
+		err = errors.New(strings.Join(problems, "; "))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func postObject(ctx context.Context, c rest.Interface, gvr schema.GroupVersionRe
 // gvrFor picks the version to create an item at: the backed-up version if
 // the cluster serves it, else the cluster's preferred one.
 func (r *run) gvrFor(it *entry, obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, bool) {
-	res, ok := r.served(it.kind.gr)
+	res, ok := r.selection().servedAs(it.kind.gr)
 	if !ok {
 		return schema.GroupVersionResource{}, false, false
 	}

@@ -53,9 +53,12 @@
 // # Files
 //
 // One job each: engine.go runs a restore tier by tier; validate.go checks a
-// spec; plan.go reads and spools the backup and decides what the restore
-// selects, where it goes and what the cluster serves (through package
-// resources, shared with backups); pipeline.go is the item pipeline —
+// spec; prepare.go reads once what the spec points to (modifiers,
+// policies, mappings); selection.go decides what the restore takes of each
+// item and where it goes, from the spec and what the cluster serves alone
+// (testdata/select); plan.go reads and spools the backup, recording those
+// verdicts and what restored items need, and discovers the cluster
+// (through package resources, shared with backups); pipeline.go is the item pipeline —
 // claims, plugins, additional items, readiness waits, operations;
 // create.go writes to the API server (create, or compare and update what
 // exists); status.go gives an item just made its backed-up status where

@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -28,7 +27,6 @@ import (
 	"github.com/salvor-dev/salvor/internal/periodic"
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/plugin/host"
-	"github.com/salvor-dev/salvor/internal/resourcepolicy"
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
@@ -159,15 +157,17 @@ type Outcome struct {
 }
 
 type run struct {
-	e         *Engine
-	restore   *salvorv1.Restore
-	log       *slog.Logger
-	spool     *spool
-	tiers     order
-	actions   []resources.Scoped[host.RestoreItemAction]
-	policy    salvorv1.ExistingResourcePolicy
-	selectors []labels.Selector // an item is selected when one matches
-	hooks     []podHook         // the spec's init hooks, read once
+	e       *Engine
+	restore *salvorv1.Restore
+	log     *slog.Logger
+	spool   *spool
+	tiers   order
+	actions []resources.Scoped[host.RestoreItemAction]
+	policy  salvorv1.ExistingResourcePolicy
+	// sel decides what is restored, and where (withServed after each
+	// discovery).
+	sel   atomic.Pointer[selection]
+	hooks []podHook // the spec's init hooks, read once
 	// execHooks are the spec's exec hooks; hookRuns the pods' runs of
 	// them, each beside the restore, and hooksRun and hooksFailed count
 	// them.
@@ -208,8 +208,7 @@ type run struct {
 	fmu     sync.Mutex
 	flights map[itemKey]*flight
 
-	mu        sync.Mutex
-	resources map[schema.GroupResource]resources.Resource
+	mu sync.Mutex // guards operations
 	// candidates are the cluster-scoped items includeClusterResources left
 	// out, and needed those of them a restored namespaced item needs (by
 	// resource/name): they are restored after all. The value is, for a
@@ -221,8 +220,6 @@ type run struct {
 	// provisioner makes them anew, so the backed-up volume is not
 	// restored. By volume name, the claim's namespace/name.
 	fromSnapshot map[string]string
-	// allowed caches resourceAllowed per resource (guarded by mu).
-	allowed map[allowKey]bool
 	// reported are the unavailable API groups already warned about
 	// (discovery runs again after each tier that adds CRDs).
 	reported map[schema.GroupVersion]bool
@@ -231,8 +228,6 @@ type run struct {
 	mappings *Mappings
 	// modifiers are the spec's resource modifier rules, read once.
 	modifiers *modifiers.Rules
-	// filters are the filter policies of the spec's resourcePolicy.
-	filters *resourcepolicy.Filters
 	// dry is set for a dry-run restore (see dryrun.go), list for any
 	// other (see restored.go).
 	dry        *dryRun
@@ -248,6 +243,9 @@ func (e *Engine) Run(ctx context.Context, rs *salvorv1.Restore, tarball io.Reade
 	return e.RunWithVolumes(ctx, rs, tarball, Volumes{}, log, onProgress)
 }
 
+// selection is what decides, as discovery last found the cluster.
+func (r *run) selection() *selection { return r.sel.Load() }
+
 // RunWithVolumes is Run that knows the backup's volume data: it recreates
 // snapshotted volumes and reports items restored without their data.
 func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarball io.Reader, volumes Volumes, log *slog.Logger, onProgress func(Progress)) (*Outcome, error) {
@@ -258,10 +256,6 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	rs = rs.DeepCopy()
 	if e.REST == nil {
 		return nil, fmt.Errorf("restore %s: the engine has no client for creates (see NewCreateClient)", rs.Name)
-	}
-	sel, err := filters(rs.Spec).Selectors()
-	if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
 	dir, err := os.MkdirTemp("", "salvor-restore-")
 	if err != nil {
@@ -281,7 +275,7 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 	}
 	defer sp.close()
 	r := &run{e: e, restore: rs, log: log, rec: persistence.Recorder{Log: log}, spool: sp, tiers: newOrder(tiers), reported: map[schema.GroupVersion]bool{}, candidates: map[string]string{}, needed: map[string]string{}, fromSnapshot: map[string]string{},
-		policy: rs.Spec.ExistingResourcePolicy, selectors: sel, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, veleroMoved: volumes.VeleroMoved, veleroFS: volumes.VeleroFS, snapshotted: volumes.Snapshotted,
+		policy: rs.Spec.ExistingResourcePolicy, volumes: volumes.Restorer, elsewhere: volumes.Elsewhere, veleroMoved: volumes.VeleroMoved, veleroFS: volumes.VeleroFS, snapshotted: volumes.Snapshotted,
 		namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, flights: map[itemKey]*flight{}}
 	if r.policy == "" {
 		r.policy = salvorv1.ExistingResourcePolicyNone
@@ -309,21 +303,26 @@ func (e *Engine) RunWithVolumes(ctx context.Context, rs *salvorv1.Restore, tarba
 		return nil, err
 	}
 	policies := prep.Policies
-	r.modifiers, r.filters = prep.Modifiers, policies.Filters()
-	// The mappings' ConfigMaps are read before the tarball: a bad one
-	// stops the restore before it downloads anything.
-	if r.mappings, err = LoadMappings(ctx, e.Dynamic, rs.Namespace); err != nil {
-		return nil, err
+	r.modifiers = prep.Modifiers
+	sel, err := newSelection(&rs.Spec, policies.Filters())
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rs.Name, err)
 	}
+	r.sel.Store(sel)
+	// The mappings' ConfigMaps were read before the tarball: a bad one
+	// stopped the restore before it downloaded anything.
+	r.mappings = prep.Mappings
 	// Discovery first: reading checks each item's scope against it, and
 	// files each item in the tier its resource's name in the list means.
 	if err := r.discover(e.Discovery); err != nil {
 		return nil, err
 	}
-	served := slices.SortedFunc(maps.Values(r.resources), func(a, b resources.Resource) int {
+	served := slices.SortedFunc(maps.Values(r.selection().served), func(a, b resources.Resource) int {
 		return strings.Compare(a.String(), b.String())
 	})
-	for _, w := range policies.Idle(served, func(res resources.Resource) bool { return r.filtersAllow(res.GVR.GroupResource(), res.Kind) }, "restore") {
+	for _, w := range policies.Idle(served, func(res resources.Resource) bool {
+		return r.selection().filtersAllow(res.GVR.GroupResource(), res.Kind)
+	}, "restore") {
 		r.rec.RunWarning(w)
 	}
 	r.tiers = r.tiers.resolved(served)

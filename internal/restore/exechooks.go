@@ -23,7 +23,7 @@ import (
 // returned detail what the restore would run.
 func (r *run) startExecHooks(ctx context.Context, pod *unstructured.Unstructured, what string) string {
 	ns := pod.GetNamespace()
-	pods, _ := r.served(podResource)
+	pods, _ := r.selection().servedAs(podResource)
 	execs, warnings := r.execHooks.For(pods, pod, r.annotationHooks)
 	for _, w := range warnings {
 		r.rec.Warning(ns, fmt.Sprintf("%s: %s", what, w))

@@ -116,7 +116,7 @@ func podHooks(h *salvorv1.RestoreHooks) ([]podHook, error) {
 // its hook writes it.
 func (r *run) initHooks(pod *unstructured.Unstructured, target string) error {
 	var add []any
-	pods, _ := r.served(podResource)
+	pods, _ := r.selection().servedAs(podResource)
 	for _, h := range r.hooks {
 		if h.selector.Applies(pods, target, labels.Set(pod.GetLabels())) {
 			for _, c := range h.containers {

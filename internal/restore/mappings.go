@@ -38,29 +38,40 @@ type Mappings struct {
 }
 
 // LoadMappings reads the mappings configured in namespace. A mapping two
-// ConfigMaps configure, or one that cannot be read as a mapping, is an
-// error: which one would apply, or what it means, is not for the restore
-// to guess.
-func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) (*Mappings, error) {
-	cm, err := pluginConfig(ctx, dyn, namespace, storageClassMapSelector, "map storage classes")
+// ConfigMaps configure, or one that cannot be read as a mapping, is a
+// problem the user must fix, one of problems: which one would apply, or
+// what it means, is not for the restore to guess. err is a failure to
+// read, worth trying again.
+func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) (m *Mappings, problems []string, err error) {
+	classMap, problem, err := pluginConfig(ctx, dyn, namespace, storageClassMapSelector, "map storage classes")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	classes, err := loadStorageClasses(ctx, dyn, cm)
+	problems = nonEmpty(problem)
+	classes, err := loadStorageClasses(ctx, dyn, classMap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cm, err = pluginConfig(ctx, dyn, namespace, imageNameMapSelector, "map image names"); err != nil {
-		return nil, err
-	}
-	images, err := parseImageNames(cm)
+	imageMap, problem, err := pluginConfig(ctx, dyn, namespace, imageNameMapSelector, "map image names")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if classes == nil && images == nil {
-		return nil, nil
+	problems = append(problems, nonEmpty(problem)...)
+	images, err := parseImageNames(imageMap)
+	if err != nil {
+		problems = append(problems, err.Error())
 	}
-	return &Mappings{classes: classes, images: images}, nil
+	if len(problems) > 0 || classes == nil && images == nil {
+		return nil, problems, nil
+	}
+	return &Mappings{classes: classes, images: images}, nil, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // Apply changes what the mappings change in an item, and says what. An
@@ -79,23 +90,23 @@ func (m *Mappings) Apply(gr schema.GroupResource, obj *unstructured.Unstructured
 }
 
 // pluginConfig returns the ConfigMap in namespace that selector selects,
-// nil if there is none, and an error if there are more.
-func pluginConfig(ctx context.Context, dyn dynamic.Interface, namespace, selector, does string) (*unstructured.Unstructured, error) {
+// nil if there is none, and a problem if there are more.
+func pluginConfig(ctx context.Context, dyn dynamic.Interface, namespace, selector, does string) (cm *unstructured.Unstructured, problem string, err error) {
 	list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).
 		List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, fmt.Errorf("reading the ConfigMaps in %s labelled %s: %w", namespace, selector, err)
+		return nil, "", fmt.Errorf("reading the ConfigMaps in %s labelled %s: %w", namespace, selector, err)
 	}
 	switch len(list.Items) {
 	case 0:
-		return nil, nil
+		return nil, "", nil
 	case 1:
-		return &list.Items[0], nil
+		return &list.Items[0], "", nil
 	}
 	var names []string
 	for _, cm := range list.Items {
 		names = append(names, cm.GetName())
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("ConfigMaps %s in %s all %s (labelled %s): keep one", strings.Join(names, ", "), namespace, does, selector)
+	return nil, fmt.Sprintf("ConfigMaps %s in %s all %s (labelled %s): keep one", strings.Join(names, ", "), namespace, does, selector), nil
 }

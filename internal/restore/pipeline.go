@@ -170,7 +170,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 		return
 	}
 	it.body = nil
-	target := r.targetNamespace(it.namespace)
+	target := r.selection().targetNamespace(it.namespace)
 	if why := leftOut(it.kind.gr, obj); why != "" {
 		r.log.Info("not restored: "+why, "item", what)
 		r.restored.Add(1)
@@ -183,7 +183,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 	// what its JSON says.
 	obj.SetNamespace(target)
 	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
-		obj.SetName(r.targetNamespace(it.name))
+		obj.SetName(r.selection().targetNamespace(it.name))
 	}
 	if it.kind.gr == podResource {
 		r.markVeleroFS(it, obj)
@@ -205,7 +205,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 			}
 		}
 	}
-	Adjust(it.kind.gr, obj, r.targetNamespace)
+	Adjust(it.kind.gr, obj, r.selection().targetNamespace)
 	if changed, err := r.mappings.Apply(it.kind.gr, obj); err != nil {
 		r.rec.Error(target, fmt.Sprintf("%s: %v", what, err))
 		r.record(r.dryName(it, obj), salvorv1.DryRunWouldFail, err.Error())
@@ -245,7 +245,7 @@ func (r *run) doRestore(ctx context.Context, it *entry, w *worker, what string) 
 				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which is not in the backup", what, act.Action.Name(), extra))
 				continue
 			}
-			if !dep.selected && !r.additionalAllowed(dep) {
+			if !dep.selected && !r.selection().additionalAllowed(dep.kind.gr, dep.namespace, dep.name) {
 				r.rec.Warning(target, fmt.Sprintf("%s: RestoreItemAction %s asked for %s, which the restore's filters leave out; not restored", what, act.Action.Name(), extra))
 				continue
 			}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -22,45 +20,6 @@ import (
 	"github.com/salvor-dev/salvor/internal/resources"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
-
-// read checks the whole tarball and spools its items, tier by tier.
-const tokenSecretType = "kubernetes.io/service-account-token"
-
-// revokedToken tells whether obj is a service-account token Secret the
-// restore leaves out: unless the restore names secrets in its
-// includedResources, a legacy token an admin deleted to revoke it must not
-// come back with the backup.
-func (r *run) revokedToken(gr schema.GroupResource, obj *unstructured.Unstructured) bool {
-	if gr != (schema.GroupResource{Resource: "secrets"}) {
-		return false
-	}
-	if t, _, _ := unstructured.NestedString(obj.Object, "type"); t != tokenSecretType {
-		return false
-	}
-	for _, n := range r.restore.Spec.IncludedResources {
-		if n != "*" && r.matches([]string{n}, gr, obj.GetKind()) {
-			return false
-		}
-	}
-	return true
-}
-
-// clusterResourcesWanted applies includeClusterResources: true always,
-// false never, unset only when the restore includes every namespace.
-func (r *run) clusterResourcesWanted() bool {
-	spec := r.restore.Spec
-	if spec.IncludeClusterResources != nil {
-		return *spec.IncludeClusterResources
-	}
-	return len(spec.IncludedNamespaces) == 0 || slices.Contains(spec.IncludedNamespaces, "*")
-}
-
-// needsAtRead tells whether the cluster-scoped items that selected
-// namespaced ones need are found as the backup is read (see needs): when
-// includeClusterResources, unset, leaves them out otherwise.
-func (r *run) needsAtRead() bool {
-	return !r.clusterResourcesWanted() && r.restore.Spec.IncludeClusterResources == nil
-}
 
 // needs records the cluster-scoped items a restored namespaced item needs
 // to work: a claim's volume, a custom resource's definition.
@@ -106,6 +65,7 @@ func checkScope(gr schema.GroupResource, namespaced bool, path string, filedName
 	return fmt.Errorf("%w: entry %s is filed under a namespace, but resource %s is cluster-scoped; nothing from this backup is restored", archive.ErrInvalid, path, gr)
 }
 
+// read checks the whole tarball and spools its items, tier by tier.
 func (r *run) read(tarball io.Reader) error {
 	// Scopes of resources the cluster does not serve yet are checked
 	// against the backup's own CRDs once the whole tarball is read.
@@ -116,7 +76,7 @@ func (r *run) read(tarball io.Reader) error {
 			return nil // the top-level copy is the one restored
 		}
 		gr := schema.GroupResource{Group: e.Group, Resource: e.Resource}
-		if res, served := r.served(gr); served {
+		if res, served := r.selection().servedAs(gr); served {
 			if err := checkScope(gr, res.Namespaced, e.Path, e.Namespace != ""); err != nil {
 				return err
 			}
@@ -130,8 +90,8 @@ func (r *run) read(tarball io.Reader) error {
 			unserved[gr] = seen
 		}
 		if why := e.Misfiled(); why != "" {
-			r.rec.Error(r.targetNamespace(e.Namespace), fmt.Sprintf("%s: %s: not restored, as the restore's filters, policies and mappings judged it by its path", describe(gr, e.Namespace, e.Name), why))
-			r.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunWouldFail, why)
+			r.rec.Error(r.selection().targetNamespace(e.Namespace), fmt.Sprintf("%s: %s: not restored, as the restore's filters, policies and mappings judged it by its path", describe(gr, e.Namespace, e.Name), why))
+			r.record(describe(gr, r.selection().targetNamespace(e.Namespace), e.Name), salvorv1.DryRunWouldFail, why)
 			return nil
 		}
 		if gr == crdResource {
@@ -145,12 +105,15 @@ func (r *run) read(tarball io.Reader) error {
 		} else if gr == (schema.GroupResource{Resource: "namespaces"}) {
 			r.held[e.Name] = true
 		}
-		selected := r.selects(gr, e.Namespace, e.Name, e.Object)
-		if selected && r.revokedToken(gr, e.Object) {
-			selected = false
-			r.rec.Warning(e.Namespace, fmt.Sprintf("secret %s/%s is a service account token (%s): not restored — the cluster issues tokens anew, and one deleted to revoke it stays revoked; name secrets in includedResources to restore it", e.Namespace, e.Name, tokenSecretType))
-			r.record(describe(gr, r.targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, "a service account token: the cluster issues tokens anew; name secrets in includedResources to restore it")
+		v := r.selection().judge(gr, e.Namespace, e.Name, e.Object)
+		if v.candidate {
+			r.candidates[gr.String()+"/"+e.Name] = claimOfVolume(gr, e.Object)
 		}
+		if v.warning != "" {
+			r.rec.Warning(e.Namespace, v.warning)
+			r.record(describe(gr, r.selection().targetNamespace(e.Namespace), e.Name), salvorv1.DryRunSkipped, v.skipped)
+		}
+		selected := v.take
 		if selected && gr == (schema.GroupResource{Resource: "persistentvolumeclaims"}) && r.fromCSISnapshot(e.Object) {
 			if pv, _, _ := unstructured.NestedString(e.Object.Object, "spec", "volumeName"); pv != "" {
 				r.fromSnapshot[pv] = e.Namespace + "/" + e.Name
@@ -158,7 +121,7 @@ func (r *run) read(tarball io.Reader) error {
 		}
 		if selected && e.Namespace != "" {
 			r.namespaces[e.Namespace] = true
-			if r.needsAtRead() {
+			if r.selection().needsAtRead() {
 				r.needs(gr, e.Namespace, e.Object)
 			}
 		}
@@ -200,7 +163,7 @@ func (r *run) read(tarball io.Reader) error {
 	for key, by := range r.needed {
 		whose, ok := r.candidates[key]
 		if ok && whose != by {
-			r.rec.Warning(r.targetNamespace(namespaceOf(by)), volumeNotTheirs(by, strings.TrimPrefix(key, "persistentvolumes/"), whose))
+			r.rec.Warning(r.selection().targetNamespace(namespaceOf(by)), volumeNotTheirs(by, strings.TrimPrefix(key, "persistentvolumes/"), whose))
 		}
 		if !ok || whose != by {
 			delete(r.needed, key)
@@ -213,176 +176,6 @@ func (r *run) read(tarball io.Reader) error {
 	}
 	r.total.Add(int64(-replaced))
 	return nil
-}
-
-// served is the cluster's resource gr, as discovery last found it
-// (discovery runs again after each tier that adds CRDs).
-func (r *run) served(gr schema.GroupResource) (resources.Resource, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res, ok := r.resources[gr]
-	return res, ok
-}
-
-// matches tells whether one of names (of includedResources, say) means
-// resource gr: through discovery every name the resource answers to
-// (plural, singular, kind, short names, with or without group, any case),
-// as backups read them; for a resource the cluster does not serve yet (a
-// custom resource whose CRD the restore brings), its resource and kind.
-func (r *run) matches(names []string, gr schema.GroupResource, kind string) bool {
-	if res, served := r.served(gr); served {
-		return res.MatchesAny(names)
-	}
-	for _, n := range names {
-		n = strings.ToLower(n)
-		k := strings.ToLower(kind)
-		if n == "*" || n == gr.Resource || n == gr.String() || (k != "" && (n == k || n == k+"."+gr.Group)) {
-			return true
-		}
-	}
-	return false
-}
-
-// selects applies the restore's filters to an item of the backup.
-func (r *run) selects(gr schema.GroupResource, ns, name string, obj *unstructured.Unstructured) bool {
-	if !r.resourceAllowed(gr, obj.GetKind()) {
-		return false
-	}
-	if gr == (schema.GroupResource{Resource: "namespaces"}) {
-		ns = name
-	}
-	if ns == "" && !r.clusterResourcesWanted() {
-		// Cluster-scoped, and the restore does not want those as such; a
-		// restored namespaced item may still need it (see needs).
-		r.candidates[gr.String()+"/"+name] = claimOfVolume(gr, obj)
-		return false
-	}
-	if ns != "" && !r.namespaceAllowed(ns) {
-		return false
-	}
-	// A volume follows its claim (see doRestore); a CSI snapshot's content
-	// is made anew for its snapshot by the built-in CSI action, which
-	// never restores the backed-up one.
-	if ns == "" && r.restore.Spec.IncludeClusterResources == nil && gr != (schema.GroupResource{Resource: "persistentvolumes"}) &&
-		gr != (schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"}) {
-		if from := mappedReference(obj.Object, r.restore.Spec.NamespaceMapping); from != "" {
-			// A ClusterRoleBinding's subject, a webhook's service: restored
-			// as it is, it would act on the original namespace, not on the
-			// one this restore maps it to.
-			r.rec.Warning("", fmt.Sprintf("%s %s refers to namespace %s, which this restore maps to %s: not restored, it would act on %s; set includeClusterResources to restore it anyway",
-				gr, name, from, r.restore.Spec.NamespaceMapping[from], from))
-			r.record(describe(gr, "", name), salvorv1.DryRunSkipped, fmt.Sprintf("refers to namespace %s, which this restore maps to %s; set includeClusterResources to restore it anyway", from, r.restore.Spec.NamespaceMapping[from]))
-			return false
-		}
-	}
-	if gr != (schema.GroupResource{Resource: "namespaces"}) {
-		// A filter policy for the item's namespace in the backup (or its
-		// cluster-scoped resource) chooses by its selectors and names, in
-		// place of the spec's selectors.
-		f, decided := r.filters.For(ns, func(names []string) bool { return r.matches(names, gr, obj.GetKind()) })
-		if decided {
-			return f != nil && f.Takes(name, labels.Set(obj.GetLabels()))
-		}
-	}
-	return resources.AnyMatches(r.selectors, labels.Set(obj.GetLabels()))
-}
-
-// mappedReference returns a namespace that v (an object's fields, apart
-// from its own metadata) refers to by a "namespace" field and that mapping
-// maps elsewhere, or "".
-func mappedReference(v any, mapping map[string]string) string {
-	if len(mapping) == 0 {
-		return ""
-	}
-	var walk func(v any, top bool) string
-	walk = func(v any, top bool) string {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if top && k == "metadata" {
-					continue
-				}
-				if s, ok := x.(string); ok && k == "namespace" {
-					if _, mapped := mapping[s]; mapped {
-						return s
-					}
-				}
-				if found := walk(x, false); found != "" {
-					return found
-				}
-			}
-		case []any:
-			for _, x := range v {
-				if found := walk(x, false); found != "" {
-					return found
-				}
-			}
-		}
-		return ""
-	}
-	return walk(v, true)
-}
-
-// resourceAllowed applies the restore's resource filters and the default
-// exclusions (which only naming the resource lifts). The answer depends
-// on the resource alone, so it is worked out once per resource, not per
-// item.
-func (r *run) resourceAllowed(gr schema.GroupResource, kind string) bool {
-	k := allowKey{gr, kind}
-	r.mu.Lock()
-	v, ok := r.allowed[k]
-	r.mu.Unlock()
-	if ok {
-		return v
-	}
-	v = r.filtersAllow(gr, kind)
-	r.mu.Lock()
-	if r.allowed == nil {
-		r.allowed = map[allowKey]bool{}
-	}
-	r.allowed[k] = v
-	r.mu.Unlock()
-	return v
-}
-
-type allowKey struct {
-	gr   schema.GroupResource
-	kind string
-}
-
-func (r *run) filtersAllow(gr schema.GroupResource, kind string) bool {
-	spec := r.restore.Spec
-	if r.matches(DefaultExcluded, gr, kind) && !r.matches(spec.IncludedResources, gr, kind) {
-		return false
-	}
-	return !r.matches(spec.ExcludedResources, gr, kind) && (len(spec.IncludedResources) == 0 || r.matches(spec.IncludedResources, gr, kind))
-}
-
-// namespaceAllowed applies the restore's namespace filters to a namespace
-// of the backup.
-func (r *run) namespaceAllowed(ns string) bool {
-	spec := r.restore.Spec
-	return resources.Includes(spec.IncludedNamespaces, spec.ExcludedNamespaces, resources.NameMatcher(ns))
-}
-
-// additionalAllowed tells whether an item a plugin asks for, outside what
-// the restore selects, passes its filters: resources, default exclusions
-// and namespaces (not the label selector: a plugin names the very item it
-// needs). A cluster-scoped one is refused only when includeClusterResources
-// is false.
-func (r *run) additionalAllowed(it *entry) bool {
-	ns := it.namespace
-	if it.kind.gr == (schema.GroupResource{Resource: "namespaces"}) {
-		ns = it.name
-	}
-	if !r.resourceAllowed(it.kind.gr, "") {
-		return false
-	}
-	if ns == "" {
-		icr := r.restore.Spec.IncludeClusterResources
-		return icr == nil || *icr
-	}
-	return r.namespaceAllowed(ns)
 }
 
 // discover reads the cluster's resources through d: the run's discovery
@@ -399,14 +192,7 @@ func (r *run) discover(d discovery.DiscoveryInterface) error {
 			r.rec.RunWarning(u.String() + " (items of its resources in the backup are not restored)")
 		}
 	}
-	m := map[schema.GroupResource]resources.Resource{}
-	for _, res := range all {
-		m[res.GVR.GroupResource()] = res
-	}
-	r.mu.Lock()
-	r.resources = m
-	r.allowed = nil // names may mean more now that more is served
-	r.mu.Unlock()
+	r.sel.Store(r.selection().withServed(all))
 	return nil
 }
 
@@ -422,14 +208,6 @@ func (r *run) loadActions(ctx context.Context) error {
 	return err
 }
 
-// targetNamespace maps a backup namespace to the one restored into.
-func (r *run) targetNamespace(ns string) string {
-	if to, ok := r.restore.Spec.NamespaceMapping[ns]; ok {
-		return to
-	}
-	return ns
-}
-
 // ensureNamespaces creates the target namespaces that the backup does not
 // hold a Namespace object for (or whose object is not selected).
 func (r *run) ensureNamespaces(ctx context.Context) error {
@@ -438,7 +216,7 @@ func (r *run) ensureNamespaces(ctx context.Context) error {
 		if r.nsItems[ns] {
 			continue // restored from the backup, mapped, in its tier
 		}
-		target := r.targetNamespace(ns)
+		target := r.selection().targetNamespace(ns)
 		obj, err := r.backedUpNamespace(ns)
 		if err != nil {
 			r.rec.Warning(target, fmt.Sprintf("namespace %s: reading its labels and annotations from the backup: %v; made without them", target, err))
@@ -525,13 +303,12 @@ func (r *run) waitEstablished(ctx context.Context, crds []string) error {
 			return false, err
 		}
 		missing = missing[:0]
-		r.mu.Lock()
+		sel := r.selection()
 		for _, gr := range made {
-			if _, ok := r.resources[gr]; !ok {
+			if _, ok := sel.servedAs(gr); !ok {
 				missing = append(missing, gr.String())
 			}
 		}
-		r.mu.Unlock()
 		return len(missing) == 0, nil
 	}
 	// Discovery runs at least once, however long the waits above took.

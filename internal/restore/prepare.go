@@ -16,16 +16,18 @@ import (
 )
 
 // Prepared is what a restore's spec points to outside itself — its
-// resource modifier rules and resource policies, each in a ConfigMap —
-// read once: the reconciler's validation judges these answers and the run
+// resource modifier rules and resource policies, each in a ConfigMap — and
+// the storage class and image name mappings configured beside it, read
+// once: the reconciler's validation judges these answers and the run
 // uses the same ones, so a ConfigMap edited in between cannot make the run
 // differ from what was judged.
 type Prepared struct {
 	Modifiers *modifiers.Rules
 	Policies  *resourcepolicy.Policies
+	Mappings  *Mappings
 }
 
-// Prepare reads rs's ConfigMaps. problems say what the user must fix in
+// Prepare reads rs's ConfigMaps and those of its namespace's mappings. problems say what the user must fix in
 // them (each names the spec's field and the ConfigMap); err is a failure to
 // read, worth trying again.
 func Prepare(ctx context.Context, dyn dynamic.Interface, rs *salvorv1.Restore) (p *Prepared, problems []string, err error) {
@@ -37,6 +39,10 @@ func Prepare(ctx context.Context, dyn dynamic.Interface, rs *salvorv1.Restore) (
 	}
 	problems = append(problems, bad...)
 	if p.Policies, bad, err = resourcepolicy.LoadForRestore(ctx, get, rs.Namespace, rs.Spec.ResourcePolicy); err != nil {
+		return nil, nil, err
+	}
+	problems = append(problems, bad...)
+	if p.Mappings, bad, err = LoadMappings(ctx, dyn, rs.Namespace); err != nil {
 		return nil, nil, err
 	}
 	return p, append(problems, bad...), nil

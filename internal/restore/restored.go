@@ -117,9 +117,7 @@ func (r *run) record(item, outcome, detail string) {
 // a resource the cluster does not serve keeps its name.
 func (r *run) kindOf(resource string) string {
 	gr := schema.ParseGroupResource(resource)
-	r.mu.Lock()
-	res, ok := r.resources[gr]
-	r.mu.Unlock()
+	res, ok := r.selection().servedAs(gr)
 	if !ok || res.Kind == "" {
 		return resource
 	}

@@ -12,15 +12,14 @@ import (
 // The restore resource list keys items by apiVersion/kind, as Velero's
 // does, and says what became of each as Velero's outcomes name it.
 func TestRestoredListKeysByKind(t *testing.T) {
-	r := &run{
-		list: &restoredList{},
-		resources: map[schema.GroupResource]resources.Resource{
+	r := &run{list: &restoredList{}}
+	r.sel.Store(&selection{spec: &salvorv1.RestoreSpec{},
+		served: map[schema.GroupResource]resources.Resource{
 			{Resource: "configmaps"}:                 {GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true},
 			{Group: "apps", Resource: "deployments"}: {GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true},
 			{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshots"}: {
 				GVR: schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}, Kind: "VolumeSnapshot", Namespaced: true},
-		},
-	}
+		}})
 	for _, rec := range []struct{ item, outcome string }{
 		{"configmaps app/b", salvorv1.DryRunWouldCreate},
 		{"configmaps app/a", salvorv1.DryRunIdentical},
@@ -54,7 +53,9 @@ func TestRestoredListKeysByKind(t *testing.T) {
 	}
 
 	// Under the update policy an item that differs is updated.
-	r = &run{list: &restoredList{}, policy: salvorv1.ExistingResourcePolicyUpdate, resources: r.resources}
+	sel := r.selection()
+	r = &run{list: &restoredList{}, policy: salvorv1.ExistingResourcePolicyUpdate}
+	r.sel.Store(sel)
 	r.record("deployments.apps app/web", salvorv1.DryRunDiffers, "")
 	if got := r.list.result()["apps/v1/Deployment"]; len(got) != 1 || got[0] != "app/web(updated)" {
 		t.Errorf("update policy: %v", got)

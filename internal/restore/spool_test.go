@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -276,8 +275,13 @@ func BenchmarkRead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: newOrder(DefaultTiers), selectors: []labels.Selector{labels.Everything()},
-			namespaces: map[string]bool{}, nsItems: map[string]bool{}}
+		r := &run{restore: &salvorv1.Restore{}, spool: s, tiers: newOrder(DefaultTiers),
+			namespaces: map[string]bool{}, nsItems: map[string]bool{}, held: map[string]bool{}, candidates: map[string]string{}, needed: map[string]string{}}
+		sel, err := newSelection(&r.restore.Spec, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.sel.Store(sel)
 		if err := r.read(bytes.NewReader(tarball.Bytes())); err != nil {
 			b.Fatal(err)
 		}

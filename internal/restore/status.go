@@ -34,7 +34,7 @@ func (r *run) statusToRestore(gr schema.GroupResource, obj *unstructured.Unstruc
 	wanted := false
 	if spec := r.restore.Spec.RestoreStatus; spec != nil {
 		wanted = resources.Includes(spec.IncludedResources, spec.ExcludedResources, func(names []string) bool {
-			return r.matches(names, gr, obj.GetKind())
+			return r.selection().matches(names, gr, obj.GetKind())
 		})
 	}
 	if v, ok := obj.GetAnnotations()[salvorv1.VeleroRestoreStatusAnnotation]; ok {

@@ -53,6 +53,11 @@ func TestStatusToRestore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &run{restore: &salvorv1.Restore{Spec: salvorv1.RestoreSpec{RestoreStatus: tc.spec}},
 				rec: persistence.Recorder{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+			sel, err := newSelection(&r.restore.Spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.sel.Store(sel)
 			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service"}}
 			if tc.gr == deploy {
 				obj.SetAPIVersion("apps/v1")

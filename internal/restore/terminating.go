@@ -32,7 +32,7 @@ func (r *run) awaitTerminating(ctx context.Context) {
 	targets := map[string]bool{}
 	for _, m := range []map[string]bool{r.namespaces, r.nsItems} {
 		for ns := range m {
-			targets[r.targetNamespace(ns)] = true
+			targets[r.selection().targetNamespace(ns)] = true
 		}
 	}
 	namespaces := r.e.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})

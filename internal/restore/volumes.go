@@ -40,7 +40,7 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 			related = append(related, key(pvcResource, it.namespace, claim))
 		}
 	case pvcResource:
-		if it.selected && r.needsAtRead() {
+		if it.selected && r.selection().needsAtRead() {
 			break // its volume was restored before it, or refused, as needed (see needs)
 		}
 		if pv, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName"); pv != "" && !r.fromCSISnapshot(obj) {
@@ -50,7 +50,7 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 	for _, k := range related {
 		l, ok, err := r.spool.find(k)
 		if err != nil {
-			r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
+			r.rec.Error(r.selection().targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
 			continue
 		}
 		if !ok || l.done {
@@ -58,10 +58,10 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 		}
 		dep, err := r.spool.load(l)
 		if err != nil {
-			r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
+			r.rec.Error(r.selection().targetNamespace(it.namespace), fmt.Sprintf("%s: finding what it needs in the backup: %v", what, err))
 			continue
 		}
-		if !dep.selected && !r.additionalAllowed(dep) {
+		if !dep.selected && !r.selection().additionalAllowed(dep.kind.gr, dep.namespace, dep.name) {
 			r.log.Info("not restored with the item that needs it: the restore's filters leave it out",
 				"item", what, "needs", describe(dep.kind.gr, dep.namespace, dep.name))
 			continue
@@ -70,11 +70,11 @@ func (r *run) restoreRelated(ctx context.Context, it *entry, obj *unstructured.U
 			claim := it.namespace + "/" + it.name
 			pv, err := archive.DecodeObject(dep.body)
 			if err != nil {
-				r.rec.Error(r.targetNamespace(it.namespace), fmt.Sprintf("%s: reading its volume %s from the spool: %v", what, dep.name, err))
+				r.rec.Error(r.selection().targetNamespace(it.namespace), fmt.Sprintf("%s: reading its volume %s from the spool: %v", what, dep.name, err))
 				continue
 			}
 			if whose := claimOfVolume(dep.kind.gr, &unstructured.Unstructured{Object: pv}); whose != claim {
-				r.rec.Warning(r.targetNamespace(it.namespace), volumeNotTheirs(claim, dep.name, whose))
+				r.rec.Warning(r.selection().targetNamespace(it.namespace), volumeNotTheirs(claim, dep.name, whose))
 				continue
 			}
 		}

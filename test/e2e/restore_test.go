@@ -1147,7 +1147,7 @@ func TestFinishedRunsAndTheClustersOwnAreNotRestored(t *testing.T) {
 // velero.io/change-storage-class=RestoreItemAction, in the server's
 // namespace): claims and StatefulSets' claim templates get the mapped
 // class, and a test restore finds the copy identical to the backup as
-// mapped. Two such ConfigMaps fail the restore before it makes anything; a
+// mapped. Two such ConfigMaps fail the restore's validation, so nothing is made; a
 // class mapped to one this cluster has not is an error of the items that
 // use it, which are not made.
 func TestStorageClassMapping(t *testing.T) {
@@ -1190,9 +1190,9 @@ func TestStorageClassMapping(t *testing.T) {
 
 	c.create(t, mapping("more-classes", map[string]string{"gp2": "gp3"}))
 	out, err := c.salvor(t, "restore", "create", "two-maps", "--from-backup", "db", "--namespace-mappings", "db:db-two", "--wait")
-	if rs := c.getRestore(t, "two-maps"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailed ||
-		!strings.Contains(rs.Status.FailureReason, "ConfigMaps more-classes, storage-classes in salvor all map storage classes") {
-		t.Errorf("restore with two mappings: %s %q\n%s", rs.Status.Phase, rs.Status.FailureReason, out)
+	if rs := c.getRestore(t, "two-maps"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), "ConfigMaps more-classes, storage-classes in salvor all map storage classes") {
+		t.Errorf("restore with two mappings: %s %q\n%s", rs.Status.Phase, rs.Status.ValidationErrors, out)
 	}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: "db-two"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the failed restore made its namespace: %v", err)
@@ -1222,7 +1222,7 @@ func TestStorageClassMapping(t *testing.T) {
 // deployments' containers and init containers and of bare pods are
 // changed, the most specific row winning, and a test restore finds the
 // copy identical to the backup as mapped. A row that is not "old,new"
-// fails the restore before it makes anything, naming the row.
+// fails the restore's validation, naming the row, and nothing is made.
 func TestImageNameMapping(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
@@ -1271,9 +1271,9 @@ func TestImageNameMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := c.salvor(t, "restore", "create", "bad-row", "--from-backup", "app", "--namespace-mappings", "app:bad", "--wait")
-	if rs := c.getRestore(t, "bad-row"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailed ||
-		!strings.Contains(rs.Status.FailureReason, `ConfigMap salvor/images maps image names, but its key registry holds "registry.a:5000 mirror.b": write "old,new"`) {
-		t.Errorf("restore with a bad row: %s %q\n%s", rs.Status.Phase, rs.Status.FailureReason, out)
+	if rs := c.getRestore(t, "bad-row"); err == nil || rs.Status.Phase != salvorv1.RestorePhaseFailedValidation ||
+		!strings.Contains(strings.Join(rs.Status.ValidationErrors, "\n"), `ConfigMap salvor/images maps image names, but its key registry holds "registry.a:5000 mirror.b": write "old,new"`) {
+		t.Errorf("restore with a bad row: %s %q\n%s", rs.Status.Phase, rs.Status.ValidationErrors, out)
 	}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: "bad"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the failed restore made its namespace: %v", err)
