@@ -43,20 +43,19 @@ type Mappings struct {
 // what it means, is not for the restore to guess. err is a failure to
 // read, worth trying again.
 func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) (m *Mappings, problems []string, err error) {
-	classMap, problem, err := pluginConfig(ctx, dyn, namespace, storageClassMapSelector, "map storage classes")
+	classMap, problems, err := pluginConfig(ctx, dyn, namespace, storageClassMapSelector, "map storage classes")
 	if err != nil {
 		return nil, nil, err
 	}
-	problems = nonEmpty(problem)
 	classes, err := loadStorageClasses(ctx, dyn, classMap)
 	if err != nil {
 		return nil, nil, err
 	}
-	imageMap, problem, err := pluginConfig(ctx, dyn, namespace, imageNameMapSelector, "map image names")
+	imageMap, more, err := pluginConfig(ctx, dyn, namespace, imageNameMapSelector, "map image names")
 	if err != nil {
 		return nil, nil, err
 	}
-	problems = append(problems, nonEmpty(problem)...)
+	problems = append(problems, more...)
 	images, err := parseImageNames(imageMap)
 	if err != nil {
 		problems = append(problems, err.Error())
@@ -65,13 +64,6 @@ func LoadMappings(ctx context.Context, dyn dynamic.Interface, namespace string) 
 		return nil, problems, nil
 	}
 	return &Mappings{classes: classes, images: images}, nil, nil
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }
 
 // Apply changes what the mappings change in an item, and says what. An
@@ -90,23 +82,23 @@ func (m *Mappings) Apply(gr schema.GroupResource, obj *unstructured.Unstructured
 }
 
 // pluginConfig returns the ConfigMap in namespace that selector selects,
-// nil if there is none, and a problem if there are more.
-func pluginConfig(ctx context.Context, dyn dynamic.Interface, namespace, selector, does string) (cm *unstructured.Unstructured, problem string, err error) {
+// nil if there is none, and the problem if there are more.
+func pluginConfig(ctx context.Context, dyn dynamic.Interface, namespace, selector, does string) (cm *unstructured.Unstructured, problems []string, err error) {
 	list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).
 		List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the ConfigMaps in %s labelled %s: %w", namespace, selector, err)
+		return nil, nil, fmt.Errorf("reading the ConfigMaps in %s labelled %s: %w", namespace, selector, err)
 	}
 	switch len(list.Items) {
 	case 0:
-		return nil, "", nil
+		return nil, nil, nil
 	case 1:
-		return &list.Items[0], "", nil
+		return &list.Items[0], nil, nil
 	}
 	var names []string
 	for _, cm := range list.Items {
 		names = append(names, cm.GetName())
 	}
 	sort.Strings(names)
-	return nil, fmt.Sprintf("ConfigMaps %s in %s all %s (labelled %s): keep one", strings.Join(names, ", "), namespace, does, selector), nil
+	return nil, []string{fmt.Sprintf("ConfigMaps %s in %s all %s (labelled %s): keep one", strings.Join(names, ", "), namespace, does, selector)}, nil
 }

@@ -40,6 +40,15 @@ func TestSelectScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/select", func(t *testing.T, path string) {
 		var spec *salvorv1.RestoreSpec
 		var sel *selection
+		// judgeBy makes the directives after it judge by spec and policies.
+		judgeBy := func(policies *resourcepolicy.Filters) string {
+			s, err := newSelection(spec, policies)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			sel = s.withServed(served)
+			return "ok\n"
+		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "restore":
@@ -47,12 +56,7 @@ func TestSelectScripts(t *testing.T) {
 				if err := json.Unmarshal([]byte(d.Input), spec); err != nil {
 					d.Fatalf(t, "the spec: %v", err)
 				}
-				s, err := newSelection(spec, nil)
-				if err != nil {
-					return "error: " + err.Error() + "\n"
-				}
-				sel = s.withServed(served)
-				return "ok\n"
+				return judgeBy(nil)
 			case "policy":
 				if spec == nil {
 					d.Fatalf(t, "policy before restore")
@@ -65,12 +69,7 @@ func TestSelectScripts(t *testing.T) {
 					}
 					filters = p.Filters()
 				}
-				s, err := newSelection(spec, filters)
-				if err != nil {
-					d.Fatalf(t, "%v", err)
-				}
-				sel = s.withServed(served)
-				return "ok\n"
+				return judgeBy(filters)
 			case "judge", "needed":
 				if sel == nil {
 					d.Fatalf(t, "%s before restore", d.Cmd)

@@ -153,8 +153,7 @@ func (v *Restorer) RestoreVolume(ctx context.Context, pv *unstructured.Unstructu
 	// The copy's progress is the CopyReconciler's to follow; the restore
 	// waits for its answer.
 	key := client.ObjectKeyFromObject(vpr)
-	f := &copyFollow{vs: snap.VS, volumeID: volumeID, snapshotID: s.Status.ProviderSnapshotID, timeout: v.timeout}
-	f.deadline = time.Now().Add(v.timeout)
+	f := &copyFollow{vs: snap.VS, volumeID: volumeID, snapshotID: s.Status.ProviderSnapshotID, timeout: v.timeout, deadline: time.Now().Add(v.timeout)}
 	done, err := v.copies.follow(ctx, key, f)
 	if err == nil {
 		select {
