@@ -132,9 +132,13 @@ func TestRunOnARealAPIServer(t *testing.T) {
 	}
 }
 
-// testEngine is a restore engine on a control plane of the test's own.
+func TestMain(m *testing.M) { testbed.Main(m) }
+
+// testEngine is a restore engine on the control plane the package's tests
+// share: each restores into namespaces, and makes volumes and definitions,
+// under names no other test uses.
 func testEngine(t *testing.T) (*Engine, *rest.Config) {
-	cfg := testbed.ControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	creates, err := NewCreateClient(cfg)
 	if err != nil {
 		t.Fatal(err)

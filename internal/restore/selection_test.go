@@ -33,7 +33,7 @@ import (
 //
 // go test -run TestSelectScripts -rewrite writes the outputs the code gives.
 func TestSelectScripts(t *testing.T) {
-	served, _, err := resources.Discover(discovery.NewDiscoveryClientForConfigOrDie(testbed.ControlPlane(t)))
+	served, _, err := resources.Discover(discovery.NewDiscoveryClientForConfigOrDie(testbed.SharedControlPlane(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

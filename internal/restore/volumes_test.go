@@ -179,7 +179,7 @@ func (failingGet) Get(context.Context, string, metav1.GetOptions, ...string) (*u
 // at the old storage, not at the snapshot's data.
 func TestLiveVolumeIsNotMadeFromItsSnapshot(t *testing.T) {
 	e, _ := testEngine(t)
-	tarball := relatedBackup(t, "src", "pv-live", "src/data")
+	tarball := relatedBackup(t, "live", "pv-live", "live/data")
 	run := func(name string, e *Engine) (*Outcome, *madeFrom) {
 		made := &madeFrom{}
 		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "b"}}

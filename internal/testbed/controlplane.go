@@ -2,7 +2,13 @@ package testbed
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,27 +25,11 @@ import (
 // administrator's client config.
 func ControlPlane(t TB) *rest.Config {
 	t.Helper()
-	assets, err := Dir()
+	env, cfg, err := startControlPlane(false)
 	if err != nil {
 		t.Fatal(err)
-	}
-	Binary(t, "kube-apiserver")
-	Binary(t, "etcd")
-	root, err := testbin.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	cfg.QPS, cfg.Burst = 1000, 2000
 	return cfg
 }
 
@@ -47,15 +37,116 @@ func ControlPlane(t TB) *rest.Config {
 // no snapshot controller: nothing binds or readies a snapshot).
 func SnapshotControlPlane(t TB) *rest.Config {
 	t.Helper()
-	cfg := ControlPlane(t)
-	dir, err := Dir()
+	env, cfg, err := startControlPlane(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "snapshot-crds")}, ErrorIfPathMissing: true}); err != nil {
+	t.Cleanup(func() { _ = env.Stop() })
+	return cfg
+}
+
+// startControlPlane starts etcd and kube-apiserver with Salvor's CRDs
+// (and the CSI snapshot CRDs when snapshots is set) installed.
+func startControlPlane(snapshots bool) (*envtest.Environment, *rest.Config, error) {
+	assets, err := Dir()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
+			return nil, nil, fmt.Errorf("testbed binary %s is missing: run `make testbed` first (%v)", name, err)
+		}
+	}
+	root, err := testbin.ModuleRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	crds := []string{filepath.Join(root, "config", "crd")}
+	if snapshots {
+		crds = append(crds, filepath.Join(assets, "snapshot-crds"))
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return env, cfg, nil
+}
+
+// The control plane a test binary's tests share (SharedControlPlane): one
+// kube-apiserver and etcd per package, as controller-runtime's envtest
+// suites have, since starting one costs seconds of CPU and most tests only
+// need namespaces of their own.
+var shared struct {
+	main  atomic.Bool // Main runs the tests, so it stops the plane
+	once  sync.Once
+	env   *envtest.Environment
+	cfg   *rest.Config
+	err   error
+	names sync.Map // namespace names handed out, for unique ones
+}
+
+// Main runs a package's tests, from its TestMain, and then stops the
+// control plane they shared, if one started.
+func Main(m interface{ Run() int }) {
+	shared.main.Store(true)
+	code := m.Run()
+	if shared.env != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the shared control plane: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// SharedControlPlane returns the control plane the tests of this package
+// share, with Salvor's and the CSI snapshot CRDs installed, starting it
+// for the first test that asks; the package's TestMain must run its tests
+// with Main, which stops it. What a test makes stays for the tests after
+// it, so each works in namespaces (Namespace) and under cluster-scoped
+// names of its own; one that needs a cluster to itself (a count of
+// discovery requests, a CRD it removes) takes ControlPlane.
+func SharedControlPlane(t TB) *rest.Config {
+	t.Helper()
+	if !shared.main.Load() {
+		t.Fatal("testbed.SharedControlPlane: the package's TestMain must call testbed.Main(m), which stops the shared control plane")
+	}
+	shared.once.Do(func() { shared.env, shared.cfg, shared.err = startControlPlane(true) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return rest.CopyConfig(shared.cfg)
+}
+
+var notName = regexp.MustCompile(`[^a-z0-9]+`)
+
+// Namespace makes a namespace for this test alone on cfg's control plane —
+// its name drawn from the test's and unique in the test binary — and
+// returns its name. It is left in place when the test ends: a control
+// plane without a namespace controller never finishes deleting one.
+func Namespace(t interface {
+	TB
+	Name() string
+}, cfg *rest.Config) string {
+	t.Helper()
+	base := strings.Trim(notName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	base = strings.TrimSuffix(base[:min(len(base), 50)], "-")
+	name := base
+	for i := 2; ; i++ {
+		if _, taken := shared.names.LoadOrStore(name, true); !taken {
+			break
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("making namespace %s: %v", name, err)
+	}
+	return name
 }
 
 // ServerNamespace is ControlPlane with the server's namespace, salvor,
