@@ -23,9 +23,9 @@ import (
 // uploads runs, and an upload does not start while its repository's
 // maintenance is recorded; another repository's moves are not held back.
 func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
-	c := testbed.ServerNamespace(t)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
-	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "primary"},
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "primary"},
 		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}
 	if err := c.Create(ctx, bsl); err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 	}
 	upload := func(name, ns string, phase salvorv1.DataMoverPhase) *salvorv1.DataUpload {
 		t.Helper()
-		du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: name},
+		du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: name},
 			Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: ns, BackupStorageLocation: "primary"}}
 		if err := c.Create(ctx, du); err != nil {
 			t.Fatal(err)
@@ -52,9 +52,9 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 
 	gate := &Gate{}
 	log := slog.New(slog.DiscardHandler)
-	mr := &MaintenanceReconciler{Client: c, APIReader: c, Namespace: "salvor", Pods: Pods{Image: "salvor"}, Safety: kopiarepo.SafetyNone, Gate: gate, Log: log,
+	mr := &MaintenanceReconciler{Client: c, APIReader: c, Namespace: server, Pods: Pods{Image: "salvor"}, Safety: kopiarepo.SafetyNone, Gate: gate, Log: log,
 		now: func() time.Time { return time.Now().Add(2 * time.Hour) }} // due
-	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "salvor", Name: RepositoryName("primary", "app")}}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: server, Name: RepositoryName("primary", "app")}}
 	repo := func() *salvorv1.BackupRepository {
 		t.Helper()
 		r := &salvorv1.BackupRepository{}
@@ -81,11 +81,11 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 	if r.Status.MaintenanceJob == "" {
 		t.Fatalf("no maintenance once the upload ended: %+v", r.Status)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: r.Status.MaintenanceJob}, &batchv1.Job{}); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: server, Name: r.Status.MaintenanceJob}, &batchv1.Job{}); err != nil {
 		t.Fatalf("the recorded Job: %v", err)
 	}
 
-	m := &Movers{Client: c, APIReader: c, Namespace: "salvor", Gate: gate, Log: log}
+	m := &Movers{Client: c, APIReader: c, Namespace: server, Gate: gate, Log: log}
 	ok := steps{start: func(context.Context) (int64, bool, error) { return 1, true, nil }, running: func(context.Context) (int, error) { return 0, nil }}
 	held, other := upload("held", "app", ""), upload("other", "web", "")
 	if res, err := m.begin(ctx, uploadMove(held), ok); err != nil || res.RequeueAfter == 0 {
@@ -104,11 +104,11 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 	// The Job gone (deleted by hand): the run is recorded as failed, and
 	// the upload may start.
 	bg := metav1.DeletePropagationBackground
-	if err := c.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: r.Status.MaintenanceJob}}, &client.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+	if err := c.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: r.Status.MaintenanceJob}}, &client.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
 	}
 	// No finalizer holds a Job here (the testbed runs no garbage collector).
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: r.Status.MaintenanceJob}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: server, Name: r.Status.MaintenanceJob}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the deleted Job: %v", err)
 	}
 	if _, err := mr.Reconcile(ctx, req); err != nil {

@@ -20,9 +20,9 @@ import (
 // copy and pod again nor fails the move; the current copy, with its pod
 // gone, does make the next pod, and after the last attempt fails.
 func TestStaleCopyMakesNoMover(t *testing.T) {
-	c := testbed.ServerNamespace(t)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
-	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "moved-data",
+	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "moved-data",
 		Annotations: map[string]string{AttemptsAnnotation: "1"}},
 		Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: "app", BackupStorageLocation: "primary"}}
 	if err := c.Create(ctx, du); err != nil {
@@ -38,7 +38,7 @@ func TestStaleCopyMakesNoMover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := &Movers{Client: c, APIReader: c, Namespace: "salvor", Attempts: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m := &Movers{Client: c, APIReader: c, Namespace: server, Attempts: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	launches, cleanups := 0, 0
 	s := steps{
 		launch:  func(context.Context) error { launches++; return nil },
@@ -73,7 +73,7 @@ func TestStaleCopyMakesNoMover(t *testing.T) {
 
 	// The current copy of a move whose pod is gone: the next pod, and at
 	// the last attempt the move fails.
-	running := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: "salvor", Name: "running",
+	running := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "running",
 		Annotations: map[string]string{AttemptsAnnotation: "1"}},
 		Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: "app", BackupStorageLocation: "primary"}}
 	if err := c.Create(ctx, running); err != nil {

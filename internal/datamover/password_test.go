@@ -20,17 +20,17 @@ import (
 // Secret); an encrypted location's is derived from its keys under a key of
 // its own, put back when changed, and refused when it cannot be derived.
 func TestPasswords(t *testing.T) {
-	c := testbed.ServerNamespace(t)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
-	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: "salvor"}}
-	vault := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "vault", Namespace: "salvor"},
+	plain := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "primary", Namespace: server}}
+	vault := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "vault", Namespace: server},
 		Spec: salvorv1.BackupStorageLocationSpec{Encryption: &salvorv1.LocationEncryption{}}}
 	derived := "derived-from-the-keys"
-	p := &Passwords{Client: c, Reader: c, Namespace: "salvor", Derive: func(context.Context, *salvorv1.BackupStorageLocation) (string, error) { return derived, nil }}
+	p := &Passwords{Client: c, Reader: c, Namespace: server, Derive: func(context.Context, *salvorv1.BackupStorageLocation) (string, error) { return derived, nil }}
 	secret := func() map[string][]byte {
 		t.Helper()
 		s := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: PasswordSecret}, s); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: server, Name: PasswordSecret}, s); err != nil {
 			t.Fatal(err)
 		}
 		return s.Data
@@ -64,7 +64,7 @@ func TestPasswords(t *testing.T) {
 	// An unencrypted location given a password of its own (Velero's, for
 	// the repositories Velero wrote there) opens with it; the others keep
 	// the shared one.
-	velero := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "velero", Namespace: "salvor"}}
+	velero := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "velero", Namespace: server}}
 	if err := p.store(ctx, "repository-password-velero", "static-passw0rd", false); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestPasswords(t *testing.T) {
 	}
 	// Mover pods take the location's own key: an encrypted location's
 	// alone; an unencrypted one's first, then the shared one.
-	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "salvor"}}
+	du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: server}}
 	for bsl, want := range map[*salvorv1.BackupStorageLocation][]string{plain: {PasswordKey, "repository-password-primary"}, velero: {PasswordKey, "repository-password-velero"},
 		vault: {"repository-password-vault"}} {
 		env := (Pods{Image: "salvor"}).UploadPod(du, bsl, 1).Spec.Containers[0].Env

@@ -26,28 +26,24 @@ import (
 // action did not make for the upload, not another backup's (same name,
 // another UID), not one whose content is bound elsewhere.
 func TestReleaseSnapshotsOnlyTheBackupsOwn(t *testing.T) {
-	cfg := testbed.SnapshotControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	for _, ns := range []string{"salvor", "app"} {
-		if err := c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor", UID: types.UID("uid-nightly")}}
+	server, app := testbed.Namespace(t, cfg), testbed.Namespace(t, cfg)
+	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: server, UID: types.UID("uid-nightly")}}
 	snapshot := func(name, backup, upload, boundTo string) {
 		t.Helper()
 		vs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-			"metadata": map[string]any{"name": name, "namespace": "app", "labels": map[string]any{salvorv1.BackupNameLabel: backup}},
+			"metadata": map[string]any{"name": name, "namespace": app, "labels": map[string]any{salvorv1.BackupNameLabel: backup}},
 			"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": "data"}}}}
 		if upload != "" {
 			vs.SetAnnotations(map[string]string{salvorv1.DataUploadAnnotation: upload})
 		}
-		made, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, vs, metav1.CreateOptions{})
+		made, err := dyn.Resource(csi.SnapshotGVR).Namespace(app).Create(ctx, vs, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,20 +51,20 @@ func TestReleaseSnapshotsOnlyTheBackupsOwn(t *testing.T) {
 		vsc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
 			"metadata": map[string]any{"name": content},
 			"spec": map[string]any{"driver": "csi.example", "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": "h-" + name},
-				"volumeSnapshotRef": map[string]any{"kind": "VolumeSnapshot", "namespace": "app", "name": boundTo}}}}
+				"volumeSnapshotRef": map[string]any{"kind": "VolumeSnapshot", "namespace": app, "name": boundTo}}}}
 		if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, vsc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		made.Object["status"] = map[string]any{"boundVolumeSnapshotContentName": content}
-		if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
+		if _, err := dyn.Resource(csi.SnapshotGVR).Namespace(app).UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	upload := func(name, snap, uid string, phase salvorv1.DataMoverPhase) {
 		t.Helper()
-		du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor",
+		du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: server,
 			Labels: map[string]string{salvorv1.BackupNameLabel: "nightly", salvorv1.BackupUIDLabel: uid}},
-			Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: "app", BackupStorageLocation: "primary",
+			Spec: salvorv1.DataUploadSpec{SnapshotType: salvorv1.SnapshotTypeCSI, SourcePVC: "data", SourceNamespace: app, BackupStorageLocation: "primary",
 				CSISnapshot: &salvorv1.CSISnapshotSpec{VolumeSnapshot: snap, StorageClass: "fast", Driver: "csi.example"}}}
 		if err := c.Create(ctx, du); err != nil {
 			t.Fatal(err)
@@ -91,11 +87,11 @@ func TestReleaseSnapshotsOnlyTheBackupsOwn(t *testing.T) {
 
 	r := &UploadReconciler{Movers: Movers{Client: c, Log: slog.New(slog.DiscardHandler)}, Dynamic: dyn}
 	err = r.ReleaseSnapshots(ctx, b)
-	if err == nil || !containsAll(err.Error(), "VolumeSnapshot app/elsewhere", "bound to app/someone-else") {
+	if err == nil || !containsAll(err.Error(), "VolumeSnapshot "+app+"/elsewhere", "bound to "+app+"/someone-else") {
 		t.Errorf("ReleaseSnapshots: %v; want the snapshot whose content is bound elsewhere named", err)
 	}
 	for name, released := range map[string]bool{"moved": true, "failed": false, "users": false, "older": false, "elsewhere": false} {
-		_, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Get(ctx, name, metav1.GetOptions{})
+		_, err := dyn.Resource(csi.SnapshotGVR).Namespace(app).Get(ctx, name, metav1.GetOptions{})
 		if gone := apierrors.IsNotFound(err); gone != released {
 			t.Errorf("VolumeSnapshot %s: deleted %v (%v), want %v", name, gone, err, released)
 		}
@@ -109,7 +105,7 @@ func TestReleaseSnapshotsOnlyTheBackupsOwn(t *testing.T) {
 		}
 	}
 	// Again: what is released already is no error.
-	if err := r.ReleaseSnapshots(ctx, b); err == nil || !containsAll(err.Error(), "elsewhere") || containsAll(err.Error(), "app/moved") {
+	if err := r.ReleaseSnapshots(ctx, b); err == nil || !containsAll(err.Error(), "elsewhere") || containsAll(err.Error(), app+"/moved") {
 		t.Errorf("ReleaseSnapshots again: %v", err)
 	}
 }

@@ -132,8 +132,6 @@ func TestRunOnARealAPIServer(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { testbed.Main(m) }
-
 // testEngine is a restore engine on the control plane the package's tests
 // share: each restores into namespaces, and makes volumes and definitions,
 // under names no other test uses.

@@ -125,10 +125,7 @@ var notName = regexp.MustCompile(`[^a-z0-9]+`)
 // its name drawn from the test's and unique in the test binary — and
 // returns its name. It is left in place when the test ends: a control
 // plane without a namespace controller never finishes deleting one.
-func Namespace(t interface {
-	TB
-	Name() string
-}, cfg *rest.Config) string {
+func Namespace(t NamedTB, cfg *rest.Config) string {
 	t.Helper()
 	base := strings.Trim(notName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	base = strings.TrimSuffix(base[:min(len(base), 50)], "-")
@@ -147,6 +144,25 @@ func Namespace(t interface {
 		t.Fatalf("making namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// NamedTB is a TB that has a name: a test's.
+type NamedTB interface {
+	TB
+	Name() string
+}
+
+// SharedServerNamespace is SharedControlPlane with a namespace of the
+// test's own standing for the server's: a client of it, with the scheme of
+// every kind Salvor reads, and the namespace's name.
+func SharedServerNamespace(t NamedTB) (client.Client, string) {
+	t.Helper()
+	cfg := SharedControlPlane(t)
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, Namespace(t, cfg)
 }
 
 // ServerNamespace is ControlPlane with the server's namespace, salvor,
