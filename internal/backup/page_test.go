@@ -71,7 +71,7 @@ func listed(list func(chan<- work) error) ([]string, error) {
 // arrives whatever the size, in as many requests as pages; a negative
 // size lists them in one request without a limit.
 func TestListPages(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pages"}}, metav1.CreateOptions{}); err != nil {
@@ -115,7 +115,7 @@ func TestListPages(t *testing.T) {
 // per selector (the API server filters by one), each item once, however
 // many selectors it matches.
 func TestListByEitherSelector(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "either"}}, metav1.CreateOptions{}); err != nil {

@@ -23,7 +23,7 @@ import (
 // store is nil: touching it would panic) rather than back up otherwise
 // than asked, and says why.
 func TestRunStopsWhenItsPoliciesChanged(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}, metav1.CreateOptions{}); err != nil {

@@ -19,7 +19,7 @@ import (
 
 // discovered is what a real API server serves, as a list and by name.
 func discovered(t *testing.T) ([]resources.Resource, map[schema.GroupResource]resources.Resource) {
-	served, _, err := resources.Discover(discovery.NewDiscoveryClientForConfigOrDie(testbed.ControlPlane(t)))
+	served, _, err := resources.Discover(discovery.NewDiscoveryClientForConfigOrDie(testbed.SharedControlPlane(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

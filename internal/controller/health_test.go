@@ -84,7 +84,7 @@ func TestHealth(t *testing.T) {
 // ready (TestInstallRBACIsEnough caught it in CI); a cache that can list
 // them becomes synced.
 func TestCacheSyncedNeedsTheServersObjects(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	scheme := runtime.NewScheme()
 	if err := salvorv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -26,15 +26,15 @@ import (
 // that is wrong ends FailedValidation saying what to fix, a finished one is
 // left alone, a restore of a backup that is not finished is refused.
 func TestPhaseTransitions(t *testing.T) {
-	cfg := testbed.ControlPlane(t)
-	c := controlPlaneClient(t, cfg)
+	cfg := testbed.SharedControlPlane(t)
+	c, server := controlPlaneClient(t, cfg)
 	ctx := context.Background()
 	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	locations := &Locations{Client: c, Namespace: "salvor"}
+	locations := &Locations{Client: c, Namespace: server}
 	log := slog.New(slog.DiscardHandler)
 	br := &BackupReconciler{Client: c, APIReader: c, Engine: &backup.Engine{Discovery: disc}, Locations: locations, Log: log, Runs: &Runs{}, MaxAttempts: 3}
 	rr := &RestoreReconciler{Client: c, APIReader: c, Engine: &restore.Engine{Discovery: disc, Dynamic: dynamic.NewForConfigOrDie(cfg)}, Locations: locations, Log: log, MaxAttempts: 3}
-	if err := c.Create(ctx, &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "dr", Namespace: "salvor"},
+	if err := c.Create(ctx, &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "dr", Namespace: server},
 		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/filesystem", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"},
 			AccessMode: salvorv1.BackupStorageLocationAccessModeReadOnly}}); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestPhaseTransitions(t *testing.T) {
 		if err := c.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := br.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salvor", Name: b.Name}}); err != nil {
+		if _, err := br.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: server, Name: b.Name}}); err != nil {
 			t.Fatalf("Reconcile %s: %v", b.Name, err)
 		}
 		got := &salvorv1.Backup{}
@@ -62,14 +62,14 @@ func TestPhaseTransitions(t *testing.T) {
 		{"filters-contradict", salvorv1.BackupSpec{StorageLocation: "dr", IncludedNamespaces: []string{"app"}, ExcludedNamespaces: []string{"app"}},
 			[]string{`namespace "app" is both included and excluded`}},
 		{"no-location", salvorv1.BackupSpec{StorageLocation: "nowhere"},
-			[]string{`backup storage location "nowhere" does not exist in namespace salvor`}},
+			[]string{`backup storage location "nowhere" does not exist in namespace ` + server}},
 		{"read-only-location", salvorv1.BackupSpec{StorageLocation: "dr"},
 			[]string{`backup storage location "dr" is ReadOnly`}},
 		{"unknown-resource", salvorv1.BackupSpec{StorageLocation: "dr", IncludedResources: []string{"configmap", "widgetz"}},
 			[]string{`includedResources: "widgetz" is not a resource`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := reconcileBackup(&salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "salvor"}, Spec: tc.spec})
+			got := reconcileBackup(&salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: server}, Spec: tc.spec})
 			all := strings.Join(got.Status.ValidationErrors, "\n")
 			if got.Status.Phase != salvorv1.BackupPhaseFailedValidation {
 				t.Fatalf("phase %q, want FailedValidation (%s)", got.Status.Phase, all)
@@ -83,7 +83,7 @@ func TestPhaseTransitions(t *testing.T) {
 	}
 
 	// A finished backup is left as it is.
-	done := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: "salvor"}, Spec: salvorv1.BackupSpec{StorageLocation: "nowhere"}}
+	done := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: server}, Spec: salvorv1.BackupSpec{StorageLocation: "nowhere"}}
 	if err := c.Create(ctx, done); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestPhaseTransitions(t *testing.T) {
 	if err := c.Status().Update(ctx, done); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := br.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salvor", Name: "done"}}); err != nil {
+	if _, err := br.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: server, Name: "done"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(done), done); err != nil || done.Status.Phase != salvorv1.BackupPhaseCompleted {
@@ -101,13 +101,13 @@ func TestPhaseTransitions(t *testing.T) {
 	// Restores: of a backup that failed validation, and of none.
 	for _, tc := range []struct{ name, backup, want string }{
 		{"of-invalid", "no-location", `backup "no-location" is FailedValidation: only a Completed or PartiallyFailed backup can be restored`},
-		{"of-nothing", "absent", `backup "absent" does not exist in namespace salvor`},
+		{"of-nothing", "absent", `backup "absent" does not exist in namespace ` + server},
 	} {
-		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: tc.backup}}
+		rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: server}, Spec: salvorv1.RestoreSpec{BackupName: tc.backup}}
 		if err := c.Create(ctx, rs); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salvor", Name: tc.name}}); err != nil {
+		if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: server, Name: tc.name}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
@@ -122,20 +122,20 @@ func TestPhaseTransitions(t *testing.T) {
 	// two ConfigMaps mapping storage classes, or an image row that is not
 	// "old,new", fail its validation naming them, before any backup is read.
 	for _, cm := range []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Name: "classes-a", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "classes-b", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: "salvor", Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "classes-a", Namespace: server, Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "classes-b", Namespace: server, Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-storage-class": "RestoreItemAction"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: server, Labels: map[string]string{"velero.io/plugin-config": "", "velero.io/change-image-name": "RestoreItemAction"}},
 			Data: map[string]string{"registry": "registry.a mirror.b"}},
 	} {
 		if err := c.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "mapped-badly", Namespace: "salvor"}, Spec: salvorv1.RestoreSpec{BackupName: "absent"}}
+	rs := &salvorv1.Restore{ObjectMeta: metav1.ObjectMeta{Name: "mapped-badly", Namespace: server}, Spec: salvorv1.RestoreSpec{BackupName: "absent"}}
 	if err := c.Create(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salvor", Name: rs.Name}}); err != nil {
+	if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: server, Name: rs.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
@@ -143,8 +143,8 @@ func TestPhaseTransitions(t *testing.T) {
 	}
 	all := strings.Join(rs.Status.ValidationErrors, "\n")
 	for _, want := range []string{
-		"ConfigMaps classes-a, classes-b in salvor all map storage classes (labelled velero.io/plugin-config,velero.io/change-storage-class=RestoreItemAction): keep one",
-		`ConfigMap salvor/images maps image names, but its key registry holds "registry.a mirror.b": write "old,new"`,
+		"ConfigMaps classes-a, classes-b in " + server + " all map storage classes (labelled velero.io/plugin-config,velero.io/change-storage-class=RestoreItemAction): keep one",
+		`ConfigMap `+server+`/images maps image names, but its key registry holds "registry.a mirror.b": write "old,new"`,
 	} {
 		if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(all, want) {
 			t.Errorf("restore with bad mappings: %s, validation errors %q lack %q", rs.Status.Phase, all, want)

@@ -17,9 +17,9 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
-// controlPlaneClient is a client for the control plane at cfg, with the
-// namespace salvor made.
-func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
+// controlPlaneClient is a client for the control plane at cfg, and a
+// namespace of the test's own made there for the server's.
+func controlPlaneClient(t *testing.T, cfg *rest.Config) (client.Client, string) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -32,10 +32,7 @@ func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return c, testbed.Namespace(t, cfg)
 }
 
 // TestSnapshotLocationCredential: a VolumeSnapshotLocation naming a
@@ -43,14 +40,14 @@ func controlPlaneClient(t *testing.T, cfg *rest.Config) client.Client {
 // as a file only the server reads, under credentialsFile; a missing key is
 // an error naming it; the location's own config is never changed.
 func TestSnapshotLocationCredential(t *testing.T) {
-	c := testbed.ServerNamespace(t)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: "salvor"},
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: server},
 		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id = AKIA\n")}}); err != nil {
 		t.Fatal(err)
 	}
-	l := &Locations{Client: c, Secrets: c, Namespace: "salvor", CredentialsDir: t.TempDir()}
-	vsl := &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "ebs", Namespace: "salvor"},
+	l := &Locations{Client: c, Secrets: c, Namespace: server, CredentialsDir: t.TempDir()}
+	vsl := &salvorv1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Name: "ebs", Namespace: server},
 		Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "velero.io/aws", Config: map[string]string{"region": "eu-west-1"},
 			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "snap-creds"}, Key: "cloud"}}}
 	config, err := l.snapshotConfig(ctx, vsl)
@@ -68,7 +65,7 @@ func TestSnapshotLocationCredential(t *testing.T) {
 		t.Error("the location's own config was changed")
 	}
 	vsl.Spec.Credential.Key = "nope"
-	if _, err := l.snapshotConfig(ctx, vsl); err == nil || !strings.Contains(err.Error(), `credential secret salvor/snap-creds has no key "nope"`) {
+	if _, err := l.snapshotConfig(ctx, vsl); err == nil || !strings.Contains(err.Error(), `credential secret `+server+`/snap-creds has no key "nope"`) {
 		t.Errorf("a missing key: %v", err)
 	}
 	vsl.Spec.Credential, vsl.Spec.Config = nil, nil
