@@ -144,7 +144,7 @@ func TestPhaseTransitions(t *testing.T) {
 	all := strings.Join(rs.Status.ValidationErrors, "\n")
 	for _, want := range []string{
 		"ConfigMaps classes-a, classes-b in " + server + " all map storage classes (labelled velero.io/plugin-config,velero.io/change-storage-class=RestoreItemAction): keep one",
-		`ConfigMap `+server+`/images maps image names, but its key registry holds "registry.a mirror.b": write "old,new"`,
+		`ConfigMap ` + server + `/images maps image names, but its key registry holds "registry.a mirror.b": write "old,new"`,
 	} {
 		if rs.Status.Phase != salvorv1.RestorePhaseFailedValidation || !strings.Contains(all, want) {
 			t.Errorf("restore with bad mappings: %s, validation errors %q lack %q", rs.Status.Phase, all, want)
