@@ -48,11 +48,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("EXAMPLE_ASYNC_STATE_DIR", stateDir)
 	os.Setenv("EXAMPLE_DELETE_AUDIT_FILE", auditFile)
 	os.Setenv("KUBECONFIG", filepath.Join(dir, "no-such-kubeconfig"))
+	var pkgs []string
 	for _, e := range examples {
-		if _, err := testbin.Build(pluginDir, e, "./examples/"+e); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		pkgs = append(pkgs, "./examples/"+e)
+	}
+	if err := testbin.BuildAll(pluginDir, pkgs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

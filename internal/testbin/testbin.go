@@ -26,21 +26,36 @@ func ModuleRoot() (string, error) {
 // instead of compiling every package twice; under the race detector
 // (GOFLAGS=-race, hack/race.sh), which needs cgo, it builds as asked.
 func Build(dir, name, pkg string) (string, error) {
+	out := filepath.Join(dir, name)
+	return out, build(out, pkg)
+}
+
+// BuildAll compiles the packages pkgs, as Build does, into dir, each named
+// for the last element of its path, in one go build: their links run at
+// once.
+func BuildAll(dir string, pkgs ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return build(dir+string(filepath.Separator), pkgs...)
+}
+
+// build runs go build -o out for pkgs in the module root.
+func build(out string, pkgs ...string) error {
 	root, err := ModuleRoot()
 	if err != nil {
-		return "", err
+		return err
 	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", out}, pkgs...)...)
 	cmd.Dir = root
 	cmd.Env = os.Environ()
 	if !strings.Contains(os.Getenv("GOFLAGS"), "-race") {
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
 	}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, strings.TrimSpace(string(b)))
+		return fmt.Errorf("building %s: %v\n%s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}
-	return out, nil
+	return nil
 }
 
 // EnvCount reads a positive number from the environment variable name (a
