@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,19 +26,16 @@ import (
 // another backup, a backup synced from its location — it is kept, saying
 // so, and nothing is made to delete it.
 func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
-	cs, dyn := snapshotAPI(t)
+	_, dyn, server, _ := snapshotAPI(t)
 	ctx := context.Background()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	const driver, handle = "hostpath.csi.example.com", "snap-of-someone-else"
 	record := func(name, backup, handle string) {
 		t.Helper()
 		vpb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
-			"metadata": map[string]any{"name": name, "namespace": "salvor", "labels": map[string]any{salvorv1.BackupNameLabel: backup}},
+			"metadata": map[string]any{"name": name, "namespace": server, "labels": map[string]any{salvorv1.BackupNameLabel: backup}},
 			"spec": map[string]any{"volume": "pv-1", "backup": backup, "plugin": Name,
 				"pluginSpecific": map[string]any{"driver": driver, snapshotHandleKey: handle}}}}
-		if _, err := dyn.Resource(vpbGVR).Namespace("salvor").Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(vpbGVR).Namespace(server).Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,18 +49,28 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 	content := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
 		"metadata": map[string]any{"name": "snapcontent-gone", "labels": map[string]any{salvorv1.BackupNameLabel: "nightly"}},
 		"spec":     map[string]any{"driver": driver}, "status": map[string]any{"snapshotHandle": handle}}}
-	// count is how many VolumeSnapshots and contents there are; made is
-	// count for the test's goroutine, which alone may fail the test.
-	count := func(ctx context.Context) (int, error) {
+	// count is how many VolumeSnapshots and contents the test's calls
+	// made: the contents are cluster-wide, and earlier tests on this control
+	// plane left theirs. made is count for the test's goroutine, which
+	// alone may fail the test.
+	all := func(ctx context.Context) (int, error) {
 		contents, err := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return 0, err
 		}
-		snaps, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").List(ctx, metav1.ListOptions{})
+		snaps, err := dyn.Resource(csi.SnapshotGVR).Namespace(server).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return 0, err
 		}
 		return len(contents.Items) + len(snaps.Items), nil
+	}
+	before, err := all(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(ctx context.Context) (int, error) {
+		n, err := all(ctx)
+		return n - before, err
 	}
 	made := func() int {
 		t.Helper()
@@ -91,7 +97,7 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 		}()
 		return a.ExecuteWithContext(bounded, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: b})
 	}
-	nightly := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor", UID: "u-1"}}
+	nightly := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: server, UID: "u-1"}}
 	synced := nightly.DeepCopy()
 	synced.Annotations = map[string]string{salvorv1.SyncedAnnotation: "primary"}
 
@@ -131,13 +137,13 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 	acting, over := context.WithCancel(ctx)
 	played := make(chan error, 1)
 	go func() {
-		err := readyWhenBound(acting, dyn, name, handle, driver)
+		err := readyWhenBound(acting, dyn, server, name, handle, driver)
 		if err != nil {
 			over()
 		}
 		played <- err
 	}()
-	err := a.ExecuteWithContext(acting, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: nightly})
+	err = a.ExecuteWithContext(acting, &sdk.DeleteItemActionExecuteInput{Item: content, Backup: nightly})
 	over()
 	if err != nil {
 		t.Errorf("a recorded snapshot: %v; want it deleted", err)
@@ -151,13 +157,13 @@ func TestDeleteKeepsSnapshotsItCannotProve(t *testing.T) {
 }
 
 // readyWhenBound does a snapshot controller's part for pre-provisioned
-// snapshot name: once it and its content exist, bound to each other, the
+// snapshot ns/name: once it and its content exist, bound to each other, the
 // content naming handle of driver with deletionPolicy Delete, it marks the
 // snapshot ready to use.
-func readyWhenBound(ctx context.Context, dyn dynamic.Interface, name, handle, driver string) error {
+func readyWhenBound(ctx context.Context, dyn dynamic.Interface, ns, name, handle, driver string) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		vs, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").Get(ctx, name, metav1.GetOptions{})
+		vs, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -173,12 +179,12 @@ func readyWhenBound(ctx context.Context, dyn dynamic.Interface, name, handle, dr
 		policy, _, _ := unstructured.NestedString(c.Object, "spec", "deletionPolicy")
 		refNS, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "namespace")
 		refName, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "name")
-		if source != name || got != handle || d != driver || policy != "Delete" || refNS != "salvor" || refName != name {
+		if source != name || got != handle || d != driver || policy != "Delete" || refNS != ns || refName != name {
 			return false, fmt.Errorf("VolumeSnapshot %s and its content are not a bound pair deleting snapshot %s of %s: source %q, handle %q, driver %q, policy %q, ref %s/%s",
 				name, handle, driver, source, got, d, policy, refNS, refName)
 		}
 		vs.Object["status"] = map[string]any{"readyToUse": true, "boundVolumeSnapshotContentName": name}
-		if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("salvor").UpdateStatus(ctx, vs, metav1.UpdateOptions{}); err != nil {
+		if _, err := dyn.Resource(csi.SnapshotGVR).Namespace(ns).UpdateStatus(ctx, vs, metav1.UpdateOptions{}); err != nil {
 			last = err.Error()
 			return false, nil
 		}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,36 +31,31 @@ import (
 // starts no operation; otherwise the claim is pointed at its snapshot and
 // the snapshot at a content made from its handle.
 func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
-	cs, dyn := snapshotAPI(t)
+	cs, dyn, server, app := snapshotAPI(t)
 	ctx := context.Background()
 	const driver = "hostpath.csi.example.com"
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	storageClass(t, cs, "fast", driver)
 	// Claim "live" and VolumeSnapshot "live-snap" are in the cluster; "gone"
 	// and "gone-snap" are not.
 	class := "fast"
-	if _, err := cs.CoreV1().PersistentVolumeClaims("app").Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "app"},
+	if _, err := cs.CoreV1().PersistentVolumeClaims(app).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: app},
 		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, volumeSnapshot("live-snap", "live"), metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace(app).Create(ctx, volumeSnapshot(app, "live-snap", "live"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The backup is authenticated: its snapshot handles are trusted.
-	makeBackup(t, dyn, "nightly", salvorv1.AuthenticationAuthenticated, false)
+	makeBackup(t, dyn, server, "nightly", salvorv1.AuthenticationAuthenticated, false)
 
 	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
 	a.kube.once.Do(func() { a.kube.dyn = dyn })
 	restoreOf := func(name string, dry bool) *sdk.Restore {
-		r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+		r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: server, UID: types.UID("uid-" + name)}}
 		r.Spec.BackupName, r.Spec.DryRun = "nightly", dry
 		return r
 	}
@@ -96,7 +92,7 @@ func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
 	} {
 		t.Run(c.restore, func(t *testing.T) {
 			r := restoreOf(c.restore, c.dry)
-			vs := volumeSnapshot(c.vs, c.claim)
+			vs := volumeSnapshot(app, c.vs, c.claim)
 			vs.SetAnnotations(map[string]string{salvorv1.CSISnapshotHandleAnnotation: "handle-" + c.vs, salvorv1.CSIDriverAnnotation: driver})
 			vs.SetLabels(map[string]string{salvorv1.BackupNameLabel: "nightly"})
 			out := execute(vs, r)
@@ -111,7 +107,7 @@ func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
 			}
 
 			pvc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-				"metadata": map[string]any{"name": c.claim, "namespace": "app", "annotations": map[string]any{salvorv1.VolumeSnapshotNameLabel: c.vs}},
+				"metadata": map[string]any{"name": c.claim, "namespace": app, "annotations": map[string]any{salvorv1.VolumeSnapshotNameLabel: c.vs}},
 				"spec":     map[string]any{"volumeName": "pv-" + c.claim}}}
 			out = execute(pvc, r)
 			from, _, _ := unstructured.NestedString(out.UpdatedItem.UnstructuredContent(), "spec", "dataSource", "name")
@@ -119,46 +115,62 @@ func TestRestoreLeavesWhatTheClusterHas(t *testing.T) {
 			if c.restoredFrom != (from == c.vs) || c.restoredFrom != (volume == "") || c.restoredFrom != (len(out.AdditionalItems) == 1) {
 				t.Errorf("claim %s: dataSource %q, volumeName %q, additional items %v; want restored from its snapshot: %v", c.claim, from, volume, out.AdditionalItems, c.restoredFrom)
 			}
-			if c.restoredFrom && out.AdditionalItems[0].String() != "volumesnapshots.snapshot.storage.k8s.io app/"+c.vs {
+			if c.restoredFrom && out.AdditionalItems[0].String() != "volumesnapshots.snapshot.storage.k8s.io "+app+"/"+c.vs {
 				t.Errorf("claim %s asks for %v", c.claim, out.AdditionalItems)
 			}
 			if (out.OperationID != "") != c.operation || out.WaitForAdditionalItems != c.operation {
 				t.Errorf("claim %s: operation %q, waits %v; want an operation: %v", c.claim, out.OperationID, out.WaitForAdditionalItems, c.operation)
 			}
-			if c.operation && out.OperationID != "app/"+c.claim {
+			if c.operation && out.OperationID != app+"/"+c.claim {
 				t.Errorf("claim %s: operation %q", c.claim, out.OperationID)
 			}
 		})
 	}
 }
 
-func volumeSnapshot(name, claim string) *unstructured.Unstructured {
+func volumeSnapshot(ns, name, claim string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": name, "namespace": "app"},
+		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": claim}}}}
 }
 
-// snapshotAPI starts a control plane with Salvor's and the snapshot CRDs
-// (no snapshot controller: nothing binds or readies a snapshot).
-func snapshotAPI(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
+// snapshotAPI is the package's shared control plane, with Salvor's and the
+// snapshot CRDs (no snapshot controller: nothing binds or readies a
+// snapshot), and two namespaces of the test's own: one standing for the
+// server's, one for an application's.
+func snapshotAPI(t *testing.T) (cs kubernetes.Interface, dyn dynamic.Interface, server, app string) {
 	t.Helper()
-	cfg := testbed.SnapshotControlPlane(t)
-	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
+	cfg := testbed.SharedControlPlane(t)
+	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), testbed.Namespace(t, cfg), testbed.Namespace(t, cfg)
 }
 
-// makeBackup makes Backup name in namespace salvor, with its
-// authentication state (none when empty), synced from its location or not.
-func makeBackup(t *testing.T, dyn dynamic.Interface, name, state string, synced bool) {
+// storageClass makes storage class name of driver, or finds it made so by
+// an earlier test: classes are cluster-wide.
+func storageClass(t *testing.T, cs kubernetes.Interface, name, driver string) {
+	t.Helper()
+	_, err := cs.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: driver}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var sc *storagev1.StorageClass
+		if sc, err = cs.StorageV1().StorageClasses().Get(context.Background(), name, metav1.GetOptions{}); err == nil && sc.Provisioner != driver {
+			err = fmt.Errorf("storage class %s is made already, of driver %s", name, sc.Provisioner)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeBackup makes Backup name in namespace ns, with its authentication
+// state (none when empty), synced from its location or not.
+func makeBackup(t *testing.T, dyn dynamic.Interface, ns, name, state string, synced bool) {
 	t.Helper()
 	ctx := context.Background()
-	_, _ = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "salvor"}}}, metav1.CreateOptions{})
 	b := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "Backup",
-		"metadata": map[string]any{"name": name, "namespace": "salvor"}}}
+		"metadata": map[string]any{"name": name, "namespace": ns}}}
 	if synced {
 		b.SetAnnotations(map[string]string{salvorv1.SyncedAnnotation: "primary"})
 	}
-	made, err := dyn.Resource(backupGVR).Namespace("salvor").Create(ctx, b, metav1.CreateOptions{})
+	made, err := dyn.Resource(backupGVR).Namespace(ns).Create(ctx, b, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +178,7 @@ func makeBackup(t *testing.T, dyn dynamic.Interface, name, state string, synced 
 		return
 	}
 	made.Object["status"] = map[string]any{"phase": "Completed", "authentication": map[string]any{"state": state, "message": "test"}}
-	if _, err := dyn.Resource(backupGVR).Namespace("salvor").UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
+	if _, err := dyn.Resource(backupGVR).Namespace(ns).UpdateStatus(ctx, made, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -177,21 +189,19 @@ func makeBackup(t *testing.T, dyn dynamic.Interface, name, state string, synced 
 // the backup's snapshots; any other is an error naming the handle and the
 // opt-in, and nothing is made.
 func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
-	cs, dyn := snapshotAPI(t)
+	cs, dyn, server, app := snapshotAPI(t)
 	ctx := context.Background()
 	const driver = "hostpath.csi.example.com"
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	makeBackup(t, dyn, "signed", salvorv1.AuthenticationAuthenticated, false)
-	makeBackup(t, dyn, "velero", salvorv1.AuthenticationUnauthenticated, true)
-	makeBackup(t, dyn, "recorded", salvorv1.AuthenticationUnauthenticated, false)
-	makeBackup(t, dyn, "synced-record", "", true)
+	storageClass(t, cs, "fast", driver)
+	makeBackup(t, dyn, server, "signed", salvorv1.AuthenticationAuthenticated, false)
+	makeBackup(t, dyn, server, "velero", salvorv1.AuthenticationUnauthenticated, true)
+	makeBackup(t, dyn, server, "recorded", salvorv1.AuthenticationUnauthenticated, false)
+	makeBackup(t, dyn, server, "synced-record", "", true)
 	for _, b := range []string{"recorded", "synced-record"} {
 		vpb := &unstructured.Unstructured{Object: map[string]any{"apiVersion": salvorv1.GroupVersion.String(), "kind": "VolumePluginBackup",
-			"metadata": map[string]any{"name": b + "-vpb", "namespace": "salvor", "labels": map[string]any{salvorv1.BackupNameLabel: b}},
-			"spec":     map[string]any{"plugin": Name, "backup": b, "volume": "app/claim", "pluginSpecific": map[string]any{snapshotHandleKey: "handle-" + b, "driver": driver}}}}
-		if _, err := dyn.Resource(vpbGVR).Namespace("salvor").Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
+			"metadata": map[string]any{"name": b + "-vpb", "namespace": server, "labels": map[string]any{salvorv1.BackupNameLabel: b}},
+			"spec":     map[string]any{"plugin": Name, "backup": b, "volume": app + "/claim", "pluginSpecific": map[string]any{snapshotHandleKey: "handle-" + b, "driver": driver}}}}
+		if _, err := dyn.Resource(vpbGVR).Namespace(server).Create(ctx, vpb, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,9 +221,9 @@ func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
 	} {
 		name := fmt.Sprintf("%s-%s-%v", c.backup, c.handle, c.trust)
 		t.Run(name, func(t *testing.T) {
-			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: server, UID: types.UID("uid-" + name)}}
 			r.Spec.BackupName, r.Spec.TrustBackupSnapshots = c.backup, c.trust
-			vs := volumeSnapshot("snap-"+name, "claim")
+			vs := volumeSnapshot(app, "snap-"+name, "claim")
 			vs.SetAnnotations(map[string]string{salvorv1.CSISnapshotHandleAnnotation: c.handle, salvorv1.CSIDriverAnnotation: driver})
 			_, err := a.ExecuteWithContext(ctx, &sdk.RestoreItemActionExecuteInput{Item: vs, ItemFromBackup: vs.DeepCopy(), Restore: r})
 			list, lerr := dyn.Resource(csi.ContentGVR).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + salvorv1.LabelValue(name)})
@@ -244,10 +254,10 @@ func TestRestoreTrustsOnlyProvenHandles(t *testing.T) {
 // the backup (or an authenticated backup) asks for the data, and any other
 // is an error naming the claim and the opt-in, with nothing made.
 func TestRestoreVeleroMovedData(t *testing.T) {
-	_, dyn := snapshotAPI(t)
+	_, dyn, server, _ := snapshotAPI(t)
 	ctx := context.Background()
-	makeBackup(t, dyn, "velero", salvorv1.AuthenticationUnauthenticated, true)
-	makeBackup(t, dyn, "signed", salvorv1.AuthenticationAuthenticated, false)
+	makeBackup(t, dyn, server, "velero", salvorv1.AuthenticationUnauthenticated, true)
+	makeBackup(t, dyn, server, "signed", salvorv1.AuthenticationAuthenticated, false)
 	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
 	a.kube.once.Do(func() { a.kube.dyn = dyn })
 	for _, c := range []struct {
@@ -261,7 +271,7 @@ func TestRestoreVeleroMovedData(t *testing.T) {
 	} {
 		name := fmt.Sprintf("%s-%v", c.backup, c.trust)
 		t.Run(name, func(t *testing.T) {
-			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "salvor", UID: types.UID("uid-" + name)}}
+			r := &sdk.Restore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: server, UID: types.UID("uid-" + name)}}
 			r.Spec.BackupName, r.Spec.TrustBackupSnapshots = c.backup, c.trust
 			pvc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
 				"metadata": map[string]any{"name": "data", "namespace": "app-copy",
@@ -271,7 +281,7 @@ func TestRestoreVeleroMovedData(t *testing.T) {
 			fromBackup := pvc.DeepCopy()
 			fromBackup.SetNamespace("app")
 			out, err := a.ExecuteWithContext(ctx, &sdk.RestoreItemActionExecuteInput{Item: pvc, ItemFromBackup: fromBackup, Restore: r})
-			list, lerr := dyn.Resource(ddGVR).Namespace("salvor").List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + name})
+			list, lerr := dyn.Resource(ddGVR).Namespace(server).List(ctx, metav1.ListOptions{LabelSelector: salvorv1.RestoreNameLabel + "=" + name})
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -309,11 +319,8 @@ func TestRestoreVeleroMovedData(t *testing.T) {
 // failing. A content that is really missing, or has an error, fails it,
 // naming the snapshot.
 func TestSnapshotErrorBeforeItsContentIsAWait(t *testing.T) {
-	cs, dyn := snapshotAPI(t)
+	_, dyn, _, app := snapshotAPI(t)
 	ctx := context.Background()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	a := &RestoreAction{newBase(slog.New(slog.DiscardHandler))}
 	a.kube.once.Do(func() { a.kube.dyn = dyn })
 	setStatus := func(gvr schema.GroupVersionResource, ns, name string, status map[string]any) {
@@ -328,14 +335,14 @@ func TestSnapshotErrorBeforeItsContentIsAWait(t *testing.T) {
 		}
 	}
 	vs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": "snap", "namespace": "app"},
+		"metadata": map[string]any{"name": "snap", "namespace": app},
 		"spec":     map[string]any{"source": map[string]any{"volumeSnapshotContentName": "restored-content"}}}}
-	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace("app").Create(ctx, vs, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(csi.SnapshotGVR).Namespace(app).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	missing := map[string]any{"readyToUse": false, "error": map[string]any{"message": "VolumeSnapshotContent is missing"}}
-	setStatus(csi.SnapshotGVR, "app", "snap", missing)
-	items := []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: "app", Name: "snap"}}
+	setStatus(csi.SnapshotGVR, app, "snap", missing)
+	items := []sdk.ResourceIdentifier{{GroupResource: snapshot, Namespace: app, Name: "snap"}}
 	check := func(what string, wantReady bool, wantErr string) {
 		t.Helper()
 		ready, err := a.AreAdditionalItemsReadyWithContext(ctx, items, nil)
@@ -343,21 +350,21 @@ func TestSnapshotErrorBeforeItsContentIsAWait(t *testing.T) {
 			t.Errorf("%s: ready %v, %v; want ready %v and an error saying %q", what, ready, err, wantReady, wantErr)
 		}
 	}
-	check("no content", false, "VolumeSnapshot app/snap: VolumeSnapshotContent is missing")
+	check("no content", false, "VolumeSnapshot "+app+"/snap: VolumeSnapshotContent is missing")
 
 	content := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
 		"metadata": map[string]any{"name": "restored-content"},
 		"spec": map[string]any{"driver": "hostpath.csi.example.com", "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": "h"},
-			"volumeSnapshotRef": map[string]any{"namespace": "app", "name": "snap"}}}}
+			"volumeSnapshotRef": map[string]any{"namespace": app, "name": "snap"}}}}
 	if _, err := dyn.Resource(csi.ContentGVR).Create(ctx, content, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("the content there, not yet seen by the controller", false, "")
 
 	setStatus(csi.ContentGVR, "", "restored-content", map[string]any{"error": map[string]any{"message": "snapshot h not found by the driver"}})
-	check("the content failed", false, "VolumeSnapshot app/snap: its VolumeSnapshotContent restored-content: snapshot h not found by the driver")
+	check("the content failed", false, "VolumeSnapshot "+app+"/snap: its VolumeSnapshotContent restored-content: snapshot h not found by the driver")
 
 	setStatus(csi.ContentGVR, "", "restored-content", map[string]any{"readyToUse": true})
-	setStatus(csi.SnapshotGVR, "app", "snap", map[string]any{"readyToUse": true, "boundVolumeSnapshotContentName": "restored-content"})
+	setStatus(csi.SnapshotGVR, app, "snap", map[string]any{"readyToUse": true, "boundVolumeSnapshotContentName": "restored-content"})
 	check("bound and ready", true, "")
 }
