@@ -148,12 +148,13 @@ lint: $(BIN)/staticcheck
 # in process (a package's tests may start an API server, MinIO or plugin
 # subprocesses, but the code under test is in the test binary). Four
 # packages at once: most wait on an API server or a subprocess part of the
-# time. kopia is built with its `testing` tag here (GOFLAGS, so the binaries
-# a test builds agree): new repositories then derive their keys without
-# scrypt, whose 64 MiB per open, under the race detector, was most of the
-# unit tests' time. The end-to-end tests and benchmarks use kopia as shipped.
+# time. The test binaries build kopia with its `testing` tag: repositories
+# they make then derive their keys without scrypt, whose 64 MiB per open,
+# under the race detector, was most of the unit tests' time. The binaries a
+# test builds (salvor, plugins), the end-to-end tests and the benchmarks
+# use kopia as shipped.
 test-unit:
-	GOFLAGS=-tags=testing $(GO) test -race -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -race -tags testing -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
 	cd hack/testbed/node && $(GO) test -count=1 ./...
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
