@@ -85,10 +85,12 @@ plugin-images:
 # nothing but Go (the first run builds the testbed: several minutes).
 # demo builds only the part of the testbed it runs (etcd, kube-apiserver,
 # kube-controller-manager and kube-scheduler, the testbed node and MinIO;
-# not the CSI stack).
-demo: build
-	hack/testbed/build.sh --demo
-	$(GO) build -o $(BIN)/plugins/ ./examples/...
+# not the CSI stack), beside salvor and the example plugins: each build's
+# link and downloads leave a core to the others.
+demo:
+	@hack/testbed/build.sh --demo & testbed=$$!; \
+	$(MAKE) --no-print-directory build && $(GO) build -o $(BIN)/plugins/ ./examples/...; built=$$?; \
+	wait $$testbed && [ $$built = 0 ]
 	$(GO) run ./cmd/salvor-demo --salvor $(BIN)/salvor --plugin-dir $(BIN)/plugins --testbed $(BIN)/testbed --crds config/crd
 
 # demo-csi tells the CSI story on the whole testbed (CSI stack, a node that

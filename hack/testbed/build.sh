@@ -12,7 +12,7 @@
 # Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
 # `hack/testbed/build.sh --demo` builds only what `make demo` runs: all but
-# the CSI stack.
+# the CSI stack. The builds run at once.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
@@ -40,44 +40,61 @@ if [ "${1:-}" = "--regen" ]; then
   (cd "$here/etcd" && go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION" && go mod tidy)
 fi
 
-if [ ! -x "$out/etcd" ]; then
-  echo "building etcd $ETCD_VERSION (under a minute)"
-  (cd "$here/etcd" && go build -o "$out/etcd" .)
+# The builds run at once: each has a single-threaded link, and downloads,
+# that the others' compiling fills. The Kubernetes binaries are one go build,
+# which compiles the packages they share once. A build's output is shown
+# when it fails.
+pids=() names=()
+started=$(date +%s)
+start() {
+  local name=$1
+  shift
+  echo "building $name"
+  ("$@") > "$out/.build-${#pids[@]}.log" 2>&1 &
+  pids+=($!) names+=("$name")
+}
+missing() {
+  for b in "$@"; do [ -x "$out/$b" ] || echo "$b"; done
+}
+
+if [ -n "$(missing etcd)" ]; then
+  start "etcd $ETCD_VERSION" bash -c "cd '$here/etcd' && go build -o '$out/etcd' ."
 fi
-if [ ! -x "$out/kube-apiserver" ]; then
-  echo "building kube-apiserver $KUBERNETES_VERSION (4-8 minutes the first time)"
-  (cd "$here/kubernetes" && go build -o "$out/kube-apiserver" ./kube-apiserver)
-fi
-if [ ! -x "$out/kube-controller-manager" ]; then
-  echo "building kube-controller-manager $KUBERNETES_VERSION (3-5 minutes the first time)"
-  (cd "$here/kubernetes" && go build -o "$out/kube-controller-manager" ./kube-controller-manager)
-fi
-if [ ! -x "$out/kube-scheduler" ]; then
-  echo "building kube-scheduler $KUBERNETES_VERSION (1-3 minutes the first time)"
-  (cd "$here/kubernetes" && go build -o "$out/kube-scheduler" ./kube-scheduler)
+kube=$(missing kube-apiserver kube-controller-manager kube-scheduler)
+if [ -n "$kube" ]; then
+  start "$(echo $kube) $KUBERNETES_VERSION" bash -c "cd '$here/kubernetes' && go build -o '$out/' $(printf './%s ' $kube)"
 fi
 # The testbed node is rebuilt whenever its source is newer than the binary:
 # it is Salvor's own code, not a pinned upstream release.
 if [ ! -x "$out/testbed-node" ] || [ -n "$(find "$here/node" -newer "$out/testbed-node" -type f | head -1)" ]; then
-  echo "building testbed-node (1-2 minutes the first time)"
-  (cd "$here/node" && go build -o "$out/testbed-node" .)
+  start testbed-node bash -c "cd '$here/node' && go build -o '$out/testbed-node' ."
 fi
-if [ ! -x "$out/minio" ]; then
-  echo "building minio $MINIO_VERSION (2-3 minutes the first time)"
-  GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
+if [ -n "$(missing minio)" ]; then
+  start "minio $MINIO_VERSION" env GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
 fi
+if [ "${1:-}" != "--demo" ]; then
+  snap=$(missing snapshot-controller csi-snapshotter)
+  if [ -n "$snap" ]; then
+    start "$(echo $snap)" bash -c "cd '$here/csi-snapshotter' && go build -o '$out/' $(printf 'github.com/kubernetes-csi/external-snapshotter/v8/cmd/%s ' $snap)"
+  fi
+  if [ -n "$(missing csi-provisioner)" ]; then
+    start csi-provisioner bash -c "cd '$here/csi-provisioner' && go build -o '$out/csi-provisioner' github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"
+  fi
+fi
+failed=0
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    echo "built ${names[$i]} ($(( $(date +%s) - started )) s in)"
+  else
+    echo "building ${names[$i]} failed:" >&2
+    cat "$out/.build-$i.log" >&2
+    failed=1
+  fi
+  rm -f "$out/.build-$i.log"
+done
+[ "$failed" = 0 ] || exit 1
 if [ "${1:-}" = "--demo" ]; then
   exit 0
-fi
-for tool in snapshot-controller csi-snapshotter; do
-  if [ ! -x "$out/$tool" ]; then
-    echo "building $tool (1-2 minutes the first time)"
-    (cd "$here/csi-snapshotter" && go build -o "$out/$tool" "github.com/kubernetes-csi/external-snapshotter/v8/cmd/$tool")
-  fi
-done
-if [ ! -x "$out/csi-provisioner" ]; then
-  echo "building csi-provisioner (1-2 minutes the first time)"
-  (cd "$here/csi-provisioner" && go build -o "$out/csi-provisioner" github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner)
 fi
 # The snapshot CRDs come with the snapshot controller's client module.
 if [ ! -d "$out/snapshot-crds" ]; then
