@@ -88,7 +88,9 @@ var shared struct {
 }
 
 // Main runs a package's tests, from its TestMain, and then stops the
-// control plane they shared, if one started.
+// control plane they shared, if one started. A test that panics ends the
+// binary before Main can: its kube-apiserver and etcd are then left
+// running, and the panic's report is the failure to read.
 func Main(m interface{ Run() int }) {
 	shared.main.Store(true)
 	code := m.Run()
