@@ -27,7 +27,7 @@ import (
 // left alone, a restore of a backup that is not finished is refused.
 func TestPhaseTransitions(t *testing.T) {
 	cfg := testbed.SharedControlPlane(t)
-	c, server := controlPlaneClient(t, cfg)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
 	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 	locations := &Locations{Client: c, Namespace: server}

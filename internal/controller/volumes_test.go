@@ -8,32 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/testbed"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
-
-// controlPlaneClient is a client for the control plane at cfg, and a
-// namespace of the test's own made there for the server's.
-func controlPlaneClient(t *testing.T, cfg *rest.Config) (client.Client, string) {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := salvorv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, testbed.Namespace(t, cfg)
-}
 
 // TestSnapshotLocationCredential: a VolumeSnapshotLocation naming a
 // credential (Velero's spec.credential) gives its plugin the Secret's key

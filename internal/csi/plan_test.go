@@ -32,7 +32,7 @@ func csiVolume(driver, claimNS, claim string) *unstructured.Unstructured {
 
 // TestPlanVolume decides on a real API server with the snapshot CRDs.
 func TestPlanVolume(t *testing.T) {
-	cfg := testbed.SnapshotControlPlane(t)
+	cfg := testbed.SharedControlPlane(t)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 // same VolumePluginBackup: the newer update wins, and the bytes done never
 // go backwards, whoever writes.
 func TestVolumePluginBackupWhoWins(t *testing.T) {
-	c := testbed.ServerNamespace(t)
+	c, server := testbed.SharedServerNamespace(t)
 	ctx := context.Background()
-	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "salvor"}}
+	b := &salvorv1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: server}}
 	base := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	at := func(s int) *metav1.Time { t := metav1.NewTime(base.Add(time.Duration(s) * time.Second)); return &t }
 	snap := func(phase string, done int64, updated int) VolumeSnapshot {
@@ -31,7 +31,7 @@ func TestVolumePluginBackupWhoWins(t *testing.T) {
 	get := func() *salvorv1.VolumePluginBackup {
 		t.Helper()
 		v := &salvorv1.VolumePluginBackup{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: progressName("nightly", "snap/1")}, v); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: server, Name: progressName("nightly", "snap/1")}, v); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -78,7 +78,7 @@ func TestVolumePluginBackupWhoWins(t *testing.T) {
 
 func mustUpsert(t *testing.T, c client.Client, b *salvorv1.Backup, s VolumeSnapshot) {
 	t.Helper()
-	if err := RecordProgress(context.Background(), c, "salvor", b, s); err != nil {
+	if err := RecordProgress(context.Background(), c, b.Namespace, b, s); err != nil {
 		t.Fatal(err)
 	}
 }

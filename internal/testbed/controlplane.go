@@ -22,22 +22,11 @@ import (
 
 // ControlPlane starts a kube-apiserver and etcd of the test's own, with
 // Salvor's CRDs installed, stops them when the test ends, and returns an
-// administrator's client config.
+// administrator's client config. A test that can share one with the rest
+// of its package takes SharedControlPlane.
 func ControlPlane(t TB) *rest.Config {
 	t.Helper()
 	env, cfg, err := startControlPlane(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
-}
-
-// SnapshotControlPlane is ControlPlane with the CSI snapshot CRDs too (and
-// no snapshot controller: nothing binds or readies a snapshot).
-func SnapshotControlPlane(t TB) *rest.Config {
-	t.Helper()
-	env, cfg, err := startControlPlane(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +42,8 @@ func startControlPlane(snapshots bool) (*envtest.Environment, *rest.Config, erro
 		return nil, nil, err
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
-			return nil, nil, fmt.Errorf("testbed binary %s is missing: run `make testbed` first (%v)", name, err)
+		if _, err := binaryPath(name); err != nil {
+			return nil, nil, err
 		}
 	}
 	root, err := testbin.ModuleRoot()
@@ -165,18 +154,4 @@ func SharedServerNamespace(t NamedTB) (client.Client, string) {
 		t.Fatal(err)
 	}
 	return c, Namespace(t, cfg)
-}
-
-// ServerNamespace is ControlPlane with the server's namespace, salvor,
-// made: a client of it, with the scheme of every kind Salvor reads.
-func ServerNamespace(t TB) client.Client {
-	t.Helper()
-	c, err := client.New(ControlPlane(t), client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salvor"}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

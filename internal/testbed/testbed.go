@@ -28,15 +28,25 @@ func Dir() (string, error) {
 // not been built.
 func Binary(t TB, name string) string {
 	t.Helper()
-	dir, err := Dir()
+	p, err := binaryPath(name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// binaryPath is Binary's answer as an error, for what starts a server
+// outside a test (a control plane the tests of a package share).
+func binaryPath(name string) (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
 	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("testbed binary %s is missing: run `make testbed` first (%v)", p, err)
+		return "", fmt.Errorf("testbed binary %s is missing: run `make testbed` first (%v)", p, err)
 	}
-	return p
+	return p, nil
 }
 
 // FreePort returns a TCP port on loopback that was free a moment ago.
