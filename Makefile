@@ -162,8 +162,9 @@ test-unit:
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed. E2E_PARALLEL tests run at once (each has its own
 # control plane): most of a test's time is spent waiting (on pods, plugin
-# operations, schedules, retries), so four at once kept 2 cores 80% busy
-# and took 16.5 minutes where two at once took 29 (2026-12-07).
+# operations, schedules, retries). On 2 cores, four at once took 17 minutes
+# beside the rest of make test (two at once: 29), and 16.5 alone with the
+# cores 80% busy (2026-12-07).
 E2E_PARALLEL ?= 4
 test-e2e: testbed helm
 	$(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e

@@ -119,6 +119,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := d.salvor(ctx, "backup", "create", "demo", "--include-namespaces", "demo-shop", "--include-cluster-resources",
 		"--include-resources", "namespaces,configmaps,secrets,serviceaccounts,services,deployments.apps,widgets.demo.salvor.dev,customresourcedefinitions.apiextensions.k8s.io,pods",
 		"--wait"); err != nil {
+		// Say why, as a user would ask next.
+		_ = d.salvor(ctx, "backup", "describe", "demo", "--details")
 		return err
 	}
 	d.took("backup (with a plugin operation, the pod's files copied into the bucket by the node agent)", t)
