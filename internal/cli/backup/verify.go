@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
@@ -19,11 +20,16 @@ import (
 // errVerifyFailed makes the command exit non-zero once it has printed why.
 var errVerifyFailed = errors.New("verification failed")
 
+// verifyOptions are `backup verify`'s flags.
+type verifyOptions struct {
+	prefix  string
+	wait    bool
+	timeout time.Duration
+	format  output.Format
+}
+
 func newVerify(k *kube.Options) *cobra.Command {
-	var prefix string
-	var wait bool
-	var timeout time.Duration
-	var format output.Format
+	o := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify NAME",
 		Short: "Check that a backup is whole and unchanged in its location, optionally by restoring it",
@@ -45,74 +51,108 @@ exits non-zero when verification failed.`,
 		Example: `  salvor backup verify nightly
   salvor backup verify nightly --restore-into-prefix drill`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := k.ClientFor(format)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			b, err := kube.Get[salvorv1.Backup](ctx, c, k.Namespace, "backup", args[0])
-			if err != nil {
-				return err
-			}
-			switch b.Status.Phase {
-			case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:
-			default:
-				if finished(b.Status.Phase) {
-					return fmt.Errorf("backup %s is %s: only a whole backup (Completed or PartiallyFailed) can be verified", b.Name, b.Status.Phase)
-				}
-			}
-			request := strconv.FormatInt(time.Now().UnixNano(), 36)
-			// An empty prefix removes the one an earlier verification asked for.
-			if err := kube.Annotate(ctx, c, b, map[string]string{salvorv1.VerifyAnnotation: request, salvorv1.VerifyPrefixAnnotation: prefix}); err != nil {
-				return fmt.Errorf("asking for the verification of backup %s: %w", b.Name, err)
-			}
-			if !wait {
-				fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being verified; see `salvor backup describe %s`.\n", b.Name, b.Name)
-				return nil
-			}
-			if timeout > 0 {
-				var cancel func()
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			pickup := &output.Pickup{Kind: "backup verification", Name: b.Name, Namespace: b.Namespace}
-			tick := time.NewTicker(500 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				cur := &salvorv1.Backup{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
-					return fmt.Errorf("waiting for the verification of backup %s: %w", b.Name, err)
-				}
-				v := cur.Status.Verification
-				if v != nil && v.Request == request && v.Phase != salvorv1.VerificationPhaseInProgress {
-					if done, err := format.Structured(cmd.OutOrStdout(), v); done {
-						if err == nil && v.Phase == salvorv1.VerificationPhaseFailed {
-							err = errVerifyFailed
-						}
-						return err
-					}
-					DescribeVerification(cmd.OutOrStdout(), v)
-					if v.Phase == salvorv1.VerificationPhaseFailed {
-						return fmt.Errorf("backup %s: %w", b.Name, errVerifyFailed)
-					}
-					return nil
-				}
-				started := v != nil && v.Request == request
-				pickup.Check(cmd.OutOrStdout(), !started)
-				select {
-				case <-ctx.Done():
-					return pickup.Stopped(!started, ctx.Err())
-				case <-tick.C:
-				}
-			}
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, k, args[0]) },
 	}
-	cmd.Flags().StringVar(&prefix, "restore-into-prefix", "", "also restore the backup into namespaces named PREFIX-<namespace>, compare, and delete them")
-	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the outcome and print it")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0: no limit); the verification goes on")
-	output.AddFlag(cmd.Flags(), &format)
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+func (o *verifyOptions) bind(f *pflag.FlagSet) {
+	f.StringVar(&o.prefix, "restore-into-prefix", "", "also restore the backup into namespaces named PREFIX-<namespace>, compare, and delete them")
+	f.BoolVar(&o.wait, "wait", true, "wait for the outcome and print it")
+	f.DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long (0: no limit); the verification goes on")
+	output.AddFlag(f, &o.format)
+}
+
+// verifiable says why b cannot be verified, if it cannot: a backup still
+// running may be asked (the server verifies it once it is whole), one
+// that ended without being whole may not.
+func verifiable(b *salvorv1.Backup) error {
+	switch b.Status.Phase {
+	case salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed:
+		return nil
+	}
+	if finished(b.Status.Phase) {
+		return fmt.Errorf("backup %s is %s: only a whole backup (Completed or PartiallyFailed) can be verified", b.Name, b.Status.Phase)
+	}
+	return nil
+}
+
+// run asks the server to verify backup name (an annotation naming the
+// request) and, with --wait, prints the outcome of that request.
+func (o *verifyOptions) run(cmd *cobra.Command, k *kube.Options, name string) error {
+	c, err := k.ClientFor(o.format)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	b, err := kube.Get[salvorv1.Backup](ctx, c, k.Namespace, "backup", name)
+	if err != nil {
+		return err
+	}
+	if err := verifiable(b); err != nil {
+		return err
+	}
+	request := strconv.FormatInt(time.Now().UnixNano(), 36)
+	// An empty prefix removes the one an earlier verification asked for.
+	if err := kube.Annotate(ctx, c, b, map[string]string{salvorv1.VerifyAnnotation: request, salvorv1.VerifyPrefixAnnotation: o.prefix}); err != nil {
+		return fmt.Errorf("asking for the verification of backup %s: %w", b.Name, err)
+	}
+	if !o.wait {
+		fmt.Fprintf(cmd.OutOrStdout(), "Backup %q is being verified; see `salvor backup describe %s`.\n", b.Name, b.Name)
+		return nil
+	}
+	if o.timeout > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	v, err := awaitVerification(ctx, cmd.OutOrStdout(), c, b, request)
+	if err != nil {
+		return err
+	}
+	return o.outcome(cmd.OutOrStdout(), b.Name, v)
+}
+
+// awaitVerification polls b until the server has answered request,
+// saying on w when it has not picked the request up yet.
+func awaitVerification(ctx context.Context, w io.Writer, c client.Client, b *salvorv1.Backup, request string) (*salvorv1.BackupVerification, error) {
+	pickup := &output.Pickup{Kind: "backup verification", Name: b.Name, Namespace: b.Namespace}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cur := &salvorv1.Backup{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
+			return nil, fmt.Errorf("waiting for the verification of backup %s: %w", b.Name, err)
+		}
+		v := cur.Status.Verification
+		started := v != nil && v.Request == request
+		if started && v.Phase != salvorv1.VerificationPhaseInProgress {
+			return v, nil
+		}
+		pickup.Check(w, !started)
+		select {
+		case <-ctx.Done():
+			return nil, pickup.Stopped(!started, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// outcome prints a verification's result in the asked format and fails
+// when the verification did.
+func (o *verifyOptions) outcome(w io.Writer, backup string, v *salvorv1.BackupVerification) error {
+	done, err := o.format.Structured(w, v)
+	if err != nil {
+		return err
+	}
+	if !done {
+		DescribeVerification(w, v)
+	}
+	if v.Phase == salvorv1.VerificationPhaseFailed {
+		return fmt.Errorf("backup %s: %w", backup, errVerifyFailed)
+	}
+	return nil
 }
 
 // DescribeVerification prints a verification's outcome, object by object.
