@@ -135,6 +135,7 @@ func TestHelmChart(t *testing.T) {
 				"--data-mover-cpu-request", "500m", "--data-mover-memory-request", "256Mi", "--data-mover-cpu-limit", "2", "--data-mover-memory-limit", "1Gi",
 				"--default-repo-maintain-frequency", "2h", "--keep-latest-maintenance-jobs", "5", "--repo-maintenance-safety", "none",
 				"--use-node-agent", "--node-agent-concurrency", "3", "--kubelet-root-dir", "/data/kubelet", "--default-volumes-to-fs-backup",
+				"--filesystem-location-dir", "/srv/backups",
 				"--node-selector", "role=infra", "--tolerations", "dedicated=infra:NoSchedule,spot", "--affinity-file", affinityFile,
 				"--image-pull-secrets", "registry,mirror", "--tenants"},
 			helm: []string{"-f", writeValues(t, map[string]any{
@@ -149,7 +150,8 @@ func TestHelmChart(t *testing.T) {
 					"resources":   map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "256Mi"}, "limits": map[string]any{"cpu": "2", "memory": "1Gi"}}},
 				"repoMaintenance": map[string]any{"frequency": "2h0m0s", "keepLatestJobs": 5, "safety": "none"},
 				"nodeAgent":       map[string]any{"enabled": true, "concurrency": 3, "kubeletRootDir": "/data/kubelet"}, "defaultVolumesToFsBackup": true,
-				"nodeSelector": map[string]any{"role": "infra"},
+				"filesystemLocationDir": "/srv/backups",
+				"nodeSelector":          map[string]any{"role": "infra"},
 				"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},
 					map[string]any{"key": "spot", "operator": "Exists"}},
 				"affinity":     affinity,
@@ -208,6 +210,8 @@ func TestHelmChart(t *testing.T) {
 		{"podLabels.app\\.kubernetes\\.io/name=x", "podLabels app.kubernetes.io/name: Salvor's own label"},
 		{"defaultVolumesToFsBackup=true", "defaultVolumesToFsBackup needs the node agent"},
 		{"nodeAgent.enabled=true,nodeAgent.kubeletRootDir=var/lib", "must be an absolute path"},
+		{"filesystemLocationDir=/srv/backups/", `filesystemLocationDir "/srv/backups/": want a clean absolute path`},
+		{"filesystemLocationDir=srv", `filesystemLocationDir "srv": want a clean absolute path`},
 	} {
 		if _, err := c.helmErr(t, "template", "salvor", chart, "--namespace", "salvor", "--set", bad.set); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("helm template --set %s: %v", bad.set, err)

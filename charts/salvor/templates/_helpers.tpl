@@ -37,3 +37,16 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* filesystemLocationDir's volume mount and volume (--filesystem-location-dir):
+the same host directory at the same path in the server's pod and the node
+agent's, where filesystem locations' roots are. */}}
+{{- define "salvor.filesystemLocationDir" -}}
+{{- $d := .Values.filesystemLocationDir -}}
+{{- if $d -}}
+{{- if or (not (hasPrefix "/" $d)) (ne (clean $d) $d) (eq $d "/") -}}
+{{- fail (printf "filesystemLocationDir %q: want a clean absolute path of a directory other than /" $d) -}}
+{{- end -}}
+{{ $d }}
+{{- end -}}
+{{- end }}

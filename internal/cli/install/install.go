@@ -81,7 +81,11 @@ type Options struct {
 	UseNodeAgent         bool
 	NodeAgentConcurrency int
 	KubeletRoot          string
-	UploaderType         string // Velero's flag: kopia, the only one
+	// FilesystemLocationDir is a host directory mounted at the same path
+	// into the server's pod and the node agent's, for filesystem locations
+	// (empty: none).
+	FilesystemLocationDir string
+	UploaderType          string // Velero's flag: kopia, the only one
 	// DefaultVolumesToFsBackup is the server's --default-volumes-to-fs-backup.
 	DefaultVolumesToFsBackup bool
 	// RepoMaintain, KeepMaintenanceJobs and RepoSafety are the server's
@@ -184,6 +188,7 @@ backup storage location. With --dry-run it prints the manifests instead.`,
 	f.StringVar(&o.UploaderType, "uploader-type", salvorv1.UploaderKopia, "the file-system backup's uploader: kopia, the only one (Velero's flag)")
 	f.IntVar(&o.NodeAgentConcurrency, "node-agent-concurrency", 0, "with --use-node-agent: pod volumes each node agent backs up at once (default 1)")
 	f.StringVar(&o.KubeletRoot, "kubelet-root-dir", "", "with --use-node-agent: the kubelets' root directory, whose pods/ the agent reads (default /var/lib/kubelet) (Velero's flag)")
+	f.StringVar(&o.FilesystemLocationDir, "filesystem-location-dir", "", "a directory of every node, mounted (hostPath) at the same path into the server's pod and the node agent's, for filesystem locations (salvor.dev/filesystem) whose root is in it: one node's disk, or a shared mount every node has")
 	f.BoolVar(&o.DefaultVolumesToFsBackup, "default-volumes-to-fs-backup", false, "with --use-node-agent: copy the files of every volume of a backup's pods when the backup does not say (the server's --default-volumes-to-fs-backup) (Velero's flag)")
 	f.StringToStringVar(&o.NodeSelector, "node-selector", nil, "labels of the nodes the server's pod may run on (kubernetes.io/os=linux unless this names kubernetes.io/os)")
 	f.StringSliceVar(&o.Tolerations, "tolerations", nil, "taints the server's pod tolerates, KEY[=VALUE][:EFFECT]")
@@ -264,6 +269,13 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	res, err := resourceRequirements(o)
 	if err != nil {
 		return nil, err
+	}
+	var fsVolumes []corev1.Volume
+	var fsMounts []corev1.VolumeMount
+	if v, m, err := o.filesystemLocations(); err != nil {
+		return nil, err
+	} else if v != nil {
+		fsVolumes, fsMounts = []corev1.Volume{*v}, []corev1.VolumeMount{*m}
 	}
 	args := []string{"server", "--namespace", ns, "--plugin-dir", "/plugins"}
 	if o.LeaderElect {
@@ -396,16 +408,16 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 								Path: "/healthz", Port: intstrFromString("health")}}},
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 								Path: "/readyz", Port: intstrFromString("health")}}},
-							VolumeMounts: []corev1.VolumeMount{{Name: "plugins", MountPath: "/plugins"}, {Name: "scratch", MountPath: "/tmp"}},
+							VolumeMounts: append([]corev1.VolumeMount{{Name: "plugins", MountPath: "/plugins"}, {Name: "scratch", MountPath: "/tmp"}}, fsMounts...),
 							SecurityContext: &corev1.SecurityContext{
 								AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), RunAsNonRoot: ptr(true),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 							},
 						}},
-						Volumes: []corev1.Volume{
+						Volumes: append([]corev1.Volume{
 							{Name: "plugins", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: scratch}},
-						},
+						}, fsVolumes...),
 					},
 				},
 			}},

@@ -65,9 +65,27 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 	if o.NodeAgentConcurrency > 0 {
 		args = append(args, "--concurrency", fmt.Sprint(o.NodeAgentConcurrency))
 	}
-	clusterName := "salvor-node-agent-" + ns
-	propagation := corev1.MountPropagationHostToContainer
+	mounts := []corev1.VolumeMount{
+		// Read-only for backups, read-write for restores (which write into
+		// restored pods' volumes); HostToContainer: volumes the kubelet
+		// mounts after the agent started are seen.
+		{Name: "host-pods", MountPath: nodeagent.HostPodsPath, ReadOnly: true, MountPropagation: ptr(corev1.MountPropagationHostToContainer)},
+		{Name: "host-pods", MountPath: nodeagent.HostPodsWritablePath, MountPropagation: ptr(corev1.MountPropagationHostToContainer)},
+		{Name: "scratch", MountPath: "/tmp"},
+	}
 	hostDir := corev1.HostPathDirectory
+	volumes := []corev1.Volume{
+		{Name: "host-pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(root, "pods"), Type: &hostDir}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	// Filesystem locations' kopia repositories, which the agent writes
+	// pods' volume data into.
+	if v, m, err := o.filesystemLocations(); err != nil {
+		return nil, err
+	} else if v != nil {
+		volumes, mounts = append(volumes, *v), append(mounts, *m)
+	}
+	clusterName := "salvor-node-agent-" + ns
 	return []any{
 		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: NodeAgentAccount, Namespace: ns, Labels: labels},
 			ImagePullSecrets: pullSecrets},
@@ -95,15 +113,7 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 							Args:  args,
 							Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
-							VolumeMounts: []corev1.VolumeMount{
-								// Read-only for backups, read-write for restores (which
-								// write into restored pods' volumes); HostToContainer:
-								// volumes the kubelet mounts after the agent started
-								// are seen.
-								{Name: "host-pods", MountPath: nodeagent.HostPodsPath, ReadOnly: true, MountPropagation: &propagation},
-								{Name: "host-pods", MountPath: nodeagent.HostPodsWritablePath, MountPropagation: &propagation},
-								{Name: "scratch", MountPath: "/tmp"},
-							},
+							VolumeMounts: mounts,
 							// Root with only the rights to read every file and
 							// directory (pods' files belong to any user), and to
 							// write restored ones with their owners, modes and
@@ -114,10 +124,7 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: NodeAgentCapabilities},
 							},
 						}},
-						Volumes: []corev1.Volume{
-							{Name: "host-pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(root, "pods"), Type: &hostDir}}},
-							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-						},
+						Volumes: volumes,
 					},
 				},
 			}},
