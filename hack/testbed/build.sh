@@ -12,7 +12,8 @@
 # Kubernetes module's go.mod from Kubernetes' own (its staging modules
 # replaced by their published twins) after a version change.
 # `hack/testbed/build.sh --demo` builds only what `make demo` runs: all but
-# the CSI stack. The builds run at once.
+# the CSI stack and MinIO (the demo keeps its backups in Salvor's built-in
+# filesystem store). The builds run at once.
 set -euo pipefail
 KUBERNETES_VERSION=v1.36.3
 ETCD_VERSION=v3.6.16
@@ -69,10 +70,10 @@ fi
 if [ ! -x "$out/testbed-node" ] || [ -n "$(find "$here/node" -newer "$out/testbed-node" -type f | head -1)" ]; then
   start testbed-node bash -c "cd '$here/node' && go build -o '$out/testbed-node' ."
 fi
-if [ -n "$(missing minio)" ]; then
-  start "minio $MINIO_VERSION" env GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
-fi
 if [ "${1:-}" != "--demo" ]; then
+  if [ -n "$(missing minio)" ]; then
+    start "minio $MINIO_VERSION" env GOBIN="$out" go install "github.com/minio/minio@$MINIO_VERSION"
+  fi
   snap=$(missing snapshot-controller csi-snapshotter)
   if [ -n "$snap" ]; then
     start "$(echo $snap)" bash -c "cd '$here/csi-snapshotter' && go build -o '$out/' $(printf 'github.com/kubernetes-csi/external-snapshotter/v8/cmd/%s ' $snap)"

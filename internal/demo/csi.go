@@ -37,22 +37,21 @@ func RunCSI(ctx context.Context, o Options) (err error) {
 	}
 	defer end()
 
-	d.say("Starting the storage and a node: a CSI driver whose volumes and snapshots are directories, csi-provisioner,\n    csi-snapshotter, the snapshot controller, kube-scheduler, a node that runs pods as local processes, and MinIO")
+	d.say("Starting the storage and a node: a CSI driver whose volumes and snapshots are directories, csi-provisioner,\n    csi-snapshotter, the snapshot controller, kube-scheduler and a node that runs pods as local processes")
 	start := time.Now()
 	var csi *testbed.CSI
 	var node *testbed.PodNode
-	var minio *testbed.MinIO
 	if err := r.step(func() {
 		csi = testbed.StartCSI(r, d.kubeconfig, d.cfg)
-		node, minio = d.startNode(r, csi, testbed.WorkloadControllers)
+		node = d.startNode(r, csi, testbed.WorkloadControllers)
 	}); err != nil {
 		return fmt.Errorf("starting the testbed (run `make testbed` first?): %w", err)
 	}
-	d.took("storage, node and MinIO up", start)
+	d.took("storage and node up", start)
 	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, filepath.Join(d.work, "testbed.log"))
 
-	d.say("Installing Salvor (its roles, the mover pods' account, the node agent) and starting salvor server")
-	if err := d.install(ctx, r, node, minio, "--data-mover-image", demoImage); err != nil {
+	d.say("Installing Salvor (its roles, the mover pods' account, the node agent), starting salvor server, and MinIO for the bucket")
+	if err := d.install(ctx, node, d.minioLocation(r), "--data-mover-image", demoImage); err != nil {
 		return err
 	}
 	class := &unstructured.Unstructured{Object: map[string]any{

@@ -71,18 +71,21 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer end()
 
-	d.say("Starting a node that runs pods as local processes, kube-scheduler, kube-controller-manager's DaemonSet\n    controller, and MinIO for the bucket")
+	d.say("Starting a node that runs pods as local processes, kube-scheduler and kube-controller-manager's DaemonSet\n    controller")
 	start := time.Now()
 	var node *testbed.PodNode
-	var minio *testbed.MinIO
-	if err := r.step(func() { node, minio = d.startNode(r, nil, demoControllers) }); err != nil {
-		return fmt.Errorf("starting the node and MinIO (run `make demo` or `make testbed` first?): %w", err)
+	if err := r.step(func() { node = d.startNode(r, nil, demoControllers, d.storeDir()) }); err != nil {
+		return fmt.Errorf("starting the node (run `make demo` or `make testbed` first?): %w", err)
 	}
-	d.took("node and MinIO up", start)
+	d.took("node up", start)
 	fmt.Fprintf(o.Out, "    node %s runs image salvor as %s; testbed logs: %s\n", node.Name, d.o.Salvor, filepath.Join(d.work, "testbed.log"))
 
-	d.say("Installing Salvor (its roles, the node agent) and starting salvor server with its built-in plugins and the example plugins")
-	if err := d.install(ctx, r, node, minio); err != nil {
+	d.say("Installing Salvor (its roles, the node agent) and starting salvor server with its built-in plugins and the example\n    plugins; the backups go to Salvor's built-in filesystem store, bucket backups in %s", d.storeDir())
+	loc, err := d.filesystemLocation()
+	if err != nil {
+		return err
+	}
+	if err := d.install(ctx, node, loc); err != nil {
 		return err
 	}
 	if err := d.salvor(ctx, "plugin", "list", "--plugin-dir", o.PluginDir); err != nil {

@@ -68,6 +68,11 @@ type PodNodeOptions struct {
 	CSI        *CSI // the testbed CSI driver, reached over its socket
 	Labels     map[string]string
 	Taints     []string // KEY[=VALUE]:EFFECT
+	// HostDirs are this machine's directories that hostPath volumes at or
+	// under them reach as they are (--host-dir), rather than under the
+	// node's root: a directory pods share with processes beside the
+	// cluster, such as a filesystem location's.
+	HostDirs []string
 }
 
 // StartPodNode starts a testbed node on the cluster kubeconfig reaches,
@@ -101,6 +106,9 @@ func StartPodNode(t TB, kubeconfig string, cfg *rest.Config, o PodNodeOptions) *
 	}
 	for _, taint := range o.Taints {
 		args = append(args, "--taint", taint)
+	}
+	for _, d := range o.HostDirs {
+		args = append(args, "--host-dir", d)
 	}
 	n := &PodNode{Name: o.Name, Root: root, log: filepath.Join(t.TempDir(), "testbed-node.log")}
 	f, err := os.Create(n.log)

@@ -51,6 +51,7 @@ type config struct {
 	labels                             map[string]string
 	taints                             []corev1.Taint
 	capacity                           corev1.ResourceList
+	hostDirs                           []string // the machine's own directories hostPath volumes may reach
 
 	self             string // this binary, which sets up containers
 	address          string // the node's (and its pods') IP
@@ -59,6 +60,19 @@ type config struct {
 }
 
 func (c *config) kubeletDir() string { return filepath.Join(c.root, "var", "lib", "kubelet") }
+
+// hostPathDir is where a hostPath volume's path is on this machine: under
+// the node's root, unless it is at or under a --host-dir, which pods
+// reach as the machine's own directory.
+func (c *config) hostPathDir(path string) string {
+	clean := filepath.Clean("/" + path)
+	for _, d := range c.hostDirs {
+		if clean == d || strings.HasPrefix(clean, d+"/") {
+			return clean
+		}
+	}
+	return filepath.Join(c.root, clean)
+}
 
 // binary is the local binary an image runs: an image reference matches a
 // name given exactly, or by its repository's last path element whatever
@@ -137,6 +151,18 @@ func (t taints) Set(v string) error {
 	return nil
 }
 
+// hostDirs is --host-dir: absolute, clean directories.
+type hostDirs struct{ d *[]string }
+
+func (h hostDirs) String() string { return "" }
+func (h hostDirs) Set(v string) error {
+	if !filepath.IsAbs(v) || filepath.Clean(v) != v || v == "/" {
+		return fmt.Errorf("--host-dir %q: want a clean absolute path of a directory other than /", v)
+	}
+	*h.d = append(*h.d, v)
+	return nil
+}
+
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "run-container" {
 		runContainer(os.Args[2])
@@ -153,6 +179,7 @@ func main() {
 	fs.Var(imageFiles(cfg.imageFiles), "image-file", "NAME:PATH=FILE: images named NAME hold FILE at PATH, bound read-only in their containers (repeatable; a plugin image's /plugins/NAME)")
 	fs.Var(pairs{cfg.labels, "--label"}, "label", "KEY=VALUE: a label of the Node (repeatable)")
 	fs.Var(taints{&cfg.taints}, "taint", "KEY[=VALUE]:EFFECT: a taint of the Node (repeatable)")
+	fs.Var(hostDirs{&cfg.hostDirs}, "host-dir", "DIR: hostPath volumes at or under the absolute directory DIR are the machine's own, not under --root: a directory the node's pods share with processes beside the cluster (repeatable)")
 	cpu := fs.String("cpu", "8", "CPU capacity the node advertises")
 	memory := fs.String("memory", "32Gi", "memory capacity the node advertises")
 	pods := fs.Int("pods", 110, "how many pods the node takes")

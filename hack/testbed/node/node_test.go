@@ -88,3 +88,31 @@ func TestImageFiles(t *testing.T) {
 		t.Errorf("another image has files: %+v", got)
 	}
 }
+
+// TestHostPathDir: a hostPath volume is under the node's root, however
+// its path climbs, but for the directories given with --host-dir (and
+// not their look-alike siblings), which pods reach as they are.
+func TestHostPathDir(t *testing.T) {
+	c := &config{root: "/node"}
+	h := hostDirs{&c.hostDirs}
+	if err := h.Set("/srv/store"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"srv", "/srv/store/", "/srv/../etc", "/"} {
+		if err := h.Set(bad); err == nil {
+			t.Errorf("--host-dir %q taken", bad)
+		}
+	}
+	for path, want := range map[string]string{
+		"/var/lib/kubelet/pods": "/node/var/lib/kubelet/pods",
+		"/srv/store":            "/srv/store",
+		"/srv/store/b/kopia":    "/srv/store/b/kopia",
+		"/srv/store-other":      "/node/srv/store-other",
+		"/srv/store/../../etc":  "/node/etc",
+		"../../etc":             "/node/etc",
+	} {
+		if got := c.hostPathDir(path); got != want {
+			t.Errorf("hostPathDir(%s) = %s, want %s", path, got, want)
+		}
+	}
+}

@@ -149,9 +149,9 @@ func (r *podRun) setupVolume(ctx context.Context, v corev1.Volume) (volume, erro
 }
 
 // hostPath is under the node's root, so a test's node never hands out the
-// machine's own directories.
+// machine's own directories, but those given with --host-dir.
 func (r *podRun) hostPath(h *corev1.HostPathVolumeSource) (volume, error) {
-	p := filepath.Join(r.p.cfg.root, filepath.Clean("/"+h.Path))
+	p := r.p.cfg.hostPathDir(h.Path)
 	t := corev1.HostPathUnset
 	if h.Type != nil {
 		t = *h.Type
@@ -345,7 +345,7 @@ func (r *podRun) claim(ctx context.Context, c *corev1.PersistentVolumeClaimVolum
 		v.readOnly = c.ReadOnly
 		return v, err
 	case pv.Spec.Local != nil:
-		p := filepath.Join(r.p.cfg.root, filepath.Clean("/"+pv.Spec.Local.Path))
+		p := r.p.cfg.hostPathDir(pv.Spec.Local.Path)
 		if _, err := os.Stat(p); err != nil {
 			return volume{}, fmt.Errorf("local volume %s: %w", pv.Name, err)
 		}
