@@ -308,19 +308,24 @@ func podLogs(t testing.TB, cs kubernetes.Interface, ns, pod, container string, o
 // image's binary and the plugin image's from its plugin directory, and
 // completes a backup (the plugin's annotation on its items) and a restore;
 // `salvor plugin get` lists the image's plugin; its log is served through
-// the API server.
+// the API server; and it writes a backup into a filesystem location in the
+// node's directory --filesystem-location-dir mounts.
 func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
 	testbed.StartScheduling(t, c.kubeconfig)
 	// The plugin image as `make images` builds it: salvor-plugin-copy as its
 	// entrypoint, the plugin at /plugins/NAME.
+	// A directory of this machine's that the node's pods reach as
+	// themselves, for a filesystem location.
+	disk := t.TempDir()
 	testbed.StartPodNode(t, c.kubeconfig, c.restConfig, testbed.PodNodeOptions{
 		Images:     map[string]string{"salvor": salvorBin, "annotate-plugin": copyBin},
 		ImageFiles: map[string]map[string]string{"annotate-plugin": {"/plugins/backup-action": filepath.Join(pluginDir, "backup-action")}},
+		HostDirs:   []string{disk},
 	})
 	minio := testbed.StartMinIO(t, "backups")
-	c.mustSalvor(t, "install", "--replicas", "0", "--plugins", "example.io/team/annotate-plugin:v1")
+	c.mustSalvor(t, "install", "--replicas", "0", "--plugins", "example.io/team/annotate-plugin:v1", "--filesystem-location-dir", disk)
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
@@ -387,5 +392,21 @@ func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	}
 	if log := podLogs(t, cs, "salvor", pod.Name, "server", nil); !strings.Contains(log, "on-node") {
 		t.Errorf("the server pod's log does not name the backup:\n%s", log)
+	}
+
+	// A filesystem location in the directory --filesystem-location-dir
+	// mounted: the server's pod, with its read-only root, writes its
+	// backups there, on the node's disk.
+	if err := os.Mkdir(filepath.Join(disk, "local"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	c.mustSalvor(t, "backup-location", "create", "on-disk", "--provider", "salvor.dev/filesystem", "--bucket", "local", "--config", "root="+disk)
+	c.waitLocation(t, "on-disk", salvorv1.BackupStorageLocationPhaseAvailable)
+	c.mustSalvor(t, "backup", "create", "to-disk", "--include-namespaces", "app", "--storage-location", "on-disk", "--wait")
+	if b := c.getBackup(t, "to-disk"); b.Status.Phase != salvorv1.BackupPhaseCompleted {
+		t.Fatalf("the installed server's backup into its filesystem location: %+v", b.Status)
+	}
+	if files, err := os.ReadDir(filepath.Join(disk, "local", "backups", "to-disk")); err != nil || len(files) == 0 {
+		t.Errorf("backup to-disk is not in the mounted directory %s: %v, %v", disk, files, err)
 	}
 }
