@@ -84,9 +84,10 @@ plugin-images:
 # demo tells a disaster-recovery story on a local control plane; it needs
 # nothing but Go (the first run builds the testbed: several minutes).
 # demo builds only the part of the testbed it runs (etcd, kube-apiserver,
-# kube-controller-manager and kube-scheduler, the testbed node and MinIO;
-# not the CSI stack), beside salvor and the example plugins: each build's
-# link and downloads leave a core to the others.
+# kube-controller-manager and kube-scheduler and the testbed node; not the
+# CSI stack, nor MinIO: its backups go to Salvor's filesystem store), beside
+# salvor and the example plugins: each build's link and downloads leave a
+# core to the others.
 demo:
 	@hack/testbed/build.sh --demo & testbed=$$!; \
 	$(MAKE) --no-print-directory build && $(GO) build -o $(BIN)/plugins/ ./examples/...; built=$$?; \
