@@ -7,21 +7,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// hostDirMount is a host directory's volume and its mount, for a pod spec.
+type hostDirMount struct {
+	volumes []corev1.Volume
+	mounts  []corev1.VolumeMount
+}
+
 // filesystemLocations is the volume of --filesystem-location-dir and its
 // mount at the same path, for the server's pod and the node agent's: a
 // filesystem location (salvor.dev/filesystem) names its directory by
 // path (config root), and the server, which writes its backups, and the
 // node agent, which writes its pods' volume data, must each find the
-// same directory there. Nil when the flag is not given.
-func (o Options) filesystemLocations() (*corev1.Volume, *corev1.VolumeMount, error) {
+// same directory there. Empty when the flag is not given.
+func (o Options) filesystemLocations() (hostDirMount, error) {
 	dir := o.FilesystemLocationDir
 	if dir == "" {
-		return nil, nil, nil
+		return hostDirMount{}, nil
 	}
 	if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
-		return nil, nil, fmt.Errorf("--filesystem-location-dir %q: want a clean absolute path of a directory other than /", dir)
+		return hostDirMount{}, fmt.Errorf("--filesystem-location-dir %q: want a clean absolute path of a directory other than /", dir)
 	}
 	hostDir := corev1.HostPathDirectory
-	return &corev1.Volume{Name: "filesystem-locations", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostDir}}},
-		&corev1.VolumeMount{Name: "filesystem-locations", MountPath: dir}, nil
+	return hostDirMount{
+		volumes: []corev1.Volume{{Name: "filesystem-locations", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostDir}}}},
+		mounts:  []corev1.VolumeMount{{Name: "filesystem-locations", MountPath: dir}},
+	}, nil
 }

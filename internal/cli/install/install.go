@@ -270,12 +270,9 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fsVolumes []corev1.Volume
-	var fsMounts []corev1.VolumeMount
-	if v, m, err := o.filesystemLocations(); err != nil {
+	fs, err := o.filesystemLocations()
+	if err != nil {
 		return nil, err
-	} else if v != nil {
-		fsVolumes, fsMounts = []corev1.Volume{*v}, []corev1.VolumeMount{*m}
 	}
 	args := []string{"server", "--namespace", ns, "--plugin-dir", "/plugins"}
 	if o.LeaderElect {
@@ -408,7 +405,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 								Path: "/healthz", Port: intstrFromString("health")}}},
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 								Path: "/readyz", Port: intstrFromString("health")}}},
-							VolumeMounts: append([]corev1.VolumeMount{{Name: "plugins", MountPath: "/plugins"}, {Name: "scratch", MountPath: "/tmp"}}, fsMounts...),
+							VolumeMounts: append([]corev1.VolumeMount{{Name: "plugins", MountPath: "/plugins"}, {Name: "scratch", MountPath: "/tmp"}}, fs.mounts...),
 							SecurityContext: &corev1.SecurityContext{
 								AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), RunAsNonRoot: ptr(true),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -417,7 +414,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 						Volumes: append([]corev1.Volume{
 							{Name: "plugins", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: scratch}},
-						}, fsVolumes...),
+						}, fs.volumes...),
 					},
 				},
 			}},
@@ -427,7 +424,7 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstrFromString("metrics")}}}},
 	}
 	if o.UseNodeAgent {
-		agent, err := o.nodeAgent(labels, placement.ImagePullSecrets)
+		agent, err := o.nodeAgent(labels, placement.ImagePullSecrets, fs)
 		if err != nil {
 			return nil, err
 		}

@@ -46,8 +46,10 @@ var NodeAgentCapabilities = []corev1.Capability{"DAC_READ_SEARCH", "CHOWN", "DAC
 const DefaultKubeletRoot = "/var/lib/kubelet"
 
 // nodeAgent returns the node agent's objects: its account, its rights
-// and its DaemonSet.
-func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalObjectReference) ([]any, error) {
+// and its DaemonSet, which also mounts fs (filesystemLocations: the
+// directory of filesystem locations' kopia repositories, which the agent
+// writes pods' volume data into), if given.
+func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalObjectReference, fs hostDirMount) ([]any, error) {
 	if o.NodeAgentConcurrency < 0 {
 		return nil, fmt.Errorf("--node-agent-concurrency %d: must be at least 1 (0: the agent's default, 1)", o.NodeAgentConcurrency)
 	}
@@ -65,27 +67,9 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 	if o.NodeAgentConcurrency > 0 {
 		args = append(args, "--concurrency", fmt.Sprint(o.NodeAgentConcurrency))
 	}
-	mounts := []corev1.VolumeMount{
-		// Read-only for backups, read-write for restores (which write into
-		// restored pods' volumes); HostToContainer: volumes the kubelet
-		// mounts after the agent started are seen.
-		{Name: "host-pods", MountPath: nodeagent.HostPodsPath, ReadOnly: true, MountPropagation: ptr(corev1.MountPropagationHostToContainer)},
-		{Name: "host-pods", MountPath: nodeagent.HostPodsWritablePath, MountPropagation: ptr(corev1.MountPropagationHostToContainer)},
-		{Name: "scratch", MountPath: "/tmp"},
-	}
-	hostDir := corev1.HostPathDirectory
-	volumes := []corev1.Volume{
-		{Name: "host-pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(root, "pods"), Type: &hostDir}}},
-		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
-	// Filesystem locations' kopia repositories, which the agent writes
-	// pods' volume data into.
-	if v, m, err := o.filesystemLocations(); err != nil {
-		return nil, err
-	} else if v != nil {
-		volumes, mounts = append(volumes, *v), append(mounts, *m)
-	}
 	clusterName := "salvor-node-agent-" + ns
+	propagation := corev1.MountPropagationHostToContainer
+	hostDir := corev1.HostPathDirectory
 	return []any{
 		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: NodeAgentAccount, Namespace: ns, Labels: labels},
 			ImagePullSecrets: pullSecrets},
@@ -113,7 +97,15 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 							Args:  args,
 							Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
-							VolumeMounts: mounts,
+							VolumeMounts: append([]corev1.VolumeMount{
+								// Read-only for backups, read-write for restores (which
+								// write into restored pods' volumes); HostToContainer:
+								// volumes the kubelet mounts after the agent started
+								// are seen.
+								{Name: "host-pods", MountPath: nodeagent.HostPodsPath, ReadOnly: true, MountPropagation: &propagation},
+								{Name: "host-pods", MountPath: nodeagent.HostPodsWritablePath, MountPropagation: &propagation},
+								{Name: "scratch", MountPath: "/tmp"},
+							}, fs.mounts...),
 							// Root with only the rights to read every file and
 							// directory (pods' files belong to any user), and to
 							// write restored ones with their owners, modes and
@@ -124,7 +116,10 @@ func (o Options) nodeAgent(labels map[string]string, pullSecrets []corev1.LocalO
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: NodeAgentCapabilities},
 							},
 						}},
-						Volumes: volumes,
+						Volumes: append([]corev1.Volume{
+							{Name: "host-pods", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(root, "pods"), Type: &hostDir}}},
+							{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						}, fs.volumes...),
 					},
 				},
 			}},
