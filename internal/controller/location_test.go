@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,47 @@ func TestLocationChanges(t *testing.T) {
 	}
 	if !locationChanges.Create(event.CreateEvent{Object: old}) {
 		t.Error("a new location is not checked")
+	}
+}
+
+// TestFilesystemLocationsConfined: a server that keeps filesystem
+// locations to the directories its pod mounts refuses a root anywhere
+// else (its pod's own disk), naming the root and what to do; one that is
+// not confined, or a location of another provider, is not judged.
+func TestFilesystemLocationsConfined(t *testing.T) {
+	location := func(provider, root string) *salvorv1.BackupStorageLocation {
+		return &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Name: "loc"}, Spec: salvorv1.BackupStorageLocationSpec{Provider: provider,
+			ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}, Config: map[string]string{"root": root}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		confined bool
+		dirs     []string
+		provider string
+		root     string
+		want     string // a part of the error; "" for none
+	}{
+		{"unconfined", false, nil, "salvor.dev/filesystem", "/tmp/anywhere", ""},
+		{"the directory itself", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "/srv/backups", ""},
+		{"in the directory", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "/srv/backups/team/a", ""},
+		{"bare provider name", true, []string{"/srv/backups"}, "filesystem", "/tmp/x", "is not in /srv/backups"},
+		{"in the second directory", true, []string{"/srv/a", "/srv/b/"}, "salvor.dev/filesystem", "/srv/b/c", ""},
+		{"scratch disk", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "/tmp/backups", "config root /tmp/backups is not in /srv/backups"},
+		{"a look-alike sibling", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "/srv/backups2", "is not in"},
+		{"climbing out", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "/srv/backups/../../tmp", "config root /tmp is not in"},
+		{"nothing mounted", true, nil, "salvor.dev/filesystem", "/srv/backups", "mounts no directory for filesystem locations"},
+		{"relative", true, []string{"/srv/backups"}, "salvor.dev/filesystem", "srv/backups", "want an absolute directory path"},
+		{"another provider", true, nil, "salvor.dev/s3", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Locations{ConfineFilesystem: tc.confined, FilesystemDirs: tc.dirs}
+			_, err := l.config(context.Background(), location(tc.provider, tc.root))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -38,6 +38,13 @@ type Locations struct {
 	// are whole (default: a directory under the system's temporary one, the
 	// server's scratch volume when installed).
 	StagingDir string
+	// ConfineFilesystem keeps filesystem locations (salvor.dev/filesystem)
+	// to FilesystemDirs: a location whose root is not one of them or in
+	// one is refused. A server in a pod sets it (salvor install does): its
+	// own disk is the pod's, read-only or scratch, and a backup written
+	// there would say Completed and go with the pod.
+	ConfineFilesystem bool
+	FilesystemDirs    []string
 
 	// scratch keeps the files of restores from ReadOnly locations.
 	scratch persistence.Scratch
@@ -120,7 +127,31 @@ func (l *Locations) config(ctx context.Context, bsl *salvorv1.BackupStorageLocat
 		}
 		config["caCert"] = string(pem)
 	}
+	if kind, err := kopiarepo.KindOf(bsl.Spec.Provider); err == nil && kind == kopiarepo.Filesystem && l.ConfineFilesystem {
+		if err := filesystemRootProblem(config["root"], l.FilesystemDirs); err != nil {
+			return config, err
+		}
+	}
 	return config, l.addCredential(ctx, config, bsl.Spec.Credential)
+}
+
+// filesystemRootProblem says why a filesystem location's root is not where
+// a confined server may keep backups: at or under one of dirs, the
+// directories its pod mounts from the node (--filesystem-location-dir).
+func filesystemRootProblem(root string, dirs []string) error {
+	if !filepath.IsAbs(root) {
+		return fmt.Errorf("config root %q: want an absolute directory path", root)
+	}
+	root = filepath.Clean(root)
+	for _, d := range dirs {
+		if d = filepath.Clean(d); root == d || strings.HasPrefix(root, strings.TrimSuffix(d, "/")+"/") {
+			return nil
+		}
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("config root %s: this server mounts no directory for filesystem locations, so their backups would be written to its pod's own disk and lost with the pod; install with --filesystem-location-dir naming a directory of the nodes that holds %s", root, root)
+	}
+	return fmt.Errorf("config root %s is not in %s, the directories this server mounts for filesystem locations (--filesystem-location-dir): its backups would be written to its pod's own disk and lost with the pod; set root in one of them", root, strings.Join(dirs, ", "))
 }
 
 // secretKey reads a key of a Secret in the server's namespace, what names

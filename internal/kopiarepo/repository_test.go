@@ -506,3 +506,37 @@ func TestCacheKeptForBackups(t *testing.T) {
 		t.Fatalf("a read-only open wrote %d files into its cache directory; want none", n)
 	}
 }
+
+// TestFilesystemStorageStaysInItsBucket: a filesystem location's bucket
+// and prefix name a directory in its root, never one beside it.
+func TestFilesystemStorageStaysInItsBucket(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	for _, c := range []struct{ bucket, prefix, want string }{
+		{"..", "", "want a plain directory name"},
+		{"a/b", "", "want a plain directory name"},
+		{`a\b`, "", "want a plain directory name"},
+		{"volumes", "../../elsewhere", "outside the bucket's directory"},
+	} {
+		loc := Location{Provider: "salvor.dev/filesystem", Config: map[string]string{"root": root, "bucket": c.bucket, "prefix": c.prefix}}
+		if _, err := Storage(ctx, loc, "app", true); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("bucket %q prefix %q: %v; want an error saying %q", c.bucket, c.prefix, err, c.want)
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Dir(root)); err == nil {
+		for _, e := range entries {
+			if e.Name() == "elsewhere" || e.Name() == "kopia" {
+				t.Errorf("a directory was made beside the root: %s", e.Name())
+			}
+		}
+	}
+	loc := Location{Provider: "salvor.dev/filesystem", Config: map[string]string{"root": root, "bucket": "volumes", "prefix": "team/a"}}
+	st, err := Storage(ctx, loc, "app", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close(ctx)
+	if _, err := os.Stat(filepath.Join(root, "volumes", "team", "a", "kopia", "app")); err != nil {
+		t.Errorf("the repository's directory: %v", err)
+	}
+}

@@ -78,8 +78,17 @@ func Storage(ctx context.Context, loc Location, ns string, create bool) (blob.St
 		if !filepath.IsAbs(root) {
 			return nil, fmt.Errorf("filesystem location root %q: want an absolute path", root)
 		}
-		// The same layout as the filesystem object store: root/bucket/key.
-		dir := filepath.Join(root, bucket, filepath.FromSlash(prefix))
+		// The same layout as the filesystem object store: root/bucket/key,
+		// and the same refusals: a bucket is one directory of root, and a
+		// prefix does not climb out of it.
+		if strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
+			return nil, fmt.Errorf("filesystem location bucket %q: want a plain directory name", bucket)
+		}
+		top := filepath.Join(root, bucket)
+		dir := filepath.Join(top, filepath.FromSlash(prefix))
+		if !strings.HasPrefix(dir, top+string(filepath.Separator)) {
+			return nil, fmt.Errorf("filesystem location prefix %q: the repository would be outside the bucket's directory %s", loc.Config["prefix"], top)
+		}
 		st, err := filesystem.New(ctx, &filesystem.Options{Path: dir}, create)
 		if err != nil {
 			return nil, fmt.Errorf("kopia repository at %s: %w", dir, err)

@@ -409,4 +409,18 @@ func TestInstalledServerRunsOnTheNode(t *testing.T) {
 	if files, err := os.ReadDir(filepath.Join(disk, "local", "backups", "to-disk")); err != nil || len(files) == 0 {
 		t.Errorf("backup to-disk is not in the mounted directory %s: %v, %v", disk, files, err)
 	}
+
+	// One whose root is anywhere else would be the pod's scratch volume
+	// (/tmp) — a backup that says Completed and goes with the pod — so the
+	// server refuses it, and a backup into it.
+	c.mustSalvor(t, "backup-location", "create", "in-pod", "--provider", "salvor.dev/filesystem", "--bucket", "local", "--config", "root=/tmp/in-pod")
+	if msg := c.waitLocation(t, "in-pod", salvorv1.BackupStorageLocationPhaseUnavailable).Status.Message; !strings.Contains(msg, "config root /tmp/in-pod is not in "+disk) {
+		t.Errorf("location in-pod is unavailable saying %q, want its root and the mounted directory named", msg)
+	}
+	if out, err := c.salvor(t, "backup", "create", "to-pod", "--include-namespaces", "app", "--storage-location", "in-pod", "--wait"); err == nil {
+		t.Errorf("salvor backup create into the unmounted filesystem location succeeded:\n%s", out)
+	}
+	if b := c.getBackup(t, "to-pod"); b.Status.Phase == salvorv1.BackupPhaseCompleted || !strings.Contains(strings.Join(b.Status.ValidationErrors, " ")+b.Status.FailureReason, "is not in "+disk) {
+		t.Errorf("a backup into the unmounted filesystem location: %+v", b.Status)
+	}
 }

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +50,16 @@ func TestFilesystemLocationDir(t *testing.T) {
 		if !mounted || !volume {
 			t.Errorf("%s: /srv/backups mounted %v, its hostPath volume %v: %+v", kind, mounted, volume, spec)
 		}
+	}
+	// The server keeps filesystem locations to what it has mounted: the
+	// directory, or nothing when none is.
+	if args := pods(with)["Deployment"].Containers[0].Args; !slices.Contains(args, "--confine-filesystem-locations") ||
+		!strings.Contains(strings.Join(args, " "), "--filesystem-location-dir /srv/backups") {
+		t.Errorf("server args %q: want --confine-filesystem-locations and --filesystem-location-dir /srv/backups", args)
+	}
+	if args := pods(base)["Deployment"].Containers[0].Args; !slices.Contains(args, "--confine-filesystem-locations") ||
+		slices.Contains(args, "--filesystem-location-dir") {
+		t.Errorf("server args %q without --filesystem-location-dir: want --confine-filesystem-locations and no directory", args)
 	}
 	for kind, spec := range pods(base) {
 		for _, v := range spec.Volumes {

@@ -287,6 +287,12 @@ func Manifests(o Options) ([]*unstructured.Unstructured, error) {
 	if o.Tenants {
 		args = append(args, "--tenants")
 	}
+	// The server's disk is its pod's: filesystem locations only in the
+	// directory mounted for them, if any.
+	args = append(args, "--confine-filesystem-locations")
+	if o.FilesystemLocationDir != "" {
+		args = append(args, "--filesystem-location-dir", o.FilesystemLocationDir)
+	}
 	if o.DefaultVolumesToFsBackup {
 		if !o.UseNodeAgent {
 			return nil, fmt.Errorf("--default-volumes-to-fs-backup needs the node agent, which copies the files: add --use-node-agent")

@@ -74,6 +74,8 @@ type options struct {
 	operationTimeout     time.Duration
 	defaultFSBackup      bool
 	tenants              bool
+	confineFilesystem    bool
+	filesystemDirs       []string
 	uploaderType         string
 	restoreMemory        string
 	finalizeAttempts     int
@@ -218,6 +220,8 @@ process, restarted if it dies.`,
 	f.StringVar(&o.repoSafety, "repo-maintenance-safety", string(kopiarepo.SafetyFull), "full: kopia's safety margins (a deleted backup's volume data is freed a day or more later; uploads run beside maintenance); none: freed at the next maintenance runs, with uploads and downloads of a repository kept apart from its maintenance")
 	f.StringVar(&o.uploaderType, "uploader-type", salvorv1.UploaderKopia, "the file-system backup's uploader: kopia, the only one (Velero's flag)")
 	f.BoolVar(&o.defaultFSBackup, "default-volumes-to-fs-backup", false, "copy the files of every volume of a backup's running pods (file-system backup, by the node agent) when the backup does not say (Velero's flag; a pod opts volumes out with backup.velero.io/backup-volumes-excludes)")
+	f.BoolVar(&o.confineFilesystem, "confine-filesystem-locations", false, "refuse filesystem locations (salvor.dev/filesystem) whose root is not in a --filesystem-location-dir: a server in a pod, whose own disk goes with the pod (salvor install sets it); without it a root may be anywhere on the server's machine")
+	f.StringSliceVar(&o.filesystemDirs, "filesystem-location-dir", nil, "a directory the server's pod mounts from the node (salvor install --filesystem-location-dir) in which filesystem locations may keep backups; comma-separated or repeated; confines them as --confine-filesystem-locations does")
 	f.BoolVar(&o.tenants, "tenants", false, "also run the Backups, Restores and DownloadRequests teams make in their own namespaces, confined to them and checked against their makers' rights (docs/self-service.md); needs what salvor install --tenants installs")
 	f.DurationVar(&o.operationSync, "item-operation-sync-frequency", 10*time.Second, "longest interval between two Progress polls of an operation (the first come sooner)")
 	f.DurationVar(&o.operationTimeout, "default-item-operation-timeout", 4*time.Hour, "bound on each plugin operation of backups without itemOperationTimeout")
@@ -368,7 +372,8 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	locations := &controller.Locations{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Plugins: plugins, Namespace: o.kube.Namespace}
+	locations := &controller.Locations{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Plugins: plugins, Namespace: o.kube.Namespace,
+		ConfineFilesystem: o.confineFilesystem || len(o.filesystemDirs) > 0, FilesystemDirs: o.filesystemDirs}
 	runs := &controller.Runs{}
 	pageSize := o.pageSize
 	if pageSize == 0 {
