@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -173,13 +174,21 @@ func newGet(k *kube.Options) *cobra.Command {
 		})
 }
 
+// setOptions are `snapshot-location set`'s flags. The location's new spec
+// is a function of them and the current one (change), judged before the
+// location is read (complete), so a bad flag changes nothing.
+type setOptions struct {
+	config      map[string]string
+	clearConfig []string
+	isDefault   bool
+	credential  map[string]string
+
+	flags  *pflag.FlagSet
+	secret *corev1.SecretKeySelector // from --credential
+}
+
 func newSet(k *kube.Options) *cobra.Command {
-	var (
-		config      map[string]string
-		clearConfig []string
-		isDefault   bool
-		credential  map[string]string
-	)
+	o := &setOptions{}
 	cmd := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Change a volume snapshot location: its config, credential or whether it is the default",
@@ -190,52 +199,72 @@ with their backups, with the config the location has then.`,
 		Example: "  salvor snapshot-location set local --default\n  salvor snapshot-location set local --config bytesPerSecond=50000000",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") {
-				return fmt.Errorf("nothing to change: give --default, --config, --unset-config or --credential")
-			}
-			secret, err := kube.SecretKey(credential)
-			if err != nil {
+			if err := o.complete(cmd.Flags()); err != nil {
 				return err
 			}
-			c, err := k.Client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			vsl, err := kube.Get[salvorv1.VolumeSnapshotLocation](ctx, c, k.Namespace, "volume snapshot location", args[0])
-			if err != nil {
-				return err
-			}
-			err = kube.Patch(ctx, c, vsl, func(vsl *salvorv1.VolumeSnapshotLocation) {
-				if f.Changed("default") {
-					vsl.Spec.Default = isDefault
-				}
-				vsl.Spec.Config = kube.MergeConfig(vsl.Spec.Config, config, clearConfig)
-				if secret != nil {
-					vsl.Spec.Credential = secret
-				}
-			})
-			if err != nil {
-				return fmt.Errorf("changing volume snapshot location %s: %w", vsl.Name, err)
-			}
-			// Others stop being the default only once this one is: a patch
-			// that fails changes no location's mark.
-			if f.Changed("default") && isDefault {
-				if err := clearDefault(ctx, c, k.Namespace, vsl.Name); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q changed.\n", vsl.Name)
-			return nil
+			return o.run(cmd, k, args[0])
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&isDefault, "default", false, "make this the default location (unsets any other), or --default=false to unset it")
-	f.StringToStringVar(&config, "config", nil, "plugin config keys to set, key=value pairs")
-	f.StringSliceVar(&clearConfig, "unset-config", nil, "plugin config keys to remove")
-	f.StringToStringVar(&credential, "credential", nil, "SECRET=KEY: the Secret key holding the snapshotter's credentials (Velero's flag)")
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+func (o *setOptions) bind(f *pflag.FlagSet) {
+	f.BoolVar(&o.isDefault, "default", false, "make this the default location (unsets any other), or --default=false to unset it")
+	f.StringToStringVar(&o.config, "config", nil, "plugin config keys to set, key=value pairs")
+	f.StringSliceVar(&o.clearConfig, "unset-config", nil, "plugin config keys to remove")
+	f.StringToStringVar(&o.credential, "credential", nil, "SECRET=KEY: the Secret key holding the snapshotter's credentials (Velero's flag)")
+}
+
+// complete checks every flag before anything is read from or written to
+// the cluster.
+func (o *setOptions) complete(f *pflag.FlagSet) error {
+	o.flags = f
+	if !f.Changed("default") && !f.Changed("config") && !f.Changed("unset-config") && !f.Changed("credential") {
+		return fmt.Errorf("nothing to change: give --default, --config, --unset-config or --credential")
+	}
+	var err error
+	o.secret, err = kube.SecretKey(o.credential)
+	return err
+}
+
+// change is the location's spec with the flags applied: config keys set
+// and removed, the others kept; the provider as it is.
+func (o *setOptions) change(vsl *salvorv1.VolumeSnapshotLocation) salvorv1.VolumeSnapshotLocationSpec {
+	spec := *vsl.Spec.DeepCopy()
+	if o.flags.Changed("default") {
+		spec.Default = o.isDefault
+	}
+	spec.Config = kube.MergeConfig(spec.Config, o.config, o.clearConfig)
+	if o.secret != nil {
+		spec.Credential = o.secret
+	}
+	return spec
+}
+
+func (o *setOptions) run(cmd *cobra.Command, k *kube.Options, name string) error {
+	c, err := k.Client()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	vsl, err := kube.Get[salvorv1.VolumeSnapshotLocation](ctx, c, k.Namespace, "volume snapshot location", name)
+	if err != nil {
+		return err
+	}
+	spec := o.change(vsl)
+	if err := kube.Patch(ctx, c, vsl, func(vsl *salvorv1.VolumeSnapshotLocation) { vsl.Spec = spec }); err != nil {
+		return fmt.Errorf("changing volume snapshot location %s: %w", name, err)
+	}
+	// Others stop being the default only once this one is: a patch that
+	// fails changes no location's mark.
+	if o.flags.Changed("default") && o.isDefault {
+		if err := clearDefault(ctx, c, k.Namespace, vsl.Name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Volume snapshot location %q changed.\n", name)
+	return nil
 }
 
 // clearDefault unsets the default mark of every volume snapshot location

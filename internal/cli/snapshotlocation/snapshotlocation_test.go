@@ -78,3 +78,54 @@ func TestCreateFlagsMakeTheLocation(t *testing.T) {
 		})
 	}
 }
+
+// TestSetChangesOnlyWhatItsFlagsSay: `salvor snapshot-location set`'s new
+// spec is the old one with its flags applied and nothing else; mistakes are
+// refused before the location is read, and the location read is not
+// changed in place.
+func TestSetChangesOnlyWhatItsFlagsSay(t *testing.T) {
+	current := &salvorv1.VolumeSnapshotLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: "local"},
+		Spec: salvorv1.VolumeSnapshotLocationSpec{Provider: "salvor.dev/local-volume", Default: true,
+			Config: map[string]string{"snapshotDir": "/var/snap", "bytesPerSecond": "100"}},
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		want    salvorv1.VolumeSnapshotLocationSpec
+	}{
+		{args: nil, wantErr: "nothing to change: give --default, --config, --unset-config or --credential"},
+		{args: []string{"--credential", "a=b,c=d"}, wantErr: "--credential: give one SECRET=KEY"},
+		{args: []string{"--config", "bytesPerSecond=50", "--unset-config", "snapshotDir"},
+			want: salvorv1.VolumeSnapshotLocationSpec{Provider: "salvor.dev/local-volume", Default: true, Config: map[string]string{"bytesPerSecond": "50"}}},
+		{args: []string{"--default=false", "--credential", "cloud=key"},
+			want: salvorv1.VolumeSnapshotLocationSpec{Provider: "salvor.dev/local-volume", Config: map[string]string{"snapshotDir": "/var/snap", "bytesPerSecond": "100"},
+				Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud"}, Key: "key"}}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := &setOptions{}
+			f := pflag.NewFlagSet("set", pflag.ContinueOnError)
+			o.bind(f)
+			if err := f.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			before := current.DeepCopy()
+			err := o.complete(f)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.change(current); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("spec\n%+v\nwant\n%+v", got, tc.want)
+			}
+			if !reflect.DeepEqual(current, before) {
+				t.Errorf("the location read was changed in place: %+v", current)
+			}
+		})
+	}
+}
