@@ -24,17 +24,7 @@ require (
 	github.com/go-openapi/jsonpointer v1.0.2 // indirect
 	github.com/go-openapi/jsonreference v1.0.3 // indirect
 	github.com/go-openapi/swag v0.29.2 // indirect
-	github.com/go-openapi/swag/cmdutils v0.29.2 // indirect
-	github.com/go-openapi/swag/conv v0.29.2 // indirect
-	github.com/go-openapi/swag/fileutils v0.29.2 // indirect
-	github.com/go-openapi/swag/jsonutils v0.29.2 // indirect
-	github.com/go-openapi/swag/loading v0.29.2 // indirect
-	github.com/go-openapi/swag/mangling v0.29.2 // indirect
-	github.com/go-openapi/swag/netutils v0.29.2 // indirect
-	github.com/go-openapi/swag/pools v0.29.2 // indirect
-	github.com/go-openapi/swag/stringutils v0.29.2 // indirect
-	github.com/go-openapi/swag/typeutils v0.29.2 // indirect
-	github.com/go-openapi/swag/yamlutils v0.29.2 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
@@ -43,11 +33,13 @@ require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kubernetes-csi/csi-lib-utils v0.25.0 // indirect
 	github.com/kubernetes-csi/external-snapshotter/client/v8 v8.7.0 // indirect
 	github.com/kubernetes-csi/external-snapshotter/v8 v8.7.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -58,6 +50,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.2 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.2 // indirect
@@ -68,7 +61,6 @@ require (
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // indirect
-	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
@@ -80,10 +72,10 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
-	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
@@ -93,6 +85,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.37.0 // indirect
 	k8s.io/apimachinery v0.37.0 // indirect
 	k8s.io/apiserver v0.37.0 // indirect
@@ -114,52 +107,83 @@ tool github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller
 
 tool github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
 
-replace k8s.io/code-generator => k8s.io/code-generator v0.37.0
-
-replace k8s.io/kms => k8s.io/kms v0.37.0
-
-replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.0
-
-replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.0
-
-replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.37.0
-
-replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.37.0
-
-replace k8s.io/controller-manager => k8s.io/controller-manager v0.37.0
-
-replace k8s.io/cri-api => k8s.io/cri-api v0.37.0
-
-replace k8s.io/cri-client => k8s.io/cri-client v0.37.0
-
-replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.37.0
-
-replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.37.0
-
-replace k8s.io/endpointslice => k8s.io/endpointslice v0.37.0
-
-replace k8s.io/externaljwt => k8s.io/externaljwt v0.37.0
-
-replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.37.0
-
-replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.37.0
-
-replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.37.0
-
-replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.37.0
-
-replace k8s.io/kubectl => k8s.io/kubectl v0.37.0
-
-replace k8s.io/kubelet => k8s.io/kubelet v0.37.0
-
-replace k8s.io/metrics => k8s.io/metrics v0.37.0
-
-replace k8s.io/mount-utils => k8s.io/mount-utils v0.37.0
-
-replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.37.0
-
-replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.0
-
-replace k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.0
-
-replace k8s.io/sample-controller => k8s.io/sample-controller v0.37.0
+// The snapshot stack is built against the modules kube-apiserver is built with
+// (hack/testbed/kubernetes/go.mod; go run ./hack/testbed/align keeps
+// them so): the packages it shares with it are compiled once, not
+// once for each binary, on a fresh machine.
+replace (
+	github.com/antlr4-go/antlr/v4 => github.com/antlr4-go/antlr/v4 v4.13.0
+	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
+	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
+	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.21.0
+	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v0.20.2
+	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
+	github.com/google/cel-go => github.com/google/cel-go v0.26.0
+	github.com/google/gnostic-models => github.com/google/gnostic-models v0.7.0
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 => github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3
+	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
+	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.23.2
+	github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common => github.com/prometheus/common v0.67.5
+	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.8
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.8
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.8
+	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.65.0
+	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.45.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace => go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.40.0
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.40.0
+	go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.45.0
+	go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.45.0
+	go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.45.0
+	go.opentelemetry.io/proto/otlp => go.opentelemetry.io/proto/otlp v1.9.0
+	go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
+	go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/exp => golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93
+	golang.org/x/net => golang.org/x/net v0.60.0
+	golang.org/x/oauth2 => golang.org/x/oauth2 v0.36.0
+	golang.org/x/sys => golang.org/x/sys v0.49.0
+	golang.org/x/term => golang.org/x/term v0.47.0
+	golang.org/x/time => golang.org/x/time v0.14.0
+	google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/grpc => google.golang.org/grpc v1.85.0
+	k8s.io/api => k8s.io/api v0.36.3
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.36.3
+	k8s.io/apimachinery => k8s.io/apimachinery v0.36.3
+	k8s.io/apiserver => k8s.io/apiserver v0.36.3
+	k8s.io/cli-runtime => k8s.io/cli-runtime v0.36.3
+	k8s.io/client-go => k8s.io/client-go v0.36.3
+	k8s.io/cloud-provider => k8s.io/cloud-provider v0.36.3
+	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.36.3
+	k8s.io/code-generator => k8s.io/code-generator v0.36.3
+	k8s.io/component-base => k8s.io/component-base v0.36.3
+	k8s.io/component-helpers => k8s.io/component-helpers v0.36.3
+	k8s.io/controller-manager => k8s.io/controller-manager v0.36.3
+	k8s.io/cri-api => k8s.io/cri-api v0.36.3
+	k8s.io/cri-client => k8s.io/cri-client v0.36.3
+	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.36.3
+	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.36.3
+	k8s.io/endpointslice => k8s.io/endpointslice v0.36.3
+	k8s.io/externaljwt => k8s.io/externaljwt v0.36.3
+	k8s.io/kms => k8s.io/kms v0.36.3
+	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.36.3
+	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.36.3
+	k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a
+	k8s.io/kube-proxy => k8s.io/kube-proxy v0.36.3
+	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.36.3
+	k8s.io/kubectl => k8s.io/kubectl v0.36.3
+	k8s.io/kubelet => k8s.io/kubelet v0.36.3
+	k8s.io/metrics => k8s.io/metrics v0.36.3
+	k8s.io/mount-utils => k8s.io/mount-utils v0.36.3
+	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.36.3
+	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.3
+	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.36.3
+	k8s.io/sample-controller => k8s.io/sample-controller v0.36.3
+	k8s.io/streaming => k8s.io/streaming v0.36.3
+	k8s.io/utils => k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client => sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0
+	sigs.k8s.io/structured-merge-diff/v6 => sigs.k8s.io/structured-merge-diff/v6 v6.3.3
+)
