@@ -18,65 +18,96 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
+// describeOptions are `salvor backup describe`'s flags. What it shows
+// beyond the backup's own fields is a function of them and the backup
+// (sections); run fetches and prints those.
+type describeOptions struct {
+	format         output.Format
+	details, watch bool
+	trust          Trust
+}
+
 func newDescribe(k *kube.Options) *cobra.Command {
-	var format output.Format
-	var details, watch bool
-	var trust Trust
+	o := &describeOptions{}
 	cmd := &cobra.Command{
 		Use:     "describe NAME",
 		Short:   "Show a backup's spec, progress and outcome",
 		Example: "  salvor backup describe nightly",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, b, shown, err := kube.Show[salvorv1.Backup](cmd, k, format, "backup", args[0])
-			if shown || err != nil {
-				return err
-			}
-			if watch {
-				final, err := Wait(cmd.Context(), c, b, cmd.OutOrStdout())
-				if err != nil {
-					return err
-				}
-				b = final
-			}
-			describe(cmd.OutOrStdout(), b)
-			if b.Status.Verification != nil {
-				fmt.Fprintln(cmd.OutOrStdout())
-				DescribeVerification(cmd.OutOrStdout(), b.Status.Verification)
-			}
-			if b.Status.VolumeSnapshotsAttempted > 0 {
-				describeVolumes(cmd.Context(), cmd.OutOrStdout(), c, b)
-			}
-			if b.Status.BackupItemOperationsAttempted > 0 && (details || waiting(b.Status.Phase)) {
-				if ops, err := operationsOf(cmd.Context(), c, b, trust); err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "\nItem operations: not available (%v)\n", err)
-				} else {
-					describeOperations(cmd.OutOrStdout(), b, ops, details)
-				}
-			}
-			if details && hasFiles(b.Status.Phase) {
-				DescribeResourceList(cmd.Context(), cmd.OutOrStdout(), c, b.Namespace, salvorv1.DownloadTargetBackupResourceList, b.Name, trust)
-			}
-			if details && (b.Status.Errors > 0 || b.Status.Warnings > 0) {
-				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-				defer cancel()
-				rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupResults, b.Name, trust)
-				if err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "\nResults: not available (%v)\n", err)
-					return nil
-				}
-				defer rc.Close()
-				raw, _ := io.ReadAll(rc)
-				output.Results(cmd.OutOrStdout(), raw)
-			}
-			return nil
+			return o.run(cmd, k, args[0])
 		},
 	}
-	output.AddFlag(cmd.Flags(), &format)
-	cmd.Flags().BoolVar(&details, "details", false, "also show the backup's resource list (every item it holds), each plugin operation, and the warnings and errors")
-	cmd.Flags().BoolVar(&watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
-	trust.AddFlags(cmd.Flags())
+	output.AddFlag(cmd.Flags(), &o.format)
+	cmd.Flags().BoolVar(&o.details, "details", false, "also show the backup's resource list (every item it holds), each plugin operation, and the warnings and errors")
+	cmd.Flags().BoolVar(&o.watch, "watch", false, "show live progress (items and each running operation) until the backup ends, then describe it")
+	o.trust.AddFlags(cmd.Flags())
 	return kube.Describes(cmd, k, "backup", &salvorv1.BackupList{})
+}
+
+// sections are what a description shows after the backup's own fields.
+type sections struct {
+	verification, volumes, operations, resourceList, results bool
+}
+
+// sections says which of them b has to show: its verification and
+// volumes when it has them; its plugin operations while they run, or
+// with --details; its resource list and its warnings and errors with
+// --details, once it has written them.
+func (o *describeOptions) sections(b *salvorv1.Backup) sections {
+	st := b.Status
+	return sections{
+		verification: st.Verification != nil,
+		volumes:      st.VolumeSnapshotsAttempted > 0,
+		operations:   st.BackupItemOperationsAttempted > 0 && (o.details || waiting(st.Phase)),
+		resourceList: o.details && hasFiles(st.Phase),
+		results:      o.details && (st.Errors > 0 || st.Warnings > 0),
+	}
+}
+
+func (o *describeOptions) run(cmd *cobra.Command, k *kube.Options, name string) error {
+	c, b, shown, err := kube.Show[salvorv1.Backup](cmd, k, o.format, "backup", name)
+	if shown || err != nil {
+		return err
+	}
+	ctx, w := cmd.Context(), cmd.OutOrStdout()
+	if o.watch {
+		if b, err = Wait(ctx, c, b, w); err != nil {
+			return err
+		}
+	}
+	describe(w, b)
+	show := o.sections(b)
+	if show.verification {
+		fmt.Fprintln(w)
+		DescribeVerification(w, b.Status.Verification)
+	}
+	if show.volumes {
+		describeVolumes(ctx, w, c, b)
+	}
+	if show.operations {
+		if ops, err := operationsOf(ctx, c, b, o.trust); err != nil {
+			fmt.Fprintf(w, "\nItem operations: not available (%v)\n", err)
+		} else {
+			describeOperations(w, b, ops, o.details)
+		}
+	}
+	if show.resourceList {
+		DescribeResourceList(ctx, w, c, b.Namespace, salvorv1.DownloadTargetBackupResourceList, b.Name, o.trust)
+	}
+	if show.results {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		rc, err := Download(ctx, c, k.Namespace, salvorv1.DownloadTargetBackupResults, b.Name, o.trust)
+		if err != nil {
+			fmt.Fprintf(w, "\nResults: not available (%v)\n", err)
+			return nil
+		}
+		defer rc.Close()
+		raw, _ := io.ReadAll(rc)
+		output.Results(w, raw)
+	}
+	return nil
 }
 
 // hasFiles says whether a backup in this phase has written its files.

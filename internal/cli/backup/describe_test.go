@@ -88,3 +88,36 @@ func TestDeletionSaysWhereItIs(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeSections: what `salvor backup describe` shows beyond the
+// backup's own fields, by its status and --details.
+func TestDescribeSections(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		details bool
+		status  salvorv1.BackupStatus
+		want    sections
+	}{
+		{name: "a plain completed backup", status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted}},
+		{name: "with --details, its resource list", details: true, status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted},
+			want: sections{resourceList: true}},
+		{name: "no resource list before its files are written", details: true, status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseInProgress}},
+		{name: "no resource list of a backup refused", details: true, status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseFailedValidation}},
+		{name: "verified, with volumes", status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, Verification: &salvorv1.BackupVerification{}, VolumeSnapshotsAttempted: 2},
+			want: sections{verification: true, volumes: true}},
+		{name: "operations while they run", status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseWaitingForPluginOperations, BackupItemOperationsAttempted: 1},
+			want: sections{operations: true}},
+		{name: "operations of a finished backup only with --details", status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhaseCompleted, BackupItemOperationsAttempted: 1}},
+		{name: "with --details, operations, warnings and errors", details: true,
+			status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhasePartiallyFailed, BackupItemOperationsAttempted: 1, Errors: 1, Warnings: 2},
+			want:   sections{operations: true, resourceList: true, results: true}},
+		{name: "warnings and errors only with --details", status: salvorv1.BackupStatus{Phase: salvorv1.BackupPhasePartiallyFailed, Errors: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &describeOptions{details: tc.details}
+			if got := o.sections(&salvorv1.Backup{Status: tc.status}); got != tc.want {
+				t.Errorf("sections %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
