@@ -59,42 +59,38 @@ func main() {
 	}
 }
 
+// step holds a module to its leader's versions: by requiring them
+// (-require) or by replacing the modules with them (-replace).
+type step struct {
+	m, leader module
+	how       string
+	keep      map[string]bool
+}
+
 func run(check bool) error {
-	var differ []string
-	// Kubernetes follows Salvor, then the others follow Kubernetes; tidy
-	// can bring in modules that differ again, so each is repeated until
-	// nothing changes.
-	report := func(what string, diffs []diff) {
-		for _, d := range diffs {
-			differ = append(differ, fmt.Sprintf("%s: %s %s, want %s", what, d.path, d.have, d.want))
-		}
+	// Kubernetes follows Salvor, then the others follow Kubernetes.
+	steps := []step{{kubernetes, salvor, "-require", nil}}
+	for _, f := range followers {
+		steps = append(steps, step{f, kubernetes, "-replace", own})
 	}
-	for range 5 {
-		diffs, err := differences(kubernetes, salvor, nil)
+	var differ []string
+	for _, s := range steps {
+		diffs, err := differences(s.m, s.leader, s.keep)
 		if err != nil {
 			return err
 		}
-		if check || len(diffs) == 0 {
-			report(kubernetes.dir, diffs)
-			break
-		}
-		if err := edit(kubernetes.dir, "-require", diffs); err != nil {
-			return err
-		}
-	}
-	for _, f := range followers {
-		for range 5 {
-			diffs, err := differences(f, kubernetes, own)
-			if err != nil {
+		// go mod tidy can bring in modules that differ again: repeated
+		// until nothing does.
+		for i := 0; !check && len(diffs) > 0 && i < 5; i++ {
+			if err := edit(s.m.dir, s.how, diffs); err != nil {
 				return err
 			}
-			if check || len(diffs) == 0 {
-				report(f.dir, diffs)
-				break
-			}
-			if err := edit(f.dir, "-replace", diffs); err != nil {
+			if diffs, err = differences(s.m, s.leader, s.keep); err != nil {
 				return err
 			}
+		}
+		for _, d := range diffs {
+			differ = append(differ, fmt.Sprintf("%s: %s %s, want %s", s.m.dir, d.path, d.have, d.want))
 		}
 	}
 	if len(differ) > 0 {
@@ -121,6 +117,12 @@ func differences(m, leader module, keep map[string]bool) ([]diff, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compare(mine, theirs, keep), nil
+}
+
+// compare lists, sorted by path, the modules of mine that theirs has at
+// another version, but for those in keep.
+func compare(mine, theirs map[string]string, keep map[string]bool) []diff {
 	var diffs []diff
 	for path, have := range mine {
 		if want, ok := theirs[path]; ok && want != have && !keep[path] {
@@ -128,7 +130,7 @@ func differences(m, leader module, keep map[string]bool) ([]diff, error) {
 		}
 	}
 	slices.SortFunc(diffs, func(a, b diff) int { return strings.Compare(a.path, b.path) })
-	return diffs, nil
+	return diffs
 }
 
 // versions are the modules of the packages m builds, and the version of
