@@ -10,15 +10,15 @@ import (
 // versions, and those kept at their own are not.
 func TestCompare(t *testing.T) {
 	mine := map[string]string{
-		"k8s.io/client-go":                            "v0.37.1",
-		"golang.org/x/net":                            "v0.60.0",
+		"k8s.io/client-go": "v0.37.1",
+		"golang.org/x/net": "v0.60.0",
 		"github.com/container-storage-interface/spec": "v1.13.0",
 		"github.com/virtual-kubelet/virtual-kubelet":  "v1.14.1",
 		"google.golang.org/grpc":                      "v1.85.0",
 	}
 	theirs := map[string]string{
-		"k8s.io/client-go":                            "v0.36.3",
-		"golang.org/x/net":                            "v0.49.0",
+		"k8s.io/client-go": "v0.36.3",
+		"golang.org/x/net": "v0.49.0",
 		"github.com/container-storage-interface/spec": "v1.9.0",
 		"google.golang.org/grpc":                      "v1.85.0",
 		"k8s.io/kubernetes":                           "v1.36.3",
