@@ -63,14 +63,8 @@ func TestCreateFlagsMakeTheLocation(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := o.location("salvor", "local")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
+			if refused(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("made\n%+v\nwant\n%+v", got, tc.want)
@@ -110,15 +104,8 @@ func TestSetChangesOnlyWhatItsFlagsSay(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := current.DeepCopy()
-			err := o.complete(f)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
+			if refused(t, o.complete(f), tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := o.change(current); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("spec\n%+v\nwant\n%+v", got, tc.want)
@@ -128,4 +115,18 @@ func TestSetChangesOnlyWhatItsFlagsSay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refused checks err against the error a case wants (want, a part of its
+// message; "" for none), failing the test when they differ, and says
+// whether the case was to be refused: then there is nothing more to check.
+func refused(t *testing.T, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error %v, want one saying %q", err, want)
+	case want == "" && err != nil:
+		t.Fatal(err)
+	}
+	return want != ""
 }
