@@ -14,6 +14,8 @@ import (
 	"github.com/kopia/kopia/repo/blob/filesystem"
 	"github.com/kopia/kopia/repo/blob/s3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	objectstore "github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 )
 
 // Location is a backup location as its object store sees it: the provider
@@ -81,10 +83,10 @@ func Storage(ctx context.Context, loc Location, ns string, create bool) (blob.St
 		// The same layout as the filesystem object store: root/bucket/key,
 		// and the same refusals: a bucket is one directory of root, and a
 		// prefix does not climb out of it.
-		if strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
-			return nil, fmt.Errorf("filesystem location bucket %q: want a plain directory name", bucket)
+		top, err := objectstore.BucketDir(root, bucket)
+		if err != nil {
+			return nil, fmt.Errorf("filesystem location: %w", err)
 		}
-		top := filepath.Join(root, bucket)
 		dir := filepath.Join(top, filepath.FromSlash(prefix))
 		if !strings.HasPrefix(dir, top+string(filepath.Separator)) {
 			return nil, fmt.Errorf("filesystem location prefix %q: the repository would be outside the bucket's directory %s", loc.Config["prefix"], top)

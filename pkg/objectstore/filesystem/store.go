@@ -54,14 +54,25 @@ func (s *Store) file(bucket, key string) (string, error) {
 	if s.root == "" {
 		return "", errors.New("the store was not initialised")
 	}
-	if bucket == "" || strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
-		return "", fmt.Errorf("bucket %q is not a plain directory name", bucket)
+	dir, err := BucketDir(s.root, bucket)
+	if err != nil {
+		return "", err
 	}
 	clean := path.Clean("/" + key)
 	if key == "" || clean != "/"+strings.TrimSuffix(key, "/") || strings.HasSuffix(key, "/") {
 		return "", fmt.Errorf("key %q is not a clean relative path", key)
 	}
-	return filepath.Join(s.root, bucket, filepath.FromSlash(clean)), nil
+	return filepath.Join(dir, filepath.FromSlash(clean)), nil
+}
+
+// BucketDir is bucket's directory in root: a bucket is one plain directory
+// of root, never a path that leaves it. Volume data kept in a filesystem
+// location (kopia's repositories) is laid out under the same directories.
+func BucketDir(root, bucket string) (string, error) {
+	if bucket == "" || strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
+		return "", fmt.Errorf("bucket %q: want a plain directory name", bucket)
+	}
+	return filepath.Join(root, bucket), nil
 }
 
 func (s *Store) PutObject(bucket, key string, body io.Reader) error {
@@ -157,16 +168,16 @@ func (s *Store) keys(ctx context.Context, bucket, prefix string) ([]string, erro
 	if s.root == "" {
 		return nil, errors.New("the store was not initialised")
 	}
-	if bucket == "" || strings.ContainsAny(bucket, `/\`) || bucket == "." || bucket == ".." {
-		return nil, fmt.Errorf("bucket %q is not a plain directory name", bucket)
+	dir, err := BucketDir(s.root, bucket)
+	if err != nil {
+		return nil, err
 	}
-	dir := filepath.Join(s.root, bucket)
 	start := dir
 	if i := strings.LastIndex(prefix, "/"); i > 0 {
 		start = filepath.Join(dir, filepath.FromSlash(path.Clean("/"+prefix[:i])))
 	}
 	var out []string
-	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
