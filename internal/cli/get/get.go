@@ -2,6 +2,7 @@ package get
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -78,28 +79,15 @@ func render[T any, P kube.Object[T]](items []T, table Table[T], wide bool, l Lab
 // Command returns `get [NAME...]` for a kind (lower case, singular, as
 // -o name prints it); list is an empty list of it.
 func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example string, list client.ObjectList, table Table[T]) *cobra.Command {
-	var format output.Format
-	var selector string
-	var columns Labels
-	keep := make([]bool, len(table.Filters))
+	o := &options[T, P]{kind: kind, table: table, keep: make([]bool, len(table.Filters))}
 	cmd := &cobra.Command{
 		Use:     "get [NAME...]",
 		Short:   short,
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := format.ValidateList(); err != nil {
+			opts, err := o.listOptions(args)
+			if err != nil {
 				return err
-			}
-			var opts []client.ListOption
-			if selector != "" {
-				if len(args) > 0 {
-					return fmt.Errorf("give names or --selector, not both")
-				}
-				sel, err := labels.Parse(selector)
-				if err != nil {
-					return fmt.Errorf("--selector %q: %w", selector, err)
-				}
-				opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 			}
 			c, err := k.Client()
 			if err != nil {
@@ -109,40 +97,81 @@ func Command[T any, P kube.Object[T]](k *kube.Options, kind, short, example stri
 			if err != nil {
 				return err
 			}
-			for i, f := range table.Filters {
-				if keep[i] {
-					items = slices.DeleteFunc(items, func(o T) bool { return !f.Keep(&o) })
-				}
-			}
-			// As kubectl prints them: one object when one is named, else a
-			// List (kubectl apply -f takes it back; jq .items[] reads it).
-			var v any = struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-				Items      []T    `json:"items"`
-			}{"v1", "List", append([]T{}, items...)}
-			if len(args) == 1 && len(items) == 1 {
-				v = items[0]
-			}
-			if done, err := format.Structured(cmd.OutOrStdout(), v); done {
-				return err
-			}
-			if format == "name" {
-				for i := range items {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s.%s/%s\n", kind, salvorv1.GroupVersion.Group, P(&items[i]).GetName())
-				}
-				return nil
-			}
-			header, rows := render[T, P](items, table, format == "wide", columns)
-			return output.Table(cmd.OutOrStdout(), header, rows)
+			return o.print(cmd.OutOrStdout(), args, o.filter(items))
 		},
 	}
-	output.AddListFlag(cmd.Flags(), &format)
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only objects with these labels, as kubectl takes them (app=web,tier!=db, env in (a,b))")
-	cmd.Flags().StringSliceVarP(&columns.Columns, "label-columns", "L", nil, "a column for each of these labels' values (-L team,env or -L team -L env)")
-	cmd.Flags().BoolVar(&columns.Show, "show-labels", false, "a last column with each object's labels")
+	output.AddListFlag(cmd.Flags(), &o.format)
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "only objects with these labels, as kubectl takes them (app=web,tier!=db, env in (a,b))")
+	cmd.Flags().StringSliceVarP(&o.columns.Columns, "label-columns", "L", nil, "a column for each of these labels' values (-L team,env or -L team -L env)")
+	cmd.Flags().BoolVar(&o.columns.Show, "show-labels", false, "a last column with each object's labels")
 	for i, f := range table.Filters {
-		cmd.Flags().BoolVar(&keep[i], f.Flag, false, f.Usage)
+		cmd.Flags().BoolVar(&o.keep[i], f.Flag, false, f.Usage)
 	}
 	return cmd
+}
+
+// options are what one `get` was asked: its kind's table and its flags.
+type options[T any, P kube.Object[T]] struct {
+	kind     string
+	table    Table[T]
+	format   output.Format
+	selector string
+	columns  Labels
+	// keep[i] is table.Filters[i]'s flag.
+	keep []bool
+}
+
+// listOptions judges the flags against the names given, before anything
+// is read from the cluster, and says what to list.
+func (o *options[T, P]) listOptions(names []string) ([]client.ListOption, error) {
+	if err := o.format.ValidateList(); err != nil {
+		return nil, err
+	}
+	if o.selector == "" {
+		return nil, nil
+	}
+	if len(names) > 0 {
+		return nil, fmt.Errorf("give names or --selector, not both")
+	}
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return nil, fmt.Errorf("--selector %q: %w", o.selector, err)
+	}
+	return []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}, nil
+}
+
+// filter keeps the items that every filter flag given keeps.
+func (o *options[T, P]) filter(items []T) []T {
+	for i, f := range o.table.Filters {
+		if o.keep[i] {
+			items = slices.DeleteFunc(items, func(obj T) bool { return !f.Keep(&obj) })
+		}
+	}
+	return items
+}
+
+// print writes items in the format asked; names are the names the
+// command was given.
+func (o *options[T, P]) print(w io.Writer, names []string, items []T) error {
+	// As kubectl prints them: one object when one is named, else a List
+	// (kubectl apply -f takes it back; jq .items[] reads it).
+	var v any = struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []T    `json:"items"`
+	}{"v1", "List", append([]T{}, items...)}
+	if len(names) == 1 && len(items) == 1 {
+		v = items[0]
+	}
+	if done, err := o.format.Structured(w, v); done {
+		return err
+	}
+	if o.format == "name" {
+		for i := range items {
+			fmt.Fprintf(w, "%s.%s/%s\n", o.kind, salvorv1.GroupVersion.Group, P(&items[i]).GetName())
+		}
+		return nil
+	}
+	header, rows := render[T, P](items, o.table, o.format == "wide", o.columns)
+	return output.Table(w, header, rows)
 }
