@@ -161,30 +161,8 @@ func NewCommand() *cobra.Command {
 			} else if err != nil {
 				return err
 			}
-			for _, arg := range args {
-				k, v, ok := strings.Cut(arg, "=")
-				if !ok {
-					return fmt.Errorf("%q: want KEY=VALUE", arg)
-				}
-				if _, known := keys[k]; !known {
-					return unknown(k)
-				}
-				if errs := validation.IsDNS1123Label(v); k == Namespace && v != "" && len(errs) > 0 {
-					return fmt.Errorf("namespace %q: %s", v, strings.Join(errs, "; "))
-				}
-				if k == CACert && v != "" {
-					if v, err = filepath.Abs(v); err != nil {
-						return err
-					}
-					if _, err := os.Stat(v); err != nil {
-						return fmt.Errorf("cacert: %w", err)
-					}
-				}
-				if v == "" {
-					delete(c, k)
-				} else {
-					c[k] = v
-				}
+			if c, err = set(c, args); err != nil {
+				return err
 			}
 			path, err := save(c)
 			if err != nil {
@@ -200,6 +178,44 @@ func NewCommand() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil }}
 	client.AddCommand(config)
 	return client
+}
+
+// set is c with KEY=VALUE arguments applied (c itself is not changed):
+// an empty VALUE removes the key, a cacert is made absolute and must
+// exist.
+func set(c map[string]string, args []string) (map[string]string, error) {
+	changed := maps.Clone(c)
+	if changed == nil {
+		changed = map[string]string{}
+	}
+	for _, arg := range args {
+		k, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want KEY=VALUE", arg)
+		}
+		if _, known := keys[k]; !known {
+			return nil, unknown(k)
+		}
+		if errs := validation.IsDNS1123Label(v); k == Namespace && v != "" && len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", v, strings.Join(errs, "; "))
+		}
+		if k == CACert && v != "" {
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				return nil, fmt.Errorf("cacert %s: %w", v, err)
+			}
+			if _, err := os.Stat(abs); err != nil {
+				return nil, fmt.Errorf("cacert: %w", err)
+			}
+			v = abs
+		}
+		if v == "" {
+			delete(changed, k)
+		} else {
+			changed[k] = v
+		}
+	}
+	return changed, nil
 }
 
 func unknown(k string) error {
