@@ -1,7 +1,9 @@
 package nodeagent
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -43,59 +45,94 @@ no need to run either by hand.`,
 
 func serverCommand(k *kube.Options) *cobra.Command {
 	a := &nodeagent.Agent{}
-	r := &nodeagent.Restorer{Agent: a}
+	o := &serverOptions{agent: a, restorer: &nodeagent.Restorer{Agent: a}}
 	cmd := &cobra.Command{
 		Use:     "server",
 		Short:   "Serve the PodVolumeBackups of the pods on this node",
 		Example: "  # as the node agent's DaemonSet runs it (NODE_NAME from the pod's spec.nodeName)\n  salvor node-agent server --namespace salvor --node $NODE_NAME",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.Node == "" {
-				a.Node = os.Getenv("NODE_NAME")
-			}
-			if a.Node == "" {
-				return fmt.Errorf("--node: name the node this agent runs on (the pod's spec.nodeName, given as NODE_NAME)")
-			}
-			if fi, err := os.Stat(a.HostPods); err != nil || !fi.IsDir() {
-				return fmt.Errorf("--host-pods %s: the node's kubelet pods directory must be mounted there (%v)", a.HostPods, err)
-			}
-			if err := os.MkdirAll(a.WorkDir, 0o700); err != nil {
-				return fmt.Errorf("--work-dir: %w", err)
-			}
-			cfg, err := k.RESTConfig()
-			if err != nil {
+			if err := o.complete(os.Getenv); err != nil {
 				return err
 			}
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-				Scheme:  kube.Scheme(),
-				Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{k.Namespace: {}}},
-				Metrics: metricsserver.Options{BindAddress: "0"},
-			})
-			if err != nil {
-				return fmt.Errorf("creating the controller manager: %w", err)
-			}
-			a.Client, a.Reader, a.Namespace = mgr.GetClient(), mgr.GetAPIReader(), k.Namespace
-			a.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("node", a.Node)
-			if fi, err := os.Stat(r.HostPodsWritable); err != nil || !fi.IsDir() {
-				return fmt.Errorf("--host-pods-writable %s: the node's kubelet pods directory must be mounted there read-write, for restores (%v)", r.HostPodsWritable, err)
-			}
-			if err := a.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			if err := r.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			a.Log.Info("node agent started", "namespace", k.Namespace, "concurrency", max(a.Concurrency, 1))
-			return mgr.Start(cmd.Context())
+			return o.run(cmd.Context(), k, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&a.Node, "node", "", "the node this agent serves (default: $NODE_NAME)")
 	f.StringVar(&a.HostPods, "host-pods", HostPodsPath, "where the node's kubelet pods directory (/var/lib/kubelet/pods) is mounted")
-	f.StringVar(&r.HostPodsWritable, "host-pods-writable", HostPodsWritablePath, "where the node's kubelet pods directory is mounted read-write, for restores")
+	f.StringVar(&o.restorer.HostPodsWritable, "host-pods-writable", HostPodsWritablePath, "where the node's kubelet pods directory is mounted read-write, for restores")
 	f.StringVar(&a.WorkDir, "work-dir", "/tmp/salvor-node-agent", "a writable directory for kopia's caches")
 	f.IntVar(&a.Concurrency, "concurrency", 1, "pod volumes backed up, and as many restored, at once on this node")
 	return cmd
+}
+
+// serverOptions are `node-agent server`'s: the agent that backs up the
+// node's pod volumes and the restorer that writes them back, as the
+// flags set them.
+type serverOptions struct {
+	agent    *nodeagent.Agent
+	restorer *nodeagent.Restorer
+}
+
+// complete takes the node from the pod ($NODE_NAME) when --node is not
+// given, and checks, before the agent connects to anything, that the
+// node's pods directory is mounted where the flags say and the work
+// directory can be made.
+func (o *serverOptions) complete(getenv func(string) string) error {
+	a := o.agent
+	if a.Node == "" {
+		a.Node = getenv("NODE_NAME")
+	}
+	if a.Node == "" {
+		return fmt.Errorf("--node: name the node this agent runs on (the pod's spec.nodeName, given as NODE_NAME)")
+	}
+	if fi, err := os.Stat(a.HostPods); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--host-pods %s: the node's kubelet pods directory must be mounted there (%v)", a.HostPods, notDir(fi, err))
+	}
+	if fi, err := os.Stat(o.restorer.HostPodsWritable); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--host-pods-writable %s: the node's kubelet pods directory must be mounted there read-write, for restores (%v)", o.restorer.HostPodsWritable, notDir(fi, err))
+	}
+	if err := os.MkdirAll(a.WorkDir, 0o700); err != nil {
+		return fmt.Errorf("--work-dir: %w", err)
+	}
+	return nil
+}
+
+// notDir says why a path stat'ed is not a directory.
+func notDir(fi os.FileInfo, err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s is not a directory", fi.Name())
+}
+
+// run serves the PodVolumeBackups and PodVolumeRestores of the agent's
+// namespace until ctx ends.
+func (o *serverOptions) run(ctx context.Context, k *kube.Options, logs io.Writer) error {
+	cfg, err := k.RESTConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  kube.Scheme(),
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{k.Namespace: {}}},
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	a := o.agent
+	a.Client, a.Reader, a.Namespace = mgr.GetClient(), mgr.GetAPIReader(), k.Namespace
+	a.Log = slog.New(slog.NewTextHandler(logs, nil)).With("node", a.Node)
+	if err := a.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := o.restorer.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	a.Log.Info("node agent started", "namespace", k.Namespace, "concurrency", max(a.Concurrency, 1))
+	return mgr.Start(ctx)
 }
 
 func waitCommand() *cobra.Command {
