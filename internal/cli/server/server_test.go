@@ -1,8 +1,13 @@
 package server
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
 )
@@ -38,5 +43,50 @@ func TestServerFlagsChecked(t *testing.T) {
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("salvor server %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
+	}
+}
+
+// TestServerFlagsCompleted: what complete makes of the flags the server
+// runs with.
+func TestServerFlagsCompleted(t *testing.T) {
+	complete := func(args ...string) *options {
+		t.Helper()
+		o := &options{kube: &kube.Options{}}
+		f := pflag.NewFlagSet("server", pflag.ContinueOnError)
+		o.bind(f)
+		if err := f.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.complete(f); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return o
+	}
+	o := complete()
+	if o.memoryBudget != 256<<20 || o.level != slog.LevelInfo || len(o.timeouts) != 0 || o.syncPeriod != nil {
+		t.Errorf("defaults: budget %d, level %v, timeouts %v, sync period %v", o.memoryBudget, o.level, o.timeouts, o.syncPeriod)
+	}
+	if o.moverCacheSize.String() != "1Gi" || len(o.moverTolerations) != 0 || len(o.moverResources.Requests) != 0 {
+		t.Errorf("defaults: mover cache %s, tolerations %v, resources %v", &o.moverCacheSize, o.moverTolerations, o.moverResources)
+	}
+	o = complete("--restore-memory-budget", "1Gi", "--log-level", "debug",
+		"--plugin-timeout", "BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h",
+		"--backup-sync-period", "0", "--data-mover-tolerations", "dedicated=backup:NoSchedule",
+		"--data-mover-memory-limit", "512Mi")
+	if o.memoryBudget != 1<<30 || o.level != slog.LevelDebug {
+		t.Errorf("budget %d, level %v", o.memoryBudget, o.level)
+	}
+	if o.timeouts["BackupItemActionV2.Execute"] != 2*time.Minute || o.timeouts["ObjectStore.PutObject"] != 2*time.Hour || len(o.timeouts) != 2 {
+		t.Errorf("plugin timeouts %v", o.timeouts)
+	}
+	// Given as 0, the period is set (never sync), not left to each check.
+	if o.syncPeriod == nil || o.syncPeriod.Duration != 0 {
+		t.Errorf("--backup-sync-period 0: %v", o.syncPeriod)
+	}
+	if len(o.moverTolerations) != 1 || o.moverTolerations[0].Key != "dedicated" || o.moverTolerations[0].Value != "backup" || o.moverTolerations[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("tolerations %v", o.moverTolerations)
+	}
+	if l := o.moverResources.Limits[corev1.ResourceMemory]; l.String() != "512Mi" {
+		t.Errorf("memory limit %s", &l)
 	}
 }
