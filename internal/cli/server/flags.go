@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -203,6 +204,13 @@ func (o *options) complete(f *pflag.FlagSet) error {
 	}
 	if o.pageSize < 0 {
 		return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
+	}
+	for _, d := range o.filesystemDirs {
+		// As salvor install mounts it: a relative or unclean path would
+		// never hold a location's root, and / would confine nothing.
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
+			return fmt.Errorf("--filesystem-location-dir %q: want a clean absolute path of a directory other than /", d)
+		}
 	}
 	if o.locationInterval <= 0 {
 		return fmt.Errorf("--location-check-interval %s: must be positive", o.locationInterval)

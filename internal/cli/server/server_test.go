@@ -13,7 +13,8 @@ import (
 )
 
 // TestServerFlagsChecked: a bad --log-format, --client-qps,
-// --client-burst, --client-page-size or --restore-resource-priorities, one
+// --client-burst, --client-page-size, --restore-resource-priorities or
+// --filesystem-location-dir, one
 // setting given under both its names, or a flag of Velero's server for what
 // Salvor has not, stops the server before it starts, naming the flag.
 func TestServerFlagsChecked(t *testing.T) {
@@ -35,6 +36,9 @@ func TestServerFlagsChecked(t *testing.T) {
 		{[]string{"--default-backup-storage-location", "aws"}, "salvor backup-location set NAME --default: leave it out"},
 		{[]string{"--disable-controllers", "schedule"}, "--disable-controllers is Velero's"},
 		{[]string{"--garbage-collection-frequency", "1h"}, "no periodic sweep"},
+		{[]string{"--filesystem-location-dir", "backups"}, `--filesystem-location-dir "backups": want a clean absolute path of a directory other than /`},
+		{[]string{"--filesystem-location-dir", "/srv/backups,/srv/../etc"}, `--filesystem-location-dir "/srv/../etc": want a clean absolute path`},
+		{[]string{"--filesystem-location-dir", "/"}, `--filesystem-location-dir "/": want a clean absolute path of a directory other than /`},
 	} {
 		cmd := NewCommand(&kube.Options{})
 		cmd.SetArgs(tc.args)
