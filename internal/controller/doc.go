@@ -14,5 +14,8 @@
 // One file per reconciler, named for what it reconciles; what several
 // share has its own file: backup_validate.go judges a backup spec (a
 // Backup's or a Schedule's template), status.go writes status over the
-// latest version of an object, locations.go reads locations.
+// latest version of an object, locations.go reads locations, and the
+// operations a backup's and a restore's plugins run are called through
+// operations_plugins.go and counted in status and metrics by
+// operations_metrics.go.
 package controller

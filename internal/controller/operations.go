@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,10 +18,8 @@ import (
 	"github.com/salvor-dev/salvor/internal/metrics"
 	"github.com/salvor-dev/salvor/internal/operations"
 	"github.com/salvor-dev/salvor/internal/persistence"
-	"github.com/salvor-dev/salvor/internal/plugin/host"
 	"github.com/salvor-dev/salvor/internal/snapshots"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
-	"github.com/salvor-dev/salvor/pkg/plugin/api"
 )
 
 // OperationsReconciler follows the long-running plugin operations of backups
@@ -100,68 +97,6 @@ func finalizingPhase(p salvorv1.BackupPhase) bool {
 	return p == salvorv1.BackupPhaseFinalizing || p == salvorv1.BackupPhaseFinalizingPartiallyFailed
 }
 
-// operationAction is an item action whose operations run for the backup
-// or restore (O) it acted for.
-type operationAction[O any] interface {
-	host.Client
-	Progress(ctx context.Context, operationID string, of O) (api.OperationProgress, error)
-	Cancel(ctx context.Context, operationID string, of O) error
-}
-
-// actionPlugins calls the item actions (A) that operations belong to.
-type actionPlugins[A operationAction[O], O any] struct {
-	m    *host.Manager
-	kind host.Kind[A]
-	of   O
-}
-
-// backupPlugins and restorePlugins are the two kinds in use.
-type (
-	backupPlugins  = actionPlugins[host.BackupItemAction, *salvorv1.Backup]
-	restorePlugins = actionPlugins[host.RestoreItemAction, *salvorv1.Restore]
-)
-
-func backupActions(m *host.Manager, b *salvorv1.Backup) backupPlugins {
-	return backupPlugins{m, host.BackupItemActions, b}
-}
-
-func restoreActions(m *host.Manager, rs *salvorv1.Restore) restorePlugins {
-	return restorePlugins{m, host.RestoreItemActions, rs}
-}
-
-func (p actionPlugins[A, O]) Progress(ctx context.Context, plugin, id string) (api.OperationProgress, error) {
-	a, err := host.Get(ctx, p.m, p.kind, plugin, nil)
-	if err != nil {
-		return api.OperationProgress{}, err
-	}
-	return a.Progress(ctx, id, p.of)
-}
-
-func (p actionPlugins[A, O]) Cancel(ctx context.Context, plugin, id string) error {
-	a, err := host.Get(ctx, p.m, p.kind, plugin, nil)
-	if err != nil {
-		return err
-	}
-	metrics.OperationCancels.WithLabelValues(plugin).Inc()
-	return a.Cancel(ctx, id, p.of)
-}
-
-func viewOf(ops []itemoperation.BackupOperation) []operations.Operation {
-	return view(ops, func(op *itemoperation.BackupOperation) operations.Operation {
-		return operations.Operation{Plugin: op.Spec.BackupItemAction, OperationID: op.Spec.OperationID, Item: op.Spec.ResourceIdentifier.String(), Status: &op.Status}
-	})
-}
-
-// view is what the tracker sees of a backup's or restore's operations: one
-// entry per record, its status shared so the tracker updates the record.
-func view[O any](ops []O, of func(*O) operations.Operation) []operations.Operation {
-	out := make([]operations.Operation, len(ops))
-	for i := range ops {
-		out[i] = of(&ops[i])
-	}
-	return out
-}
-
 func (r *OperationsReconciler) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,105 +106,6 @@ func (r *OperationsReconciler) forget(key string) {
 	}
 	r.finalizeTries.forget(key, key+"\x00record")
 	r.setInFlight(key, nil)
-}
-
-// summaries lists the running operations for the Backup's status.
-func summaries(view []operations.Operation) []salvorv1.OperationSummary {
-	var out []salvorv1.OperationSummary
-	for _, op := range view {
-		if operations.Terminal(op.Status) || len(out) == 50 {
-			continue
-		}
-		out = append(out, salvorv1.OperationSummary{
-			Plugin: op.Plugin, Item: op.Item, OperationID: op.OperationID,
-			NCompleted: op.Status.NCompleted, NTotal: op.Status.NTotal, Units: op.Status.OperationUnits, Description: op.Status.Description,
-			Phase: string(op.Status.Phase), Updated: op.Status.Updated,
-		})
-	}
-	return out
-}
-
-// observe updates the in-flight metric and the duration of ended operations.
-func (r *OperationsReconciler) observe(key string, view []operations.Operation) {
-	counts := map[string]flight{}
-	for _, op := range view {
-		if !operations.Terminal(op.Status) {
-			f := counts[op.Plugin]
-			f.n++
-			if c := op.Status.Created; c != nil && (f.oldest.IsZero() || c.Time.Before(f.oldest)) {
-				f.oldest = c.Time
-			}
-			counts[op.Plugin] = f
-			continue
-		}
-		if op.Status.Created != nil && op.Status.Updated != nil && r.ended(key, op) {
-			metrics.OperationDuration.WithLabelValues(op.Plugin, string(op.Status.Phase)).Observe(op.Status.Updated.Sub(op.Status.Created.Time).Seconds())
-			if strings.HasPrefix(op.Status.Error, "timed out after") {
-				metrics.OperationTimeouts.WithLabelValues(op.Plugin).Inc()
-			}
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setInFlight(key, counts)
-}
-
-// ended reports an operation's end once.
-func (r *OperationsReconciler) ended(key string, op operations.Operation) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seenEnd == nil {
-		r.seenEnd = map[string]bool{}
-	}
-	k := key + "\x00" + op.Plugin + "\x00" + op.OperationID
-	if r.seenEnd[k] {
-		return false
-	}
-	r.seenEnd[k] = true
-	return true
-}
-
-// flight is a backup's running operations of one plugin: how many, and
-// when the oldest started.
-type flight struct {
-	n      int
-	oldest time.Time
-}
-
-// setInFlight records a backup's running operations per plugin and sets
-// the gauges over all backups: how many, and when the oldest started.
-// Call with r.mu held.
-func (r *OperationsReconciler) setInFlight(key string, counts map[string]flight) {
-	if r.inFlight == nil {
-		r.inFlight = map[string]map[string]flight{}
-	}
-	plugins := map[string]bool{}
-	for p := range r.inFlight[key] {
-		plugins[p] = true
-	}
-	if counts == nil {
-		delete(r.inFlight, key)
-	} else {
-		r.inFlight[key] = counts
-	}
-	for p := range counts {
-		plugins[p] = true
-	}
-	for p := range plugins {
-		var total flight
-		for _, c := range r.inFlight {
-			total.n += c[p].n
-			if o := c[p].oldest; !o.IsZero() && (total.oldest.IsZero() || o.Before(total.oldest)) {
-				total.oldest = o
-			}
-		}
-		metrics.OperationsInFlight.WithLabelValues(p).Set(float64(total.n))
-		if total.oldest.IsZero() {
-			metrics.OperationOldest.DeleteLabelValues(p)
-		} else {
-			metrics.OperationOldest.WithLabelValues(p).Set(float64(total.oldest.UnixNano()) / 1e9)
-		}
-	}
 }
 
 // backupOperationsKey is what a backup's operations are tracked under.
