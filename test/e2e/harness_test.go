@@ -113,9 +113,10 @@ func startCluster(t testing.TB, opts ...clusterOption) *cluster {
 	testbed.Binary(t, "etcd")
 	root, _ := testbin.ModuleRoot()
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: testbed.StartTimeout,
 	}
 	for _, o := range opts {
 		o(t, env)
