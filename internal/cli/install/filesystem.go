@@ -2,9 +2,10 @@ package install
 
 import (
 	"fmt"
-	"path"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 )
 
 // hostDirMount is a host directory's volume and its mount, for a pod spec.
@@ -24,8 +25,8 @@ func (o Options) filesystemLocations() (hostDirMount, error) {
 	if dir == "" {
 		return hostDirMount{}, nil
 	}
-	if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
-		return hostDirMount{}, fmt.Errorf("--filesystem-location-dir %q: want a clean absolute path of a directory other than /", dir)
+	if err := filesystem.CheckConfinedDir(dir); err != nil {
+		return hostDirMount{}, fmt.Errorf("--filesystem-location-dir %q: %w", dir, err)
 	}
 	hostDir := corev1.HostPathDirectory
 	return hostDirMount{

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +17,7 @@ import (
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	"github.com/salvor-dev/salvor/internal/restore"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
+	"github.com/salvor-dev/salvor/pkg/objectstore/filesystem"
 )
 
 // options are `salvor server`'s flags, and what complete makes of them.
@@ -73,6 +73,7 @@ type options struct {
 	repoMaintain         time.Duration
 	keepMaintenanceJobs  int
 	repoSafety           string
+	safety               kopiarepo.Safety // --repo-maintenance-safety, parsed
 
 	refused func() error // Velero's flags for what Salvor has not
 	// made by complete
@@ -199,17 +200,15 @@ func (o *options) complete(f *pflag.FlagSet) error {
 	if o.keepMaintenanceJobs <= 0 {
 		return fmt.Errorf("--keep-latest-maintenance-jobs %d: must be positive", o.keepMaintenanceJobs)
 	}
-	if _, err := kopiarepo.ParseSafety(o.repoSafety); err != nil {
+	if o.safety, err = kopiarepo.ParseSafety(o.repoSafety); err != nil {
 		return fmt.Errorf("--repo-maintenance-safety: %w", err)
 	}
 	if o.pageSize < 0 {
 		return fmt.Errorf("--client-page-size %d: must not be negative (0 lists without pages)", o.pageSize)
 	}
 	for _, d := range o.filesystemDirs {
-		// As salvor install mounts it: a relative or unclean path would
-		// never hold a location's root, and / would confine nothing.
-		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
-			return fmt.Errorf("--filesystem-location-dir %q: want a clean absolute path of a directory other than /", d)
+		if err := filesystem.CheckConfinedDir(d); err != nil {
+			return fmt.Errorf("--filesystem-location-dir %q: %w", d, err)
 		}
 	}
 	if o.locationInterval <= 0 {

@@ -65,6 +65,18 @@ func (s *Store) file(bucket, key string) (string, error) {
 	return filepath.Join(dir, filepath.FromSlash(clean)), nil
 }
 
+// CheckConfinedDir says why dir cannot be a directory that filesystem
+// locations' roots are confined to (salvor install and salvor server
+// --filesystem-location-dir): it is a directory of the nodes, mounted at
+// the same path in the server's pod and the node agent's, so it must be a
+// clean absolute path, and not /, which would confine nothing.
+func CheckConfinedDir(dir string) error {
+	if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
+		return errors.New("want a clean absolute path of a directory other than /")
+	}
+	return nil
+}
+
 // BucketDir is bucket's directory in root: a bucket is one plain directory
 // of root, never a path that leaves it. Volume data kept in a filesystem
 // location (kopia's repositories) is laid out under the same directories.
