@@ -197,12 +197,11 @@ func (o *options) run(ctx context.Context) error {
 	}
 	// Maintenance that frees data at once is kept apart from the moves of
 	// its repository.
-	safety := kopiarepo.Safety(o.repoSafety)
-	if safety == kopiarepo.SafetyNone {
+	if o.safety == kopiarepo.SafetyNone {
 		movers.Gate = &datamover.Gate{}
 	}
 	maintenance := &datamover.MaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
-		Pods: movers.Pods, Safety: safety, Keep: o.keepMaintenanceJobs, Gate: movers.Gate, Log: logger}
+		Pods: movers.Pods, Safety: o.safety, Keep: o.keepMaintenanceJobs, Gate: movers.Gate, Log: logger}
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	podVolumeBackups := &datamover.PodVolumeBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
 		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/salvor-dev/salvor/internal/cli/kube"
+	"github.com/salvor-dev/salvor/internal/kopiarepo"
 )
 
 // TestServerFlagsChecked: a bad --log-format, --client-qps,
@@ -70,15 +71,18 @@ func TestServerFlagsCompleted(t *testing.T) {
 	if o.memoryBudget != 256<<20 || o.level != slog.LevelInfo || len(o.timeouts) != 0 || o.syncPeriod != nil {
 		t.Errorf("defaults: budget %d, level %v, timeouts %v, sync period %v", o.memoryBudget, o.level, o.timeouts, o.syncPeriod)
 	}
+	if o.safety != kopiarepo.SafetyFull {
+		t.Errorf("defaults: maintenance safety %q, want full", o.safety)
+	}
 	if o.moverCacheSize.String() != "1Gi" || len(o.moverTolerations) != 0 || len(o.moverResources.Requests) != 0 {
 		t.Errorf("defaults: mover cache %s, tolerations %v, resources %v", &o.moverCacheSize, o.moverTolerations, o.moverResources)
 	}
 	o = complete("--restore-memory-budget", "1Gi", "--log-level", "debug",
 		"--plugin-timeout", "BackupItemActionV2.Execute=2m,ObjectStore.PutObject=2h",
 		"--backup-sync-period", "0", "--data-mover-tolerations", "dedicated=backup:NoSchedule",
-		"--data-mover-memory-limit", "512Mi")
-	if o.memoryBudget != 1<<30 || o.level != slog.LevelDebug {
-		t.Errorf("budget %d, level %v", o.memoryBudget, o.level)
+		"--data-mover-memory-limit", "512Mi", "--repo-maintenance-safety", "none")
+	if o.memoryBudget != 1<<30 || o.level != slog.LevelDebug || o.safety != kopiarepo.SafetyNone {
+		t.Errorf("budget %d, level %v, maintenance safety %q", o.memoryBudget, o.level, o.safety)
 	}
 	if o.timeouts["BackupItemActionV2.Execute"] != 2*time.Minute || o.timeouts["ObjectStore.PutObject"] != 2*time.Hour || len(o.timeouts) != 2 {
 		t.Errorf("plugin timeouts %v", o.timeouts)
