@@ -373,7 +373,7 @@ func begin(o Options, prefix string) (d *demo, r *runner, end func(), err error)
 // gives the demo an administrator's kubeconfig and client.
 func (d *demo) controlPlane() (*envtest.Environment, error) {
 	start := time.Now()
-	env := &envtest.Environment{BinaryAssetsDirectory: d.o.Testbed, CRDDirectoryPaths: []string{d.o.CRDs}, ErrorIfCRDPathMissing: true, ControlPlaneStartTimeout: testbed.StartTimeout}
+	env := testbed.Environment(d.o.Testbed, d.o.CRDs)
 	if _, err := env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane (run `make testbed` first?): %w", err)
 	}

@@ -35,14 +35,18 @@ func ControlPlane(t TB) *rest.Config {
 	return cfg
 }
 
-// StartTimeout is how long etcd and kube-apiserver each have to come up
-// (envtest's ControlPlaneStartTimeout), for every control plane the tests
-// and the demo start. envtest's 20 s was too little on a fresh 2-core
-// machine where make test compiles beside the tests: kube-apiserver,
-// installing the CRDs, missed it five times and a package's tests failed
-// (2026-12-07). A control plane that is up is used at once; the bound only
-// says when to give up on one that is not.
-const StartTimeout = 3 * time.Minute
+// Environment is a control plane of the binaries in assets with the CRDs
+// of crdDirs installed, as every control plane the tests and the demo
+// start is made. Its kube-apiserver and etcd each have 3 minutes to come
+// up: envtest's 20 s was too little on a fresh 2-core machine where make
+// test compiles beside the tests (kube-apiserver, installing the CRDs,
+// missed it five times and a package's tests failed, 2026-12-07). One that
+// is up is used at once; the bound only says when to give up on one that
+// is not.
+func Environment(assets string, crdDirs ...string) *envtest.Environment {
+	return &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true,
+		ControlPlaneStartTimeout: 3 * time.Minute}
+}
 
 // startControlPlane starts etcd and kube-apiserver with Salvor's CRDs
 // (and the CSI snapshot CRDs when snapshots is set) installed.
@@ -64,7 +68,7 @@ func startControlPlane(snapshots bool) (*envtest.Environment, *rest.Config, erro
 	if snapshots {
 		crds = append(crds, filepath.Join(assets, "snapshot-crds"))
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, ControlPlaneStartTimeout: StartTimeout}
+	env := Environment(assets, crds...)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the control plane: %w", err)

@@ -112,12 +112,7 @@ func startCluster(t testing.TB, opts ...clusterOption) *cluster {
 	testbed.Binary(t, "kube-apiserver")
 	testbed.Binary(t, "etcd")
 	root, _ := testbin.ModuleRoot()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd")},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: testbed.StartTimeout,
-	}
+	env := testbed.Environment(assets, filepath.Join(root, "config", "crd"))
 	for _, o := range opts {
 		o(t, env)
 	}
