@@ -1129,7 +1129,18 @@ func TestFaultObjectStoreDownWhenRestoreOperationsEnd(t *testing.T) {
 	minio := testbed.StartMinIO(t, "backups")
 	srv := c.startServer(t, "--item-operation-sync-frequency", "1s", "--finalize-backoff", "3s")
 	cfg := c.s3Location(t, minio, "primary", "backups", true)
-	restoreWaitingForOperation(t, c, "rend", "6")
+	restoreWaitingForOperation(t, c, "rend", "30")
+	// MinIO goes only once the server follows the operation: its stored
+	// record says InProgress, which only the server's first poll writes.
+	// Gone sooner, reading the operations fails instead (a fault of its own,
+	// TestFaultObjectStoreDownWhenServerResumesRestore).
+	eventually(t, "the server following the restore's operation", 2*time.Minute, func() (bool, string) {
+		var ops []itemoperation.RestoreOperation
+		if err := openStore(t, cfg).GetRestoreJSON(context.Background(), "rend", persistence.ItemOperationsFile, &ops); err != nil || len(ops) != 1 {
+			return false, fmt.Sprintf("%v %v", ops, err)
+		}
+		return ops[0].Status.Phase == itemoperation.PhaseInProgress, string(ops[0].Status.Phase)
+	})
 
 	minio.Stop()
 	srv.waitLog(t, `"msg":"writing a finished restore's files to its location failed; trying again"`)

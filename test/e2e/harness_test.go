@@ -226,7 +226,10 @@ func (c *cluster) deleteForGood(t testing.TB, objs ...client.Object) {
 		if err := c.client.Delete(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "deleted "+o.GetName(), time.Minute, func() (bool, string) {
+		// Three minutes: a namespace goes after its pods, which the
+		// testbed node stops within their 30 s grace period, and a loaded
+		// 2-core machine took over a minute for all of it (2026-12-07).
+		eventually(t, "deleted "+o.GetName(), 3*time.Minute, func() (bool, string) {
 			if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
 				return apierrors.IsNotFound(err), err.Error()
 			}
