@@ -15,12 +15,7 @@ import (
 // TestDemo runs the program `make demo` runs and checks its verdict.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	plugins := t.TempDir()
-	for _, e := range []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action", "delete-action", "directory-store", "directory-snapshotter"} {
-		if _, err := testbin.Build(plugins, e, "./examples/"+e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	plugins := pluginDirOf(t, "backup-action", "async-backup-action", "restore-action", "wait-restore-action", "delete-action", "directory-store", "directory-snapshotter")
 	tb, err := testbed.Dir()
 	if err != nil {
 		t.Fatal(err)

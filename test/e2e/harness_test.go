@@ -42,7 +42,14 @@ var (
 	// copyBin is the entrypoint of Salvor's plugin images
 	// (cmd/salvor-plugin-copy).
 	copyBin string
+	// binDir holds every program the tests run, built once by TestMain.
+	binDir string
 )
+
+// serverPlugins are the example plugins every test's server runs
+// (pluginDir); the others built are for the tests that ask for them
+// (plugins).
+var serverPlugins = []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"}
 
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime; the tests do not need it.
@@ -52,27 +59,58 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pluginDir = filepath.Join(dir, "plugins")
-	builds := map[string]string{"salvor": "./cmd/salvor", "salvor-plugin-copy": "./cmd/salvor-plugin-copy"}
-	for _, e := range []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"} {
-		builds["plugins/"+e] = "./examples/" + e
+	code := 1
+	if err := buildAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
 	}
-	for name, pkg := range builds {
-		out, err := testbin.Build(dir, name, pkg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		switch name {
-		case "salvor":
-			salvorBin = out
-		case "salvor-plugin-copy":
-			copyBin = out
-		}
-	}
-	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildAll builds every program the tests run in one go build, whose
+// links run at once: a go build apiece checked the build cache of every
+// package again each time, a minute and a half of a loaded machine before
+// the first test started.
+func buildAll(dir string) error {
+	binDir = filepath.Join(dir, "bin")
+	pkgs := []string{"./cmd/salvor", "./cmd/salvor-plugin-copy", "./internal/plugin/host/testdata/testplugin"}
+	for _, e := range []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action",
+		"delete-action", "directory-store", "directory-snapshotter"} {
+		pkgs = append(pkgs, "./examples/"+e)
+	}
+	if err := testbin.BuildAll(binDir, pkgs...); err != nil {
+		return err
+	}
+	salvorBin, copyBin = filepath.Join(binDir, "salvor"), filepath.Join(binDir, "salvor-plugin-copy")
+	pluginDir = filepath.Join(dir, "plugins")
+	return linkPlugins(pluginDir, serverPlugins...)
+}
+
+// linkPlugins fills dir with the built plugins names, as hard links:
+// a plugin directory holds only the plugins its server is to run.
+func linkPlugins(dir string, names ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := os.Link(filepath.Join(binDir, n), filepath.Join(dir, n)); err != nil {
+			return fmt.Errorf("plugin %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// pluginDirOf is a plugin directory of the test's own holding the built
+// plugins names.
+func pluginDirOf(t testing.TB, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := linkPlugins(dir, names...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // cluster is a control plane of the test's own.

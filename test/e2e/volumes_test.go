@@ -31,7 +31,6 @@ import (
 	"github.com/salvor-dev/salvor/internal/persistence"
 	"github.com/salvor-dev/salvor/internal/snapshots"
 	"github.com/salvor-dev/salvor/internal/testbed"
-	"github.com/salvor-dev/salvor/internal/testbin"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
@@ -357,10 +356,7 @@ func TestVolumeSnapshotWithProgressResources(t *testing.T) {
 // restarted, and the backup says which plugin, method and volume.
 func TestHungSnapshotterIsCutOff(t *testing.T) {
 	t.Parallel()
-	plugins := t.TempDir()
-	if _, err := testbin.Build(plugins, "testplugin", "./internal/plugin/host/testdata/testplugin"); err != nil {
-		t.Fatal(err)
-	}
+	plugins := pluginDirOf(t, "testplugin")
 	c := startCluster(t)
 	minio := testbed.StartMinIO(t, "backups")
 	c.startServer(t, "--plugin-dir", plugins, "--plugin-timeout", "VolumeSnapshotterV2.CreateSnapshot=2s", "--plugin-grace-period", "1s")
