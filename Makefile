@@ -162,9 +162,12 @@ lint: $(BIN)/staticcheck
 # they make then derive their keys without scrypt, whose 64 MiB per open,
 # under the race detector, was most of the unit tests' time. The binaries a
 # test builds (salvor, plugins), the end-to-end tests and the benchmarks
-# use kopia as shipped.
+# use kopia as shipped. -vet=off here and in test-e2e, fuzz and test-compat:
+# make vet checks the same packages with more analyzers, and go test's own
+# vet pass analyzes every dependency again (under -race's or fuzzing's
+# build settings, or beside make vet, which make test starts at once).
 test-unit:
-	$(GO) test -race -tags testing -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -race -vet=off -tags testing -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
 	cd hack/testbed/node && $(GO) test -count=1 ./...
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
@@ -175,7 +178,7 @@ test-unit:
 # cores 80% busy (2026-12-07).
 E2E_PARALLEL ?= 4
 test-e2e: testbed helm
-	$(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e
+	$(GO) test -vet=off -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e
 
 # chart-resources rewrites the chart's list of built-in resources from the
 # testbed API server's discovery (after a Kubernetes upgrade); the
@@ -186,8 +189,8 @@ chart-resources: testbed helm
 # The compatibility tests live in their own modules (test/compat, and
 # test/compat/velero which links Velero), so Salvor never depends on Velero.
 test-compat:
-	cd test/compat && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd test/compat/velero && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd test/compat && $(GO) vet ./... && $(GO) test -vet=off -count=1 ./...
+	cd test/compat/velero && $(GO) vet ./... && $(GO) test -vet=off -count=1 ./...
 
 # fuzz runs every fuzz target over bucket content (the tarball reader, the
 # side files' readers) for FUZZTIME each: a parser of what an attacker may
@@ -196,7 +199,7 @@ FUZZTIME ?= 15s
 FUZZ_TARGETS := ./internal/archive:FuzzRead ./internal/persistence:FuzzSideFiles
 fuzz:
 	@for t in $(FUZZ_TARGETS); do echo "fuzzing $${t#*:} in $${t%:*} for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%:*} || exit 1; done
+	  $(GO) test -vet=off -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%:*} || exit 1; done
 
 # test runs the end-to-end tests beside everything else: they spend most of
 # their time waiting on controllers (about half of 2 cores), which the

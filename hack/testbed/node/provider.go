@@ -291,7 +291,13 @@ func (r *podRun) run() {
 			}
 		}
 	}
-	r.update(func(s *corev1.PodStatus) { s.Phase = corev1.PodRunning })
+	// The pod turns Running with its first container, in the same status
+	// update, as a kubelet reports it: a Running pod with no container
+	// started yet, then one more update as each starts, gave controllers
+	// that act on a Running pod one event more than a cluster does (Velero
+	// 1.18's node agent, reading its DataUpload stale on the second,
+	// set it back from InProgress to Prepared and its data mover waited
+	// forever, 2026-12-07).
 	var wg sync.WaitGroup
 	codes := make([]int, len(r.pod.Spec.Containers))
 	for i, c := range r.pod.Spec.Containers {
@@ -339,12 +345,15 @@ func (r *podRun) backoff(st *corev1.ContainerStatus) bool {
 
 // runContainer runs one container to its end and returns its exit code.
 func (r *podRun) runContainer(c corev1.Container, init bool, i int) int {
-	status := func(f func(st *corev1.ContainerStatus)) {
+	status := func(f func(st *corev1.ContainerStatus), also ...func(s *corev1.PodStatus)) {
 		r.update(func(s *corev1.PodStatus) {
 			if init {
 				f(&s.InitContainerStatuses[i])
 			} else {
 				f(&s.ContainerStatuses[i])
+			}
+			for _, a := range also {
+				a(s)
 			}
 		})
 	}
@@ -393,6 +402,10 @@ func (r *podRun) runContainer(c corev1.Container, init bool, i int) int {
 		st.Ready, st.Started = !init, ptr(true)
 		st.ContainerID = fmt.Sprintf("testbed://%s-%d", c.Name, cmd.Process.Pid)
 		st.ImageID = st.Image
+	}, func(s *corev1.PodStatus) {
+		if !init {
+			s.Phase = corev1.PodRunning
+		}
 	})
 	var code int
 	select {
