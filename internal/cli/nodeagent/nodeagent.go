@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,6 +111,10 @@ func notDir(fi os.FileInfo, err error) error {
 // run serves the PodVolumeBackups and PodVolumeRestores of the agent's
 // namespace until ctx ends.
 func (o *serverOptions) run(ctx context.Context, k *kube.Options, logs io.Writer) error {
+	handler := slog.NewTextHandler(logs, nil)
+	// controller-runtime's own messages (a watch failing, a reconcile's
+	// error) go to the agent's log: unset, it drops them and says so once.
+	ctrl.SetLogger(logr.FromSlogHandler(handler))
 	cfg, err := k.RESTConfig()
 	if err != nil {
 		return err
@@ -124,7 +129,7 @@ func (o *serverOptions) run(ctx context.Context, k *kube.Options, logs io.Writer
 	}
 	a := o.agent
 	a.Client, a.Reader, a.Namespace = mgr.GetClient(), mgr.GetAPIReader(), k.Namespace
-	a.Log = slog.New(slog.NewTextHandler(logs, nil)).With("node", a.Node)
+	a.Log = slog.New(handler).With("node", a.Node)
 	if err := a.SetupWithManager(mgr); err != nil {
 		return err
 	}
