@@ -172,10 +172,10 @@ test-unit:
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed. E2E_PARALLEL tests run at once (each has its own
-# control plane): most of a test's time is spent waiting (on pods, plugin
-# operations, schedules, retries). On 2 cores, four at once took 17 minutes
-# beside the rest of make test (two at once: 29), and 16.5 alone with the
-# cores 80% busy (2026-12-07).
+# control plane). Four at once keep 2 cores busy: 26 min 24 s alone at
+# 97-100% CPU, about 45% of it kube-apiservers starting, and 31.5 minutes
+# beside the rest of make test (2026-12-07); more at once would not be
+# faster here.
 E2E_PARALLEL ?= 4
 test-e2e: testbed helm
 	$(GO) test -vet=off -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e
