@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,29 @@ func TestTenantRoleAndRequester(t *testing.T) {
 	}
 	if got := made.Annotations[salvorv1.RequestedByGroupsAnnotation]; got != "team-a-devs\nsystem:authenticated" {
 		t.Errorf("groups recorded: %q, want alice's", got)
+	}
+
+	// The validating policy starts running on its own schedule, after the
+	// mutating one may have: wait until it refuses a change, on a backup
+	// of its own (a change let through alters that one only).
+	probe := backup("team-a", "probe", nil)
+	if err := alice.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	attempt := 0
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		attempt++
+		b := probe.DeepCopy()
+		patch := client.MergeFrom(probe.DeepCopy())
+		b.Annotations[salvorv1.RequestedByAnnotation] = fmt.Sprintf("probe-%d", attempt)
+		err := alice.Patch(ctx, b, patch)
+		if err == nil {
+			probe = b
+		}
+		return apierrors.IsForbidden(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the policy never refused changing a backup's requester: %v", err)
 	}
 
 	t.Run("the requester cannot be changed afterwards", func(t *testing.T) {
