@@ -15,7 +15,7 @@ import (
 // TestDemo runs the program `make demo` runs and checks its verdict.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	plugins := pluginDirOf(t, "backup-action", "async-backup-action", "restore-action", "wait-restore-action", "delete-action", "directory-store", "directory-snapshotter")
+	plugins := pluginDirOf(t, examplePlugins...)
 	tb, err := testbed.Dir()
 	if err != nil {
 		t.Fatal(err)

@@ -46,10 +46,14 @@ var (
 	binDir string
 )
 
-// serverPlugins are the example plugins every test's server runs
-// (pluginDir); the others built are for the tests that ask for them
-// (plugins).
-var serverPlugins = []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"}
+// examplePlugins are the example plugins TestMain builds; serverPlugins
+// those every test's server runs (pluginDir), the rest for the tests that
+// ask for them (pluginDirOf).
+var (
+	examplePlugins = []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action",
+		"delete-action", "directory-store", "directory-snapshotter"}
+	serverPlugins = []string{"backup-action", "async-backup-action", "delete-action", "wait-restore-action"}
+)
 
 func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime; the tests do not need it.
@@ -76,8 +80,7 @@ func TestMain(m *testing.M) {
 func buildAll(dir string) error {
 	binDir = filepath.Join(dir, "bin")
 	pkgs := []string{"./cmd/salvor", "./cmd/salvor-plugin-copy", "./internal/plugin/host/testdata/testplugin"}
-	for _, e := range []string{"backup-action", "async-backup-action", "restore-action", "wait-restore-action",
-		"delete-action", "directory-store", "directory-snapshotter"} {
+	for _, e := range examplePlugins {
 		pkgs = append(pkgs, "./examples/"+e)
 	}
 	if err := testbin.BuildAll(binDir, pkgs...); err != nil {

@@ -97,7 +97,7 @@ func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 		p: p, pod: pod, procs: map[string]*os.Process{}, deleted: make(chan struct{}), finished: make(chan struct{}),
 		dir: filepath.Join(p.cfg.kubeletDir(), "pods", string(pod.UID)), volumes: map[string]volume{},
 	}
-	r.setConditions()
+	r.deriveStatus()
 	p.pods[k] = r
 	go r.run()
 	return nil
@@ -194,13 +194,27 @@ func (r *podRun) publish() {
 func (r *podRun) update(f func(s *corev1.PodStatus)) {
 	r.mu.Lock()
 	f(&r.pod.Status)
-	r.setConditions()
+	r.deriveStatus()
 	r.mu.Unlock()
 	r.publish()
 }
 
-func (r *podRun) setConditions() {
+// deriveStatus derives what a kubelet derives from the containers'
+// states: the pod's conditions, and its turning Running with its first
+// container, in that container's status update. (Published as an update
+// of its own before any container started, Running gave controllers one
+// event more than a cluster does: Velero 1.18's node agent, reading its
+// DataUpload stale on the second, set it back from InProgress to
+// Prepared and its data mover waited forever, 2026-12-07.)
+func (r *podRun) deriveStatus() {
 	s := &r.pod.Status
+	if s.Phase == corev1.PodPending {
+		for _, c := range s.ContainerStatuses {
+			if c.State.Running != nil {
+				s.Phase = corev1.PodRunning
+			}
+		}
+	}
 	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
 		st := corev1.ConditionFalse
 		if ok {
@@ -291,13 +305,6 @@ func (r *podRun) run() {
 			}
 		}
 	}
-	// The pod turns Running with its first container, in the same status
-	// update, as a kubelet reports it: a Running pod with no container
-	// started yet, then one more update as each starts, gave controllers
-	// that act on a Running pod one event more than a cluster does (Velero
-	// 1.18's node agent, reading its DataUpload stale on the second,
-	// set it back from InProgress to Prepared and its data mover waited
-	// forever, 2026-12-07).
 	var wg sync.WaitGroup
 	codes := make([]int, len(r.pod.Spec.Containers))
 	for i, c := range r.pod.Spec.Containers {
@@ -345,15 +352,12 @@ func (r *podRun) backoff(st *corev1.ContainerStatus) bool {
 
 // runContainer runs one container to its end and returns its exit code.
 func (r *podRun) runContainer(c corev1.Container, init bool, i int) int {
-	status := func(f func(st *corev1.ContainerStatus), also ...func(s *corev1.PodStatus)) {
+	status := func(f func(st *corev1.ContainerStatus)) {
 		r.update(func(s *corev1.PodStatus) {
 			if init {
 				f(&s.InitContainerStatuses[i])
 			} else {
 				f(&s.ContainerStatuses[i])
-			}
-			for _, a := range also {
-				a(s)
 			}
 		})
 	}
@@ -402,10 +406,6 @@ func (r *podRun) runContainer(c corev1.Container, init bool, i int) int {
 		st.Ready, st.Started = !init, ptr(true)
 		st.ContainerID = fmt.Sprintf("testbed://%s-%d", c.Name, cmd.Process.Pid)
 		st.ImageID = st.Image
-	}, func(s *corev1.PodStatus) {
-		if !init {
-			s.Phase = corev1.PodRunning
-		}
 	})
 	var code int
 	select {
