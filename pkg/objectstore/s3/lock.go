@@ -102,10 +102,31 @@ func (s *Store) deleteVersions(ctx context.Context, bucket, key string) error {
 			continue
 		}
 		head, herr := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key, VersionId: id})
-		if herr == nil && head.ObjectLockRetainUntilDate != nil && head.ObjectLockRetainUntilDate.After(time.Now()) {
-			return fmt.Errorf("deleting s3://%s/%s: %w until %s", bucket, key, ErrRetained, head.ObjectLockRetainUntilDate.UTC().Format(time.RFC3339))
+		if herr == nil {
+			if why := retainedBecause(head.ObjectLockRetainUntilDate, head.ObjectLockLegalHoldStatus, time.Now()); why != "" {
+				return fmt.Errorf("deleting s3://%s/%s: %w %s", bucket, key, ErrRetained, why)
+			}
 		}
 		return fmt.Errorf("deleting s3://%s/%s version %s: %w", bucket, key, aws.ToString(id), err)
 	}
 	return nil
+}
+
+// clockSlack is how far this process's clock may run ahead of the S3
+// server's. The server judges a retention by its own clock, and time passes
+// between its refusal and the HeadObject that asks why; a refusal within
+// this much of the retention's end is still the retention's.
+const clockSlack = time.Minute
+
+// retainedBecause says why a version whose delete the bucket refused is
+// still held ("until <time>" or "by a legal hold"), or "" when its lock
+// does not explain the refusal.
+func retainedBecause(until *time.Time, hold types.ObjectLockLegalHoldStatus, now time.Time) string {
+	if hold == types.ObjectLockLegalHoldStatusOn {
+		return "by a legal hold"
+	}
+	if until != nil && until.After(now.Add(-clockSlack)) {
+		return "until " + until.UTC().Format(time.RFC3339)
+	}
+	return ""
 }

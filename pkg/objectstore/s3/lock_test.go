@@ -89,3 +89,29 @@ func TestObjectLockOnMinIO(t *testing.T) {
 		t.Errorf("left after the delete: %d versions, %d markers, %v", len(versions.Versions), len(versions.DeleteMarkers), err)
 	}
 }
+
+// TestRetainedBecause: a refused delete is the lock's when a legal hold is
+// on or the retention ends after now less the clock slack — the bucket's
+// clock decides, so a retention that ended a moment ago on this clock
+// still explains the refusal; one long over does not.
+func TestRetainedBecause(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { u := now.Add(d); return &u }
+	for _, tc := range []struct {
+		name  string
+		until *time.Time
+		hold  types.ObjectLockLegalHoldStatus
+		want  string
+	}{
+		{"retained ahead", at(time.Hour), "", "until 2026-12-07T13:00:00Z"},
+		{"ended a moment ago here", at(-time.Second), "", "until 2026-12-07T11:59:59Z"},
+		{"ended long ago", at(-2 * clockSlack), "", ""},
+		{"no lock", nil, "", ""},
+		{"legal hold", at(-time.Hour), types.ObjectLockLegalHoldStatusOn, "by a legal hold"},
+		{"legal hold off", nil, types.ObjectLockLegalHoldStatusOff, ""},
+	} {
+		if got := retainedBecause(tc.until, tc.hold, now); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
