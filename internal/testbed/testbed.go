@@ -3,12 +3,14 @@ package testbed
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/salvor-dev/salvor/internal/testbin"
@@ -69,6 +71,7 @@ type MinIO struct {
 
 	port, console int
 	cmd           *exec.Cmd
+	exited        chan struct{} // closed once cmd has been waited for
 	logs          *os.File
 }
 
@@ -82,21 +85,43 @@ func StartMinIO(t TB, buckets ...string) *MinIO {
 			t.Fatal(err)
 		}
 	}
-	m.port, m.console = FreePort(t), FreePort(t)
-	m.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", m.port)
 	t.Cleanup(m.Stop)
-	m.Start(t)
-	return m
+	// A port free a moment ago may be taken before MinIO binds it (the
+	// tests beside this one start API servers, etcd and MinIOs the same
+	// way): then MinIO gets new ones.
+	for attempt := 1; ; attempt++ {
+		m.port, m.console = minioPort(t), minioPort(t)
+		m.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", m.port)
+		err := m.start(t)
+		if err == nil {
+			return m
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("minio: %v; trying other ports", err)
+	}
 }
 
 // MinIOKMSKey is the ID of the KMS key MinIO is started with.
 const MinIOKMSKey = "salvor-test-key"
+
+var errPortTaken = errors.New("its port was taken")
+
+// minioPort picks MinIO's ports; a test takes one first to see MinIO move.
+var minioPort = FreePort
 
 // Start starts (again) the MinIO that StartMinIO set up, on the same port
 // and data, and waits until it is ready: a fault test stops it with Stop and
 // brings it back.
 func (m *MinIO) Start(t TB) {
 	t.Helper()
+	if err := m.start(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *MinIO) start(t TB) error {
 	m.cmd = exec.Command(Binary(t, "minio"), "server", m.DataDir,
 		"--address", fmt.Sprintf("127.0.0.1:%d", m.port), "--console-address", fmt.Sprintf("127.0.0.1:%d", m.console), "--quiet")
 	m.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.AccessKey, "MINIO_ROOT_PASSWORD="+m.SecretKey,
@@ -106,25 +131,42 @@ func (m *MinIO) Start(t TB) {
 		"MINIO_KMS_SECRET_KEY="+MinIOKMSKey+":"+base64.StdEncoding.EncodeToString([]byte("salvor-testbed-kms-key-32-bytes!")))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "minio.log"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	m.logs = logs
 	m.cmd.Stdout, m.cmd.Stderr = logs, logs
 	if err := m.cmd.Start(); err != nil {
-		t.Fatalf("starting minio: %v", err)
+		return fmt.Errorf("starting minio: %w", err)
 	}
+	exited := make(chan struct{})
+	m.exited = exited
+	cmd := m.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
+	// Each probe is bounded: whatever holds a taken port may never answer.
+	probe := &http.Client{Timeout: 2 * time.Second}
 	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(m.Endpoint + "/minio/health/ready")
-		if err != nil {
-			return false, nil
+		resp, err := probe.Get(m.Endpoint + "/minio/health/ready")
+		if err == nil {
+			resp.Body.Close()
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		// Ready only while this MinIO runs: another server may hold
+		// the port it could not bind, and answer.
+		select {
+		case <-exited:
+			return false, errors.New("minio exited")
+		default:
+		}
+		return err == nil && resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
+		m.Stop()
 		b, _ := os.ReadFile(logs.Name())
-		t.Fatalf("minio did not become ready: %v\n%s", err, b)
+		if strings.Contains(string(b), "port is already in use") {
+			return fmt.Errorf("minio on 127.0.0.1:%d or :%d: %w", m.port, m.console, errPortTaken)
+		}
+		return fmt.Errorf("minio did not become ready: %v\n%s", err, b)
 	}
+	return nil
 }
 
 // Stop kills MinIO at once, as a crash or a network partition would end it.
@@ -133,7 +175,7 @@ func (m *MinIO) Stop() {
 		return
 	}
 	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
+	<-m.exited
 	m.logs.Close()
 	m.cmd = nil
 }
