@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,12 +209,8 @@ func (r *podRun) update(f func(s *corev1.PodStatus)) {
 // Prepared and its data mover waited forever, 2026-12-07.)
 func (r *podRun) deriveStatus() {
 	s := &r.pod.Status
-	if s.Phase == corev1.PodPending {
-		for _, c := range s.ContainerStatuses {
-			if c.State.Running != nil {
-				s.Phase = corev1.PodRunning
-			}
-		}
+	if s.Phase == corev1.PodPending && slices.ContainsFunc(s.ContainerStatuses, func(c corev1.ContainerStatus) bool { return c.State.Running != nil }) {
+		s.Phase = corev1.PodRunning
 	}
 	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
 		st := corev1.ConditionFalse
