@@ -158,16 +158,18 @@ lint: $(BIN)/staticcheck
 # in process (a package's tests may start an API server, MinIO or plugin
 # subprocesses, but the code under test is in the test binary). Four
 # packages at once: most wait on an API server or a subprocess part of the
-# time. The test binaries build kopia with its `testing` tag: repositories
-# they make then derive their keys without scrypt, whose 64 MiB per open,
-# under the race detector, was most of the unit tests' time. The binaries a
-# test builds (salvor, plugins), the end-to-end tests and the benchmarks
-# use kopia as shipped. -vet=off here and in test-e2e, fuzz and test-compat:
-# make vet checks the same packages with more analyzers, and go test's own
-# vet pass analyzes every dependency again (under -race's or fuzzing's
-# build settings, or beside make vet, which make test starts at once).
+# time. hack/unit.sh links the test binaries with go test -c, whose links
+# Go's build cache keeps (go test's own are redone on every run). The test
+# binaries build kopia with its `testing` tag: repositories they make then
+# derive their keys without scrypt, whose 64 MiB per open, under the race
+# detector, was most of the unit tests' time. The binaries a test builds
+# (salvor, plugins), the end-to-end tests and the benchmarks use kopia as
+# shipped. -vet=off here and in test-e2e, fuzz and test-compat: make vet
+# checks the same packages with more analyzers, and go test's own vet pass
+# analyzes every dependency again (under -race's or fuzzing's build
+# settings, or beside make vet, which make test starts at once).
 test-unit:
-	$(GO) test -race -vet=off -tags testing -count=1 -p 4 -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+	PARALLEL=4 hack/unit.sh
 	cd hack/testbed/node && $(GO) test -count=1 ./...
 
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and

@@ -19,23 +19,69 @@ import (
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
-// build cross-compiles a command as `make image` does. The tests run the
-// images' linux binaries, on Linux like every test of this repository.
-func build(t *testing.T, dir, pkg, osName, arch string) string {
-	t.Helper()
+// The binaries the tests put in images, built once for both in TestMain,
+// with go's default settings as every test's builds are (testbin.Build):
+// the images' packaging is what is under test, and the release builds'
+// static, -trimpath settings would compile every package they import once
+// more. -s -w as make image's: smaller binaries, less to compress. The
+// version salvor says is the image's label, v0.0.0-imagetest.
+var bins struct {
+	native string // hack/image, salvor, salvor-plugin-copy, backup-action for this machine
+	other  string // salvor-plugin-copy for linux/otherArch, only packaged
+}
+
+// otherArch is the image platform this machine does not run.
+var otherArch = map[string]string{"amd64": "arm64"}[runtime.GOARCH]
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "ociimage-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if otherArch == "" {
+			otherArch = "amd64"
+		}
+		bins.native, bins.other = filepath.Join(dir, "native"), filepath.Join(dir, "other")
+		if err := build(bins.native, runtime.GOARCH, "./hack/image", "./cmd/salvor", "./cmd/salvor-plugin-copy", "./examples/backup-action"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := build(bins.other, otherArch, "./cmd/salvor-plugin-copy"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// build compiles pkgs for linux/arch into dir, in one go build.
+func build(dir, arch string, pkgs ...string) error {
 	root, err := testbin.ModuleRoot()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	out := filepath.Join(dir, filepath.Base(pkg)+"-"+osName+"-"+arch)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", // as make cross and make image: one build cache
-		"-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest", "-o", out, pkg)
+	cmd := exec.Command("go", append([]string{"build", "-ldflags=-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS="+osName, "GOARCH="+arch, "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s for %s/%s: %v\n%s", pkg, osName, arch, err, b)
+		return fmt.Errorf("building %v for linux/%s: %v\n%s", pkgs, arch, err, b)
 	}
-	return out
+	return nil
+}
+
+// hackImage runs hack/image, as make image and make plugin-images do, and
+// returns the digest it printed.
+func hackImage(t *testing.T, args ...string) string {
+	t.Helper()
+	printed, err := exec.Command(filepath.Join(bins.native, "image"), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/image: %v\n%s", err, printed)
+	}
+	_, digest, _ := strings.Cut(strings.TrimSpace(string(printed)), ": ")
+	return digest
 }
 
 // TestImageIsReproducibleNonRootAndRuns builds salvor's image as `make
@@ -46,34 +92,23 @@ func TestImageIsReproducibleNonRootAndRuns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	created := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	// hack/image is built without the race detector, as make runs it: the
-	// detector would make compressing salvor's layer the test's slow part.
-	image := build(t, dir, "./hack/image", runtime.GOOS, runtime.GOARCH)
-	args := []string{"--created", created.Format(time.RFC3339), "--version", "v0.0.0-imagetest", "--revision", "0123abc", "--entrypoint", "/usr/local/bin/salvor"}
-	// Only this machine's architecture is run; the other is only packaged,
-	// and a small program stands in for salvor there, whose cold cross
-	// build costs CI minutes.
-	for _, arch := range []string{"amd64", "arm64"} {
-		pkg := "./cmd/salvor-plugin-copy"
-		if arch == runtime.GOARCH {
-			pkg = "./cmd/salvor"
-		}
-		args = append(args, "--file", "linux/"+arch+":/usr/local/bin/salvor="+build(t, dir, pkg, "linux", arch))
-	}
+	salvor := filepath.Join(bins.native, "salvor")
+	args := []string{"--created", created.Format(time.RFC3339), "--version", "v0.0.0-imagetest", "--revision", "0123abc", "--entrypoint", "/usr/local/bin/salvor",
+		"--file", "linux/" + runtime.GOARCH + ":/usr/local/bin/salvor=" + salvor,
+		// Only this machine's architecture is run; the other is only
+		// packaged, and a small program stands in for salvor there, whose
+		// cold cross build costs CI minutes.
+		"--file", "linux/" + otherArch + ":/usr/local/bin/salvor=" + filepath.Join(bins.other, "salvor-plugin-copy")}
 	var digests []string
 	var sums [][32]byte
 	for i := range 2 {
 		out := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
-		printed, err := exec.Command(image, append(args, "--out", out)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("hack/image: %v\n%s", err, printed)
-		}
-		_, digest, _ := strings.Cut(strings.TrimSpace(string(printed)), ": ")
+		digests = append(digests, hackImage(t, append(args, "--out", out)...))
 		b, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		digests, sums = append(digests, digest), append(sums, sha256.Sum256(b))
+		sums = append(sums, sha256.Sum256(b))
 	}
 	if digests[0] != digests[1] || sums[0] != sums[1] {
 		t.Fatalf("two builds from the same binaries differ: %s %s", digests[0], digests[1])
@@ -148,8 +183,8 @@ func TestPluginImageCopiesItsPlugin(t *testing.T) {
 	platform := "linux/" + runtime.GOARCH
 	idx, err := Build(Spec{
 		Files: map[string][]File{platform: {
-			{Path: "/usr/local/bin/salvor-plugin-copy", Source: build(t, dir, "./cmd/salvor-plugin-copy", "linux", runtime.GOARCH)},
-			{Path: "/plugins/backup-action", Source: build(t, dir, "./examples/backup-action", "linux", runtime.GOARCH)},
+			{Path: "/usr/local/bin/salvor-plugin-copy", Source: filepath.Join(bins.native, "salvor-plugin-copy")},
+			{Path: "/plugins/backup-action", Source: filepath.Join(bins.native, "backup-action")},
 		}},
 		Entrypoint: []string{"/usr/local/bin/salvor-plugin-copy"}, Created: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC),
 	})
@@ -183,7 +218,7 @@ func TestPluginImageCopiesItsPlugin(t *testing.T) {
 	if out, err := exec.Command(entry, filepath.Join(root, "plugins"), target).CombinedOutput(); err != nil || !strings.Contains(string(out), "copied 1 plugin binaries") {
 		t.Fatalf("the image's entrypoint: %v\n%s", err, out)
 	}
-	salvor := build(t, dir, "./cmd/salvor", "linux", runtime.GOARCH)
+	salvor := filepath.Join(bins.native, "salvor")
 	out, err := exec.Command(salvor, "plugin", "list", "--plugin-dir", target).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "backup-action") {
 		t.Errorf("plugins in the target: %v\n%s", err, out)

@@ -21,10 +21,12 @@ func ModuleRoot() (string, error) {
 
 // Build compiles the package pkg (a path relative to the module root, such
 // as "./examples/async-backup-action") to dir/name and returns its path.
-// It builds as `make image` and the image tests do (static, -trimpath), so
-// the tests' builds of salvor and the image tests' share one build cache
-// instead of compiling every package twice; under the race detector
-// (GOFLAGS=-race, hack/race.sh), which needs cgo, it builds as asked.
+// It builds with go's default settings (GOFLAGS, hack/race.sh's -race,
+// included), as go vet, the end-to-end test binary and the testbed's
+// kube-apiserver and etcd are compiled: -trimpath or CGO_ENABLED=0 would
+// compile every package the binaries import once more, which on a fresh
+// machine cost make test minutes of its 2 cores. The release builds'
+// settings (static, -trimpath) are make cross's and make image's.
 func Build(dir, name, pkg string) (string, error) {
 	out := filepath.Join(dir, name)
 	return out, build(out, pkg)
@@ -46,12 +48,8 @@ func build(out string, pkgs ...string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", out}, pkgs...)...)
+	cmd := exec.Command("go", append([]string{"build", "-o", out}, pkgs...)...)
 	cmd.Dir = root
-	cmd.Env = os.Environ()
-	if !strings.Contains(os.Getenv("GOFLAGS"), "-race") {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
-	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s: %v\n%s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}
