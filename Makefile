@@ -175,9 +175,10 @@ test-unit:
 # test-e2e runs the end-to-end tests: the built salvor server, CLI and
 # plugins on the testbed. E2E_PARALLEL tests run at once (each has its own
 # control plane). Four at once keep 2 cores busy: 26 min 24 s alone at
-# 97-100% CPU, about 45% of it kube-apiservers starting, and 31.5 minutes
-# beside the rest of make test (2026-12-07); more at once would not be
-# faster here.
+# 97-100% CPU, and 31.5 minutes beside the rest of make test (2026-12-07);
+# more at once would not be faster here. Most of that CPU is the API
+# servers serving the tests, not starting: sharing control planes between
+# tests (tried 2026-12-07: 167 tests on 16-18 planes) was no faster.
 E2E_PARALLEL ?= 4
 test-e2e: testbed helm
 	$(GO) test -vet=off -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./test/e2e
@@ -203,13 +204,16 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do echo "fuzzing $${t#*:} in $${t%:*} for $(FUZZTIME)"; \
 	  $(GO) test -vet=off -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%:*} || exit 1; done
 
-# test runs the end-to-end tests beside everything else: they spend most of
-# their time waiting on controllers (about half of 2 cores), which the
-# checks, builds and unit tests use meanwhile. Two jobs at once: the
+# test runs the end-to-end tests beside everything else, the longest first:
+# alone they leave part of 2 cores idle while they wait on controllers,
+# which the checks, builds and unit tests use meanwhile. Two jobs at once: the
 # end-to-end tests in one, started first, the rest one after another in the
 # other (make -j2 ran the rest's steps two at a time and let the end-to-end
-# tests wait for a slot: 27 minutes on a fresh machine).
-test: testbed helm tools
+# tests wait for a slot: 27 minutes on a fresh machine). The code
+# generators and the linter are built in the rest's stream, by the steps
+# that use them: on a fresh machine that took 7 minutes, which the
+# end-to-end tests no longer wait for.
+test: testbed helm
 	@$(MAKE) --no-print-directory test-e2e & e2e=$$!; \
 	$(MAKE) --no-print-directory test-rest; rest=$$?; \
 	wait $$e2e && [ $$rest = 0 ]
