@@ -1,13 +1,19 @@
 package testbin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ModuleRoot returns the directory holding Salvor's go.mod.
@@ -28,8 +34,11 @@ func ModuleRoot() (string, error) {
 // machine cost make test minutes of its 2 cores. The release builds'
 // settings (static, -trimpath) are make cross's and make image's.
 func Build(dir, name, pkg string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	out := filepath.Join(dir, name)
-	return out, build(out, pkg)
+	return out, build(map[string]string{pkg: out})
 }
 
 // BuildAll compiles the packages pkgs, as Build does, into dir, each named
@@ -39,21 +48,76 @@ func BuildAll(dir string, pkgs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return build(dir+string(filepath.Separator), pkgs...)
+	outs := map[string]string{}
+	for _, pkg := range pkgs {
+		outs[pkg] = filepath.Join(dir, path.Base(pkg))
+	}
+	return build(outs)
 }
 
-// build runs go build -o out for pkgs in the module root.
-func build(out string, pkgs ...string) error {
+// build links each package of outs (package -> where its binary goes) in
+// one go build into bin/testbin/<settings>/ under the module root, and
+// copies the binaries from there. go build relinks a binary there only
+// when its build ID says it is out of date, so the test packages and the
+// end-to-end tests that build salvor or the same plugin, at once or run
+// after run, link it once: each link of salvor is seconds of CPU. The
+// directory is locked while a build and its copies run: test binaries
+// build at once, and go build replaces its outputs in place. The
+// callers get copies, never links: a test may change its binary.
+func build(outs map[string]string) error {
 	root, err := ModuleRoot()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-o", out}, pkgs...)...)
+	// GOFLAGS (-race under hack/race.sh) makes other binaries: they live
+	// apart rather than relink each other's.
+	settings := sha256.Sum256([]byte(os.Getenv("GOFLAGS") + "\x00" + os.Getenv("CGO_ENABLED") + "\x00" + os.Getenv("GOOS") + "\x00" + os.Getenv("GOARCH")))
+	shared := filepath.Join(root, "bin", "testbin", hex.EncodeToString(settings[:6]))
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(shared, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", shared, err)
+	}
+	pkgs := make([]string, 0, len(outs))
+	for pkg := range outs {
+		pkgs = append(pkgs, pkg)
+	}
+	sort.Strings(pkgs)
+	cmd := exec.Command("go", append([]string{"build", "-o", shared + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s: %v\n%s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}
+	for _, pkg := range pkgs {
+		if err := copyFile(filepath.Join(shared, path.Base(pkg)), outs[pkg]); err != nil {
+			return fmt.Errorf("building %s: %w", pkg, err)
+		}
+	}
 	return nil
+}
+
+// copyFile copies the executable from to to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // EnvCount reads a positive number from the environment variable name (a
