@@ -20,8 +20,11 @@ BUILDFLAGS=(-race -vet=off -tags testing -ldflags=-w)
 out=bin/unit
 mkdir -p "$out"
 
-# The packages with tests, as "import-path dir" lines.
-mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${@:-./...}" | grep -v '/test/e2e$' | grep .)
+# The packages with tests, as "import-path dir" lines; a go list that
+# fails (a package that does not parse) stops the run rather than leave
+# packages out of it.
+listed=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${@:-./...}")
+mapfile -t pkgs < <(grep -v '/test/e2e ' <<<"$listed" | grep .)
 if [ ${#pkgs[@]} -eq 0 ]; then
 	echo "hack/unit.sh: no packages with tests in ${*:-./...}" >&2
 	exit 1
