@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,11 +85,7 @@ func build(outs map[string]string) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("locking %s: %w", shared, err)
 	}
-	pkgs := make([]string, 0, len(outs))
-	for pkg := range outs {
-		pkgs = append(pkgs, pkg)
-	}
-	sort.Strings(pkgs)
+	pkgs := slices.Sorted(maps.Keys(outs))
 	cmd := exec.Command("go", append([]string{"build", "-o", shared + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
