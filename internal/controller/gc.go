@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,6 +112,20 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			err = fmt.Errorf("retained by S3 Object Lock until %s", until.UTC().Format(time.RFC3339))
 		} else {
 			err = r.deleteFiles(ctx, b)
+		}
+		var maintaining *datamover.MaintenanceRunningError
+		if errors.As(err, &maintaining) {
+			// Freeing data at once, maintenance would take what the
+			// deletion writes for garbage: the deletion goes after it.
+			msg := "waiting for the maintenance of repository " + maintaining.Repository + " (Job " + maintaining.Job + "): its kopia snapshots are forgotten once that ends"
+			if b.Status.DeletionBlocked != msg {
+				b.Status.DeletionBlocked = msg
+				if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
+					return ctrl.Result{}, err
+				}
+				r.Log.Info("backup deletion waits for a repository's maintenance", "backup", key, "repository", maintaining.Repository, "job", maintaining.Job)
+			}
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 		}
 		if until, ok := retainedUntil(err); ok {
 			// Not a failure: the location keeps the backup as promised.
@@ -240,13 +256,15 @@ func (r *GCReconciler) deleteFiles(ctx context.Context, b *salvorv1.Backup) erro
 			break
 		}
 		r.cancelOperations(ctx, b, store)
+		// First of the deletions: it may wait for a repository's
+		// maintenance, and the steps after it are not done again then.
+		if err := r.forgetMovedData(ctx, b, bsl); err != nil {
+			return err
+		}
 		if err := r.runDeleteActions(ctx, b, store); err != nil {
 			return err
 		}
 		if err := r.deleteSnapshots(ctx, b, store); err != nil {
-			return err
-		}
-		if err := r.forgetMovedData(ctx, b, bsl); err != nil {
 			return err
 		}
 		// A whole backup's files are all its own (ownsFiles). Under a name
@@ -470,10 +488,10 @@ func (r *GCReconciler) retainedByLocation(ctx context.Context, b *salvorv1.Backu
 }
 
 // forgetMovedData deletes the kopia snapshots the backup's DataUploads
-// made, and the uploads: those of this Backup (its UID on them), recorded
-// in the cluster when they completed — the backup's files in the bucket
-// prove nothing of what it moved. A synced backup has none here, so its
-// moved data stays (and the log says so).
+// and PodVolumeBackups made, and those objects: the ones of this Backup
+// (its UID on them), recorded in the cluster when they completed — the
+// backup's files in the bucket prove nothing of what it copied. A synced
+// backup has none here, so its volume data stays (and the log says so).
 func (r *GCReconciler) forgetMovedData(ctx context.Context, b *salvorv1.Backup, bsl *salvorv1.BackupStorageLocation) error {
 	if r.MovedData == nil {
 		return nil
@@ -482,28 +500,48 @@ func (r *GCReconciler) forgetMovedData(ctx context.Context, b *salvorv1.Backup, 
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
-	list := &salvorv1.DataUploadList{}
-	if err := reader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupUIDLabel: string(b.UID)}); err != nil {
+	own := []client.ListOption{client.InNamespace(b.Namespace), client.MatchingLabels{salvorv1.BackupUIDLabel: string(b.UID)}}
+	uploads, volumes := &salvorv1.DataUploadList{}, &salvorv1.PodVolumeBackupList{}
+	if err := reader.List(ctx, uploads, own...); err != nil {
 		return fmt.Errorf("deleting backup %s: its DataUploads: %w", b.Name, err)
 	}
-	if len(list.Items) == 0 && b.Annotations[salvorv1.SyncedAnnotation] != "" && b.Spec.SnapshotMoveData != nil && *b.Spec.SnapshotMoveData {
-		r.Log.Warn("a synced backup's moved volume data is not recorded in this cluster; its kopia snapshots are kept", "backup", b.Name, "location", bsl.Name)
+	if err := reader.List(ctx, volumes, own...); err != nil {
+		return fmt.Errorf("deleting backup %s: its PodVolumeBackups: %w", b.Name, err)
+	}
+	moved := b.Spec.SnapshotMoveData != nil && *b.Spec.SnapshotMoveData
+	if len(uploads.Items)+len(volumes.Items) == 0 && b.Annotations[salvorv1.SyncedAnnotation] != "" && (moved || b.Status.BackupItemOperationsAttempted > 0) {
+		r.Log.Warn("a synced backup's volume data (moved, or copied from pod volumes) is not recorded in this cluster; its kopia snapshots, if any, are kept", "backup", b.Name, "location", bsl.Name)
 	}
 	byNamespace := map[string][]string{}
-	for _, du := range list.Items {
+	type record struct {
+		kind string
+		obj  client.Object
+	}
+	var records []record
+	for i := range uploads.Items {
+		du := &uploads.Items[i]
 		if du.Status.SnapshotID != "" && du.Spec.BackupStorageLocation == bsl.Name {
 			byNamespace[du.Spec.SourceNamespace] = append(byNamespace[du.Spec.SourceNamespace], du.Status.SnapshotID)
 		}
+		records = append(records, record{"DataUpload", du})
 	}
-	for ns, ids := range byNamespace {
+	for i := range volumes.Items {
+		pvb := &volumes.Items[i]
+		if pvb.Status.SnapshotID != "" && pvb.Spec.BackupStorageLocation == bsl.Name {
+			byNamespace[pvb.Spec.Pod.Namespace] = append(byNamespace[pvb.Spec.Pod.Namespace], pvb.Status.SnapshotID)
+		}
+		records = append(records, record{"PodVolumeBackup", pvb})
+	}
+	for _, ns := range slices.Sorted(maps.Keys(byNamespace)) {
+		ids := byNamespace[ns]
 		if err := r.MovedData.Forget(ctx, bsl, ns, ids); err != nil {
 			return fmt.Errorf("deleting backup %s: %w", b.Name, err)
 		}
-		r.Log.Info("forgot a backup's moved volume data", "backup", b.Name, "location", bsl.Name, "namespace", ns, "snapshots", len(ids))
+		r.Log.Info("forgot a backup's volume data", "backup", b.Name, "location", bsl.Name, "namespace", ns, "snapshots", len(ids))
 	}
-	for i := range list.Items {
-		if err := r.Client.Delete(ctx, &list.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting backup %s: DataUpload %s: %w", b.Name, list.Items[i].Name, err)
+	for _, rec := range records {
+		if err := r.Client.Delete(ctx, rec.obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting backup %s: %s %s: %w", b.Name, rec.kind, rec.obj.GetName(), err)
 		}
 	}
 	return nil

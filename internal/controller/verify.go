@@ -364,6 +364,8 @@ func (r *VerifyReconciler) checkVolumes(ctx context.Context, b *salvorv1.Backup,
 				rep.Volume(v, salvorv1.ObjectOK, fmt.Sprintf("kopia snapshot %s in location %s, %d bytes, walked: every content in a pack the location holds", snap.ID, bsl.Name, snap.TotalBytes))
 			case ctx.Err() != nil:
 				return ctx.Err()
+			case errors.As(err, new(*datamover.MaintenanceRunningError)):
+				return err // checked again once the repository's maintenance has ended
 			default:
 				rep.Volume(v, salvorv1.ObjectMissing, fmt.Sprintf("location %s: %v", bsl.Name, err))
 			}

@@ -2,12 +2,14 @@ package datamover
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,5 +125,123 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(held), held); err != nil || held.Status.Phase != salvorv1.DataMoverPhaseInProgress {
 		t.Fatalf("the upload after maintenance: %s, %v", held.Status.Phase, err)
+	}
+}
+
+// TestGateKeepsServerAndNodeAgentsApartFromMaintenance: with maintenance
+// that frees data at once, a node agent's accepted backup or restore of a
+// repository holds its maintenance off, and while a maintenance Job runs
+// the server accepts no file-system backup of it and forgets no snapshot
+// in it (the deletion waits, and the next run waits for the deletion);
+// the server's own use of a repository holds its maintenance off while it
+// lasts.
+func TestGateKeepsServerAndNodeAgentsApartFromMaintenance(t *testing.T) {
+	c, server := testbed.SharedServerNamespace(t)
+	ctx := context.Background()
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "primary"},
+		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}
+	if err := c.Create(ctx, bsl); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureRepository(ctx, c, bsl, "files", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	gate := &Gate{}
+	clock := time.Now().Add(2 * time.Hour) // due
+	mr := &MaintenanceReconciler{Client: c, APIReader: c, Namespace: server, Pods: Pods{Image: "salvor"}, Safety: kopiarepo.SafetyNone, Gate: gate,
+		Log: slog.New(slog.DiscardHandler), now: func() time.Time { return clock }}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: server, Name: RepositoryName("primary", "files")}}
+	reconciled := func() *salvorv1.BackupRepository {
+		t.Helper()
+		if _, err := mr.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		r := &salvorv1.BackupRepository{}
+		if err := c.Get(ctx, req.NamespacedName, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	setPhase := func(obj client.Object, phase salvorv1.DataMoverPhase) {
+		t.Helper()
+		switch o := obj.(type) {
+		case *salvorv1.PodVolumeBackup:
+			o.Status.Phase = phase
+		case *salvorv1.PodVolumeRestore:
+			o.Status.Phase = phase
+		}
+		if err := c.Status().Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	pvb := &salvorv1.PodVolumeBackup{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "copy"},
+		Spec: salvorv1.PodVolumeBackupSpec{Node: "n", Pod: corev1.ObjectReference{Namespace: "files", Name: "web"}, Volume: "data", BackupStorageLocation: "primary", UploaderType: salvorv1.UploaderKopia}}
+	pvr := &salvorv1.PodVolumeRestore{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "fill"},
+		Spec: salvorv1.PodVolumeRestoreSpec{Pod: corev1.ObjectReference{Namespace: "files-copy", Name: "web"}, Volume: "data", BackupStorageLocation: "primary",
+			UploaderType: salvorv1.UploaderKopia, SnapshotID: "s", SourceNamespace: "files"}}
+	for _, o := range []client.Object{pvb, pvr} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Accepted is enough: the agent takes it from there on its own.
+	setPhase(pvb, salvorv1.DataMoverPhaseAccepted)
+	if r := reconciled(); r.Status.MaintenanceJob != "" || !strings.Contains(r.Status.Message, "maintenance waits for PodVolumeBackup copy") {
+		t.Fatalf("maintenance started beside an accepted file-system backup: %+v", r.Status)
+	}
+	setPhase(pvb, salvorv1.DataMoverPhaseCompleted)
+	setPhase(pvr, salvorv1.DataMoverPhaseInProgress)
+	if r := reconciled(); r.Status.MaintenanceJob != "" || !strings.Contains(r.Status.Message, "maintenance waits for PodVolumeRestore fill") {
+		t.Fatalf("maintenance started beside a running file-system restore: %+v", r.Status)
+	}
+	setPhase(pvr, salvorv1.DataMoverPhaseFailed)
+	r := reconciled()
+	job := r.Status.MaintenanceJob
+	if job == "" {
+		t.Fatalf("no maintenance once the node agent's work ended: %+v", r.Status)
+	}
+
+	// While it runs: no backup accepted, no snapshot forgotten.
+	accepted := false
+	if held, err := gate.admit(ctx, c, server, "primary", "files", func() error { accepted = true; return nil }); err != nil || held != job || accepted {
+		t.Fatalf("accepting a file-system backup during maintenance: held by %q (%v), accepted %v", held, err, accepted)
+	}
+	if held, err := gate.admit(ctx, c, server, "primary", "web", func() error { accepted = true; return nil }); err != nil || held != "" || !accepted {
+		t.Fatalf("another repository's backup: held by %q (%v), accepted %v", held, err, accepted)
+	}
+	// Locate is nil: a Forget that got past the gate would panic.
+	repos := &Repositories{Gate: gate, Reader: c}
+	var busy *MaintenanceRunningError
+	if err := repos.Forget(ctx, bsl, "files", []string{"k123"}); !errors.As(err, &busy) || busy.Job != job || busy.Repository != req.Name {
+		t.Fatalf("forgetting during maintenance: %v", err)
+	}
+	if _, err := repos.Check(ctx, bsl, "files", kopiarepo.Source{}); !errors.As(err, &busy) {
+		t.Fatalf("checking during maintenance: %v", err)
+	}
+
+	// The Job ends (deleted by hand: recorded as failed); the next run,
+	// due, waits for the deletion that asked during this one.
+	bg := metav1.DeletePropagationBackground
+	if err := c.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: job}}, &client.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	if r := reconciled(); r.Status.MaintenanceJob != "" || len(r.Status.RecentMaintenance) != 1 {
+		t.Fatalf("the ended run: %+v", r.Status)
+	}
+	clock = clock.Add(2 * time.Hour)
+	if r := reconciled(); r.Status.MaintenanceJob != "" || !strings.Contains(r.Status.Message, "the server, which asked for it during the last run") {
+		t.Fatalf("maintenance started before the deletion that waited for the last run: %+v", r.Status)
+	}
+	leave, err := gate.enter(ctx, c, bsl, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reconciled(); r.Status.MaintenanceJob != "" || !strings.Contains(r.Status.Message, "the server, which reads or writes it") {
+		t.Fatalf("maintenance started during the server's use of the repository: %+v", r.Status)
+	}
+	leave()
+	if r := reconciled(); r.Status.MaintenanceJob == "" {
+		t.Fatalf("no maintenance once the server's use ended: %+v", r.Status)
 	}
 }

@@ -341,23 +341,113 @@ func (r *MaintenanceReconciler) setMessage(ctx context.Context, repo *salvorv1.B
 	return r.Client.Status().Update(ctx, repo)
 }
 
-// Gate keeps the moves of a repository and its maintenance apart when
-// maintenance frees data at once: a move starts only while no maintenance
-// Job is recorded on its repository, and a Job is recorded only while no
-// move of its repository runs. Both decisions are taken under one lock,
-// and each writes its outcome before the lock is let go.
-type Gate struct{ mu sync.Mutex }
+// Gate keeps a repository's maintenance apart from everything else that
+// uses the repository when maintenance frees data at once (Safety none):
+// its moves (DataUploads and DataDownloads, whose pods the server starts),
+// its file-system backups and restores (PodVolumeBackups and
+// PodVolumeRestores, which the server accepts for the node agents), and
+// the server's own reads and writes of it (a deleted backup's snapshots
+// forgotten, a backup's moved data verified). Maintenance then sees no
+// blob written after it listed the repository's indexes, which it would
+// take for garbage. A use starts only while no maintenance Job is
+// recorded on its repository, and a Job is recorded only while nothing
+// uses its repository; both decisions are taken under one lock, and each
+// writes its outcome before the lock is let go.
+type Gate struct {
+	mu sync.Mutex
+	// server counts the server's own uses of each repository (by
+	// RepositoryName) under way.
+	server map[string]int
+	// asked is when the server last found each repository's maintenance
+	// in the way of its own use: a run due soon after waits for that use,
+	// so that a deletion is not put off run after run.
+	asked map[string]time.Time
+}
+
+// askedFor is how long a use of the server's that found maintenance in
+// its way goes before the next run.
+const askedFor = 30 * time.Second
 
 func (g *Gate) lock() func() { g.mu.Lock(); return g.mu.Unlock }
 
-// moving names a move of repo's repository in progress ("" when none).
+// MaintenanceRunningError says that the server's use of a repository
+// waits for the repository's maintenance Job.
+type MaintenanceRunningError struct {
+	// Repository is the BackupRepository, Job its running maintenance.
+	Repository, Job string
+}
+
+func (e *MaintenanceRunningError) Error() string {
+	return fmt.Sprintf("repository %s: its maintenance Job %s frees data at once: this waits until it ends", e.Repository, e.Job)
+}
+
+// enter records a use of the server's of the repository of location bsl
+// and namespace ns (the BackupRepository in the location's namespace),
+// until the function it returns is called; while that repository's
+// maintenance runs it returns a *MaintenanceRunningError instead. A nil
+// Gate lets every use in.
+func (g *Gate) enter(ctx context.Context, reader ctrl.Reader, bsl *salvorv1.BackupStorageLocation, ns string) (func(), error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	defer g.lock()()
+	name := RepositoryName(bsl.Name, ns)
+	job, err := g.maintaining(ctx, reader, bsl.Namespace, bsl.Name, ns)
+	if err != nil {
+		return nil, fmt.Errorf("repository %s: reading its maintenance: %w", name, err)
+	}
+	if job != "" {
+		if g.asked == nil {
+			g.asked = map[string]time.Time{}
+		}
+		g.asked[name] = time.Now()
+		return nil, &MaintenanceRunningError{Repository: name, Job: job}
+	}
+	delete(g.asked, name)
+	if g.server == nil {
+		g.server = map[string]int{}
+	}
+	g.server[name]++
+	return func() {
+		defer g.lock()()
+		if g.server[name]--; g.server[name] <= 0 {
+			delete(g.server, name)
+		}
+	}, nil
+}
+
+// admit runs start, which records that a node agent may use the
+// repository of location bsl and namespace ns (its backup or restore
+// Accepted), unless that repository's maintenance runs; it then names the
+// maintenance Job and leaves start undone. A nil Gate runs start.
+func (g *Gate) admit(ctx context.Context, reader ctrl.Reader, namespace, bsl, ns string, start func() error) (string, error) {
+	if g == nil {
+		return "", start()
+	}
+	defer g.lock()() // past start, which the gate's other side reads
+	job, err := g.maintaining(ctx, reader, namespace, bsl, ns)
+	if err != nil || job != "" {
+		return job, err
+	}
+	return "", start()
+}
+
+// moving names a use of repo's repository in progress ("" when none).
 func (g *Gate) moving(ctx context.Context, reader ctrl.Reader, repo *salvorv1.BackupRepository) (string, error) {
+	bsl, ns := repo.Spec.BackupStorageLocation, repo.Spec.VolumeNamespace
+	name := RepositoryName(bsl, ns)
+	if g.server[name] > 0 {
+		return "the server, which reads or writes it (a deleted backup's snapshots forgotten, or moved data verified)", nil
+	}
+	if at, ok := g.asked[name]; ok && time.Since(at) < askedFor {
+		return "the server, which asked for it during the last run (a deleted backup's snapshots forgotten, or moved data verified)", nil
+	}
 	ups := &salvorv1.DataUploadList{}
 	if err := reader.List(ctx, ups, ctrl.InNamespace(repo.Namespace)); err != nil {
 		return "", err
 	}
 	for _, u := range ups.Items {
-		if u.Spec.BackupStorageLocation == repo.Spec.BackupStorageLocation && u.Spec.SourceNamespace == repo.Spec.VolumeNamespace && started(u.Status.Phase) {
+		if u.Spec.BackupStorageLocation == bsl && u.Spec.SourceNamespace == ns && started(u.Status.Phase) {
 			return "DataUpload " + u.Name, nil
 		}
 	}
@@ -366,8 +456,28 @@ func (g *Gate) moving(ctx context.Context, reader ctrl.Reader, repo *salvorv1.Ba
 		return "", err
 	}
 	for _, d := range downs.Items {
-		if d.Spec.BackupStorageLocation == repo.Spec.BackupStorageLocation && d.Spec.SourceNamespace == repo.Spec.VolumeNamespace && started(d.Status.Phase) {
+		if d.Spec.BackupStorageLocation == bsl && d.Spec.SourceNamespace == ns && started(d.Status.Phase) {
 			return "DataDownload " + d.Name, nil
+		}
+	}
+	// A node agent takes an Accepted file-system backup or restore on its
+	// own: accepted is started.
+	pvbs := &salvorv1.PodVolumeBackupList{}
+	if err := reader.List(ctx, pvbs, ctrl.InNamespace(repo.Namespace)); err != nil {
+		return "", err
+	}
+	for _, p := range pvbs.Items {
+		if p.Spec.BackupStorageLocation == bsl && p.Spec.Pod.Namespace == ns && accepted(p.Status.Phase) {
+			return "PodVolumeBackup " + p.Name, nil
+		}
+	}
+	pvrs := &salvorv1.PodVolumeRestoreList{}
+	if err := reader.List(ctx, pvrs, ctrl.InNamespace(repo.Namespace)); err != nil {
+		return "", err
+	}
+	for _, p := range pvrs.Items {
+		if p.Spec.BackupStorageLocation == bsl && p.Spec.SourceNamespace == ns && accepted(p.Status.Phase) {
+			return "PodVolumeRestore " + p.Name, nil
 		}
 	}
 	return "", nil
@@ -376,6 +486,12 @@ func (g *Gate) moving(ctx context.Context, reader ctrl.Reader, repo *salvorv1.Ba
 // started says a move in phase p has begun and not ended.
 func started(p salvorv1.DataMoverPhase) bool {
 	return !p.Ended() && !slices.Contains([]salvorv1.DataMoverPhase{"", salvorv1.DataMoverPhaseNew, salvorv1.DataMoverPhaseAccepted, salvorv1.DataMoverPhasePrepared}, p)
+}
+
+// accepted says a node agent's backup or restore in phase p has been
+// handed to the agent and not ended.
+func accepted(p salvorv1.DataMoverPhase) bool {
+	return !p.Ended() && p != "" && p != salvorv1.DataMoverPhaseNew
 }
 
 // maintaining names the maintenance Job running on the repository of

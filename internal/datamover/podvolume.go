@@ -35,6 +35,9 @@ type PodVolumeBackupReconciler struct {
 	Repositories      *Repositories
 	Passwords         *Passwords
 	MaintainFrequency time.Duration
+	// Gate, when set, holds a backup back while its repository's
+	// maintenance frees data at once.
+	Gate *Gate
 }
 
 // SetupWithManager registers the reconciler.
@@ -87,7 +90,13 @@ func (r *PodVolumeBackupReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := EnsureRepository(ctx, r.Client, bsl, pvb.Spec.Pod.Namespace, r.MaintainFrequency); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.status(ctx, pvb, salvorv1.DataMoverPhaseAccepted, "")
+	job, err := r.Gate.admit(ctx, r.APIReader, r.Namespace, bsl.Name, pvb.Spec.Pod.Namespace, func() error {
+		return r.status(ctx, pvb, salvorv1.DataMoverPhaseAccepted, "")
+	})
+	if job != "" {
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil // its repository's maintenance runs
+	}
+	return reconcile.Result{}, err
 }
 
 // agentOn says whether a node agent pod is on node, and whether one runs
@@ -117,8 +126,12 @@ func (r *PodVolumeBackupReconciler) status(ctx context.Context, pvb *salvorv1.Po
 // is Accepted and the agent of the restored pod's node writes it.
 type PodVolumeRestoreReconciler struct {
 	Client    ctrl.Client
+	APIReader ctrl.Reader
 	Namespace string
 	Passwords *Passwords
+	// Gate, when set, holds a restore back while its repository's
+	// maintenance frees data at once.
+	Gate *Gate
 }
 
 // SetupWithManager registers the reconciler.
@@ -154,7 +167,13 @@ func (r *PodVolumeRestoreReconciler) Reconcile(ctx context.Context, req reconcil
 	if err := r.Passwords.Ensure(ctx, bsl, false); err != nil {
 		return reconcile.Result{}, end(salvorv1.DataMoverPhaseFailed, fmt.Sprintf("%s: %v", what, err))
 	}
-	return reconcile.Result{}, end(salvorv1.DataMoverPhaseAccepted, "")
+	job, err := r.Gate.admit(ctx, r.APIReader, r.Namespace, bsl.Name, pvr.Spec.SourceNamespace, func() error {
+		return end(salvorv1.DataMoverPhaseAccepted, "")
+	})
+	if job != "" {
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil // its repository's maintenance runs
+	}
+	return reconcile.Result{}, err
 }
 
 // patchStatus sets a PodVolumeBackup's or PodVolumeRestore's phase and

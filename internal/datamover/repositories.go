@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kopia/kopia/repo/blob"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/salvor-dev/salvor/internal/kopiarepo"
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
@@ -21,6 +22,10 @@ type Repositories struct {
 	// server's file of its credential).
 	Locate    func(ctx context.Context, bsl *salvorv1.BackupStorageLocation) (kopiarepo.Location, error)
 	Passwords *Passwords
+	// Gate, when set, keeps the server's reads and writes of a repository
+	// (Check, Forget) apart from its maintenance, read through Reader.
+	Gate   *Gate
+	Reader ctrl.Reader
 
 	mu    sync.Mutex
 	known map[string]bool // location UID/namespace of repositories seen
@@ -64,8 +69,14 @@ func (r *Repositories) open(ctx context.Context, bsl *salvorv1.BackupStorageLoca
 
 // Check finds the snapshot of src in namespace ns's repository in bsl and
 // reads its root (kopiarepo.Repository.Check): what verifying a backup's
-// moved data asks.
+// moved data asks. While the repository's maintenance frees data at once
+// it returns a *MaintenanceRunningError.
 func (r *Repositories) Check(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, src kopiarepo.Source) (kopiarepo.Snapshot, error) {
+	leave, err := r.Gate.enter(ctx, r.Reader, bsl, ns)
+	if err != nil {
+		return kopiarepo.Snapshot{}, err
+	}
+	defer leave()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	repo, done, err := r.open(ctx, bsl, ns)
@@ -77,8 +88,15 @@ func (r *Repositories) Check(ctx context.Context, bsl *salvorv1.BackupStorageLoc
 }
 
 // Forget deletes kopia snapshots from namespace ns's repository in bsl
-// (their data goes at the repository's next full maintenance).
+// (their data goes at the repository's next full maintenance). While the
+// repository's maintenance frees data at once it returns a
+// *MaintenanceRunningError.
 func (r *Repositories) Forget(ctx context.Context, bsl *salvorv1.BackupStorageLocation, ns string, ids []string) error {
+	leave, err := r.Gate.enter(ctx, r.Reader, bsl, ns)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	repo, done, err := r.open(ctx, bsl, ns)

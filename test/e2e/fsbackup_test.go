@@ -313,6 +313,33 @@ func TestFSBackup(t *testing.T) {
 	if waiting.Status.Phase == corev1.PodRunning || len(waiting.Status.InitContainerStatuses) != 1 || waiting.Status.InitContainerStatuses[0].State.Terminated != nil {
 		t.Errorf("the pod whose volume was not restored got past its wait: %s %+v", waiting.Status.Phase, waiting.Status.InitContainerStatuses)
 	}
+
+	// Deleting a backup forgets its volumes' snapshots and deletes its
+	// PodVolumeBackups; another backup's snapshot of the same volume
+	// stays.
+	c.mustSalvor(t, "backup", "delete", "default-fs", "--confirm")
+	eventually(t, "backup default-fs deleted", 2*time.Minute, func() (bool, string) {
+		err := c.client.Get(context.Background(), client.ObjectKey{Namespace: "salvor", Name: "default-fs"}, &salvorv1.Backup{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	left := &salvorv1.PodVolumeBackupList{}
+	if err := c.client.List(context.Background(), left, client.InNamespace("salvor"), client.MatchingLabels{salvorv1.BackupNameLabel: "default-fs"}); err != nil || len(left.Items) != 0 {
+		t.Errorf("the deleted backup's PodVolumeBackups: %d left (%v)", len(left.Items), err)
+	}
+	inRepo := map[string]bool{}
+	snapshots, err := openMovedRepo(t, c, bsl, minio, "app").Snapshots(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snapshots {
+		inRepo[s.ID] = true
+	}
+	if id := again.Items[0].Status.SnapshotID; inRepo[id] {
+		t.Errorf("the deleted backup's snapshot %s of volume cache is still in the repository", id)
+	}
+	if id := byPolicy.Items[0].Status.SnapshotID; !inRepo[id] {
+		t.Errorf("backup by-policy's snapshot %s of volume data is gone from the repository", id)
+	}
 }
 
 // TestFSBackupAgentKilled: the node agent's process is SIGKILLed while it

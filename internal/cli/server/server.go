@@ -185,7 +185,13 @@ func (o *options) run(ctx context.Context) error {
 			}
 			return keys.RepositoryPassword(bsl.Name), nil
 		}}
-	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Passwords: passwords}
+	// Maintenance that frees data at once is kept apart from everything
+	// else that uses its repository.
+	var gate *datamover.Gate
+	if o.safety == kopiarepo.SafetyNone {
+		gate = &datamover.Gate{}
+	}
+	repositories := &datamover.Repositories{Locate: locations.RepositoryLocation, Passwords: passwords, Gate: gate, Reader: mgr.GetAPIReader()}
 	// Uploads and downloads share their mover pods' image, account and
 	// placement, and their limits.
 	movers := datamover.Movers{
@@ -193,18 +199,13 @@ func (o *options) run(ctx context.Context) error {
 		Pods: datamover.Pods{Image: o.moverImage, ServiceAccount: o.moverAccount, NodeSelector: o.moverNodeSelector,
 			Tolerations: o.moverTolerations, Resources: o.moverResources, CacheSize: o.moverCacheSize},
 		Concurrency: o.moverConcurrency, PerNode: o.moverPerNode, DefaultTimeout: o.operationTimeout, Passwords: passwords,
-		MaintainFrequency: o.repoMaintain,
-	}
-	// Maintenance that frees data at once is kept apart from the moves of
-	// its repository.
-	if o.safety == kopiarepo.SafetyNone {
-		movers.Gate = &datamover.Gate{}
+		MaintainFrequency: o.repoMaintain, Gate: gate,
 	}
 	maintenance := &datamover.MaintenanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
-		Pods: movers.Pods, Safety: o.safety, Keep: o.keepMaintenanceJobs, Gate: movers.Gate, Log: logger}
+		Pods: movers.Pods, Safety: o.safety, Keep: o.keepMaintenanceJobs, Gate: gate, Log: logger}
 	uploads := &datamover.UploadReconciler{Movers: movers, Dynamic: dyn, Repositories: repositories}
 	podVolumeBackups := &datamover.PodVolumeBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace,
-		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain}
+		Repositories: repositories, Passwords: passwords, MaintainFrequency: o.repoMaintain, Gate: gate}
 	schedules := &controller.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disc, Locations: locations, Log: logger, SkipImmediately: o.scheduleSkip}
 	copies := snapshots.NewCopies()
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
@@ -249,7 +250,7 @@ func (o *options) run(ctx context.Context) error {
 		},
 		uploads,
 		podVolumeBackups,
-		&datamover.PodVolumeRestoreReconciler{Client: mgr.GetClient(), Namespace: o.kube.Namespace, Passwords: passwords},
+		&datamover.PodVolumeRestoreReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.kube.Namespace, Passwords: passwords, Gate: gate},
 		&datamover.DownloadReconciler{Movers: movers},
 		maintenance,
 		&controller.OperationsReconciler{
