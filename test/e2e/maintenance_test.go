@@ -32,7 +32,7 @@ import (
 // shows it; the mover account may report on the repository and no more.
 func TestRepositoryMaintenanceFreesDeletedData(t *testing.T) {
 	t.Parallel()
-	c, csi, minio, _ := moverCluster(t, "--repo-maintenance-safety", "none", "--keep-latest-maintenance-jobs", "2")
+	c, csi, minio, node := moverCluster(t, "--repo-maintenance-safety", "none", "--keep-latest-maintenance-jobs", "2")
 	ctx := context.Background()
 	c.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, csiClaim("app", "data", csi.StorageClass))
 	pv := c.boundVolume(t, "app", "data")
@@ -92,7 +92,41 @@ func TestRepositoryMaintenanceFreesDeletedData(t *testing.T) {
 		goneBefore = goneRepo.Status.SizeBytes
 		return goneRepo.Status.LastMaintenanceTime != nil && goneBefore >= 8<<20 && goneRepo.Status.Snapshots == 1, fmt.Sprintf("%+v", goneRepo.Status)
 	})
+	// A backup deleted while its repository's maintenance runs waits for
+	// it: maintenance that frees data at once would take what the
+	// deletion writes for garbage. A run is held (the node cordoned, its
+	// pod left unscheduled) while the backup is deleted.
+	cordon := func(on bool) {
+		t.Helper()
+		patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on))
+		if err := c.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	var held string
+	eventually(t, "a maintenance run of the other namespace's repository held unscheduled", 2*time.Minute, func() (bool, string) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(goneRepo), goneRepo); err != nil {
+			return false, err.Error()
+		}
+		if held = goneRepo.Status.MaintenanceJob; held == "" {
+			return false, "no run"
+		}
+		pods := &corev1.PodList{}
+		if err := c.client.List(ctx, pods, client.InNamespace("salvor"), client.MatchingLabels{batchv1.JobNameLabel: held}); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == "", fmt.Sprintf("run %s: %d pods", held, len(pods.Items))
+	})
 	c.mustSalvor(t, "backup", "delete", "gone", "--confirm")
+	eventually(t, "the deletion waiting for the held run", time.Minute, func() (bool, string) {
+		b := &salvorv1.Backup{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: "salvor", Name: "gone"}, b); err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(b.Status.DeletionBlocked, "waiting for the maintenance of repository "+goneRepo.Name+" (Job "+held+")"), b.Status.DeletionBlocked
+	})
+	cordon(false)
 	eventually(t, "maintenance giving the deleted backup's space back", 3*time.Minute, func() (bool, string) {
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(goneRepo), goneRepo); err != nil {
 			return false, err.Error()
