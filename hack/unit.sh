@@ -62,11 +62,9 @@ run_one() {
 	(cd "$dir" && "$bin" -test.count=1 -test.timeout="$TIMEOUT" -test.paniconexit0 >"$log" 2>&1) || rc=$?
 	took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3fs", b - a }')
 	# One package's lines at a time: a failure's output is long.
-	if [ "$rc" -eq 0 ]; then
-		printf 'ok  \t%s\t%s\n' "$path" "$took" | flock "$LOCK" cat
-	else
-		{ cat "$log"; printf 'FAIL\t%s\t%s\n' "$path" "$took"; } | flock "$LOCK" cat
-	fi
+	local status='ok  '
+	[ "$rc" -eq 0 ] || status=FAIL
+	{ [ "$rc" -eq 0 ] || cat "$log"; printf '%s\t%s\t%s\n' "$status" "$path" "$took"; } | flock "$LOCK" cat
 	rm -f "$log"
 	return "$rc"
 }

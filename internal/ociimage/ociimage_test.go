@@ -19,11 +19,11 @@ import (
 	"github.com/salvor-dev/salvor/internal/testbin"
 )
 
-// The binaries the tests put in images, built once for both in TestMain,
-// with go's default settings as every test's builds are (testbin.Build):
-// the images' packaging is what is under test, and the release builds'
-// static, -trimpath settings would compile every package they import once
-// more. -s -w as make image's: smaller binaries, less to compress. The
+// The binaries the tests put in images, built once for both in TestMain
+// by testbin (linked in bin/testbin, again only when out of date) with
+// go's default settings, as every test's builds are: the images'
+// packaging is what is under test, and the release builds' static,
+// -trimpath settings would compile every package they import once more. -s -w as make image's: smaller binaries, less to compress. The
 // version salvor says is the image's label, v0.0.0-imagetest.
 var bins struct {
 	native string // hack/image, salvor, salvor-plugin-copy, backup-action for this machine
@@ -45,31 +45,18 @@ func TestMain(m *testing.M) {
 			otherArch = "amd64"
 		}
 		bins.native, bins.other = filepath.Join(dir, "native"), filepath.Join(dir, "other")
-		if err := build(bins.native, runtime.GOARCH, "./hack/image", "./cmd/salvor", "./cmd/salvor-plugin-copy", "./examples/backup-action"); err != nil {
+		opt := testbin.Options{GOOS: "linux", GOARCH: runtime.GOARCH, LDFlags: "-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest"}
+		if err := testbin.BuildAllWith(bins.native, opt, "./hack/image", "./cmd/salvor", "./cmd/salvor-plugin-copy", "./examples/backup-action"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		if err := build(bins.other, otherArch, "./cmd/salvor-plugin-copy"); err != nil {
+		opt.GOARCH = otherArch
+		if err := testbin.BuildAllWith(bins.other, opt, "./cmd/salvor-plugin-copy"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return m.Run()
 	}())
-}
-
-// build compiles pkgs for linux/arch into dir, in one go build.
-func build(dir, arch string, pkgs ...string) error {
-	root, err := testbin.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", append([]string{"build", "-ldflags=-s -w -X github.com/salvor-dev/salvor/internal/buildinfo.version=v0.0.0-imagetest", "-o", dir + string(filepath.Separator)}, pkgs...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %v for linux/%s: %v\n%s", pkgs, arch, err, b)
-	}
-	return nil
 }
 
 // hackImage runs hack/image, as make image and make plugin-images do, and

@@ -1,6 +1,7 @@
 package testbin
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -39,13 +40,28 @@ func Build(dir, name, pkg string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, name)
-	return out, build(map[string]string{pkg: out})
+	return out, build(map[string]string{pkg: out}, Options{})
 }
 
 // BuildAll compiles the packages pkgs, as Build does, into dir, each named
 // for the last element of its path, in one go build: their links run at
 // once.
 func BuildAll(dir string, pkgs ...string) error {
+	return BuildAllWith(dir, Options{}, pkgs...)
+}
+
+// Options are what a build sets beyond go's defaults.
+type Options struct {
+	// GOOS and GOARCH are the platform built for (empty: the
+	// environment's, else this machine's).
+	GOOS, GOARCH string
+	// LDFlags are go build's -ldflags (make image's strip the binaries
+	// and set the version they say).
+	LDFlags string
+}
+
+// BuildAllWith is BuildAll with opt.
+func BuildAllWith(dir string, opt Options, pkgs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -53,7 +69,7 @@ func BuildAll(dir string, pkgs ...string) error {
 	for _, pkg := range pkgs {
 		outs[pkg] = filepath.Join(dir, path.Base(pkg))
 	}
-	return build(outs)
+	return build(outs, opt)
 }
 
 // build links each package of outs (package -> where its binary goes) in
@@ -65,14 +81,16 @@ func BuildAll(dir string, pkgs ...string) error {
 // directory is locked while a build and its copies run: test binaries
 // build at once, and go build replaces its outputs in place. The
 // callers get copies, never links: a test may change its binary.
-func build(outs map[string]string) error {
+func build(outs map[string]string, opt Options) error {
 	root, err := ModuleRoot()
 	if err != nil {
 		return err
 	}
-	// GOFLAGS (-race under hack/race.sh) makes other binaries: they live
-	// apart rather than relink each other's.
-	settings := sha256.Sum256([]byte(os.Getenv("GOFLAGS") + "\x00" + os.Getenv("CGO_ENABLED") + "\x00" + os.Getenv("GOOS") + "\x00" + os.Getenv("GOARCH")))
+	goos, goarch := cmp.Or(opt.GOOS, os.Getenv("GOOS")), cmp.Or(opt.GOARCH, os.Getenv("GOARCH"))
+	// Other settings (GOFLAGS's -race under hack/race.sh, a platform, link
+	// flags) make other binaries: they live apart rather than relink each
+	// other's.
+	settings := sha256.Sum256([]byte(strings.Join([]string{os.Getenv("GOFLAGS"), os.Getenv("CGO_ENABLED"), goos, goarch, opt.LDFlags}, "\x00")))
 	shared := filepath.Join(root, "bin", "testbin", hex.EncodeToString(settings[:6]))
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		return err
@@ -86,8 +104,19 @@ func build(outs map[string]string) error {
 		return fmt.Errorf("locking %s: %w", shared, err)
 	}
 	pkgs := slices.Sorted(maps.Keys(outs))
-	cmd := exec.Command("go", append([]string{"build", "-o", shared + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-o", shared + string(filepath.Separator)}
+	if opt.LDFlags != "" {
+		args = append(args, "-ldflags="+opt.LDFlags)
+	}
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Dir = root
+	cmd.Env = os.Environ()
+	if goos != "" {
+		cmd.Env = append(cmd.Env, "GOOS="+goos)
+	}
+	if goarch != "" {
+		cmd.Env = append(cmd.Env, "GOARCH="+goarch)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s: %v\n%s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}
