@@ -217,7 +217,6 @@ func TestServerRestartWhileWaitingForOperations(t *testing.T) {
 	c.waitBackup(t, "resumed", salvorv1.BackupPhaseWaitingForPluginOperations)
 	before := storedOps(t, cfg, "resumed")
 	s.kill()
-	start := time.Now()
 	c.startServer(t, "--item-operation-sync-frequency", "1s")
 	b := c.waitBackup(t, "resumed", salvorv1.BackupPhaseCompleted, salvorv1.BackupPhasePartiallyFailed, salvorv1.BackupPhaseFailed)
 	if b.Status.Phase != salvorv1.BackupPhaseCompleted || b.Status.BackupItemOperationsCompleted != 1 || b.Status.Attempts != 1 {
@@ -226,9 +225,6 @@ func TestServerRestartWhileWaitingForOperations(t *testing.T) {
 	after := storedOps(t, cfg, "resumed")
 	if len(after) != 1 || after[0].Spec.OperationID != before[0].Spec.OperationID {
 		t.Errorf("operation changed across the restart: %v → %v", before, after)
-	}
-	if time.Since(start) > 30*time.Second {
-		t.Errorf("resuming took %s", time.Since(start))
 	}
 }
 
