@@ -20,21 +20,29 @@ import (
 	salvorv1 "github.com/salvor-dev/salvor/pkg/apis/salvor/v1"
 )
 
+// gateRepository makes, in a server namespace of its own on the shared
+// control plane, location primary and its repository of namespace ns.
+func gateRepository(t *testing.T, ns string) (client.Client, string, *salvorv1.BackupStorageLocation) {
+	t.Helper()
+	c, server := testbed.SharedServerNamespace(t)
+	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "primary"},
+		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}
+	if err := c.Create(context.Background(), bsl); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureRepository(context.Background(), c, bsl, ns, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return c, server, bsl
+}
+
 // TestGateKeepsMovesAndMaintenanceApart: with maintenance that frees data
 // at once, a repository's maintenance Job is not made while one of its
 // uploads runs, and an upload does not start while its repository's
 // maintenance is recorded; another repository's moves are not held back.
 func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
-	c, server := testbed.SharedServerNamespace(t)
+	c, server, _ := gateRepository(t, "app")
 	ctx := context.Background()
-	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "primary"},
-		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}
-	if err := c.Create(ctx, bsl); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsureRepository(ctx, c, bsl, "app", time.Hour); err != nil {
-		t.Fatal(err)
-	}
 	upload := func(name, ns string, phase salvorv1.DataMoverPhase) *salvorv1.DataUpload {
 		t.Helper()
 		du := &salvorv1.DataUpload{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: name},
@@ -136,16 +144,8 @@ func TestGateKeepsMovesAndMaintenanceApart(t *testing.T) {
 // the server's own use of a repository holds its maintenance off while it
 // lasts.
 func TestGateKeepsServerAndNodeAgentsApartFromMaintenance(t *testing.T) {
-	c, server := testbed.SharedServerNamespace(t)
+	c, server, bsl := gateRepository(t, "files")
 	ctx := context.Background()
-	bsl := &salvorv1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: server, Name: "primary"},
-		Spec: salvorv1.BackupStorageLocationSpec{Provider: "salvor.dev/s3", ObjectStorage: salvorv1.ObjectStorageLocation{Bucket: "b"}}}
-	if err := c.Create(ctx, bsl); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsureRepository(ctx, c, bsl, "files", time.Hour); err != nil {
-		t.Fatal(err)
-	}
 	gate := &Gate{}
 	clock := time.Now().Add(2 * time.Hour) // due
 	mr := &MaintenanceReconciler{Client: c, APIReader: c, Namespace: server, Pods: Pods{Image: "salvor"}, Safety: kopiarepo.SafetyNone, Gate: gate,
