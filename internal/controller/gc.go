@@ -118,11 +118,9 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			// Freeing data at once, maintenance would take what the
 			// deletion writes for garbage: the deletion goes after it.
 			msg := "waiting for the maintenance of repository " + maintaining.Repository + " (Job " + maintaining.Job + "): its kopia snapshots are forgotten once that ends"
-			if b.Status.DeletionBlocked != msg {
-				b.Status.DeletionBlocked = msg
-				if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
-					return ctrl.Result{}, err
-				}
+			if changed, err := r.blockDeletion(ctx, b, msg); err != nil {
+				return ctrl.Result{}, err
+			} else if changed {
 				r.Log.Info("backup deletion waits for a repository's maintenance", "backup", key, "repository", maintaining.Repository, "job", maintaining.Job)
 			}
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
@@ -131,11 +129,9 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			// Not a failure: the location keeps the backup as promised.
 			// It is deleted once the retention ends.
 			msg := fmt.Sprintf("its objects are retained by the location's Object Lock until %s; it is deleted then", until.UTC().Format(time.RFC3339))
-			if b.Status.DeletionBlocked != msg || b.Status.Phase != salvorv1.BackupPhaseDeleting {
-				b.Status.DeletionBlocked, b.Status.Phase = msg, salvorv1.BackupPhaseDeleting
-				if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
-					return ctrl.Result{}, err
-				}
+			if changed, err := r.blockDeletion(ctx, b, msg); err != nil {
+				return ctrl.Result{}, err
+			} else if changed {
 				r.Log.Info("backup deletion waits for its retention", "backup", key, "until", until)
 			}
 			return ctrl.Result{RequeueAfter: time.Until(until) + time.Second}, nil
@@ -158,6 +154,19 @@ func (r *GCReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	r.Log.Info("deleting an expired backup", "backup", req.String(), "expired", b.Status.Expiration.Time)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, b))
+}
+
+// blockDeletion records on the deleted backup b, Deleting, why its
+// deletion waits (msg), and says whether that changed its status.
+func (r *GCReconciler) blockDeletion(ctx context.Context, b *salvorv1.Backup, msg string) (bool, error) {
+	if b.Status.DeletionBlocked == msg && b.Status.Phase == salvorv1.BackupPhaseDeleting {
+		return false, nil
+	}
+	b.Status.DeletionBlocked, b.Status.Phase = msg, salvorv1.BackupPhaseDeleting
+	if err := updateStatus(ctx, r.Client, b); err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	return true, nil
 }
 
 // waitForReaders says whether the deleted backup b is still read by a

@@ -192,24 +192,19 @@ func (m *Movers) begin(ctx context.Context, mv move, s steps) (reconcile.Result,
 	if running >= cmp.Or(m.Concurrency, 4) {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	if m.Gate != nil {
-		unlock := m.Gate.lock()
-		defer unlock() // past the phase's change, which the gate's other side reads
-		job, err := m.Gate.maintaining(ctx, m.APIReader, m.Namespace, mv.location, mv.repoNamespace)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if job != "" && m.Log != nil {
+	job, err := m.Gate.admit(ctx, m.APIReader, m.Namespace, mv.location, mv.repoNamespace, func() error {
+		now := metav1.Now()
+		patch := ctrl.MergeFromWithOptions(mv.obj.DeepCopyObject().(ctrl.Object), ctrl.MergeFromWithOptimisticLock{})
+		*mv.phase, *mv.start, mv.progress.TotalBytes = salvorv1.DataMoverPhaseInProgress, &now, total
+		return m.Client.Status().Patch(ctx, mv.obj, patch)
+	})
+	if job != "" {
+		if m.Log != nil {
 			m.Log.Info("move waits for its repository's maintenance", "kind", mv.kind, "name", mv.obj.GetName(), "job", job)
 		}
-		if job != "" {
-			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
-		}
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	now := metav1.Now()
-	patch := ctrl.MergeFromWithOptions(mv.obj.DeepCopyObject().(ctrl.Object), ctrl.MergeFromWithOptimisticLock{})
-	*mv.phase, *mv.start, mv.progress.TotalBytes = salvorv1.DataMoverPhaseInProgress, &now, total
-	return reconcile.Result{}, m.Client.Status().Patch(ctx, mv.obj, patch)
+	return reconcile.Result{}, err
 }
 
 // timeout bounds a move: its operationTimeout, else the server's default.

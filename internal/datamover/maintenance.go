@@ -416,10 +416,11 @@ func (g *Gate) enter(ctx context.Context, reader ctrl.Reader, bsl *salvorv1.Back
 	}, nil
 }
 
-// admit runs start, which records that a node agent may use the
-// repository of location bsl and namespace ns (its backup or restore
-// Accepted), unless that repository's maintenance runs; it then names the
-// maintenance Job and leaves start undone. A nil Gate runs start.
+// admit runs start, which records a use of the repository of location
+// bsl and namespace ns that maintenance reads (a move InProgress, a node
+// agent's backup or restore Accepted), unless that repository's
+// maintenance runs; it then names the maintenance Job and leaves start
+// undone. A nil Gate runs start.
 func (g *Gate) admit(ctx context.Context, reader ctrl.Reader, namespace, bsl, ns string, start func() error) (string, error) {
 	if g == nil {
 		return "", start()
